@@ -1,0 +1,42 @@
+"""Exceptions that cross module boundaries.
+
+Damage inside a file is *not* an exception: the spec engine turns it into an error
+node.  These exceptions are for what cannot produce a tree at all (a path that cannot
+be read, a format nobody recognises) and for misuse of the API.
+"""
+from __future__ import annotations
+
+
+class GGScopeError(Exception):
+    """Base class: every error ggscope raises on purpose."""
+
+
+class UnreadableFile(GGScopeError):
+    """The path could not be opened or mapped (missing, a directory, no permission)."""
+
+
+class UnknownFormat(GGScopeError):
+    """No format ggscope knows matches the file's first bytes."""
+
+    def __init__(self, path: str, head: bytes, known: list[str]) -> None:
+        self.path = path
+        self.head = head
+        self.known = known
+        super().__init__(
+            f"{path}: unknown format: first bytes {head[:16].hex(' ')} "
+            f"({head[:8]!r}) match none of the formats ggscope knows: {', '.join(known)}")
+
+
+class DamagedFile(GGScopeError):
+    """A file parsed only partly; raised by APIs that need the full structure."""
+
+    def __init__(self, path: str, offset: int, field_path: str, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.field_path = field_path
+        self.reason = reason
+        super().__init__(f"{path}: damaged at offset {offset} ({offset:#x}), field {field_path}: {reason}")
+
+
+class SpecError(GGScopeError):
+    """A .ksy spec uses something the engine cannot interpret (a bug in ggscope)."""

@@ -1,0 +1,186 @@
+"""Fast scanning of arrays of length-prefixed strings, and the lazy array that results.
+
+A Llama-3 header holds 408,000 length-prefixed strings (tokens and merges).  Walking
+them one at a time in Python costs ~30 ms; this scanner does it with numpy in a few ms
+and creates no per-string object.
+
+How: in a window of the file, every byte position ``c`` whose would-be length prefix
+holds a value in ``[1, 255]`` is a *candidate* (low byte non-zero, the other ``W-1``
+bytes zero; mirrored for big-endian).  Every true prefix with such a length is a
+candidate, so the chain ``c -> c + W + len(c)`` walked from the first element visits
+only candidates; where consecutive candidates chain into each other the whole run is
+verified at once.  A string of length 0 or >= 256, or a spurious candidate inside
+string bytes, breaks the run: the scanner then takes one exact step and resumes.  The
+result is exactly what a one-by-one walk gives; correctness never rests on a guess.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["scan_length_prefixed", "StringArray", "ScanStop"]
+
+_WINDOW = 1 << 20
+
+
+class ScanStop(Exception):
+    """Element ``index`` (prefix at absolute ``offset``) does not fit in the stream."""
+
+    def __init__(self, index: int, offset: int) -> None:
+        super().__init__(index, offset)
+        self.index = index
+        self.offset = offset
+
+
+def _read_len(arr: np.ndarray, p: int, width: int, le: bool) -> int:
+    return int.from_bytes(arr[p:p + width].tobytes(), "little" if le else "big")
+
+
+def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bool,
+                         limit: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Walk ``n`` strings with ``width``-byte length prefixes from ``start``.
+
+    Returns (absolute prefix offsets, lengths, end offset).  Raises ``ScanStop`` at the
+    first element whose prefix or bytes would pass ``limit``.
+    """
+    starts = np.empty(n, dtype=np.int64)
+    i = 0
+    p = start
+    while i < n:
+        win_end = min(limit, p + min(max((n - i) * (width + 24), 4096), _WINDOW))
+        seg = arr[p:win_end]
+        L = len(seg) - width + 1
+        if L <= 0:
+            i, p = _step(arr, starts, i, p, width, le, limit)
+            continue
+        z = seg == 0
+        if le:
+            m = ~z[:L]
+            for k in range(1, width):
+                m &= z[k:L + k]
+            cand = np.flatnonzero(m)
+            nxt = cand + width + seg[cand]
+        else:
+            m = ~z[width - 1:L + width - 1]
+            for k in range(width - 1):
+                m &= z[k:L + k]
+            cand = np.flatnonzero(m)
+            nxt = cand + width + seg[cand + width - 1]
+        # chain[j]: candidate j leads straight to candidate j+1
+        chain = nxt[:-1] == cand[1:]
+        breaks = np.flatnonzero(~chain)
+        base = p
+        rel = 0                                   # current position relative to base
+        while i < n and rel < len(seg) - width - 255:
+            j = int(np.searchsorted(cand, rel))
+            if j < len(cand) and cand[j] == rel:
+                b = int(np.searchsorted(breaks, j))
+                stop = int(breaks[b]) + 1 if b < len(breaks) else len(cand)
+                run = min(stop - j, n - i)
+                while run > 0 and nxt[j + run - 1] > len(seg):
+                    run -= 1
+                if run > 0:
+                    starts[i:i + run] = cand[j:j + run] + base
+                    i += run
+                    rel = int(nxt[j + run - 1])
+                    continue
+            i, q = _step(arr, starts, i, base + rel, width, le, limit)
+            rel = q - base
+        p = base + rel
+        if win_end >= limit and i < n:
+            # the last bytes of the stream: finish exactly
+            while i < n:
+                i, p = _step(arr, starts, i, p, width, le, limit)
+    lens = np.empty(n, dtype=np.int64)
+    if n:
+        lens[:-1] = starts[1:] - starts[:-1] - width
+        lens[-1] = p - starts[-1] - width
+    return starts, lens, p
+
+
+def _step(arr, starts, i, p, width, le, limit):
+    """One exact element: the prefix at ``p``."""
+    if p + width > limit:
+        raise ScanStop(i, p)
+    length = _read_len(arr, p, width, le)
+    if length > limit - p - width:
+        raise ScanStop(i, p)
+    starts[i] = p
+    return i + 1, p + width + length
+
+
+class StringArray(Sequence):
+    """A lazy, read-only sequence of the strings of a scanned array.
+
+    Indexing decodes one string; ``tolist()`` decodes all of them in one pass (joined
+    with NUL separators, decoded once, split once) and caches the list.
+    """
+
+    __slots__ = ("_arr", "starts", "lens", "width", "encoding", "_list")
+
+    def __init__(self, arr: np.ndarray, starts: np.ndarray, lens: np.ndarray, width: int,
+                 encoding: str | None) -> None:
+        self._arr = arr
+        self.starts = starts
+        self.lens = lens
+        self.width = width
+        self.encoding = encoding
+        self._list: list | None = None
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def raw(self, i: int) -> bytes:
+        s = int(self.starts[i]) + self.width
+        return self._arr[s:s + int(self.lens[i])].tobytes()
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if self._list is not None:
+            return self._list[i]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        raw = self.raw(i)
+        return raw.decode(self.encoding, "surrogateescape") if self.encoding else raw
+
+    def tolist(self) -> list:
+        if self._list is None:
+            self._list = self._decode_all()
+        return self._list
+
+    def _decode_all(self) -> list:
+        n = len(self)
+        if n == 0:
+            return []
+        if self.encoding is None:
+            return [self.raw(i) for i in range(n)]
+        first = int(self.starts[0])
+        last = int(self.starts[-1]) + self.width + int(self.lens[-1])
+        region = self._arr[first:last].copy()
+        rel = self.starts - first
+        keep = np.ones(len(region), dtype=bool)
+        for k in range(self.width - 1):       # drop all but one byte of each prefix ...
+            keep[rel + k] = False
+        region[rel + self.width - 1] = 0       # ... which becomes the NUL separator
+        joined = region[keep]
+        if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
+            return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
+        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
+        return parts[1:]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StringArray):
+            return self.tolist() == other.tolist()
+        if isinstance(other, (list, tuple)):
+            return self.tolist() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(self[i]) for i in range(min(3, len(self))))
+        return f"StringArray({len(self)}: [{head}{', ...' if len(self) > 3 else ''}])"
