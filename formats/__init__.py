@@ -1,0 +1,1 @@
+"""The Kaitai Struct specs ggscope interprets (installed as the package ``ggscope.formats``)."""

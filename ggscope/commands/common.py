@@ -1,0 +1,68 @@
+"""What every command does the same way: opening files, reporting errors, output mode.
+
+Errors are one paragraph on stderr naming file, offset and field path; they map to
+exit status 2.  Colour and rich tables only when stdout is a terminal (and
+``NO_COLOR`` is not set) unless ``--color`` says otherwise.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from ..errors import GGScopeError, UnknownFormat, UnreadableFile
+from ..modelfile import ModelFile
+
+__all__ = ["open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
+
+
+def error(msg: str) -> None:
+    print(f"ggscope: {msg}", file=sys.stderr)
+
+
+def damage_message(mf: ModelFile) -> str:
+    d = mf.damage
+    assert d is not None
+    return (f"{mf.path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
+            f"in field {d.path or '/'}: {d.error}. Everything before that offset parsed; "
+            f"run `ggscope validate {mf.path}` for every finding.")
+
+
+def open_or_report(path: str, *, allow_damage: bool = False) -> ModelFile | None:
+    """Open ``path``; on failure print one paragraph and return None."""
+    import ggscope
+    try:
+        mf = ggscope.open(path)
+    except UnreadableFile as exc:
+        error(f"cannot read {exc}")
+        return None
+    except UnknownFormat as exc:
+        error(str(exc))
+        return None
+    except GGScopeError as exc:
+        error(str(exc))
+        return None
+    if mf.damage is not None and not allow_damage:
+        error(damage_message(mf))
+        return None
+    return mf
+
+
+def add_color_argument(parser: Any) -> None:
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour and tables: auto (only on a terminal), always, never")
+
+
+def use_rich(args: Any) -> bool:
+    mode = getattr(args, "color", "auto")
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def console(args: Any):
+    from rich.console import Console
+    return Console(force_terminal=getattr(args, "color", "auto") == "always" or None,
+                   no_color=bool(os.environ.get("NO_COLOR")), highlight=False)

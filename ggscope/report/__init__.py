@@ -1,0 +1,1 @@
+"""Renderers: turn results into text, JSON, SARIF or annotations.  They never judge."""
