@@ -1,0 +1,208 @@
+"""Reference forward passes: which architectures ggscope can run, and how weights load.
+
+Why: ``ggscope run`` sanity-checks what a file *computes*, not only how it is laid
+out.  Each supported architecture is one small numpy module (``rwkv4.py`` ...) with
+the same two functions::
+
+    load(model: ModelFile) -> Weights          # name + shape checked, float32
+    forward(weights, tokens, state=None) -> (logits_last[n_vocab] float32, state)
+
+This package keeps the one table of those modules (``ARCHITECTURES``), tells which
+architecture a parsed file has (``architecture``), and gives the modules one way of
+mapping tensor names to float32 arrays (``WeightMapper``).  A file whose architecture
+has no module raises ``UnsupportedArchitecture`` naming the supported ones; a file
+missing a weight, or carrying one of the wrong shape, raises ``WeightError``.  Both are
+``GGScopeError``s with one-line messages, never tracebacks from deep in numpy.
+
+Modules are imported only when used, so importing this package costs nothing.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import GGScopeError
+from ..rwkv_arch import arch_version, head_geometry
+
+if TYPE_CHECKING:
+    from ..modelfile import ModelFile
+
+__all__ = [
+    "ARCHITECTURES", "Architecture", "UnsupportedArchitecture", "WeightError",
+    "TokenError", "WeightMapper", "check_tokens", "architecture", "supported", "module_for", "run",
+]
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str                    # what ``architecture(model)`` returns
+    module: str                  # module under ggscope.forward implementing it
+    formats: tuple[str, ...]     # ModelFile.format values whose tensor names it reads
+    summary: str
+
+
+# The one table of forward passes.  Order is the order ``supported()`` lists them in.
+ARCHITECTURES: tuple[Architecture, ...] = (
+    Architecture("rwkv4", "rwkv4", ("rwkv.cpp",), "RWKV v4 (rwkv.cpp file)"),
+    Architecture("rwkv5.1", "rwkv5", ("rwkv.cpp",), "RWKV v5.1 (rwkv.cpp file)"),
+    Architecture("rwkv5.2", "rwkv5", ("rwkv.cpp",), "RWKV v5.2 (rwkv.cpp file)"),
+    Architecture("rwkv6", "rwkv6", ("rwkv.cpp",), "RWKV v6 'Finch' (rwkv.cpp file)"),
+    Architecture("rwkv7", "rwkv7", ("rwkv.cpp",), "RWKV v7 'Goose' (rwkv.cpp file)"),
+)
+_BY_NAME = {a.name: a for a in ARCHITECTURES}
+
+class UnsupportedArchitecture(GGScopeError):
+    """The file's architecture has no reference forward pass in ggscope."""
+
+    def __init__(self, path: str, arch: str, fmt: str) -> None:
+        self.path = path
+        self.arch = arch
+        self.format = fmt
+        listed = ", ".join(f"{a.name} ({'/'.join(a.formats)})" for a in ARCHITECTURES)
+        super().__init__(
+            f"{path}: no reference forward pass for architecture {arch!r} in a {fmt} file; "
+            f"supported: {listed}")
+
+
+class WeightError(GGScopeError):
+    """A weight the forward pass needs is missing, misshapen or cannot be decoded."""
+
+
+class TokenError(GGScopeError):
+    """A token id outside the vocabulary, or an empty prompt."""
+
+
+def check_tokens(tokens: list[int], n_vocab: int) -> list[int]:
+    """``tokens`` as plain ints after checking each is a valid id; ``TokenError`` if not."""
+    try:
+        ids = [int(t) for t in tokens]
+    except (TypeError, ValueError) as exc:
+        raise TokenError(f"token ids must be integers: {exc}") from None
+    if not ids:
+        raise TokenError("no tokens to run: the prompt is empty")
+    bad = [t for t in ids if not 0 <= t < n_vocab]
+    if bad:
+        raise TokenError(f"token id {bad[0]} is outside the vocabulary (0..{n_vocab - 1})")
+    return ids
+
+
+def supported() -> list[str]:
+    """Names of the architectures that have a forward pass, in table order."""
+    return [a.name for a in ARCHITECTURES]
+
+
+def _rwkv_cpp_arch(model: "ModelFile") -> str:
+    """"rwkv" + the version: the parser's metadata, else rwkv.cpp's own rule."""
+    version = model.metadata.get("rwkv_cpp.arch_version")
+    if isinstance(version, (tuple, list)):
+        version = ".".join(str(v) for v in version)
+    if version is None:
+        version = arch_version((t.name, t.shape) for t in model.tensors)
+    text = str(version).lower().removeprefix("rwkv").removeprefix("v").strip()
+    major, _, minor = text.partition(".")
+    if major in ("4", "6", "7") and minor in ("", "0"):
+        return f"rwkv{major}"
+    return f"rwkv{text}"
+
+
+def architecture(model: "ModelFile") -> str:
+    """The architecture name of a parsed file, as ``ARCHITECTURES`` spells it."""
+    if model.format == "rwkv.cpp":
+        return _rwkv_cpp_arch(model)
+    for key in ("general.architecture", f"{model.format}.architecture"):
+        value = model.metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "unknown"
+
+
+def module_for(model: "ModelFile") -> ModuleType:
+    """The forward module for ``model``; ``UnsupportedArchitecture`` when there is none."""
+    arch = architecture(model)
+    entry = _BY_NAME.get(arch)
+    if entry is None or model.format not in entry.formats:
+        raise UnsupportedArchitecture(model.path, arch, model.format)
+    return importlib.import_module(f"{__name__}.{entry.module}")
+
+
+def run(model: "ModelFile", tokens: list[int], state: Any = None) -> tuple[np.ndarray, Any]:
+    """Load ``model``'s weights and feed ``tokens``; the logits after the last token."""
+    module = module_for(model)
+    return module.forward(module.load(model), tokens, state)
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in shape if d != 1)
+
+
+class WeightMapper:
+    """Maps tensor names of one file to float32 arrays, checking names and shapes.
+
+    ``take(name, shape)`` wants ``shape`` in numpy order (ggml's ``ne`` reversed) and
+    accepts a stored tensor whose dimensions equal it once size-1 axes are dropped
+    (converters disagree on those: rwkv.cpp writes v7 ``w0`` as ne [C, 1, 1]).  The
+    array comes back as a float32 copy (it outlives the file) of exactly ``shape``.
+    """
+
+    def __init__(self, model: "ModelFile", arch: str) -> None:
+        self.model = model
+        self.arch = arch
+
+    def has(self, name: str) -> bool:
+        try:
+            self.model.tensor(name)
+        except KeyError:
+            return False
+        return True
+
+    def ne(self, name: str) -> tuple[int, ...]:
+        """The stored ggml shape of ``name`` (used to read head counts and widths)."""
+        return tuple(self._info(name).shape)
+
+    def heads(self) -> tuple[int, int]:
+        """``(n_head, head_size)`` of an RWKV v5+ file, by rwkv.cpp's rule (rwkv_arch)."""
+        version = self.arch.removeprefix("rwkv")
+        geometry = head_geometry(((t.name, t.shape) for t in self.model.tensors), version)
+        if geometry is None:
+            raise WeightError(
+                f"{self.model.path}: cannot work out the {self.arch} head count and size "
+                f"(rwkv.cpp reads them from blocks.0.att.time_decay or blocks.0.att.r_k "
+                f"and blocks.0.ln1.weight)")
+        return geometry
+
+    def _info(self, name: str):
+        try:
+            return self.model.tensor(name)
+        except KeyError:
+            damage = self.model.damage
+            why = "" if damage is None else (
+                f" (the file is damaged at offset {damage.start} in {damage.path}: "
+                f"{damage.error}; nothing after that was read)")
+            raise WeightError(
+                f"{self.model.path}: {self.arch} needs tensor {name!r}, which the file "
+                f"does not have{why}") from None
+
+    def take(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        info = self._info(name)
+        stored = tuple(reversed(tuple(info.shape)))
+        if _squeezed(stored) != _squeezed(shape):
+            raise WeightError(
+                f"{self.model.path}: tensor {name!r} has numpy shape {stored} "
+                f"(ggml ne {list(info.shape)}), {self.arch} expects {shape}")
+        try:
+            data = info.dequantize()
+        except (GGScopeError, ValueError, KeyError, NotImplementedError, OSError) as exc:
+            raise WeightError(
+                f"{self.model.path}: tensor {name!r} ({info.type}) could not be "
+                f"decoded: {exc}") from None
+        # A copy: the weights must outlive the file's memory map.
+        data = np.array(data, dtype=np.float32, copy=True)
+        if data.size != int(np.prod(shape, dtype=np.int64)):
+            raise WeightError(
+                f"{self.model.path}: tensor {name!r} decoded to {data.size} values, "
+                f"expected {int(np.prod(shape))}")
+        return data.reshape(shape)

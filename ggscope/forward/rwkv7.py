@@ -1,0 +1,221 @@
+"""RWKV v7 ("Goose") reference forward pass for rwkv.cpp files, in float32 numpy.
+
+Why: to check what an rwkv.cpp v7 file computes.  v7 replaces v5/v6's "decay then
+add" state update with a generalized delta rule.  Per head (S x S state
+``s[h, i, j]``, i = value channel, j = key channel)::
+
+    s[h] = s[h] * w[h, None, :] + (s[h] @ -kk[h])[:, None] * (kk * a)[h, None, :]
+           + v[h, :, None] * k[h, None, :]
+    out_h = s[h] @ r[h]
+
+where ``w = exp(-exp(-0.5) * sigmoid(w0 + lora_w(xw)))`` is the decay, ``kk`` the
+L2-normalized ``k * k_k`` (the key being replaced), ``a = sigmoid(a0 + lora_a(xa))``
+the in-context learning rate, and ``k`` is rescaled as ``k * (1 + (a - 1) * k_a)``.
+Layer 0's ``v`` is remembered as ``v_first`` for the token; later layers blend toward
+it by ``sigmoid(v0 + lora_v(xv))`` (value residual).  After a GroupNorm over heads
+(eps 64e-5) the output gets a per-head bonus ``sum(r * k * r_k) * v`` and the gate
+``g = g2 @ sigmoid(g1 @ xg)``.  The channel mix is ``Wv @ relu(Wk @ (x + sx*x_k))^2``
+with no receptance.  Token shift everywhere is ``x + sx * mix``, ``sx = x_prev - x``.
+
+Layout as rwkv.cpp's converter writes it (numpy order): the six mixes concatenated as
+``att.x_rwkvag`` [6, 1, C] in the order r, w, k, v, a, g; low-rank matrices
+``att.{w,a,v,g}1`` [D, C] and ``att.{w,a,v,g}2`` [C, D] (transposed from PyTorch so
+that every projection is ``W @ x``); ``att.r_k`` [H, S]; ``w0/a0/v0/k_k/k_a`` and
+``ffn.x_k`` [1, 1, C].  Layer 0 has no ``v0/v1/v2``.  Head count = ne[1] of ``r_k``.
+
+Contract: ``load(model) -> Weights``; ``forward(weights, tokens, state=None) ->
+(logits float32 [n_vocab], State)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import WeightMapper, check_tokens
+from .ops import group_norm, l2_normalize, layer_norm, linear, relu_squared, sigmoid, token_shift
+from .rwkv4 import LN_EPS, Ends, Sizes
+
+__all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
+           "initial_state"]
+
+GN_EPS = 64e-5             # ln_x GroupNorm eps (BlinkDL's v7 reference)
+NORM_EPS = 1e-12           # floor of the L2 norm of kk (torch F.normalize default)
+DECAY_SCALE = np.exp(-0.5)  # w = exp(-DECAY_SCALE * sigmoid(.)): decay factor in (0.545, 1)
+N_MIX = 6                  # token-shift mixes in att.x_rwkvag: r w k v a g
+
+
+@dataclass(frozen=True)
+class Config:
+    sizes: Sizes
+    n_head: int              # H = ne[1] of att.r_k
+    head_size: int           # S = ne[0] of att.r_k
+    ln_eps: float
+    gn_eps: float
+    norm_eps: float
+
+
+@dataclass(frozen=True)
+class Lora:
+    """A low-rank projection ``up @ f(down @ x)``."""
+    down: np.ndarray         # [D, C]
+    up: np.ndarray           # [C, D]
+
+
+@dataclass(frozen=True)
+class Layer:
+    ln1_w: np.ndarray        # [C]
+    ln1_b: np.ndarray        # [C]
+    mix: np.ndarray          # [6, C]  x_r x_w x_k x_v x_a x_g
+    w0: np.ndarray           # [C]
+    w_lora: Lora             # tanh inside
+    a0: np.ndarray           # [C]
+    a_lora: Lora             # identity inside
+    v0: np.ndarray | None    # [C]     None in layer 0
+    v_lora: Lora | None      # identity inside; None in layer 0
+    g_lora: Lora             # sigmoid inside
+    k_k: np.ndarray          # [C]
+    k_a: np.ndarray          # [C]
+    r_k: np.ndarray          # [H, S]
+    key: np.ndarray          # [C, C]
+    value: np.ndarray        # [C, C]
+    receptance: np.ndarray   # [C, C]
+    output: np.ndarray       # [C, C]
+    ln_x_w: np.ndarray       # [C]
+    ln_x_b: np.ndarray       # [C]
+    ln2_w: np.ndarray        # [C]
+    ln2_b: np.ndarray        # [C]
+    ffn_x_k: np.ndarray      # [C]
+    ffn_key: np.ndarray      # [F, C]
+    ffn_value: np.ndarray    # [C, F]
+
+
+@dataclass(frozen=True)
+class Weights:
+    config: Config
+    ends: Ends
+    layers: tuple[Layer, ...]
+
+
+@dataclass(frozen=True)
+class LayerState:
+    att_x: np.ndarray        # [C]       ln1 output of the previous token
+    heads: np.ndarray        # [H, S, S] state, s[h, value channel, key channel]
+    ffn_x: np.ndarray        # [C]       ln2 output of the previous token
+
+
+State = tuple[LayerState, ...]
+
+
+def _config(m: WeightMapper, s: Sizes) -> Config:
+    n_head, head_size = m.heads()
+    return Config(s, n_head, head_size, LN_EPS, GN_EPS, NORM_EPS)
+
+
+def _lora(m: WeightMapper, p: str, c: str, C: int) -> Lora:
+    down_ne = m.ne(f"{p}att.{c}1")
+    D = down_ne[1] if len(down_ne) == 2 else 0
+    return Lora(m.take(f"{p}att.{c}1", (D, C)), m.take(f"{p}att.{c}2", (C, D)))
+
+
+def load(model) -> Weights:
+    """Map an rwkv.cpp v7 file's tensors to float32 arrays, checking names and shapes."""
+    m = WeightMapper(model, "rwkv7")
+    s = Sizes.read(m)
+    cfg = _config(m, s)
+    C, F, H, S = s.n_embed, s.n_ffn, cfg.n_head, cfg.head_size
+    layers = []
+    for i in range(s.n_layer):
+        p = f"blocks.{i}."
+        first = i == 0
+        layers.append(Layer(
+            ln1_w=m.take(p + "ln1.weight", (C,)), ln1_b=m.take(p + "ln1.bias", (C,)),
+            mix=m.take(p + "att.x_rwkvag", (N_MIX, 1, C)).reshape(N_MIX, C),
+            w0=m.take(p + "att.w0", (C,)), w_lora=_lora(m, p, "w", C),
+            a0=m.take(p + "att.a0", (C,)), a_lora=_lora(m, p, "a", C),
+            v0=None if first else m.take(p + "att.v0", (C,)),
+            v_lora=None if first else _lora(m, p, "v", C),
+            g_lora=_lora(m, p, "g", C),
+            k_k=m.take(p + "att.k_k", (C,)), k_a=m.take(p + "att.k_a", (C,)),
+            r_k=m.take(p + "att.r_k", (H, S)),
+            key=m.take(p + "att.key.weight", (C, C)),
+            value=m.take(p + "att.value.weight", (C, C)),
+            receptance=m.take(p + "att.receptance.weight", (C, C)),
+            output=m.take(p + "att.output.weight", (C, C)),
+            ln_x_w=m.take(p + "att.ln_x.weight", (C,)),
+            ln_x_b=m.take(p + "att.ln_x.bias", (C,)),
+            ln2_w=m.take(p + "ln2.weight", (C,)), ln2_b=m.take(p + "ln2.bias", (C,)),
+            ffn_x_k=m.take(p + "ffn.x_k", (C,)),
+            ffn_key=m.take(p + "ffn.key.weight", (F, C)),
+            ffn_value=m.take(p + "ffn.value.weight", (C, F)),
+        ))
+    return Weights(cfg, Ends.load(m, s), tuple(layers))
+
+
+def initial_state(config: Config) -> State:
+    C, H, S = config.sizes.n_embed, config.n_head, config.head_size
+    zero = np.zeros(C, dtype=np.float32)                                     # [C]
+    heads = np.zeros((H, S, S), dtype=np.float32)                            # [H, S, S]
+    return tuple(LayerState(zero, heads, zero) for _ in range(config.sizes.n_layer))
+
+
+def time_mix(cfg: Config, L: Layer, x: np.ndarray, st: LayerState, v_first):
+    """v7 attention for one token; returns output, new head state and v_first."""
+    H, S = cfg.n_head, cfg.head_size
+    sx = token_shift(x, st.att_x)                                           # [C]
+    xr, xw, xk, xv, xa, xg = x + sx * L.mix                                 # 6 x [C]
+    r = linear(L.receptance, xr)                                            # [C]
+    k = linear(L.key, xk)                                                   # [C]
+    v = linear(L.value, xv)                                                 # [C]
+    lw = L.w0 + linear(L.w_lora.up, np.tanh(linear(L.w_lora.down, xw)))    # [C]
+    w = np.exp(-DECAY_SCALE * sigmoid(lw)).astype(np.float32)               # [C]
+    a = sigmoid(L.a0 + linear(L.a_lora.up, linear(L.a_lora.down, xa)))     # [C]
+    g = linear(L.g_lora.up, sigmoid(linear(L.g_lora.down, xg)))            # [C]
+    kk = l2_normalize((k * L.k_k).reshape(H, S), cfg.norm_eps)              # [H, S]
+    k = k * (1 + (a - 1) * L.k_a)                                           # [C]
+    if L.v_lora is None:
+        v_first = v                                                         # [C]
+    else:
+        mix = sigmoid(L.v0 + linear(L.v_lora.up, linear(L.v_lora.down, xv)))  # [C]
+        v = v + (v_first - v) * mix                                         # [C]
+    r, k, v, w, a = (t.reshape(H, S) for t in (r, k, v, w, a))              # 5 x [H, S]
+    s = st.heads                                                            # [H, S, S]
+    sa = np.einsum("hij,hj->hi", s, -kk)                                    # [H, S]
+    s = (s * w[:, None, :] + sa[:, :, None] * (kk * a)[:, None, :]
+         + v[:, :, None] * k[:, None, :]).astype(np.float32)                # [H, S, S]
+    out = np.einsum("hij,hj->hi", s, r)                                     # [H, S]
+    out = group_norm(out.reshape(-1), L.ln_x_w, L.ln_x_b, H, cfg.gn_eps)    # [C]
+    bonus = (r * k * L.r_k).sum(axis=-1, keepdims=True) * v                 # [H, S]
+    out = out + bonus.reshape(-1)                                           # [C]
+    return linear(L.output, out * g), s, v_first                            # [C]
+
+
+def channel_mix(L: Layer, x: np.ndarray, x_prev: np.ndarray) -> np.ndarray:
+    k = x + token_shift(x, x_prev) * L.ffn_x_k                              # [C]
+    return linear(L.ffn_value, relu_squared(linear(L.ffn_key, k)))          # [C]
+
+
+def step(w: Weights, token: int, state: State) -> tuple[np.ndarray, State]:
+    cfg = w.config
+    x = w.ends.embed(token, cfg.ln_eps)                                      # [C]
+    v_first = None
+    new = []
+    for L, st in zip(w.layers, state):
+        xa = layer_norm(x, L.ln1_w, L.ln1_b, cfg.ln_eps)                     # [C]
+        out, heads, v_first = time_mix(cfg, L, xa, st, v_first)
+        x = x + out                                                          # [C]
+        xf = layer_norm(x, L.ln2_w, L.ln2_b, cfg.ln_eps)                     # [C]
+        x = x + channel_mix(L, xf, st.ffn_x)                                 # [C]
+        new.append(LayerState(xa, heads, xf))
+    return w.ends.logits(x, cfg.ln_eps), tuple(new)
+
+
+def forward(weights: Weights, tokens: list[int], state: State | None = None
+            ) -> tuple[np.ndarray, State]:
+    """Feed ``tokens`` one at a time; return the logits after the last one and the state."""
+    ids = check_tokens(tokens, weights.config.sizes.n_vocab)
+    state = initial_state(weights.config) if state is None else state
+    logits = np.zeros(weights.config.sizes.n_vocab, dtype=np.float32)
+    for t in ids:
+        logits, state = step(weights, t, state)
+    return logits.astype(np.float32), state
