@@ -184,6 +184,9 @@ class _Parser:
             a = self.ternary()
             self.take(":")
             b = self.ternary()
+            chain = _lookup_chain(cond, a, b)
+            if chain is not None:
+                return chain
             return lambda ctx: a(ctx) if cond(ctx) else b(ctx)
         return cond
 
@@ -202,7 +205,10 @@ class _Parser:
                 left = (lambda l, r: lambda ctx: bool(l(ctx)) or bool(r(ctx)))(left, right)
             else:
                 f = _BINARY[op]
-                left = (lambda f, l, r: lambda ctx: f(l(ctx), r(ctx)))(f, left, right)
+                fn = (lambda f, l, r: lambda ctx: f(l(ctx), r(ctx)))(f, left, right)
+                if op == "==" and hasattr(left, "_name") and hasattr(right, "_const"):
+                    fn = _tag(fn, eq=(left, right._const))
+                left = fn
 
     def unary(self) -> Fn:
         kind, op = self.peek()
@@ -219,7 +225,7 @@ class _Parser:
     def atom(self) -> Fn:
         kind, val = self.take()
         if kind in ("num", "str", "bool"):
-            return lambda ctx, v=val: v
+            return _tag(lambda ctx, v=val: v, const=val)
         if kind == "op" and val == "(":
             fn = self.ternary()
             self.take(")")
@@ -240,7 +246,7 @@ class _Parser:
                     self.take()
                     parts.append(self.take()[1])
                 number = self.enum_lookup(parts)
-                return lambda ctx: number
+                return _tag(lambda ctx: number, const=number)
             if val == "_root":
                 return lambda ctx: ctx.obj._root
             if val == "_parent":
@@ -253,7 +259,7 @@ class _Parser:
             if val == "_":
                 self.uses_index = True
                 return lambda ctx: ctx.under
-            return lambda ctx, n=val: ctx.obj.attr(n)
+            return _tag(lambda ctx, n=val: ctx.obj.attr(n), name=val)
         raise SpecError(f"unexpected token {val!r} in expression {self.text!r}")
 
     def postfix(self, fn: Fn) -> Fn:
@@ -292,6 +298,36 @@ class _Parser:
                         args.append(self.ternary())
                 self.take(")")
             fn = (lambda f, n, a: lambda ctx: _member(f(ctx), n, [x(ctx) for x in a]))(fn, name, args)
+
+
+def _tag(fn: Fn, **marks: Any) -> Fn:
+    """Remember what a closure is (a constant, a name, ``name == const``) for chain folding."""
+    for k, v in marks.items():
+        setattr(fn, "_" + k, v)
+    return fn
+
+
+def _lookup_chain(cond: Fn, a: Fn, b: Fn) -> Fn | None:
+    """Fold ``x == K1 ? v1 : x == K2 ? v2 : ... : d`` (constants only) into one dict lookup.
+
+    Specs use such chains as tables (a type's block size by its enum value); evaluating
+    them as a dict is one call instead of one per case.
+    """
+    eq = getattr(cond, "_eq", None)
+    if eq is None or not hasattr(a, "_const"):
+        return None
+    lhs, key = eq
+    if hasattr(b, "_chain") and b._chain[0]._name == lhs._name:
+        table = {key: a._const, **b._chain[1]}
+        default = b._chain[2]
+    elif hasattr(b, "_const"):
+        table, default = {key: a._const}, b._const
+    else:
+        return None
+    if not all(type(k) is int for k in table):
+        return None
+    get = table.get
+    return _tag(lambda ctx: get(lhs(ctx), default), chain=(lhs, table, default))
 
 
 def _index(value: Any, i: Any) -> Any:
