@@ -325,7 +325,7 @@ class _Engine:
         kind = tref.kind
         if kind == "prim":
             p = tref.prim
-            le = (p.endian == "le") if p.endian else obj._is_le
+            le = (p.endian == "le") if p.endian else (True if p.size == 1 else obj._is_le)
             if le is None:
                 raise self.fail(f, name, path, p.name, start, "no byte order known for this field")
             if p.size > io.remaining:
@@ -409,7 +409,7 @@ class _Engine:
     def _prim_array(self, f, tref, obj, io, name, path, n):
         start = io.base + io.pos
         p = tref.prim
-        le = (p.endian == "le") if p.endian else obj._is_le
+        le = (p.endian == "le") if p.endian else (True if p.size == 1 else obj._is_le)
         if le is None:
             raise self.fail(f, name, path, p.name, start, "no byte order known for this field")
         if n is None:   # eos
@@ -435,7 +435,7 @@ class _Engine:
 
     def _lp_array(self, f, tref, obj, io, name, path, n):
         t = tref.user
-        len_f, data_f = t.lp_string
+        len_f, data_f, tail_fs = t.lp_string
         start = io.base + io.pos
         probe = KStruct(t, obj, obj._root, io, self, path)
         if not self._decide_byte_order(t, probe, io):
@@ -452,12 +452,27 @@ class _Engine:
         le = (p.endian == "le") if p.endian else probe._is_le
         if le is None:
             return None
-        if n * p.size > io.remaining:
+        tails = []           # (field, byte offset after the string, little-endian?)
+        tail = 0
+        for tf in tail_fs:
+            if tf.if_expr is not None:
+                try:
+                    if not tf.if_expr(Ctx(probe, io)):
+                        continue
+                except (ExprError, ArithmeticError, TypeError):
+                    return None
+            tp = tf.tref.prim
+            tle = (tp.endian == "le") if tp.endian else probe._is_le
+            if tle is None:
+                return None
+            tails.append((tf, tail, tle))
+            tail += tp.size
+        if n * (p.size + tail) > io.remaining:
             raise self.fail(f, name, path, t.name, start,
                             f"{n} strings need at least {n * p.size} bytes, only {io.remaining} remain")
         limit = io.base + io.size
         try:
-            starts, lens, end = scan_length_prefixed(self.arr, start, n, p.size, le, limit)
+            starts, lens, end = scan_length_prefixed(self.arr, start, n, p.size, le, limit, tail)
         except ScanStop as stop:
             # re-read the failing element exactly to report the precise field
             io.pos = stop.offset - io.base
@@ -470,8 +485,14 @@ class _Engine:
                 raise Fail(partial, exc.error) from None
             raise self.fail(f, name, path, t.name, stop.offset, "string does not fit")  # unreachable
         io.pos = end - io.base
+        fields = {}
+        for tf, ofs, tle in tails:
+            tp = tf.tref.prim
+            at = starts + p.size + lens + ofs
+            raw = self.arr[at[:, None] + np.arange(tp.size)] if n else np.zeros((0, tp.size), np.uint8)
+            fields[tf.id] = raw.view(tp.dtypes[0 if tle else 1]).reshape(n)
         value = StringArray(self.arr, starts, lens, p.size,
-                            (data_f.encoding or "utf-8") if data_f.tref.kind == "str" else None)
+                            (data_f.encoding or "utf-8") if data_f.tref.kind == "str" else None, fields)
         width = p.size
         lktype = p.name + ("le" if le else "be") if p.size > 1 else p.name
         dkind = data_f.tref.kind
@@ -484,7 +505,15 @@ class _Engine:
             kids = [Node(len_f.id, f"{path}[{i}]/{len_f.id}", lktype, s, ds, ln, len_f.doc, len_f.spec_path),
                     Node(data_f.id, f"{path}[{i}]/{data_f.id}", dkind, ds, ds + ln, raw, data_f.doc,
                          data_f.spec_path)]
-            return Node(f"[{i}]", f"{path}[{i}]", t.name, s, ds + ln, None, t.doc, t.spec_path, kids)
+            at = ds + ln
+            for tf, ofs, tle in tails:
+                tp = tf.tref.prim
+                kt = tp.name + ("le" if tle else "be") if tp.size > 1 else tp.name
+                v = fields[tf.id][i].item()
+                kids.append(Node(tf.id, f"{path}[{i}]/{tf.id}", kt, at + ofs, at + ofs + tp.size, v,
+                                 tf.doc, tf.spec_path,
+                                 enum=tf.enum.by_value.get(v) if tf.enum is not None else None))
+            return Node(f"[{i}]", f"{path}[{i}]", t.name, s, at + tail, None, t.doc, t.spec_path, kids)
         return value, Node(name, path, f"{t.name}[]", start, end, value, f.doc, f.spec_path, LazyChildren(n, make))
 
     def _loop_array(self, f, tref, obj, io, name, path, n, ctx):

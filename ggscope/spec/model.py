@@ -327,11 +327,19 @@ def _min_tref(f: FieldSpec, tref: TypeRef, seen: set[int]) -> int:
 
 
 def _lp_string(t: TypeSpec) -> tuple | None:
-    if t.params or t.instances or len(t.seq) != 2:
+    """(len field, data field, tail fields) when ``t`` is a length-prefixed string.
+
+    Tail fields are fixed-size numbers after the string (a vocabulary entry's score);
+    their ``if``, when present, must not depend on the element (it is evaluated once).
+    """
+    if t.params or t.instances or len(t.seq) < 2:
         return None
-    a, b = t.seq
+    a, b, *tail = t.seq
     if a.repeat or b.repeat or a.if_expr or b.if_expr or a.contents or b.contents or a.enum:
         return None
+    for f in tail:
+        if f.repeat or f.contents or f.size is not None or f.tref.kind != "prim":
+            return None
     ints = []
     if a.tref.kind == "prim":
         ints = [a.tref.prim]
@@ -343,7 +351,7 @@ def _lp_string(t: TypeSpec) -> tuple | None:
         return None
     if b.tref.kind not in ("str", "bytes") or b.size_text != a.id or b.terminator is not None:
         return None
-    return (a, b)
+    return (a, b, tuple(tail))
 
 
 def compile_spec(doc: dict) -> Spec:

@@ -38,11 +38,12 @@ def _read_len(arr: np.ndarray, p: int, width: int, le: bool) -> int:
 
 
 def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bool,
-                         limit: int) -> tuple[np.ndarray, np.ndarray, int]:
+                         limit: int, tail: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
     """Walk ``n`` strings with ``width``-byte length prefixes from ``start``.
 
-    Returns (absolute prefix offsets, lengths, end offset).  Raises ``ScanStop`` at the
-    first element whose prefix or bytes would pass ``limit``.
+    Each element may carry ``tail`` more bytes of fixed-size fields after its string (a
+    vocabulary entry's score).  Returns (absolute prefix offsets, string lengths, end
+    offset).  Raises ``ScanStop`` at the first element that would pass ``limit``.
     """
     starts = np.empty(n, dtype=np.int64)
     i = 0
@@ -52,7 +53,7 @@ def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bo
         seg = arr[p:win_end]
         L = len(seg) - width + 1
         if L <= 0:
-            i, p = _step(arr, starts, i, p, width, le, limit)
+            i, p = _step(arr, starts, i, p, width, le, limit, tail)
             continue
         z = seg == 0
         if le:
@@ -60,13 +61,13 @@ def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bo
             for k in range(1, width):
                 m &= z[k:L + k]
             cand = np.flatnonzero(m)
-            nxt = cand + width + seg[cand]
+            nxt = cand + width + tail + seg[cand]
         else:
             m = ~z[width - 1:L + width - 1]
             for k in range(width - 1):
                 m &= z[k:L + k]
             cand = np.flatnonzero(m)
-            nxt = cand + width + seg[cand + width - 1]
+            nxt = cand + width + tail + seg[cand + width - 1]
         # chain[j]: candidate j leads straight to candidate j+1
         chain = nxt[:-1] == cand[1:]
         breaks = np.flatnonzero(~chain)
@@ -85,29 +86,29 @@ def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bo
                     i += run
                     rel = int(nxt[j + run - 1])
                     continue
-            i, q = _step(arr, starts, i, base + rel, width, le, limit)
+            i, q = _step(arr, starts, i, base + rel, width, le, limit, tail)
             rel = q - base
         p = base + rel
         if win_end >= limit and i < n:
             # the last bytes of the stream: finish exactly
             while i < n:
-                i, p = _step(arr, starts, i, p, width, le, limit)
+                i, p = _step(arr, starts, i, p, width, le, limit, tail)
     lens = np.empty(n, dtype=np.int64)
     if n:
-        lens[:-1] = starts[1:] - starts[:-1] - width
-        lens[-1] = p - starts[-1] - width
+        lens[:-1] = starts[1:] - starts[:-1] - width - tail
+        lens[-1] = p - starts[-1] - width - tail
     return starts, lens, p
 
 
-def _step(arr, starts, i, p, width, le, limit):
+def _step(arr, starts, i, p, width, le, limit, tail=0):
     """One exact element: the prefix at ``p``."""
     if p + width > limit:
         raise ScanStop(i, p)
     length = _read_len(arr, p, width, le)
-    if length > limit - p - width:
+    if length > limit - p - width - tail:
         raise ScanStop(i, p)
     starts[i] = p
-    return i + 1, p + width + length
+    return i + 1, p + width + length + tail
 
 
 class StringArray(Sequence):
@@ -117,16 +118,17 @@ class StringArray(Sequence):
     with NUL separators, decoded once, split once) and caches the list.
     """
 
-    __slots__ = ("_arr", "starts", "lens", "width", "encoding", "_list")
+    __slots__ = ("_arr", "starts", "lens", "width", "encoding", "_list", "fields")
 
     def __init__(self, arr: np.ndarray, starts: np.ndarray, lens: np.ndarray, width: int,
-                 encoding: str | None) -> None:
+                 encoding: str | None, fields: dict[str, np.ndarray] | None = None) -> None:
         self._arr = arr
         self.starts = starts
         self.lens = lens
         self.width = width
         self.encoding = encoding
         self._list: list | None = None
+        self.fields = fields or {}          # fixed-size fields after each string, by id
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -166,6 +168,9 @@ class StringArray(Sequence):
         for k in range(self.width - 1):       # drop all but one byte of each prefix ...
             keep[rel + k] = False
         region[rel + self.width - 1] = 0       # ... which becomes the NUL separator
+        tail = int(self.starts[1] - self.starts[0] - self.width - self.lens[0]) if n > 1 else 0
+        for k in range(tail):                  # and every byte of the fixed-size fields
+            keep[rel[:-1] + self.width + self.lens[:-1] + k] = False
         joined = region[keep]
         if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
             return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]

@@ -107,7 +107,9 @@ def vocabulary(vocab: Node | None) -> tuple[list[bytes], np.ndarray | None]:
     raw_all = getattr(vocab.value, "raw", None)
     if vocab.error is None and vocab.end is not None and callable(raw_all):
         values = vocab.value                      # the engine's lazy StringArray
-        return [values.raw(i) for i in range(len(values))], None
+        scores = values.fields.get("score")
+        return ([values.raw(i) for i in range(len(values))],
+                None if scores is None else np.asarray(scores, dtype=np.float32))
     tokens: list[bytes] = []
     scores: list[float] = []
     has_scores = False
