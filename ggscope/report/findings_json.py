@@ -1,0 +1,16 @@
+"""Findings as one JSON array: ``[{"code", "severity", "file", "message", "path", "start", "end"}]``.
+
+Why: CI scripts and ``jq`` read this; the keys are a contract (see ``Finding.as_dict``).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from ..rules import Finding
+
+__all__ = ["render"]
+
+
+def render(findings: Iterable[Finding]) -> str:
+    return json.dumps([f.as_dict() for f in findings], ensure_ascii=False)

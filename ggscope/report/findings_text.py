@@ -1,0 +1,33 @@
+"""Findings as text: one line each, ``file:start: severity CODE [name] message (path)``.
+
+Why: the shape compilers and linters use, so editors and ``grep`` understand it.
+Colour (severity only) when asked to; the caller decides (only on a terminal).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..rules import Finding
+
+__all__ = ["line", "render", "summary"]
+
+_COLOURS = {"error": "\x1b[31m", "warning": "\x1b[33m", "info": "\x1b[36m"}
+
+
+def line(f: Finding, colour: bool = False) -> str:
+    sev = f.severity.value
+    if colour:
+        sev = f"{_COLOURS[sev]}{sev}\x1b[0m"
+    where = f"{f.file}:{f.start if f.start is not None else 0}"
+    path = f" ({f.path})" if f.path else ""
+    return f"{where}: {sev} {f.code} [{f.rule}] {f.message}{path}"
+
+
+def render(findings: Iterable[Finding], colour: bool = False) -> str:
+    return "".join(line(f, colour) + "\n" for f in findings)
+
+
+def summary(findings: list[Finding], n_files: int) -> str:
+    counts = {s: sum(1 for f in findings if f.severity.value == s) for s in ("error", "warning", "info")}
+    return (f"{n_files} file{'s' if n_files != 1 else ''} checked: {counts['error']} errors, "
+            f"{counts['warning']} warnings, {counts['info']} infos")

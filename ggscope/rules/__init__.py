@@ -1,0 +1,41 @@
+"""The rule catalogue: an explicit list, one entry per rule, no discovery magic.
+
+Families live in their own modules (structure, values, alignment, naming, schema,
+tensors, tokenizer, filename, legacy, deep); ``RULES`` lists every rule class in code
+order.  Codes are stable: a retired code goes into ``REDIRECTS`` (old -> new), never
+reused.
+"""
+from __future__ import annotations
+
+from .base import CheckContext, Finding, Rule, Severity
+
+__all__ = ["RULES", "REDIRECTS", "by_code", "Finding", "Rule", "Severity", "CheckContext"]
+
+RULES: list[type[Rule]] = []
+REDIRECTS: dict[str, str] = {}
+
+
+def _register(module_name: str) -> None:
+    import importlib
+    mod = importlib.import_module(f"ggscope.rules.{module_name}")
+    RULES.extend(mod.RULES)
+
+
+# the families, in catalogue order; each module exports RULES = [RuleClass, ...]
+FAMILIES: tuple[str, ...] = ("structure", "values", "alignment", "naming", "schema", "tensors",
+                             "tokenizer", "filename", "legacy", "deep")
+for _family in FAMILIES:
+    try:
+        _register(_family)
+    except ModuleNotFoundError as _exc:      # a family not written yet
+        if _exc.name != f"ggscope.rules.{_family}":
+            raise
+RULES.sort(key=lambda r: r.code)
+
+
+def by_code(code: str) -> type[Rule] | None:
+    code = REDIRECTS.get(code.upper(), code.upper())
+    for r in RULES:
+        if r.code == code or r.name == code.lower():
+            return r
+    return None

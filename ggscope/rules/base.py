@@ -1,0 +1,92 @@
+"""What a rule is and what it produces.
+
+A rule is a small class in its family module: it declares ``code`` (stable, e.g.
+"GG501"), ``name`` (kebab-case, e.g. "duplicate-tensor-name"), ``severity``, a one-line
+``summary`` and whether it ``needs_tensor_data`` (only ``--deep`` runs those), and its
+``check(ctx)`` yields ``Finding``s.  Its docstring has ruff's sections - What it checks,
+Why it matters, Example, Reference - which ``ggscope explain CODE`` prints.
+
+Rules never print and reporters never judge: a Finding carries everything a reporter
+needs (code, severity, file, message, node path, byte range, spec path).
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ..modelfile import ModelFile
+    from ..node import Node
+
+__all__ = ["Severity", "Finding", "Rule", "CheckContext"]
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 2, "warning": 1, "info": 0}[self.value]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: Severity
+    file: str
+    message: str
+    path: str = ""              # node path in the tree ("" = the whole file)
+    start: int | None = None    # absolute byte range [start, end)
+    end: int | None = None
+    spec_path: str = ""
+    rule: str = ""              # the rule's name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "severity": self.severity.value, "file": self.file,
+                "message": self.message, "path": self.path, "start": self.start, "end": self.end}
+
+
+@dataclass
+class CheckContext:
+    """What a rule sees: the parsed file, and helpers to make findings at nodes."""
+    mf: "ModelFile"
+    rule: "Rule"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def at(self, node: "Node | None", message: str, *, severity: Severity | None = None,
+           start: int | None = None, end: int | None = None) -> Finding:
+        """A finding of this rule located at ``node`` (or at an explicit byte range)."""
+        if node is not None:
+            s = node.start if start is None else start
+            e = (node.end if node.end is not None else node.start) if end is None else end
+            path, spec_path = node.path, node.spec_path
+        else:
+            s, e, path, spec_path = start, end, "", ""
+        return Finding(self.rule.code, severity or self.rule.severity, self.mf.path, message,
+                       path, s, e, spec_path, self.rule.name)
+
+    def node(self, path: str) -> "Node | None":
+        from ..node import find
+        return find(self.mf.root, path)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[Severity]
+    summary: ClassVar[str]
+    family: ClassVar[str]
+    formats: ClassVar[tuple[str, ...]] = ("gguf",)      # ModelFile.format values it applies to
+    needs_tensor_data: ClassVar[bool] = False
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def explanation(cls) -> str:
+        return inspect.cleandoc(cls.__doc__ or cls.summary)

@@ -1,0 +1,91 @@
+"""Run the rule catalogue over files and collect findings.
+
+``validate_file(path, select=..., ignore=..., deep=False)`` opens one file and returns
+its findings, sorted by byte offset.  A file that cannot be opened at all (missing,
+unreadable, unknown format) is not a finding: it raises, and the CLI turns that into
+exit 2 - with one exception: a file named ``*.gguf`` whose magic is wrong is a GGUF file
+ggml refuses, so it yields finding GG101 (bad-magic) instead.
+A rule that crashes is a bug in ggscope; it is reported as finding GG000 so one broken
+rule never hides the others' findings, and tests fail on any GG000.
+"""
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from .errors import UnknownFormat
+from .modelfile import ModelFile
+from .rules import RULES, CheckContext, Finding, Rule, Severity
+
+__all__ = ["validate", "validate_file", "selected_rules"]
+
+
+def _matches(rule: type[Rule], patterns: Iterable[str]) -> bool:
+    for p in patterns:
+        p = p.strip()
+        if not p:
+            continue
+        if rule.code.startswith(p.upper()) or fnmatch.fnmatch(rule.name, p) or rule.family == p:
+            return True
+    return False
+
+
+def selected_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False) -> list[type[Rule]]:
+    """Rules chosen by code prefix (``GG1``, ``GG501``), name glob or family name."""
+    select, ignore = list(select), list(ignore)
+    out = []
+    for r in RULES:
+        if r.needs_tensor_data and not deep:
+            continue
+        if select and not _matches(r, select):
+            continue
+        if ignore and _matches(r, ignore):
+            continue
+        out.append(r)
+    return out
+
+
+def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: dict | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule_cls in (selected_rules() if rules is None else rules):
+        if mf.format not in rule_cls.formats and "*" not in rule_cls.formats:
+            continue
+        rule = rule_cls()
+        ctx = CheckContext(mf, rule, options or {})
+        try:
+            findings.extend(rule.check(ctx))
+        except Exception as exc:  # noqa: BLE001 - a broken rule must not hide the others
+            findings.append(Finding("GG000", Severity.ERROR, mf.path,
+                                    f"internal error in rule {rule_cls.code} ({rule_cls.name}): "
+                                    f"{type(exc).__name__}: {exc}", rule="internal-error"))
+    findings.sort(key=lambda f: (f.start if f.start is not None else -1, f.code))
+    return findings
+
+
+def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
+    """GG101 for a ``.gguf`` file that is no known format, or None to re-raise."""
+    if not str(path).lower().endswith(".gguf"):
+        return None
+    from .rules.structure import BadMagic
+    if BadMagic not in rules:
+        return []
+    with open(path, "rb") as fh:
+        first = fh.read(4)
+    return [BadMagic.finding_for(str(path), first)]
+
+
+def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False,
+                  options: dict | None = None) -> list[Finding]:
+    import ggscope
+    rules = selected_rules(select, ignore, deep)
+    try:
+        mf = ggscope.open(path)
+    except UnknownFormat:
+        found = _bad_magic(path, rules)
+        if found is None:
+            raise
+        return found
+    try:
+        return validate(mf, rules, options)
+    finally:
+        mf.close()

@@ -1,0 +1,65 @@
+"""Structure rules (GG1xx) on files written by gguf-py and on mutations of them."""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from gguf_writers import KV, TensorSpec, V, T, write_gguf_py
+from ggscope.validate import validate_file
+
+
+def _codes(path, select="GG1"):
+    found = validate_file(str(path), select=[select])
+    assert not [f for f in found if f.code == "GG000"]
+    return {f.code for f in found}
+
+
+@pytest.fixture()
+def good(tmp_path):
+    rng = np.random.default_rng(0)
+    return write_gguf_py(tmp_path / "good.gguf",
+                         kvs=[KV("general.architecture", V.STRING, "llama"), KV("general.alignment", V.UINT32, 32)],
+                         tensors=[TensorSpec("a.weight", T.F32, rng.standard_normal((3, 5)).astype(np.float32)),
+                                  TensorSpec("b.weight", T.F32, rng.standard_normal((7,)).astype(np.float32))])
+
+
+def test_gguf_py_file_has_no_structure_finding(good):
+    assert _codes(good) == set()
+
+
+def test_every_truncation_is_a_structure_error(good, tmp_path):
+    data = good.read_bytes()
+    for cut in range(4, len(data), 7):
+        p = tmp_path / "cut.gguf"
+        p.write_bytes(data[:cut])
+        found = validate_file(str(p), select=["GG1"])
+        assert not [f for f in found if f.code == "GG000"], cut
+        errs = [f for f in found if f.severity.value == "error"]
+        assert errs, f"no structure error when cut at {cut}"
+
+
+def test_version_1_is_refused(good, tmp_path):
+    data = bytearray(good.read_bytes())
+    struct.pack_into("<I", data, 4, 1)
+    p = tmp_path / "v1.gguf"
+    p.write_bytes(bytes(data))
+    assert "GG102" in _codes(p)
+
+
+def test_misplaced_offset_is_refused(good, tmp_path):
+    import ggscope
+    mf = ggscope.open(str(good))
+    node = [n for n in mf.root.child("tensor_infos").children][1]["offset"]
+    data = bytearray(good.read_bytes())
+    struct.pack_into("<Q", data, node.start, node.value + 32)
+    mf.close()
+    p = tmp_path / "ofs.gguf"
+    p.write_bytes(bytes(data))
+    assert "GG114" in _codes(p)
+
+
+def test_alignment_must_be_power_of_two(tmp_path):
+    p = write_gguf_py(tmp_path / "a.gguf", kvs=[KV("general.alignment", V.UINT32, 24)])
+    assert "GG107" in _codes(p)
