@@ -1,0 +1,133 @@
+"""Deep rules (GG10xx, ``--deep`` only): what is wrong inside the tensor data.
+
+Why: a file can be structurally valid and still hold NaN weights (a diverged training
+run, a broken conversion) or quantized blocks whose scale is NaN, Inf or zero (a
+quantizer bug: every weight of the block becomes NaN or 0).  Finding those needs the
+data itself, so these rules read it - streamed in bounded chunks
+(``ggscope.quant.iter_dequantized`` and fixed-size block windows), so peak memory does not
+grow with tensor size.
+
+Contract: ``needs_tensor_data = True``; tensors whose data lies past the end of the
+file or whose layout ggscope cannot decode are skipped (other rules report those).
+One finding per tensor, with the count and the first element or block index.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from ..ggml_types import LAYOUTS
+from ..quant import iter_dequantized
+from .base import CheckContext, Finding, Rule, Severity
+
+__all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "scale_field"]
+
+CHUNK_ELEMS = 1 << 18           # 1 MiB of float32 per chunk
+CHUNK_BLOCKS = 1 << 15
+_D_FIELD = re.compile(r"(?:^|; )(\d+): (f16|f32) d;")
+_FLOAT_TYPES = ("F32", "F16", "BF16", "F64")
+
+
+def scale_field(layout: str) -> tuple[int, str] | None:
+    """(byte offset in the block, "f16"/"f32") of a layout's super-scale ``d``, if it has one."""
+    lay = LAYOUTS.get(layout)
+    if lay is None:
+        return None
+    m = _D_FIELD.search(lay.fields + ";")
+    return (int(m.group(1)), m.group(2)) if m else None
+
+
+def _readable(ctx: CheckContext, t) -> bool:
+    return (t.layout in LAYOUTS and t.nbytes > 0 and t.offset >= 0
+            and t.offset + t.nbytes <= ctx.mf.source.size)
+
+
+def _tnode(ctx: CheckContext, t):
+    return ctx.node(t.node_path) if t.node_path else None
+
+
+class NonFiniteValues(Rule):
+    """What it checks: no float tensor (F32, F16, BF16, F64) holds NaN or infinity.
+
+    Why it matters: one NaN weight turns every activation it touches into NaN; the model
+    produces garbage or a single repeated token.
+
+    Example: an F16 ``output_norm.weight`` with ``0x7e00`` (NaN) at element 17.
+
+    Reference: IEEE 754; ggml's ``ggml_validate_row_data`` rejects the same rows.
+    """
+    code, name, severity, family = "GG1001", "non-finite-values", Severity.ERROR, "deep"
+    summary = "A float tensor contains NaN or Inf."
+    formats = ("*",)
+    needs_tensor_data = True
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for t in ctx.mf.tensors:
+            if t.type not in _FLOAT_TYPES or not _readable(ctx, t) or LAYOUTS[t.layout].codec is None:
+                continue
+            bad, first, pos = 0, None, 0
+            data = ctx.mf.source.view(t.offset, t.offset + t.nbytes)
+            for chunk in iter_dequantized(t.layout, data, t.n_elements, CHUNK_ELEMS, ctx.mf.endian, name=t.name):
+                nf = ~np.isfinite(chunk)
+                n = int(nf.sum())
+                if n:
+                    if first is None:
+                        first = pos + int(np.argmax(nf))
+                    bad += n
+                pos += chunk.size
+            if bad:
+                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}) has {bad} NaN/Inf values, "
+                             f"the first at element {first}")
+
+
+class BadBlockScales(Rule):
+    """What it checks: the scale ``d`` of every quantized block is finite, and not zero in every block.
+
+    Why it matters: a NaN/Inf scale makes the whole block NaN/Inf; a zero scale makes
+    it zero.  A few zero blocks happen (all-zero weights), so zero scales are reported
+    only as a warning with their count; non-finite ones are errors.
+
+    Example: a Q4_0 block whose f16 ``d`` is ``0x7c00`` (Inf).
+
+    Reference: ggml ``block_q4_0`` and siblings (ggml-common.h); ggml-types.md §2.
+    """
+    code, name, severity, family = "GG1002", "bad-block-scales", Severity.ERROR, "deep"
+    summary = "A quantized block has a non-finite (or zero) scale."
+    formats = ("*",)
+    needs_tensor_data = True
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        order = "<" if ctx.mf.endian == "little" else ">"
+        for t in ctx.mf.tensors:
+            field = scale_field(t.layout)
+            if field is None or not _readable(ctx, t):
+                continue
+            off, kind = field
+            lay = LAYOUTS[t.layout]
+            n_blocks = t.nbytes // lay.block_bytes
+            dt = np.dtype(order + ("f2" if kind == "f16" else "f4"))
+            nonfinite = zero = 0
+            first_nf = None
+            for b0 in range(0, n_blocks, CHUNK_BLOCKS):
+                b1 = min(n_blocks, b0 + CHUNK_BLOCKS)
+                raw = np.frombuffer(ctx.mf.source.read(t.offset + b0 * lay.block_bytes,
+                                                       t.offset + b1 * lay.block_bytes), dtype=np.uint8)
+                blocks = raw.reshape(b1 - b0, lay.block_bytes)
+                d = np.ascontiguousarray(blocks[:, off:off + dt.itemsize]).view(dt).reshape(-1)
+                nf = ~np.isfinite(d)
+                if nf.any():
+                    if first_nf is None:
+                        first_nf = b0 + int(np.argmax(nf))
+                    nonfinite += int(nf.sum())
+                zero += int((d == 0).sum())
+            if nonfinite:
+                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): {nonfinite} of {n_blocks} "
+                             f"block scales are NaN/Inf, the first in block {first_nf}")
+            if zero and n_blocks and zero == n_blocks:
+                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): all {n_blocks} block scales "
+                             "are zero (the tensor is all zeros)", severity=Severity.WARNING)
+
+
+RULES = [NonFiniteValues, BadBlockScales]

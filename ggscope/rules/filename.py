@@ -1,0 +1,202 @@
+"""File naming rules (GG8xx): the GGUF naming convention, and split models as a whole.
+
+Why: the file name is what people read first; the spec's convention
+``<BaseName>-<SizeLabel>-<FineTune>-<Version>-<Encoding>-<Type>-<Shard>.gguf`` should
+agree with the metadata it is derived from.  A split model (``-00001-of-00003``,
+``split.*`` keys, written by llama.cpp's gguf-split) only loads when every shard is
+there and the shards agree; given one shard, the set is checked.
+
+Contract: ``GGUF_FILENAME_RE`` is the spec's regular expression (§1.1.1), translated
+from JavaScript (``(?<n>`` -> ``(?P<n>``, ASCII classes); ``parse_filename(name)``
+returns the named parts (Version defaults to "v1.0", as the spec's reference code does)
+or None.  The shard rule opens sibling files header-only (never tensor data).
+"""
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+from ..ggml_types import LLAMA_FTYPE
+from .base import CheckContext, Finding, Rule, Severity
+
+__all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
+           "FilenameMetadataMismatch", "SplitSetIncomplete"]
+
+# gguf-spec.txt §1.1.1 "Validating Above Naming Convention" (the Node.js ggufRegex)
+GGUF_FILENAME_RE = re.compile(
+    r"^(?P<BaseName>[A-Za-z0-9\s]*(?:(?:-(?:(?:[A-Za-z\s][A-Za-z0-9\s]*)|(?:[0-9\s]*)))*))"
+    r"-(?:(?P<SizeLabel>(?:\d+x)?(?:\d+\.)?\d+[A-Za-z](?:-[A-Za-z]+(\d+\.)?\d+[A-Za-z]+)?)"
+    r"(?:-(?P<FineTune>[A-Za-z0-9\s-]+))?)?"
+    r"-(?:(?P<Version>v\d+(?:\.\d+)*))"
+    r"(?:-(?P<Encoding>(?!LoRA|vocab)[\w_]+))?"
+    r"(?:-(?P<Type>LoRA|vocab))?"
+    r"(?:-(?P<Shard>\d{5}-of-\d{5}))?\.gguf$", re.ASCII)
+# llama.cpp's split naming (llama_split_path: "%s-%05d-of-%05d.gguf")
+SHARD_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+_PARTS = ("BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard")
+MAX_SHARDS_OPENED = 256          # bound the work a claimed split.count can cause
+
+
+def parse_filename(name: str) -> dict[str, str | None] | None:
+    """The spec's ``parseGGUFFilename``: the named parts of ``name``, or None."""
+    m = GGUF_FILENAME_RE.match(os.path.basename(name))
+    if m is None:
+        return None
+    parts = {k: m.group(k) for k in _PARTS}
+    if parts["Version"] is None:
+        parts["Version"] = "v1.0"
+    return parts
+
+
+def _node(ctx: CheckContext, key: str):
+    p = ctx.mf.metadata_nodes.get(key)
+    return ctx.node(p) if p else None
+
+
+def _on_disk(ctx: CheckContext) -> bool:
+    return bool(ctx.mf.path) and os.path.isfile(ctx.mf.path)
+
+
+class FilenameConvention(Rule):
+    """What it checks: the file name matches the spec's naming-convention expression.
+
+    Why it matters: the convention puts base name, size label and version first so a
+    person can tell models apart at a glance; the spec asks for "at least BaseName,
+    SizeLabel, Version".
+
+    Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` passes.
+
+    Reference: gguf-spec.txt §1.1, §1.1.1.
+    """
+    code, name, severity, family = "GG801", "filename-convention", Severity.INFO, "filename"
+    summary = "The file name does not follow the GGUF naming convention."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        base = os.path.basename(ctx.mf.path or "")
+        if base.endswith(".gguf") and parse_filename(base) is None:
+            yield ctx.at(None, f"file name {base!r} does not match <BaseName>-<SizeLabel>-<Version>"
+                         "[-<Encoding>][-<Type>][-<Shard>].gguf")
+
+
+def _norm_version(v: str) -> str:
+    return v[1:] if v[:1] in ("v", "V") else v
+
+
+class FilenameMetadataMismatch(Rule):
+    """What it checks: the parts of a conventional file name agree with the metadata.
+
+    Why it matters: the name is derived from ``general.basename`` (spaces as dashes),
+    ``general.size_label``, ``general.version`` and ``general.file_type``; a shard's
+    number and total are ``split.no + 1`` and ``split.count``.  A disagreement means a
+    renamed or mislabelled file.
+
+    Example: ``Llama-7B-v1.0-Q4_0.gguf`` whose ``general.file_type`` is MOSTLY_Q8_0.
+
+    Reference: gguf-spec.txt §1.1 (components and where each is derived from).
+    """
+    code, name, severity, family = "GG802", "filename-metadata-mismatch", Severity.WARNING, "filename"
+    summary = "A part of the file name disagrees with the metadata."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        parts = parse_filename(ctx.mf.path or "")
+        if parts is None:
+            return
+        md = ctx.mf.metadata
+        base = md.get("general.basename")
+        if isinstance(base, str) and parts["BaseName"] != base.replace(" ", "-"):
+            yield ctx.at(_node(ctx, "general.basename"),
+                         f"file name base {parts['BaseName']!r}, general.basename {base!r}")
+        size = md.get("general.size_label")
+        if isinstance(size, str) and parts["SizeLabel"] and not parts["SizeLabel"].startswith(size):
+            yield ctx.at(_node(ctx, "general.size_label"),
+                         f"file name size {parts['SizeLabel']!r}, general.size_label {size!r}")
+        ver = md.get("general.version")
+        if isinstance(ver, str) and _norm_version(parts["Version"]) != _norm_version(ver):
+            yield ctx.at(_node(ctx, "general.version"),
+                         f"file name version {parts['Version']!r}, general.version {ver!r}")
+        ft = md.get("general.file_type")
+        enc = parts["Encoding"]
+        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in LLAMA_FTYPE:
+            ftname = LLAMA_FTYPE[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
+            if ftname != "SOME_F16" and enc.upper() != ftname.upper():
+                yield ctx.at(_node(ctx, "general.file_type"),
+                             f"file name encoding {enc!r}, general.file_type {ft} ({LLAMA_FTYPE[ft]})")
+        if parts["Shard"]:
+            no, count = (int(x) for x in parts["Shard"].split("-of-"))
+            sno, scount = md.get("split.no"), md.get("split.count")
+            if isinstance(sno, int) and sno + 1 != no:
+                yield ctx.at(_node(ctx, "split.no"), f"file name shard {no}, split.no {sno} (shard {sno + 1})")
+            if isinstance(scount, int) and scount != count:
+                yield ctx.at(_node(ctx, "split.count"), f"file name says {count} shards, split.count {scount}")
+
+
+class SplitSetIncomplete(Rule):
+    """What it checks: given one shard of a split model, the whole set.
+
+    Every shard ``<prefix>-0000i-of-0000n.gguf`` exists next to it, each says the same
+    ``split.count`` and its own ``split.no``, the tensor counts add up to
+    ``split.tensors.count``, and no tensor name appears in two shards.
+
+    Why it matters: llama.cpp loads all shards from the first one's name; a missing or
+    stale shard fails the load (or, with a duplicate tensor, silently uses one copy).
+
+    Example: ``m-00001-of-00003.gguf`` and ``m-00003-of-00003.gguf`` without the second.
+
+    Reference: llama.cpp ``gguf-split`` (keys ``split.no``, ``split.count``,
+    ``split.tensors.count``); gguf-spec.txt §1.1 Shard.
+    """
+    code, name, severity, family = "GG803", "split-set", Severity.ERROR, "filename"
+    summary = "A shard of the split model is missing or the shards disagree."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        import ggscope
+        m = SHARD_RE.match(ctx.mf.path or "")
+        if m is None or not _on_disk(ctx):
+            return
+        count = int(m.group("count"))
+        md = ctx.mf.metadata
+        scount = md.get("split.count")
+        if isinstance(scount, int) and not isinstance(scount, bool) and scount != count:
+            return          # GG802 reports the disagreement; the set is ambiguous
+        if count == 0:
+            yield ctx.at(None, "shard total is 0")
+            return
+        prefix = m.group("prefix")
+        seen: dict[str, int] = {}
+        n_tensors = 0
+        missing: list[int] = []
+        for i in range(1, count + 1):
+            path = f"{prefix}-{i:05d}-of-{count:05d}.gguf"
+            if not os.path.isfile(path):
+                missing.append(i)
+                continue
+            if len(seen) > 10**7 or i > MAX_SHARDS_OPENED:
+                continue
+            try:
+                shard = ctx.mf if os.path.abspath(path) == os.path.abspath(ctx.mf.path) else ggscope.open(path)
+            except Exception as exc:  # noqa: BLE001 - an unreadable sibling is a finding
+                yield ctx.at(None, f"shard {i} ({os.path.basename(path)}) could not be opened: {exc}")
+                continue
+            sc, sn = shard.metadata.get("split.count"), shard.metadata.get("split.no")
+            if sc is not None and sc != count:
+                yield ctx.at(None, f"shard {i} says split.count = {sc}, the set has {count}")
+            if sn is not None and sn != i - 1:
+                yield ctx.at(None, f"shard {i} says split.no = {sn}, expected {i - 1}")
+            n_tensors += len(shard.tensors)
+            for t in shard.tensors:
+                if t.name in seen:
+                    yield ctx.at(None, f"tensor {t.name!r} is in shard {seen[t.name]} and shard {i}")
+                else:
+                    seen[t.name] = i
+        if missing:
+            shown = ", ".join(str(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
+            yield ctx.at(None, f"{len(missing)} of {count} shards missing: {shown}")
+            return
+        total = md.get("split.tensors.count")
+        if isinstance(total, int) and count <= MAX_SHARDS_OPENED and total != n_tensors:
+            yield ctx.at(_node(ctx, "split.tensors.count"),
+                         f"split.tensors.count = {total}, the shards hold {n_tensors} tensors")
+
+
+RULES = [FilenameConvention, FilenameMetadataMismatch, SplitSetIncomplete]

@@ -1,0 +1,116 @@
+"""Key naming rules (GG4xx): what the GGUF spec demands of every metadata key.
+
+Why: the spec (``gguf_metadata_kv_t`` in gguf-spec.txt §1.2) says a key "must be a valid
+ASCII string", "a hierarchical key, where each segment is ``lower_snake_case`` and
+separated by a ``.``" and "at most 2^16-1/65535 bytes long"; "any keys that do not follow
+these rules are invalid".  §2 adds that community keys "should be namespaced".  ggml's
+reader accepts such keys, so only the ASCII and length rules are errors; the
+case rule warns and the namespace rule informs.
+
+Contract: each rule reads ``mf.metadata`` keys and points at the key's string node
+(``metadata_kv[i]/key``).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .base import CheckContext, Finding, Rule, Severity
+
+__all__ = ["RULES", "KeyNotAscii", "KeyNotSnakeCase", "KeyTooLong", "KeyNotNamespaced"]
+
+MAX_KEY_BYTES = 65535
+_SEGMENT = re.compile(r"[a-z0-9_]+")
+
+
+def _key_node(ctx: CheckContext, key: str):
+    path = ctx.mf.metadata_nodes.get(key)
+    if not path:
+        return None
+    base = path.rsplit("/", 1)[0] if path.endswith("/value") else path
+    return ctx.node(base + "/key") or ctx.node(path)
+
+
+class KeyNotAscii(Rule):
+    """What it checks: every metadata key is pure ASCII.
+
+    Why it matters: the spec says a key "must be a valid ASCII string"; tools that look
+    keys up by their ASCII spelling never find a key with look-alike Unicode letters.
+
+    Example: ``général.name``.
+
+    Reference: gguf-spec.txt §1.2, ``gguf_metadata_kv_t.key``.
+    """
+    code, name, severity, family = "GG401", "key-not-ascii", Severity.ERROR, "naming"
+    summary = "A metadata key contains non-ASCII characters."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for key in ctx.mf.metadata:
+            if not key.isascii():
+                yield ctx.at(_key_node(ctx, key), f"key {key!r} contains non-ASCII characters")
+
+
+class KeyNotSnakeCase(Rule):
+    """What it checks: each dot-separated segment of a key is non-empty ``lower_snake_case``.
+
+    Why it matters: the spec calls keys that break this "invalid"; ``General.Name`` is a
+    different key from ``general.name`` and every reader misses it.
+
+    Example: ``llama.RopeFreqBase``, ``general..name``.
+
+    Reference: gguf-spec.txt §1.2, ``gguf_metadata_kv_t.key``.
+    """
+    code, name, severity, family = "GG402", "key-not-snake-case", Severity.WARNING, "naming"
+    summary = "A metadata key is not dot-separated lower_snake_case segments."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for key in ctx.mf.metadata:
+            if not key.isascii():
+                continue            # GG401 says it
+            bad = [s for s in key.split(".") if not _SEGMENT.fullmatch(s)]
+            if bad:
+                yield ctx.at(_key_node(ctx, key), f"key {key!r} has segment {bad[0]!r} that is not "
+                             "lower_snake_case (a-z, 0-9, _)")
+
+
+class KeyTooLong(Rule):
+    """What it checks: a key is at most 65535 bytes long.
+
+    Why it matters: the spec bounds keys to 2^16-1 bytes; a longer key is invalid and is
+    usually a corrupted length field.
+
+    Example: a key of 70000 ``a`` characters.
+
+    Reference: gguf-spec.txt §1.2, ``gguf_metadata_kv_t.key``.
+    """
+    code, name, severity, family = "GG403", "key-too-long", Severity.ERROR, "naming"
+    summary = "A metadata key is longer than 65535 bytes."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for key in ctx.mf.metadata:
+            n = len(key.encode("utf-8", "surrogateescape"))
+            if n > MAX_KEY_BYTES:
+                yield ctx.at(_key_node(ctx, key), f"key {key[:40]!r}... is {n} bytes long, "
+                             f"more than {MAX_KEY_BYTES}")
+
+
+class KeyNotNamespaced(Rule):
+    """What it checks: every key has a namespace (at least one ``.``).
+
+    Why it matters: the spec asks community keys to be "namespaced with the relevant
+    community name to avoid collisions" (``rustformers.``); a bare key collides.
+
+    Example: ``temperature`` instead of ``myapp.temperature``.
+
+    Reference: gguf-spec.txt §2 (introduction).
+    """
+    code, name, severity, family = "GG404", "key-not-namespaced", Severity.INFO, "naming"
+    summary = "A metadata key has no namespace prefix."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for key in ctx.mf.metadata:
+            if "." not in key:
+                yield ctx.at(_key_node(ctx, key), f"key {key!r} has no namespace (e.g. 'myapp.{key}')")
+
+
+RULES = [KeyNotAscii, KeyNotSnakeCase, KeyTooLong, KeyNotNamespaced]

@@ -1,0 +1,36 @@
+"""Legacy-format rules GG901-GG904: real legacy files are clean; BIT1 files from the independent writer."""
+import pytest
+
+import ggscope
+from ggscope.validate import validate
+from ggscope.writers.bit1 import bit1_bytes
+
+SHAPE = dict(vocab_size=10, d_model=100, n_layers=1, n_heads=2, d_ff=70)
+
+
+def _codes(data):
+    out = validate(ggscope.open_bytes(data, "x.bit1"))
+    assert not [f for f in out if f.code == "GG000"]
+    return [f.code for f in out if f.code.startswith("GG9")]
+
+
+def test_bit1_clean_and_broken():
+    good = bit1_bytes(**SHAPE)
+    assert _codes(good) == []
+    assert _codes(good + b"\0" * 8) == ["GG903"]
+    assert set(_codes(bit1_bytes(**SHAPE, dirty_tail_bits=True))) == {"GG904"}
+
+
+def test_real_legacy_files_clean(shared_fixtures):
+    n = 0
+    for d in ("llama-legacy", "ggml-legacy", "rwkv", "chatglm"):
+        for f in sorted((shared_fixtures / d).glob("*.bin")):
+            try:
+                mf = ggscope.open(str(f))
+            except Exception:       # reference-logit files are not model files
+                continue
+            n += 1
+            bad = [x for x in validate(mf) if x.code.startswith("GG9") or x.code == "GG000"]
+            assert not bad, (f.name, bad)
+    if n == 0:
+        pytest.skip("no legacy model files")
