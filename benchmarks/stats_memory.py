@@ -1,0 +1,77 @@
+"""Peak RSS of ``tensor_stats`` over one ~2 GB Q8_0 tensor (goal: under 300 MB).
+
+Why: statistics must stream; memory may not grow with the tensor.  The file is a GGUF
+with a single Q8_0 tensor made of realistic blocks (a normal matrix quantized by
+gguf-py) repeated and written in chunks, so the script itself never holds 2 GB.  The
+measurement runs in a fresh subprocess (``resource.getrusage`` peak RSS); the file is
+deleted afterwards.
+
+    python benchmarks/stats_memory.py [--gib 2.0] [--dir /tmp]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROW = 4096                    # elements per row (ne[0])
+BLOCK = 34                    # Q8_0 bytes per 32 elements
+
+
+def write(path: str, gib: float) -> int:
+    from gguf.quants import quantize
+    from gguf import GGMLQuantizationType as Q
+    tile = quantize(np.random.default_rng(0).standard_normal((256, ROW)).astype(np.float32),
+                    Q.Q8_0).tobytes()                      # 256 rows, ~1.1 MB
+    rows_per_tile = 256
+    tiles = max(1, int(gib * (1 << 30) / len(tile)))
+    rows = tiles * rows_per_tile
+    name = b"w"
+    header = b"GGUF" + struct.pack("<IQQ", 3, 1, 0)
+    info = struct.pack("<Q", len(name)) + name + struct.pack("<I", 2) + struct.pack("<QQ", ROW, rows) \
+        + struct.pack("<I", 8) + struct.pack("<Q", 0)
+    head = header + info
+    head += b"\0" * (-len(head) % 32)
+    with open(path, "wb") as f:
+        f.write(head)
+        for _ in range(tiles):
+            f.write(tile)
+    return rows * ROW
+
+
+CHILD = """
+import json, resource, sys, time, ggscope
+mf = ggscope.open(sys.argv[1]); t = mf.tensor("w")
+t0 = time.perf_counter(); s = t.stats(); dt = time.perf_counter() - t0
+print(json.dumps({"seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "count": s["count"], "std": s["std"]}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--gib", type=float, default=2.0, help="tensor size in GiB (default 2)")
+    p.add_argument("--dir", default=None, help="where to write the temporary file")
+    a = p.parse_args(argv)
+    fd, path = tempfile.mkstemp(suffix=".gguf", dir=a.dir)
+    os.close(fd)
+    try:
+        n = write(path, a.gib)
+        out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout)
+        size = os.path.getsize(path)
+        print(f"Q8_0 tensor: {n} elements, {size / (1 << 30):.2f} GiB file; tensor_stats "
+              f"{r['seconds']:.1f} s ({n / r['seconds'] / 1e9:.2f} G elem/s), peak RSS {r['rss_mb']:.0f} MB")
+    finally:
+        os.unlink(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""``ggscope stats FILE [TENSOR ...]``: streaming per-tensor statistics.
+
+Why: finding the broken tensor (NaN/Inf values, zero or non-finite block scales, a
+collapsed range) of a model file without loading it; ``ggscope.stats.tensor_stats``
+does the work in bounded memory.  stdout carries the table or the JSON only; progress
+goes to stderr and only on a terminal.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import sys
+
+from ..report import stats as render
+from ..stats import DEFAULT_BINS, tensor_stats
+from .common import add_color_argument, console, error, open_or_report, use_rich
+
+HELP = "per-tensor statistics: min, max, mean, std, zeros, NaN/Inf, histogram, block scales"
+DESCRIPTION = """\
+Compute statistics of every tensor (or of the named ones) by streaming its data in
+bounded chunks: element count, min, max, mean, std, mean |x|, zero, NaN and Inf counts,
+a histogram, and for block-quantized types the distribution of the block scales d.
+NaN and Inf are counted and left out of min/max/mean/std. Tensor names may be glob
+patterns (quote them)."""
+EPILOG = """\
+examples:
+  ggscope stats model.gguf
+  ggscope stats model.gguf blk.0.attn_q.weight token_embd.weight
+  ggscope stats model.gguf 'blk.*.ffn_down.weight'
+  ggscope stats --json --bins 32 model.gguf 'blk.0.*' | jq '.tensors[] | {name, std}'
+
+JSON: {"version", "file", "tensors": [{"name", "type", "layout", "shape", "count",
+"finite", "nan", "inf", "zeros", "min", "max", "mean", "std", "abs_mean",
+"histogram": {"edges", "counts"}, "block_scales": {"field", "count", "min", "max",
+"mean", "zeros", "nonfinite"} or null}], "errors": [{"name", "error"}]}; non-finite
+floats are the strings "NaN", "Infinity", "-Infinity".
+exit status: 0 ok, 1 some tensor could not be decoded, 2 unreadable or damaged file or
+a name/pattern matching no tensor."""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", help="model file (GGUF, GGML/GGMF/GGJT, rwkv.cpp, chatglm.cpp, BIT1)")
+    p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--bins", type=int, default=DEFAULT_BINS, help=f"histogram bins (default {DEFAULT_BINS})")
+    p.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
+    add_color_argument(p)
+
+
+def _select(mf, patterns: list[str]):
+    if not patterns:
+        return list(mf.tensors), []
+    chosen, missing, seen = [], [], set()
+    for pat in patterns:
+        hits = [t for t in mf.tensors if fnmatch.fnmatchcase(t.name, pat)]
+        if not hits:
+            missing.append(pat)
+        for t in hits:
+            if id(t) not in seen:
+                seen.add(id(t))
+                chosen.append(t)
+    return chosen, missing
+
+
+def run(args) -> int:
+    if not 1 <= args.bins <= 1 << 20:
+        error(f"--bins must be between 1 and {1 << 20}")
+        return 2
+    mf = open_or_report(args.file)
+    if mf is None:
+        return 2
+    chosen, missing = _select(mf, args.tensors)
+    if missing:
+        error(f"{args.file}: no tensor matches {', '.join(repr(m) for m in missing)}; "
+              f"`ggscope info {args.file}` lists the tensors")
+        return 2
+    rich = use_rich(args) and not args.json
+    results, errors = [], []
+    progress = None
+    if rich or (sys.stderr.isatty() and not args.json):
+        from rich.progress import Progress
+        progress = Progress(console=console(args) if rich else None, transient=True)
+        progress.start()
+    try:
+        for t in chosen:
+            task = progress.add_task(t.name, total=2 * max(t.n_elements, 1)) if progress else None
+            cb = (lambda done, total, task=task: progress.update(task, completed=done, total=total)) \
+                if progress else None
+            try:
+                results.append(tensor_stats(t, bins=args.bins, threads=args.threads, progress=cb))
+            except (ValueError, NotImplementedError) as exc:
+                errors.append((t.name, str(exc)))
+            if progress:
+                progress.remove_task(task)
+    finally:
+        if progress:
+            progress.stop()
+    if args.json:
+        json.dump(render.as_json(mf.path, results, errors), sys.stdout, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+    elif rich:
+        con = console(args)
+        con.print(render.rich_table(results))
+        for name, msg in errors:
+            con.print(f"[red]{name}[/]: {msg}")
+    else:
+        sys.stdout.write(render.plain(results, errors) + "\n")
+    return 1 if errors else 0

@@ -1,0 +1,58 @@
+"""Renderers of ``ggscope stats``: plain text (piped), rich table (terminal), JSON.
+
+Why: statistics are read by people scanning for broken tensors (NaN/Inf, zero scales)
+and by scripts; the text form is one aligned row per tensor, the JSON form carries the
+whole mapping from ``ggscope.stats.tensor_stats`` (histogram included).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .jsonable import jsonable
+
+__all__ = ["COLUMNS", "row", "plain", "as_json", "rich_table"]
+
+COLUMNS = ("name", "type", "count", "min", "max", "mean", "std", "abs_mean", "zeros", "nan", "inf", "d_min", "d_max")
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def row(s: Mapping[str, Any]) -> list[str]:
+    """One tensor's statistics as the strings of ``COLUMNS``."""
+    bs = s.get("block_scales") or {}
+    return [str(s["name"]), str(s["type"]), *(_num(s[k]) for k in COLUMNS[2:11]),
+            _num(bs.get("min")), _num(bs.get("max"))]
+
+
+def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> str:
+    rows = [list(COLUMNS)] + [row(s) for s in stats]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+             for r in rows]
+    lines += [f"{name}: {msg}" for name, msg in errors]
+    return "\n".join(lines)
+
+
+def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
+    from .. import __version__
+    return {"version": __version__, "file": path, "tensors": [jsonable(dict(s)) for s in stats],
+            "errors": [{"name": n, "error": m} for n, m in errors]}
+
+
+def rich_table(stats: Sequence[Mapping[str, Any]]):
+    from rich.table import Table
+    table = Table(title="tensor statistics", show_lines=False)
+    for i, c in enumerate(COLUMNS):
+        table.add_column(c, justify="left" if i < 2 else "right", no_wrap=i < 2)
+    for s in stats:
+        r = row(s)
+        bad = (s.get("nan") or 0) + (s.get("inf") or 0) or (s.get("block_scales") or {}).get("nonfinite")
+        table.add_row(*r, style="bold red" if bad else None)
+    return table
