@@ -52,6 +52,10 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("rwkv5.2", "rwkv5", ("rwkv.cpp",), "RWKV v5.2 (rwkv.cpp file)"),
     Architecture("rwkv6", "rwkv6", ("rwkv.cpp",), "RWKV v6 'Finch' (rwkv.cpp file)"),
     Architecture("rwkv7", "rwkv7", ("rwkv.cpp",), "RWKV v7 'Goose' (rwkv.cpp file)"),
+    Architecture("llama", "llama", ("gguf", "ggml", "ggmf", "ggjt"),
+                 "LLaMA-family: GQA, RMSNorm, rotary, SwiGLU (GGUF; early llama.cpp files)"),
+    Architecture("qwen2", "llama", ("gguf",), "Qwen2: llama with q/k/v biases, NeoX rotary"),
+    Architecture("gpt2", "gpt2", ("gguf", "ggml"), "GPT-2 (GGUF; ggml gpt-2 example files)"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 
@@ -109,6 +113,10 @@ def _rwkv_cpp_arch(model: "ModelFile") -> str:
     return f"rwkv{text}"
 
 
+# Early files name no architecture; their first tensor names tell (ggml's examples).
+_LEGACY_TENSOR_ARCH = {"tok_embeddings.weight": "llama", "model/wte": "gpt2"}
+
+
 def architecture(model: "ModelFile") -> str:
     """The architecture name of a parsed file, as ``ARCHITECTURES`` spells it."""
     if model.format == "rwkv.cpp":
@@ -117,6 +125,11 @@ def architecture(model: "ModelFile") -> str:
         value = model.metadata.get(key)
         if isinstance(value, str) and value:
             return value
+    if model.format in ("ggml", "ggmf", "ggjt"):
+        names = {t.name for t in model.tensors}
+        for tensor, arch in _LEGACY_TENSOR_ARCH.items():
+            if tensor in names:
+                return arch
     return "unknown"
 
 

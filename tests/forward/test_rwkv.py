@@ -137,7 +137,8 @@ def test_unsupported_architecture_names_the_supported_ones(model, arch):
 
 
 def test_supported_lists_every_rwkv_version():
-    assert supported() == ["rwkv4", "rwkv5.1", "rwkv5.2", "rwkv6", "rwkv7"]
+    rwkv = [name for name in supported() if name.startswith("rwkv")]
+    assert rwkv == ["rwkv4", "rwkv5.1", "rwkv5.2", "rwkv6", "rwkv7"]
 
 
 SIZES = {"rwkv_cpp.n_vocab": 256, "rwkv_cpp.n_embed": 8, "rwkv_cpp.n_layer": 1}

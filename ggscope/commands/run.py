@@ -1,0 +1,145 @@
+"""``ggscope run FILE --prompt TEXT``: what the model predicts next, by a numpy reference.
+
+Why: a file can parse cleanly and still compute garbage (wrong tensor order, broken
+quantization); running the reference forward pass of ``ggscope.forward`` shows it.
+The prompt is tokenized with the file's own vocabulary (``ggscope.tokenizer``) or
+given as ids with ``--tokens``.  Errors (no forward pass for the architecture, no
+tokenizer, bad ids, missing weights) are one line on stderr and exit status 2.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from ..errors import GGScopeError
+from .common import error, open_or_report
+
+HELP = "run a reference forward pass: next-token distribution, greedy generation"
+DESCRIPTION = """\
+Run the numpy reference forward pass of a model file on a prompt and print the
+next-token distribution after its last token (top-k ids, logits, probabilities).
+The prompt is tokenized with the file's own vocabulary (SentencePiece or byte-level
+BPE from the GGUF metadata; bytes for rwkv.cpp files); --tokens passes ids directly.
+Supported architectures: llama, qwen2, gpt2 (GGUF and early ggml files) and RWKV v4-v7
+(rwkv.cpp files); any other architecture is reported, not guessed."""
+EPILOG = """\
+examples:
+  ggscope run model.gguf --prompt "Hello"
+  ggscope run model.gguf --prompt "Once upon a time" --generate 20
+  ggscope run model.gguf --tokens 1,15043,3186 --top-k 5
+  ggscope run model.gguf --prompt "Hello" --json | jq .top
+  ggscope run model.gguf --prompt "Hello" --check      # logits finite? entropy?
+
+JSON: one object {"architecture", "tokens": [ids fed], "logits": [n_vocab floats after
+the last token], "top": [{"id", "token", "logit", "prob"}], "generated": [ids] (with
+--generate), "check": {"finite", "entropy_nats"} (with --check)}.
+exit status: 0 ok, 1 --check found non-finite logits, 2 unreadable file, unsupported
+architecture or tokenizer, bad token ids."""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", help="model file (GGUF, early ggml/ggjt llama or gpt-2, rwkv.cpp)")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", metavar="TEXT", help="text to tokenize with the file's vocabulary")
+    src.add_argument("--tokens", metavar="IDS", help="token ids, comma- or space-separated")
+    p.add_argument("--top-k", type=int, default=10, metavar="N", help="how many candidates to list (default 10)")
+    p.add_argument("--generate", type=int, default=0, metavar="N", help="continue greedily for N tokens")
+    p.add_argument("--no-bos", action="store_true", help="do not prepend the file's BOS token to --prompt")
+    p.add_argument("--check", action="store_true", help="sanity mode: are the logits finite? entropy")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def _parse_ids(text: str) -> list[int]:
+    parts = text.replace(",", " ").split()
+    try:
+        return [int(x) for x in parts]
+    except ValueError as exc:
+        raise GGScopeError(f"--tokens wants integers separated by commas or spaces: {exc}") from None
+
+
+def _piece(pieces: list[str] | None, tid: int) -> str:
+    return pieces[tid] if pieces is not None and 0 <= tid < len(pieces) else ""
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    e = np.exp(x - np.max(x))
+    return e / e.sum()
+
+
+def _run(args) -> int:
+    from .. import forward as F
+    mf = open_or_report(args.file)
+    if mf is None:
+        return 2
+    module = F.module_for(mf)
+    tok = None
+    if args.prompt is not None:
+        from ..tokenizer import load as load_tokenizer
+        tok = load_tokenizer(mf)
+        ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
+    else:
+        ids = _parse_ids(args.tokens)
+    weights = module.load(mf)
+    logits, state = module.forward(weights, ids)
+    raw = mf.metadata.get("tokenizer.ggml.tokens")
+    pieces = [str(p) for p in raw.tolist()] if hasattr(raw, "tolist") else (
+        [str(p) for p in raw] if raw is not None else None)
+    finite = bool(np.isfinite(logits).all())
+    probs = _softmax(logits) if finite else np.full(logits.shape, np.nan)
+    k = max(0, min(args.top_k, logits.size))
+    order = np.argsort(-np.nan_to_num(logits, nan=-np.inf), kind="stable")[:k]
+    top = [{"id": int(i), "token": _piece(pieces, int(i)), "logit": float(logits[i]),
+            "prob": float(probs[i])} for i in order]
+    generated: list[int] = []
+    last = logits
+    for _ in range(max(0, args.generate)):
+        if not np.isfinite(last).all():
+            break
+        nxt = int(np.argmax(last))
+        generated.append(nxt)
+        last, state = module.forward(weights, [nxt], state)
+    entropy = float(-(probs * np.log(np.where(probs > 0, probs, 1))).sum()) if finite else None
+    out = {"architecture": F.architecture(mf), "tokens": ids,
+           "logits": [float(x) if np.isfinite(x) else None for x in logits.tolist()], "top": top}
+    if args.generate:
+        out["generated"] = generated
+        if tok is not None:
+            out["generated_text"] = tok.decode(generated)
+    if args.check:
+        out["check"] = {"finite": finite, "entropy_nats": entropy,
+                        "n_nonfinite": int((~np.isfinite(logits)).sum())}
+    if args.json:
+        json.dump(out, sys.stdout, ensure_ascii=False, allow_nan=False)
+        sys.stdout.write("\n")
+    else:
+        w = sys.stdout.write
+        w(f"architecture: {out['architecture']}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
+        w("rank  id        logit      prob  token\n")
+        for r, t in enumerate(top, 1):
+            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  {t['token']!r}\n")
+        if args.generate:
+            w(f"generated: {' '.join(map(str, generated))}\n")
+            if tok is not None:
+                w(f"generated text: {out['generated_text']!r}\n")
+        if args.check:
+            c = out["check"]
+            w(f"check: logits {'finite' if finite else 'NOT finite'} "
+              f"({c['n_nonfinite']} non-finite), entropy {entropy if entropy is None else round(entropy, 4)} nats\n")
+    return 0 if finite or not args.check else 1
+
+
+def run(args) -> int:
+    if args.top_k < 0 or args.generate < 0:
+        error("--top-k and --generate must not be negative")
+        return 2
+    try:
+        return _run(args)
+    except GGScopeError as exc:
+        error(str(exc))
+        return 2
+    except MemoryError:
+        error(f"{args.file}: not enough memory to run the reference forward pass")
+        return 2
