@@ -1,0 +1,146 @@
+"""Tensor rules (GG5xx): names, data bounds and overlaps, as the spec sees them.
+
+Why: the structure family says what ggml refuses (shape, type, block divisibility -
+GG113 -, name length - GG108 -, ggml's exact offsets - GG114).  This family judges the
+tensors themselves: a name llama.cpp will not look up, tensor data that is not in the
+file (including header-only files, which ggml's metadata reads accept and GG116 leaves
+alone), and two tensors sharing bytes.  A tensor's byte size is ggml's: elements /
+block elements x block bytes (``structure._nbytes``, from ``ggml_types``).
+
+Contract: rules read ``tensor_nodes``/``ggml_layout`` and need an undamaged header for
+anything positional (``data_start`` is None otherwise).  The spec's own 64-byte name
+limit is not a rule: ggml's stricter limit (GG108) already covers every name it would
+flag.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .base import CheckContext, Finding, Rule, Severity
+from .structure import _nbytes as ggml_nbytes
+from .structure import ggml_layout, tensor_nodes
+from .tensor_names import ARCH_TENSORS, is_standard
+
+__all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors"]
+
+_MAX_NAMED = 5
+
+
+def _name(ti) -> str:
+    return ti["name"]["data"].value
+
+
+def _arch(mf) -> str | None:
+    a = mf.metadata.get("general.architecture")
+    return a if isinstance(a, str) else None
+
+
+class NonstandardTensorName(Rule):
+    """What it checks: in a file whose ``general.architecture`` is one ggscope knows
+    (llama, gpt2, falcon, mpt, gptneox, gptj, bloom, qwen2, phi2, phi3, gemma,
+    starcoder, starcoder2, refact, baichuan, bert, mamba, rwkv6), every tensor name is
+    one of that architecture's standard names (``token_embd.weight``,
+    ``blk.N.attn_q.weight``, ...).
+
+    Why it matters: llama.cpp finds weights by these names and refuses a model with a
+    tensor it does not expect ("wrong number of tensors") or without one it needs; a
+    converter that keeps the PyTorch names (``model.layers.0.self_attn.q_proj.weight``)
+    writes a file that loads nowhere.  Other architectures: no finding.
+
+    Example: ``layers.0.attention.wq.weight`` in a llama file.
+
+    Reference: gguf-spec §3 "Standardized tensor names"; llama.cpp gguf-py
+    ``gguf/constants.py`` ``MODEL_TENSORS``.
+    """
+    code, name, severity, family = "GG501", "nonstandard-tensor-name", Severity.WARNING, "tensors"
+    summary = "A tensor name is not a standard name of the file's architecture."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        arch = _arch(ctx.mf)
+        if arch not in ARCH_TENSORS:
+            return
+        for ti in tensor_nodes(ctx.mf):
+            n = _name(ti)
+            if isinstance(n, str) and is_standard(arch, n) is False:
+                yield ctx.at(ti["name"], f"tensor {n!r} is not a standard {arch} tensor name "
+                             "(token_embd, output_norm, output, blk.N.attn_q, ...)")
+
+
+class TensorDataPastEnd(Rule):
+    """What it checks: every tensor's data, ``[data start + offset, + byte size)``, lies
+    inside the file - also in a header-only file that declares tensors but ends where
+    its data section starts.
+
+    Why it matters: reading such a tensor reads past the end of the file (a crash or
+    garbage through mmap).  ggml refuses a data section that is too short (GG116) but
+    accepts a header-only file for metadata reads, so a header-only file ends up here:
+    fine as a vocabulary or metadata file, useless as a model.
+
+    Example: a model truncated to its header; a tensor whose offset points 1 GiB past
+    the end.
+
+    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``, ``gguf_file_t.tensor_data``.
+    """
+    code, name, severity, family = "GG502", "tensor-data-past-end", Severity.ERROR, "tensors"
+    summary = "A tensor's data lies (partly) past the end of the file."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        lay = ggml_layout(ctx.mf)
+        size = ctx.mf.source.size
+        if lay.data_start is None or size < lay.data_start:
+            return                              # no header, or ends inside the padding: GG115
+        bad = []
+        for ti in tensor_nodes(ctx.mf):
+            nb = ggml_nbytes(ti)
+            if nb is None or nb == 0:
+                continue
+            end = lay.data_start + int(ti["offset"].value) + nb
+            if end > size:
+                bad.append((ti, end))
+        if not bad:
+            return
+        ti, end = bad[0]
+        names = ", ".join(repr(_name(t)) for t, _ in bad[:_MAX_NAMED])
+        more = f" and {len(bad) - _MAX_NAMED} more" if len(bad) > _MAX_NAMED else ""
+        if size == lay.data_start:
+            yield ctx.at(None, f"header-only file: it ends at {size}, where its data section starts, but "
+                         f"declares {len(bad)} tensor(s) with data ({names}{more})",
+                         start=lay.header_end, end=size)
+        else:
+            yield ctx.at(ti["offset"], f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
+                         f"{names}{more}; the first ends at {end}")
+
+
+class OverlappingTensors(Rule):
+    """What it checks: no two tensors' data ranges share a byte.
+
+    Why it matters: overlapping tensors alias each other: writing one changes the
+    other, and at least one of them holds the wrong weights.  ggml refuses most such
+    files through its offset check (GG114), but only names the first misplaced tensor;
+    this rule names the pairs.
+
+    Example: two tensors with the same offset.
+
+    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``.
+    """
+    code, name, severity, family = "GG503", "overlapping-tensors", Severity.ERROR, "tensors"
+    summary = "Two tensors' data ranges overlap."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        spans = []
+        for ti in tensor_nodes(ctx.mf):
+            nb = ggml_nbytes(ti)
+            if nb:
+                off = int(ti["offset"].value)
+                spans.append((off, off + nb, ti))
+        spans.sort(key=lambda s: (s[0], s[1]))
+        reach, owner = -1, None
+        for start, end, ti in spans:
+            if owner is not None and start < reach:
+                yield ctx.at(ti["offset"], f"tensor {_name(ti)!r} [{start}, {end}) overlaps tensor "
+                             f"{_name(owner)!r}, which ends at {reach} (offsets relative to the data section)")
+            if end > reach:
+                reach, owner = end, ti
+
+
+RULES = [NonstandardTensorName, TensorDataPastEnd, OverlappingTensors]

@@ -1,0 +1,205 @@
+"""Value rules (GG2xx): what the GGUF spec forbids in values and ggml lets through.
+
+Why: ggml's reader (mirrored by the structure family) copies bools, strings and
+dimensions without judging them, so a file can load and still break the spec: a bool
+byte of 2 (the spec calls such a file invalid), strings that are not UTF-8, tensors
+with no elements, an alignment that is a power of two but not a multiple of 8.  Other
+readers (gguf-py, Rust and Go parsers) reject or misread such files.
+
+Contract: rules read the parsed node tree through ``kv_nodes``/``tensor_nodes`` (only
+entries that parsed completely) and point at the offending node.  Strings are decoded
+with ``errors="surrogateescape"``, so a lone surrogate U+DC80..U+DCFF in a decoded
+string marks a byte that is not UTF-8; its raw bytes are read back from the source.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from .base import CheckContext, Finding, Rule, Severity
+from .structure import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_nodes
+
+__all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDimension",
+           "AlignmentNotMultipleOf8"]
+
+GGUF_TYPE_BOOL, GGUF_TYPE_STRING = 7, 8
+_ESCAPED = re.compile("[\udc80-\udcff]")
+_MAX_REPORTED = 5           # per entry: the first few bad elements are named, the rest counted
+
+
+def _key(kv) -> str:
+    return kv["key"]["data"].value
+
+
+def _raw(ctx: CheckContext, node) -> bytes:
+    return bytes(ctx.mf.source.read(node.start, node.end)) if node is not None and node.end is not None else b""
+
+
+def _bad_utf8(s) -> bool:
+    return isinstance(s, str) and _ESCAPED.search(s) is not None
+
+
+class InvalidBool(Rule):
+    """What it checks: every bool value, scalar or in an array, is the byte 0 or 1.
+
+    Why it matters: the spec defines bool as "1-byte value where 0 is false and 1 is
+    true. Anything else is invalid, and should be considered either invalid or
+    undefined behaviour."  ggml copies the byte into a C ``bool``, whose other values
+    are undefined behaviour; Python readers see 2 as true, C++ compilers may not.
+
+    Example: ``tokenizer.ggml.add_bos_token`` stored as the byte 0x02.
+
+    Reference: gguf-spec §1.2 ``gguf_metadata_value_type`` (GGUF_METADATA_VALUE_TYPE_BOOL).
+    """
+    code, name, severity, family = "GG201", "invalid-bool", Severity.ERROR, "values"
+    summary = "A bool value is a byte other than 0 or 1."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for kv in kv_nodes(ctx.mf):
+            t, v = kv["type"].value, kv["value"]
+            if t == GGUF_TYPE_BOOL:
+                b = int(v.value)
+                if b not in (0, 1):
+                    yield ctx.at(v, f"key {_key(kv)!r}: bool byte is {b}, the spec allows only 0 or 1")
+            elif t == GGUF_TYPE_ARRAY:
+                yield from self._array(ctx, _key(kv), v)
+
+    def _array(self, ctx: CheckContext, key: str, arr) -> Iterator[Finding]:
+        et, elems = arr["type"].value, arr.child("elems")
+        if elems is None or elems.end is None:
+            return
+        if et == GGUF_TYPE_BOOL:
+            vals = np.frombuffer(_raw(ctx, elems), dtype=np.uint8)
+            bad = np.flatnonzero(vals > 1)
+            if bad.size:
+                first = int(bad[0])
+                yield ctx.at(elems, f"key {key!r}: {bad.size} bool element(s) are neither 0 nor 1 "
+                             f"(first: element {first} = {int(vals[first])})",
+                             start=elems.start + first, end=elems.start + first + 1)
+        elif et == GGUF_TYPE_ARRAY:
+            for sub in elems.children:
+                yield from self._array(ctx, key, sub)
+
+
+class StringNotUtf8(Rule):
+    """What it checks: every string value, scalar or in an array, is valid UTF-8.
+
+    Why it matters: the spec defines a GGUF string as "a UTF-8 non-null-terminated
+    string".  ggml does not check; gguf-py decodes with ``utf-8`` strictly and fails on
+    the file, and tokenizers that build their vocabulary from these strings crash or
+    mis-tokenize.
+
+    Example: a vocabulary token stored as the single byte 0xff.
+
+    Reference: gguf-spec §1.2 ``gguf_string_t``.
+    """
+    code, name, severity, family = "GG202", "string-not-utf8", Severity.ERROR, "values"
+    summary = "A string value is not valid UTF-8."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for kv in kv_nodes(ctx.mf):
+            t, v = kv["type"].value, kv["value"]
+            if t == GGUF_TYPE_STRING:
+                data = v.child("data")
+                if data is not None and _bad_utf8(data.value):
+                    yield ctx.at(data, f"key {_key(kv)!r}: value is not UTF-8: {_raw(ctx, data)[:40]!r}")
+            elif t == GGUF_TYPE_ARRAY:
+                yield from self._array(ctx, _key(kv), v)
+
+    def _array(self, ctx: CheckContext, key: str, arr) -> Iterator[Finding]:
+        et, elems = arr["type"].value, arr.child("elems")
+        if elems is None or elems.end is None:
+            return
+        if et == GGUF_TYPE_STRING:
+            strings = elems.value
+            items = strings.tolist() if hasattr(strings, "tolist") else list(strings or ())
+            if not _ESCAPED.search("".join(s for s in items if isinstance(s, str))):
+                return
+            bad = [i for i, s in enumerate(items) if _bad_utf8(s)]
+            shown = ", ".join(f"{i} ({strings.raw(i)[:20]!r})" if hasattr(strings, "raw") else str(i)
+                              for i in bad[:_MAX_REPORTED])
+            more = f" and {len(bad) - _MAX_REPORTED} more" if len(bad) > _MAX_REPORTED else ""
+            node = elems.children[bad[0]]
+            yield ctx.at(node, f"key {key!r}: {len(bad)} string element(s) are not UTF-8: "
+                         f"element {shown}{more}")
+        elif et == GGUF_TYPE_ARRAY:
+            for sub in elems.children:
+                yield from self._array(ctx, key, sub)
+
+
+class NameNotUtf8(Rule):
+    """What it checks: every metadata key and tensor name is valid UTF-8.
+
+    Why it matters: keys and tensor names are GGUF strings, which the spec defines as
+    UTF-8 (keys must even be ASCII: GG401 judges that).  Readers that decode names
+    strictly (gguf-py) fail on the whole file, and a name with stray bytes matches no
+    lookup.
+
+    Example: the tensor name ``b"blk.0.attn_q\\xff.weight"``.
+
+    Reference: gguf-spec §1.2 ``gguf_metadata_kv_t.key``, ``gguf_tensor_info_t.name``.
+    """
+    code, name, severity, family = "GG203", "name-not-utf8", Severity.ERROR, "values"
+    summary = "A metadata key or tensor name is not valid UTF-8."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for kv in kv_nodes(ctx.mf):
+            data = kv["key"]["data"]
+            if _bad_utf8(data.value):
+                yield ctx.at(kv["key"], f"metadata key is not UTF-8: {_raw(ctx, data)[:40]!r}")
+        for ti in tensor_nodes(ctx.mf):
+            data = ti["name"]["data"]
+            if _bad_utf8(data.value):
+                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {_raw(ctx, data)[:40]!r}")
+
+
+class ZeroSizeDimension(Rule):
+    """What it checks: no tensor has a dimension of 0.
+
+    Why it matters: a tensor with a zero dimension has no elements and no data; ggml
+    accepts it, but it is a converter bug (an empty weight that a model then
+    multiplies by), and loaders that divide by a dimension or map zero bytes fail.
+
+    Example: ``token_embd.weight`` with shape ``(4096, 0)``.
+
+    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.dimensions``.
+    """
+    code, name, severity, family = "GG204", "zero-size-dimension", Severity.WARNING, "values"
+    summary = "A tensor has a dimension of 0 (no elements)."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for ti in tensor_nodes(ctx.mf):
+            ne = [int(d) for d in ti["dims"].value]
+            if 0 in ne:
+                yield ctx.at(ti["dims"], f"tensor {ti['name']['data'].value!r} has shape {tuple(ne)}: "
+                             f"dimension {ne.index(0)} is 0, so it has no elements")
+
+
+class AlignmentNotMultipleOf8(Rule):
+    """What it checks: ``general.alignment``, when it is a uint32 power of two, is a
+    multiple of 8.
+
+    Why it matters: the spec: the alignment "must be a multiple of 8".  ggml accepts 1,
+    2 and 4 (GG107 judges other values), but tensor data aligned to less than 8 bytes
+    breaks readers that map 8-byte elements (F64, I64) straight from the file.
+
+    Example: ``general.alignment = 4``.
+
+    Reference: gguf-spec §2 ``general.alignment``.
+    """
+    code, name, severity, family = "GG205", "alignment-not-multiple-of-8", Severity.ERROR, "values"
+    summary = "general.alignment is not a multiple of 8."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for kv in kv_nodes(ctx.mf):
+            if _key(kv) != "general.alignment" or kv["type"].value != GGUF_TYPE_UINT32:
+                continue
+            a = int(kv["value"].value)
+            if a and not a & (a - 1) and a % 8:
+                yield ctx.at(kv["value"], f"general.alignment {a} is not a multiple of 8")
+            return
+
+
+RULES = [InvalidBool, StringNotUtf8, NameNotUtf8, ZeroSizeDimension, AlignmentNotMultipleOf8]
