@@ -37,3 +37,9 @@ def repo_fixtures() -> Path:
     if not any(FIXTURES.glob("*.gguf")):
         pytest.skip(f"no fixtures in {FIXTURES}; run python fixtures/make_fixtures.py")
     return FIXTURES
+
+
+@pytest.fixture(autouse=True)
+def _plain_environment(monkeypatch):
+    """Tests see no CI-provided output switches (GitHub annotations, NO_COLOR)."""
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)

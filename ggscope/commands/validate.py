@@ -1,14 +1,18 @@
 """``ggscope validate FILE...``: run the rule catalogue; a CI gate.
 
-Exit status: 0 no error-level finding, 1 at least one, 2 usage error or a path that
-cannot be read or opened.  Findings go to stdout; the summary and problems to stderr.
+Exit status: 0 no error-level finding, 1 at least one, 2 usage error, a bad
+``[tool.ggscope]`` config, or a path that cannot be read or opened.  Findings go to
+stdout; the summary and problems to stderr.  With ``--jobs N`` files are checked in N
+worker processes; findings still come out in the order the files were given.
 """
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import sys
 
+from ..config import FORMATS, ConfigError, load
 from ..errors import GGScopeError
 from ..report import findings_json, findings_text
 from .common import add_color_argument, error
@@ -24,20 +28,39 @@ examples:
   ggscope validate --select GG1 model.gguf          only ggml's reader rules
   ggscope validate --ignore GG801,key-not-namespaced 'models/**/*.gguf'
   ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
+  ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
+  ggscope validate --jobs 4 'models/**/*.gguf'
 
 text: one line per finding, `file:start: severity CODE [name] message (path)`.
 json: one array of {"code", "severity", "file", "message", "path", "start", "end"}.
-exit status: 0 no error-level finding, 1 some, 2 usage error or unreadable path."""
+sarif: SARIF 2.1.0 (upload with github/codeql-action/upload-sarif).
+github: workflow commands `::error file=F,title=CODE name::message`; chosen by itself
+when GITHUB_ACTIONS=true and no format is given.
+defaults: [tool.ggscope] in the nearest pyproject.toml (select, ignore, deep, format,
+jobs); flags override it.
+exit status: 0 no error-level finding, 1 some, 2 usage or config error, unreadable path."""
 
-FORMATS = ("text", "json")
+
+def _positive(s: str) -> int:
+    try:
+        n = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return n
 
 
 def add_arguments(p) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help="model files or glob patterns")
-    p.add_argument("--format", choices=FORMATS, default=None, help="output format (default text)")
-    p.add_argument("--select", default="", help="comma-separated codes, code prefixes, names or families to run")
-    p.add_argument("--ignore", default="", help="comma-separated codes, code prefixes, names or families to skip")
-    p.add_argument("--deep", action="store_true", help="also run rules that read tensor data")
+    p.add_argument("files", nargs="+", metavar="FILE", help="model files or glob patterns (** recurses)")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default text; github inside GitHub Actions)")
+    p.add_argument("--select", default=None, help="comma-separated codes, code prefixes, names or families to run")
+    p.add_argument("--ignore", default=None, help="comma-separated codes, code prefixes, names or families to skip")
+    p.add_argument("--deep", action=argparse.BooleanOptionalAction, default=None,
+                   help="also run rules that read tensor data (--no-deep overrides a config default)")
+    p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
+                   help="check files in N worker processes (default 1)")
     add_color_argument(p)
 
 
@@ -56,28 +79,73 @@ def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def run(args) -> int:
+def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool):
+    """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ..validate import validate_file
+    if not os.path.isfile(path):
+        return None, f"cannot read {path}: no such file"
+    try:
+        return validate_file(path, select=select, ignore=ignore, deep=deep), None
+    except (GGScopeError, OSError) as exc:
+        return None, str(exc)
+
+
+def _check_all(files: list[str], select, ignore, deep: bool, jobs: int):
+    if jobs <= 1 or len(files) <= 1:
+        return [_check_one(f, select, ignore, deep) for f in files]
+    from concurrent.futures import ProcessPoolExecutor
+    # The first file is checked here: it imports the rules and compiles the format's
+    # spec once, and forked workers inherit both instead of repeating the work.
+    first = _check_one(files[0], select, ignore, deep)
+    rest = files[1:]
+    n = len(rest)
+    with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
+        return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n,
+                                 chunksize=max(1, n // (jobs * 4)))]
+
+
+def _choose_format(cli: str | None, configured: str | None) -> str:
+    if cli:
+        return cli
+    if configured:
+        return configured
+    return "github" if os.environ.get("GITHUB_ACTIONS") == "true" else "text"
+
+
+def run(args) -> int:
+    try:
+        cfg = load()
+    except ConfigError as exc:
+        error(str(exc))
+        return 2
+    select = tuple(_split(args.select)) if args.select is not None else cfg.select
+    ignore = tuple(_split(args.ignore)) if args.ignore is not None else cfg.ignore
+    deep = cfg.deep if args.deep is None else args.deep
+    jobs = args.jobs or cfg.jobs
+    fmt = _choose_format(args.format, cfg.format)
+
     files, missing = _expand(args.files)
     status = 0
     for pat in missing:
         error(f"no file matches {pat}")
         status = 2
     findings = []
-    for path in files:
-        if not os.path.isfile(path):
-            error(f"cannot read {path}: no such file")
+    for found, problem in _check_all(files, select, ignore, deep, jobs):
+        if problem is not None:
+            error(problem)
             status = 2
-            continue
-        try:
-            findings.extend(validate_file(path, select=_split(args.select), ignore=_split(args.ignore),
-                                          deep=args.deep))
-        except (GGScopeError, OSError) as exc:
-            error(str(exc))
-            status = 2
-    fmt = args.format or "text"
+        else:
+            findings.extend(found)
+
     if fmt == "json":
         sys.stdout.write(findings_json.render(findings) + "\n")
+    elif fmt == "sarif":
+        from ..report import sarif
+        sys.stdout.write(sarif.render(findings) + "\n")
+    elif fmt == "github":
+        from ..report import github
+        sys.stdout.write(github.render(findings))
+        print(findings_text.summary(findings, len(files)), file=sys.stderr)
     else:
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
                                             and not os.environ.get("NO_COLOR"))

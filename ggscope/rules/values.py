@@ -114,10 +114,12 @@ class StringNotUtf8(Rule):
             return
         if et == GGUF_TYPE_STRING:
             strings = elems.value
-            items = strings.tolist() if hasattr(strings, "tolist") else list(strings or ())
-            if not _ESCAPED.search("".join(s for s in items if isinstance(s, str))):
+            if hasattr(strings, "invalid_utf8"):          # bulk check on the raw bytes
+                bad = strings.invalid_utf8()
+            else:
+                bad = [i for i, s in enumerate(strings or ()) if _bad_utf8(s)]
+            if not bad:
                 return
-            bad = [i for i, s in enumerate(items) if _bad_utf8(s)]
             shown = ", ".join(f"{i} ({strings.raw(i)[:20]!r})" if hasattr(strings, "raw") else str(i)
                               for i in bad[:_MAX_REPORTED])
             more = f" and {len(bad) - _MAX_REPORTED} more" if len(bad) > _MAX_REPORTED else ""

@@ -154,12 +154,42 @@ class StringArray(Sequence):
             self._list = self._decode_all()
         return self._list
 
+    def invalid_utf8(self) -> list[int]:
+        """Indices of the elements that are not valid UTF-8.
+
+        One strict decode of all string bytes joined with NUL; only when that fails are
+        the elements checked one by one.
+        """
+        n = len(self)
+        if n == 0:
+            return []
+        try:
+            self._joined().tobytes().decode("utf-8")
+            return []
+        except UnicodeDecodeError:
+            bad = []
+            for i in range(n):
+                try:
+                    self.raw(i).decode("utf-8")
+                except UnicodeDecodeError:
+                    bad.append(i)
+            return bad
+
     def _decode_all(self) -> list:
         n = len(self)
         if n == 0:
             return []
         if self.encoding is None:
             return [self.raw(i) for i in range(n)]
+        joined = self._joined()
+        if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
+            return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
+        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
+        return parts[1:]
+
+    def _joined(self) -> np.ndarray:
+        """All string bytes, each string preceded by one NUL byte."""
+        n = len(self)
         first = int(self.starts[0])
         last = int(self.starts[-1]) + self.width + int(self.lens[-1])
         region = self._arr[first:last].copy()
@@ -171,11 +201,7 @@ class StringArray(Sequence):
         tail = int(self.starts[1] - self.starts[0] - self.width - self.lens[0]) if n > 1 else 0
         for k in range(tail):                  # and every byte of the fixed-size fields
             keep[rel[:-1] + self.width + self.lens[:-1] + k] = False
-        joined = region[keep]
-        if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
-            return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
-        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
-        return parts[1:]
+        return region[keep]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, StringArray):

@@ -1,0 +1,64 @@
+"""``ggscope explain CODE|NAME``: one rule in full - what, why, an example, the spec.
+
+Why: a finding's line is short; the rule's docstring (ruff's sections: What it checks,
+Why it matters, Example, Reference) is the explanation, and the same text is in
+docs/rules.md and in SARIF's ``help``.  Retired codes redirect to their successor.
+An unknown code or name is a usage error (exit 2) that suggests close matches.
+"""
+from __future__ import annotations
+
+import difflib
+import sys
+
+from ..rules import REDIRECTS, RULES, by_code
+from .common import error
+
+HELP = "show one rule's full explanation"
+DESCRIPTION = """\
+Print one rule's code, name, severity, family and its full explanation: what it
+checks, why it matters, an example file that triggers it, and the spec reference."""
+EPILOG = """\
+examples:
+  ggscope explain GG101
+  ggscope explain duplicate-tensor-name
+  ggscope rules                      list every code
+
+exit status: 0 ok, 2 unknown code or name."""
+
+
+def add_arguments(p) -> None:
+    p.add_argument("rule", metavar="CODE|NAME", help="a rule code (GG101) or name (bad-magic)")
+
+
+def render(rule) -> str:
+    deep = "; runs only with validate --deep" if rule.needs_tensor_data else ""
+    head = f"{rule.code} {rule.name}"
+    return (f"{head}\n{'=' * len(head)}\n"
+            f"severity: {rule.severity.value}; family: {rule.family}; formats: {', '.join(rule.formats)}{deep}\n\n"
+            f"{rule.summary}\n\n{rule.explanation()}\n")
+
+
+def suggestions(query: str) -> list[str]:
+    q = query.strip()
+    pool = {r.code: r for r in RULES} | {r.name: r for r in RULES}
+    hits = difflib.get_close_matches(q.upper(), [r.code for r in RULES], n=3, cutoff=0.6)
+    hits += difflib.get_close_matches(q.lower(), [r.name for r in RULES], n=3, cutoff=0.6)
+    out = []
+    for h in hits:
+        label = f"{pool[h].code} ({pool[h].name})"
+        if label not in out:
+            out.append(label)
+    return out
+
+
+def run(args) -> int:
+    rule = by_code(args.rule.strip())
+    if rule is None:
+        close = suggestions(args.rule)
+        hint = f"; did you mean {', '.join(close)}?" if close else "; `ggscope rules` lists every code"
+        error(f"no rule {args.rule!r}{hint}")
+        return 2
+    if args.rule.strip().upper() in REDIRECTS:
+        print(f"ggscope: {args.rule.upper()} was renamed to {rule.code}", file=sys.stderr)
+    sys.stdout.write(render(rule))
+    return 0

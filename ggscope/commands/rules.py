@@ -1,0 +1,64 @@
+"""``ggscope rules``: the rule catalogue as a table (or JSON).
+
+Why: a user choosing ``--select``/``--ignore`` or reading a finding's code needs the
+list of codes, names, severities and families in one place; ``ggscope explain CODE``
+then shows one rule in full.  The data is ``ggscope.rules.RULES``, nothing else.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from ..rules import FAMILIES
+from .common import error
+
+HELP = "list the validator's rules: code, name, severity, family, summary"
+DESCRIPTION = """\
+List every rule `ggscope validate` knows: its stable code, its name (both work in
+--select/--ignore and in `ggscope explain`), default severity, family and a one-line
+summary.  Rules marked deep read tensor data and run only with `validate --deep`."""
+EPILOG = """\
+examples:
+  ggscope rules
+  ggscope rules --family structure
+  ggscope rules --json | jq -r '.[] | select(.severity == "error") | .code'
+  ggscope explain GG101
+
+JSON: one array of {"code", "name", "severity", "family", "summary", "formats",
+"deep"}.
+exit status: 0 ok, 2 unknown family."""
+
+COLUMNS = ("code", "name", "severity", "family", "summary")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON array of rules")
+    p.add_argument("--family", metavar="F", help=f"only this family ({', '.join(FAMILIES)})")
+
+
+def as_json(rule) -> dict:
+    return {"code": rule.code, "name": rule.name, "severity": rule.severity.value, "family": rule.family,
+            "summary": rule.summary, "formats": list(rule.formats), "deep": bool(rule.needs_tensor_data)}
+
+
+def table(rules) -> str:
+    rows = [COLUMNS] + [(r.code, r.name + (" (deep)" if r.needs_tensor_data else ""), r.severity.value,
+                         r.family, r.summary) for r in rules]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] + "\n" for row in rows)
+
+
+def run(args) -> int:
+    from ..report.rules_doc import ordered
+    rules = ordered()
+    if args.family:
+        if args.family not in FAMILIES:
+            error(f"unknown family {args.family!r}; families: {', '.join(FAMILIES)}")
+            return 2
+        rules = [r for r in rules if r.family == args.family]
+    if args.json:
+        json.dump([as_json(r) for r in rules], sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(table(rules))
+    return 0

@@ -1,0 +1,49 @@
+"""Findings as GitHub Actions workflow commands (annotations on the run and the PR).
+
+Why: inside a GitHub workflow, ``::error file=...::message`` lines on stdout become
+annotations without any upload step; ``ggscope validate`` picks this format by itself
+when ``GITHUB_ACTIONS=true`` and no ``--format`` was asked for.
+
+Contract: one line per finding,
+``::error file=F,title=CODE name::message (path, bytes start-end)`` with ``warning``
+for warnings and ``notice`` for infos.  Model files have no lines, so the byte range
+goes in the message.  Escaping follows GitHub's toolkit (``@actions/core`` command.ts):
+in the message ``%``, ``\\r``, ``\\n`` become ``%25``, ``%0D``, ``%0A``; in property
+values ``:`` and ``,`` also become ``%3A`` and ``%2C``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..rules import Finding
+
+__all__ = ["line", "render", "escape_data", "escape_property", "LEVELS"]
+
+LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(s: str) -> str:
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def _where(f: Finding) -> str:
+    parts = []
+    if f.path:
+        parts.append(f.path)
+    if f.start is not None:
+        parts.append(f"bytes {f.start}-{f.end if f.end is not None else f.start}")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def line(f: Finding) -> str:
+    title = f"{f.code} {f.rule}".strip()
+    props = f"file={escape_property(f.file)},title={escape_property(title)}"
+    return f"::{LEVELS[f.severity.value]} {props}::{escape_data(f.message + _where(f))}"
+
+
+def render(findings: Iterable[Finding]) -> str:
+    return "".join(line(f) + "\n" for f in findings)
