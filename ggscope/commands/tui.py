@@ -1,0 +1,41 @@
+"""``ggscope [tui] [FILE]``: browse a file interactively (a Textual app).
+
+With no FILE the bundled example model opens.  A damaged file still opens (the tree
+shows the error node, the findings pane lists it); a file that cannot be read or is
+no ggml-family format prints one paragraph on stderr and exits 2.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .common import open_or_report
+
+HELP = "browse a file interactively (the default when the first argument is a file)"
+DESCRIPTION = """\
+Open an interactive browser: the structure tree, metadata, tensors (with statistics
+computed in the background) and the validator's findings beside a hex view that
+highlights the selected field's bytes.  Without FILE, the bundled example model opens."""
+EPILOG = """\
+examples:
+  ggscope model.gguf            same as `ggscope tui model.gguf`
+  ggscope                       open the bundled example (a tiny llama, Q8_0)
+
+keys: 1-4 switch panes, g go to offset, / search (key, tensor, text or x:47 47),
+n next match, c copy the value, s / x start / cancel statistics, home / end first /
+last byte, + / - pane width, z zoom the focused pane, q quit.  Mouse works too.
+exit status: 0 ok, 2 unreadable or unknown file."""
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+
+
+def add_arguments(p) -> None:
+    p.add_argument("file", nargs="?", default=None,
+                   help=f"model file (default: the bundled example {EXAMPLE.name})")
+
+
+def run(args) -> int:
+    mf = open_or_report(args.file or str(EXAMPLE), allow_damage=True)
+    if mf is None:
+        return 2
+    from ..tui.run import run_app
+    return run_app(mf)

@@ -1,0 +1,86 @@
+"""Every message the browser's widgets and workers post, in one place.
+
+Widgets never reach into each other: they post one of these and the app routes it
+(select a node -> the hex view highlights its bytes; move the hex cursor -> the app
+finds the deepest node under it).  Bursty messages define ``can_replace`` so a burst
+collapses to the newest one (toolong's pattern).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+from ..node import Node
+
+__all__ = ["NodeSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
+           "StatsComputed", "StatsFinished", "FindingsReady"]
+
+
+class NodeSelected(Message):
+    """A pane selected a node of the tree: show and highlight its bytes."""
+
+    def __init__(self, node: Node, source: str = "") -> None:
+        super().__init__()
+        self.node = node
+        self.source = source
+
+
+class RangeRequested(Message):
+    """A pane asked the hex view to show ``[start, end)`` (a finding, a search hit)."""
+
+    def __init__(self, start: int, end: int | None, label: str = "") -> None:
+        super().__init__()
+        self.start = start
+        self.end = end
+        self.label = label
+
+
+class CursorMoved(Message):
+    """The hex view's cursor moved to ``offset``."""
+
+    def __init__(self, offset: int) -> None:
+        super().__init__()
+        self.offset = offset
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CursorMoved)
+
+
+class StatsProgressed(Message):
+    """The statistics worker finished ``done`` of ``total`` tensors."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, StatsProgressed)
+
+
+class StatsComputed(Message):
+    """Statistics for one tensor: ``stats`` is the mapping of ``TensorInfo.stats()``,
+    or None with ``error`` saying why there are none."""
+
+    def __init__(self, name: str, stats: Any, error: str = "") -> None:
+        super().__init__()
+        self.name = name
+        self.stats = stats
+        self.error = error
+
+
+class StatsFinished(Message):
+    """The statistics worker stopped: ``cancelled`` tells whether it was cut short."""
+
+    def __init__(self, cancelled: bool) -> None:
+        super().__init__()
+        self.cancelled = cancelled
+
+
+class FindingsReady(Message):
+    """The validator worker finished: ``findings`` sorted by offset."""
+
+    def __init__(self, findings: list) -> None:
+        super().__init__()
+        self.findings = findings

@@ -1,0 +1,1 @@
+"""Modal dialogs of the browser (go to offset, search)."""

@@ -1,0 +1,1 @@
+"""The panes of the browser; each receives domain objects and posts ``messages``."""

@@ -1,0 +1,124 @@
+"""``NodeTree``: the parsed structure, expanded lazily.
+
+A node's children become tree nodes only when it is opened (Textual's
+``DirectoryTree`` pattern), and arrays are added a page at a time with a "more" leaf,
+so a 150k-token vocabulary costs nothing until someone scrolls into it.  Each label
+shows the field name, its offset and size (and a short value for leaves); error nodes
+carry the ``-error`` look.  Highlighting a node posts ``NodeSelected``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+from ...node import Node
+from ..format import short_value
+from ..messages import NodeSelected
+
+__all__ = ["NodeTree", "PAGE"]
+
+PAGE = 100
+
+
+@dataclass(frozen=True)
+class _More:
+    """Placeholder leaf: the children of ``parent`` from ``index`` on are not added yet."""
+    parent: Node
+    index: int
+
+
+def node_label(node: Node) -> Text:
+    text = Text(f"{node.name or '/'} ", style="bold")
+    if node.error:
+        text.append(f"@{node.start:#x} ", style="dim")
+        text.append(f"ERROR: {node.error}", style="bold red")
+        return text
+    text.append(f"@{node.start:#x} +{node.nbytes} ", style="dim")
+    if node.enum:
+        text.append(f" {node.enum}", style="cyan")
+    elif node.value is not None and not node.children:
+        text.append(f" {short_value(node.value, 40)}", style="green")
+    return text
+
+
+class NodeTree(Tree):
+    """The structure tree of one file; see the module docstring."""
+
+    DEFAULT_CSS = "NodeTree { width: 1fr; height: 1fr; }"
+
+    def __init__(self, root: Node, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(root.name or "file", data=root, id=id, classes=classes)
+        self.show_root = False
+        self.guide_depth = 2
+        self._add_children(self.root, root, 0)
+        self.root.expand()
+
+    def _add_children(self, parent: TreeNode, node: Node, start: int) -> None:
+        kids = node.children
+        stop = min(len(kids), start + PAGE)
+        for i in range(start, stop):
+            kid = kids[i]
+            leaf = not kid.children
+            parent.add(node_label(kid), data=kid, allow_expand=not leaf)
+        if stop < len(kids):
+            parent.add_leaf(Text(f"… {len(kids) - stop} more (Enter)", style="italic"), data=_More(node, stop))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        tnode = event.node
+        if isinstance(tnode.data, Node) and not tnode.children and tnode.data.children:
+            self._add_children(tnode, tnode.data, 0)
+        event.stop()
+
+    def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
+        tnode = event.node
+        if isinstance(tnode.data, _More):
+            more, parent = tnode.data, tnode.parent
+            tnode.remove()
+            if parent is not None:
+                self._add_children(parent, more.parent, more.index)
+        event.stop()
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        if isinstance(event.node.data, Node) and self.has_focus:
+            self.post_message(NodeSelected(event.node.data, "tree"))
+        event.stop()
+
+    def reveal(self, target: Node) -> None:
+        """Expand down to ``target`` (by path) and move the tree cursor onto it."""
+        tnode = self.root
+        chain: list[Node] = []
+        cur = self.root.data     # walk down from the root along the target's path
+        while cur is not None and cur is not target:
+            nxt = None
+            for kid in _children_containing(cur, target):
+                nxt = kid
+                break
+            if nxt is None:
+                break
+            chain.append(nxt)
+            cur = nxt
+        for node in chain:
+            if not tnode.is_expanded:
+                tnode.expand()
+                if not tnode.children and isinstance(tnode.data, Node):
+                    self._add_children(tnode, tnode.data, 0)
+            found = None
+            for child in tnode.children:
+                if child.data is node:
+                    found = child
+                    break
+            if found is None:
+                break
+            tnode = found
+        if tnode is not self.root:      # line numbers exist only after the next refresh
+            self.call_after_refresh(self.move_cursor, tnode)
+
+
+def _children_containing(parent: Node, target: Node):
+    prefix = target.path
+    for kid in parent.children[:PAGE]:
+        if kid is target or (prefix.startswith(kid.path) and prefix[len(kid.path):len(kid.path) + 1] in ("/", "[")):
+            yield kid

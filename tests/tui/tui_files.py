@@ -1,0 +1,48 @@
+"""Helpers of the TUI tests: files to open (fixtures q8, truncated) and a sparse 20 GB GGUF."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+Q8 = FIXTURES / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+BIG = 20 * 2**30
+
+
+@pytest.fixture
+def q8() -> Path:
+    if not Q8.is_file():
+        pytest.skip(f"{Q8} missing; run python fixtures/make_fixtures.py")
+    return Q8
+
+
+@pytest.fixture
+def truncated(tmp_path, q8) -> Path:
+    """The Q8_0 fixture cut inside its metadata: a damaged file that must still open."""
+    p = tmp_path / "truncated.gguf"
+    p.write_bytes(q8.read_bytes()[:1000])
+    return p
+
+
+def write_sparse_20gb(path: Path) -> Path:
+    """A GGUF whose one F32 tensor spans 20 GiB of holes: gguf-py writes the header,
+    ``os.truncate`` extends the file without writing data."""
+    import gguf
+    w = gguf.GGUFWriter(path, "llama")
+    n = BIG // 4
+    w.add_tensor_info("huge.weight", [n], np.dtype(np.float32), BIG, raw_dtype=gguf.GGMLQuantizationType.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    header = path.stat().st_size
+    data_offset = -(-header // 32) * 32
+    os.truncate(path, data_offset + BIG)
+    if os.stat(path).st_blocks * 512 > 64 * 2**20:
+        path.unlink()
+        pytest.skip("the filesystem of tmp_path does not keep sparse files")
+    return path
