@@ -58,6 +58,7 @@ instances:
     doc: The version read as little-endian, to detect byte-swapped (big-endian) files.
   is_be:
     value: (version_probe.version & 0xffff) == 0
+    -ggscope-hidden: true
     doc: |
       Whether the file is big-endian.  Every type that reads numbers decides its byte
       order from it (the YAML anchor file_byte_order), not the root: Kaitai's generated
