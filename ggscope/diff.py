@@ -1,0 +1,472 @@
+"""What changed between two model files: header, metadata, tensor set and tensor values.
+
+Why: after converting or quantizing a model, the question is what moved and by how much.
+``diff_files`` compares two ``ModelFile`` views, so any pair of formats compares (GGJT
+against GGUF, rwkv.cpp FP32 against Q5_1): names are matched, never byte positions.
+
+Contract
+--------
+* ``diff_files(a, b, *, metadata_only=False, progress=None, cancel=None) -> DiffResult``.
+  ``a`` is the reference: errors are ``b - a`` and relative figures divide by ``a``.
+* Metadata: keys only in ``b`` are *added*, only in ``a`` *removed*; a key in both is
+  *changed* when its value type or value differs.  Arrays compare item by item: the
+  change carries both lengths, the count of differing positions (over the common
+  length) and the first ``FIRST_ITEMS`` differences.
+* Tensors, in ``a``'s order then ``b``'s new ones, each one ``TensorDiff`` with a
+  ``status``: "added", "removed", "identical" (same type, shape and byte order and the
+  same bytes, found by comparing raw bytes before any decoding), "equal" (bytes differ
+  but every dequantized value is equal), "changed" (values differ, or the bytes differ
+  and no dequantizer exists: ``error`` says so), "shape-changed" (element counts differ:
+  never compared numerically) or "error" (the data cannot be read).  ``changes`` names
+  what else moved: "shape" (same element count, compared in ggml element order),
+  "type", "offset".
+* Numeric metrics, accumulated in float64 over positions finite in both files:
+  ``max_abs`` = max|b-a|, ``rmse`` = sqrt(mean((b-a)^2)), ``rel_rmse`` = ||b-a|| / ||a||,
+  ``cosine`` = a.b / (||a|| ||b||), ``snr_db`` = 10 log10(||a||^2 / ||b-a||^2).  Zero
+  error gives rel_rmse 0, cosine 1 and snr_db +inf.  ``n_nonfinite`` counts positions
+  where ``a`` or ``b`` is NaN/Inf; a position where they are not the same NaN/Inf makes
+  the tensor "changed".
+* Memory stays bounded whatever the tensor size: data are read in windows of whole
+  blocks of both layouts (``CHUNK_ELEMS`` elements) with ``readinto`` into reused
+  buffers, so file pages are never mapped into the process and peak RSS does not grow
+  with file size.
+* ``progress(done, total, name)`` is called before each tensor; ``cancel()`` (a
+  callable, or an object with ``is_set()`` such as ``threading.Event``) is polled per
+  window and raises ``DiffCancelled``.
+"""
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .ggml_types import LAYOUTS
+from .modelfile import ModelFile, TensorInfo
+from .quant import dequantize
+
+__all__ = ["diff_files", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
+           "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES"]
+
+CHUNK_ELEMS = 1 << 19        # elements per comparison window: 2 MiB float32 per side
+FIRST_ITEMS = 5              # differing array items kept per metadata change
+STATUSES = ("identical", "equal", "changed", "shape-changed", "added", "removed", "error")
+
+
+class DiffCancelled(Exception):
+    """The caller's ``cancel`` said stop."""
+
+
+@dataclass(frozen=True)
+class HeaderChange:
+    field: str
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class MetaEntry:
+    """A key present in one file only."""
+    key: str
+    type: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class ItemDiff:
+    index: int
+    a: Any
+    b: Any
+
+
+@dataclass(frozen=True)
+class MetaChange:
+    """A key present in both files whose type or value differs.
+
+    For arrays ``a``/``b`` are None and ``len_a``, ``len_b``, ``n_differing`` and
+    ``first`` describe the difference; for scalars ``a``/``b`` are the values.
+    """
+    key: str
+    type_a: str
+    type_b: str
+    a: Any = None
+    b: Any = None
+    is_array: bool = False
+    len_a: int | None = None
+    len_b: int | None = None
+    n_differing: int | None = None
+    first: tuple[ItemDiff, ...] = ()
+
+    @property
+    def type_changed(self) -> bool:
+        return self.type_a != self.type_b
+
+
+@dataclass(frozen=True)
+class MetadataDiff:
+    added: tuple[MetaEntry, ...] = ()
+    removed: tuple[MetaEntry, ...] = ()
+    changed: tuple[MetaChange, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed)
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    name: str
+    status: str
+    shape_a: tuple[int, ...] | None = None     # ggml order, ne[0] first
+    shape_b: tuple[int, ...] | None = None
+    type_a: str | None = None
+    type_b: str | None = None
+    offset_a: int | None = None
+    offset_b: int | None = None
+    changes: tuple[str, ...] = ()              # of "shape", "type", "offset"
+    n_elements: int | None = None
+    max_abs: float | None = None
+    rmse: float | None = None
+    rel_rmse: float | None = None
+    cosine: float | None = None
+    snr_db: float | None = None
+    n_nonfinite: int = 0
+    error: str | None = None
+
+    @property
+    def same(self) -> bool:
+        return self.status == "identical" and not self.changes
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    path_a: str
+    path_b: str
+    header: tuple[HeaderChange, ...]
+    metadata: MetadataDiff
+    tensors: tuple[TensorDiff, ...]
+    metadata_only: bool = False
+
+    @property
+    def identical(self) -> bool:
+        """True when nothing compared differs (diff(1) exit status 0)."""
+        return not self.header and self.metadata.empty and all(t.same for t in self.tensors)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(t.status == "error" for t in self.tensors)
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATUSES}
+        for t in self.tensors:
+            out[t.status] += 1
+        return out
+
+
+# ------------------------------------------------------------------------ metadata
+
+def _is_array(v: Any) -> bool:
+    return isinstance(v, (list, tuple, np.ndarray)) or (hasattr(v, "tolist") and hasattr(v, "__len__")
+                                                        and not isinstance(v, (str, bytes)))
+
+
+def _py(v: Any) -> Any:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _scalar_equal(x: Any, y: Any) -> bool:
+    x, y = _py(x), _py(y)
+    if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+        return True
+    if type(x) is not type(y) and {type(x), type(y)} != {int, float}:
+        return False
+    try:
+        return bool(x == y)
+    except Exception:
+        return False
+
+
+def _as_items(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.reshape(-1) if v.ndim > 1 else v
+    if hasattr(v, "tolist") and not isinstance(v, (list, tuple)):
+        return v.tolist()
+    return v
+
+
+def _array_change(key: str, ta: str, tb: str, va: Any, vb: Any) -> MetaChange | None:
+    ia, ib = _as_items(va), _as_items(vb)
+    la, lb = len(ia), len(ib)
+    n = min(la, lb)
+    if isinstance(ia, np.ndarray) and isinstance(ib, np.ndarray) and ia.dtype.kind in "biuf" \
+            and ib.dtype.kind in "biuf":
+        x, y = ia[:n], ib[:n]
+        with np.errstate(invalid="ignore"):
+            neq = x != y
+        if x.dtype.kind == "f" and y.dtype.kind == "f":
+            neq &= ~(np.isnan(x) & np.isnan(y))
+        idx = np.flatnonzero(neq)
+        n_diff = int(idx.size)
+        first = tuple(ItemDiff(int(i), _py(ia[i]), _py(ib[i])) for i in idx[:FIRST_ITEMS])
+    else:
+        n_diff, first_l = 0, []
+        for i in range(n):
+            if _is_array(ia[i]) or _is_array(ib[i]):
+                same = _array_change("", "", "", ia[i], ib[i]) is None
+            else:
+                same = _scalar_equal(ia[i], ib[i])
+            if not same:
+                n_diff += 1
+                if len(first_l) < FIRST_ITEMS:
+                    first_l.append(ItemDiff(i, _py(ia[i]), _py(ib[i])))
+        first = tuple(first_l)
+    if n_diff == 0 and la == lb and ta == tb:
+        return None
+    return MetaChange(key, ta, tb, is_array=True, len_a=la, len_b=lb, n_differing=n_diff, first=first)
+
+
+def diff_metadata(a: ModelFile, b: ModelFile) -> MetadataDiff:
+    """Added, removed and changed keys of ``b`` relative to ``a``."""
+    ma, mb = a.metadata, b.metadata
+    ta, tb = a.metadata_types, b.metadata_types
+    added = tuple(MetaEntry(k, tb.get(k, "?"), mb[k]) for k in mb if k not in ma)
+    removed = tuple(MetaEntry(k, ta.get(k, "?"), ma[k]) for k in ma if k not in mb)
+    changed = []
+    for k in ma:
+        if k not in mb:
+            continue
+        va, vb, ka, kb = ma[k], mb[k], ta.get(k, "?"), tb.get(k, "?")
+        if _is_array(va) or _is_array(vb):
+            if _is_array(va) and _is_array(vb):
+                ch = _array_change(k, ka, kb, va, vb)
+                if ch is not None:
+                    changed.append(ch)
+            else:
+                changed.append(MetaChange(k, ka, kb, a=va, b=vb))
+        elif ka != kb or not _scalar_equal(va, vb):
+            changed.append(MetaChange(k, ka, kb, a=_py(va), b=_py(vb)))
+    return MetadataDiff(added, removed, tuple(changed))
+
+
+def diff_header(a: ModelFile, b: ModelFile) -> tuple[HeaderChange, ...]:
+    out = []
+    for f in ("format", "version", "endian", "alignment"):
+        va, vb = getattr(a, f), getattr(b, f)
+        if va != vb:
+            out.append(HeaderChange(f, va, vb))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------ tensor data
+
+class _Reader:
+    """Reads byte ranges of one file into a reused buffer, without mapping the file.
+
+    Files opened from disk are read with ``readinto`` (page cache, not process RSS);
+    in-memory files (``open_bytes``) are sliced from their buffer.
+    """
+
+    def __init__(self, mf: ModelFile) -> None:
+        self.mf = mf
+        self.fh = None
+        if getattr(mf.source, "_mmap", None) is not None and os.path.isfile(mf.path):
+            self.fh = open(mf.path, "rb", buffering=0)
+        self.buf = np.empty(0, np.uint8)
+
+    def read(self, start: int, nbytes: int) -> np.ndarray:
+        if self.fh is None:
+            return self.mf.source.view(start, start + nbytes)
+        if self.buf.size < nbytes:
+            self.buf = np.empty(nbytes, np.uint8)
+        out = self.buf[:nbytes]
+        self.fh.seek(start)
+        got = self.fh.readinto(memoryview(out))
+        while got is not None and got < nbytes:
+            more = self.fh.readinto(memoryview(out[got:]))
+            if not more:
+                break
+            got += more
+        if got != nbytes:
+            raise OSError(f"{self.mf.path}: short read at offset {start}")
+        return out
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+
+def _cancelled(cancel: Any) -> bool:
+    if cancel is None:
+        return False
+    if hasattr(cancel, "is_set"):
+        return bool(cancel.is_set())
+    return bool(cancel())
+
+
+def _windows(ta: TensorInfo, tb: TensorInfo, n: int) -> Iterator[tuple[int, int, int, int, int]]:
+    """(bytes_start_a, nbytes_a, bytes_start_b, nbytes_b, n_elems) windows of whole blocks."""
+    la, lb = LAYOUTS[ta.layout], LAYOUTS[tb.layout]
+    unit = math.lcm(la.block_elems, lb.block_elems)
+    step = max(unit, CHUNK_ELEMS // unit * unit)
+    for e in range(0, n, step):
+        k = min(step, n - e)
+        yield (ta.offset + e // la.block_elems * la.block_bytes, k // la.block_elems * la.block_bytes,
+               tb.offset + e // lb.block_elems * lb.block_bytes, k // lb.block_elems * lb.block_bytes, k)
+
+
+def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any) -> bool:
+    for sa, na, sb, nb, _ in _windows(ta, tb, ta.n_elements):
+        if _cancelled(cancel):
+            raise DiffCancelled()
+        if not np.array_equal(ra.read(sa, na), rb.read(sb, nb)):
+            return False
+    return True
+
+
+@dataclass
+class _Acc:
+    """float64 running sums of one numeric comparison."""
+    aa: float = 0.0
+    bb: float = 0.0
+    ab: float = 0.0
+    dd: float = 0.0
+    max_abs: float = 0.0
+    n: int = 0
+    nonfinite: int = 0
+    nonfinite_mismatch: int = 0
+
+    def add(self, x32: np.ndarray, y32: np.ndarray) -> None:
+        # einsum, not np.dot: it never hands work to a BLAS thread pool, whose
+        # start-up costs 20-50x on a loaded machine for vectors of this size.
+        x, y = x32.astype(np.float64), y32.astype(np.float64)
+        aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
+        if not (math.isfinite(aa) and math.isfinite(bb)):     # squares of finite f32 never overflow f64
+            fin = np.isfinite(x) & np.isfinite(y)
+            bad = ~fin
+            self.nonfinite += int(bad.sum())
+            xb, yb = x[bad], y[bad]
+            same = (np.isnan(xb) & np.isnan(yb)) | (xb == yb)
+            self.nonfinite_mismatch += int((~same).sum())
+            x, y = x[fin], y[fin]
+            aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
+        self.aa += aa
+        self.bb += bb
+        self.ab += float(np.einsum("i,i->", x, y))
+        d = np.subtract(y, x, out=y)
+        self.dd += float(np.einsum("i,i->", d, d))
+        if d.size:
+            self.max_abs = max(self.max_abs, float(d.max()), float(-d.min()))
+        self.n += int(x.size)
+
+    def metrics(self) -> dict[str, float]:
+        rmse = math.sqrt(self.dd / self.n) if self.n else 0.0
+        if self.dd == 0.0:
+            rel, snr = 0.0, math.inf
+        elif self.aa == 0.0:
+            rel, snr = math.inf, -math.inf
+        else:
+            rel, snr = math.sqrt(self.dd / self.aa), 10.0 * math.log10(self.aa / self.dd)
+        if self.aa == 0.0 and self.bb == 0.0:
+            cos = 1.0
+        elif self.aa == 0.0 or self.bb == 0.0:
+            cos = 0.0
+        else:
+            cos = max(-1.0, min(1.0, self.ab / math.sqrt(self.aa * self.bb)))
+        return {"max_abs": self.max_abs, "rmse": rmse, "rel_rmse": rel, "cosine": cos, "snr_db": snr}
+
+
+def _numeric(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any) -> _Acc:
+    acc = _Acc()
+    ea, eb = ta.file.endian, tb.file.endian  # type: ignore[union-attr]
+    for sa, na, sb, nb, k in _windows(ta, tb, ta.n_elements):
+        if _cancelled(cancel):
+            raise DiffCancelled()
+        x = dequantize(ta.layout, ra.read(sa, na), k, ea, name=ta.name)
+        y = dequantize(tb.layout, rb.read(sb, nb), k, eb, name=tb.name)
+        acc.add(x, y)
+    return acc
+
+
+def _in_file(t: TensorInfo) -> str | None:
+    size = t.file.source.size  # type: ignore[union-attr]
+    if t.offset < 0 or t.offset + t.nbytes > size:
+        return f"data [{t.offset}, {t.offset + t.nbytes}) runs past the end of {t.file.path} ({size} bytes)"  # type: ignore[union-attr]
+    if t.layout not in LAYOUTS:
+        return f"unknown block layout {t.layout!r}"
+    return None
+
+
+def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any = None) -> TensorDiff:
+    """Compare one tensor present in both files."""
+    changes = tuple(c for c, x, y in (("shape", ta.shape, tb.shape), ("type", ta.type, tb.type),
+                                      ("offset", ta.offset, tb.offset)) if x != y)
+    base = dict(name=ta.name, shape_a=tuple(ta.shape), shape_b=tuple(tb.shape), type_a=ta.type,
+                type_b=tb.type, offset_a=ta.offset, offset_b=tb.offset, changes=changes)
+    if ta.n_elements != tb.n_elements:
+        return TensorDiff(status="shape-changed", **base)
+    base["n_elements"] = ta.n_elements
+    problem = _in_file(ta) or _in_file(tb)
+    if problem:
+        return TensorDiff(status="error", error=problem, **base)
+    try:
+        if ta.layout == tb.layout and ta.file.endian == tb.file.endian \
+                and _bytes_equal(ta, tb, ra, rb, cancel):  # type: ignore[union-attr]
+            return TensorDiff(status="identical", max_abs=0.0, rmse=0.0, rel_rmse=0.0, cosine=1.0,
+                              snr_db=math.inf, **base)
+        acc = _numeric(ta, tb, ra, rb, cancel)
+    except NotImplementedError as exc:
+        return TensorDiff(status="changed", error=f"not compared numerically: {exc}", **base)
+    except (ValueError, OSError) as exc:
+        return TensorDiff(status="error", error=str(exc), **base)
+    m = acc.metrics()
+    status = "equal" if acc.dd == 0.0 and acc.nonfinite_mismatch == 0 else "changed"
+    return TensorDiff(status=status, n_nonfinite=acc.nonfinite, **m, **base)
+
+
+def _only(t: TensorInfo, status: str) -> TensorDiff:
+    side = "a" if status == "removed" else "b"
+    return TensorDiff(name=t.name, status=status, n_elements=t.n_elements,
+                      **{f"shape_{side}": tuple(t.shape), f"type_{side}": t.type, f"offset_{side}": t.offset})
+
+
+def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
+               progress: Callable[[int, int, str], Any] | None = None, cancel: Any = None) -> DiffResult:
+    """Everything that differs from ``a`` (the reference) to ``b``; see the module contract."""
+    header = diff_header(a, b)
+    meta = diff_metadata(a, b)
+    if metadata_only:
+        return DiffResult(a.path, b.path, header, meta, (), metadata_only=True)
+    by_a = _first_by_name(a.tensors)
+    by_b = _first_by_name(b.tensors)
+    names: list[str] = list(by_a) + [n for n in by_b if n not in by_a]
+    out: list[TensorDiff] = []
+    ra, rb = _Reader(a), _Reader(b)
+    try:
+        for i, name in enumerate(names):
+            if progress is not None:
+                progress(i, len(names), name)
+            if _cancelled(cancel):
+                raise DiffCancelled()
+            ta, tb = by_a.get(name), by_b.get(name)
+            if tb is None:
+                out.append(_only(ta, "removed"))  # type: ignore[arg-type]
+            elif ta is None:
+                out.append(_only(tb, "added"))
+            else:
+                out.append(diff_tensor(ta, tb, ra, rb, cancel))
+        if progress is not None:
+            progress(len(names), len(names), "")
+    finally:
+        ra.close()
+        rb.close()
+    return DiffResult(a.path, b.path, header, meta, tuple(out))
+
+
+def _first_by_name(tensors: Sequence[TensorInfo]) -> dict[str, TensorInfo]:
+    out: dict[str, TensorInfo] = {}
+    for t in tensors:
+        out.setdefault(t.name, t)
+    return out

@@ -1,0 +1,180 @@
+"""``ggscope diff``: three renderings of one ``DiffResult``.
+
+``as_json`` is for scripts (one object: "identical", "header", "metadata" {"added",
+"removed", "changed"}, "tensors" [{"name", "status", "max_abs", "rmse", "rel_rmse",
+"cosine", "snr_db", ...}]); ``plain`` is for pipes (tab-free aligned text, no colour);
+``rich_renderables`` for a terminal.  Identical tensors are counted, not listed, in the
+text renderings; JSON lists every tensor.  Added/removed arrays show their length and
+first items, never a whole vocabulary.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import __version__
+from ..diff import DiffResult, MetaChange, MetaEntry, TensorDiff
+from .info import summarize_value
+from .jsonable import jsonable
+
+__all__ = ["as_json", "plain", "rich_renderables", "summary_line"]
+
+PREVIEW = 8
+METRICS = ("max_abs", "rmse", "rel_rmse", "cosine", "snr_db")
+
+
+def _entry_json(e: MetaEntry) -> dict[str, Any]:
+    v = e.value
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        return {"key": e.key, "type": e.type, "value": jsonable(v)}
+    return {"key": e.key, "type": e.type, "n_items": len(v),
+            "first": jsonable([v[i] for i in range(min(len(v), PREVIEW))])}
+
+
+def _change_json(c: MetaChange) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": c.key, "type_a": c.type_a, "type_b": c.type_b}
+    if c.is_array:
+        out.update(len_a=c.len_a, len_b=c.len_b, n_differing=c.n_differing,
+                   first=[{"index": d.index, "a": jsonable(d.a), "b": jsonable(d.b)} for d in c.first])
+    else:
+        out.update(a=jsonable(c.a), b=jsonable(c.b))
+    return out
+
+
+def _tensor_json(t: TensorDiff) -> dict[str, Any]:
+    return {"name": t.name, "status": t.status, "changes": list(t.changes),
+            "shape_a": list(t.shape_a) if t.shape_a is not None else None,
+            "shape_b": list(t.shape_b) if t.shape_b is not None else None,
+            "type_a": t.type_a, "type_b": t.type_b, "offset_a": t.offset_a, "offset_b": t.offset_b,
+            "n_elements": t.n_elements,
+            **{m: jsonable(getattr(t, m)) for m in METRICS},
+            "n_nonfinite": t.n_nonfinite, "error": t.error}
+
+
+def as_json(r: DiffResult) -> dict[str, Any]:
+    return {"version": __version__, "a": r.path_a, "b": r.path_b, "identical": r.identical,
+            "header": [{"field": h.field, "a": jsonable(h.a), "b": jsonable(h.b)} for h in r.header],
+            "metadata": {"added": [_entry_json(e) for e in r.metadata.added],
+                         "removed": [_entry_json(e) for e in r.metadata.removed],
+                         "changed": [_change_json(c) for c in r.metadata.changed]},
+            "metadata_only": r.metadata_only,
+            "counts": r.counts(),
+            "tensors": [_tensor_json(t) for t in r.tensors]}
+
+
+# ------------------------------------------------------------------------ text
+
+def _num(x: float | None, kind: str) -> str:
+    if x is None:
+        return "-"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if kind == "cosine":
+        return f"{x:.6f}"
+    if kind == "snr_db":
+        return f"{x:.1f}"
+    return f"{x:.3e}"
+
+
+def _shape(s: tuple[int, ...] | None) -> str:
+    return "-" if s is None else "×".join(map(str, s))
+
+
+def _what(t: TensorDiff) -> str:
+    """Shape/type/offset of a tensor, with ``a → b`` where they changed."""
+    parts = []
+    for label, a, b in (("", _shape(t.shape_a), _shape(t.shape_b)), ("", t.type_a, t.type_b)):
+        if t.status == "added":
+            parts.append(str(b))
+        elif t.status == "removed" or a == b:
+            parts.append(str(a))
+        else:
+            parts.append(f"{a} → {b}")
+    if "offset" in t.changes:
+        parts.append(f"@{t.offset_a:#x} → {t.offset_b:#x}")
+    return " ".join(parts)
+
+
+def change_lines(r: DiffResult) -> list[str]:
+    lines = [f"header {h.field}: {h.a} → {h.b}" for h in r.header]
+    lines += [f"+ {e.key} ({e.type}) = {summarize_value(e.value)}" for e in r.metadata.added]
+    lines += [f"- {e.key} ({e.type}) = {summarize_value(e.value)}" for e in r.metadata.removed]
+    for c in r.metadata.changed:
+        types = c.type_a if not c.type_changed else f"{c.type_a} → {c.type_b}"
+        if c.is_array:
+            lens = f"{c.len_a}" if c.len_a == c.len_b else f"{c.len_a} → {c.len_b} items"
+            first = ", ".join(f"[{d.index}] {summarize_value(d.a, 24)} → {summarize_value(d.b, 24)}"
+                              for d in c.first)
+            lines.append(f"~ {c.key} ({types}): {lens} items, {c.n_differing} differ"
+                         + (f": {first}" if first else ""))
+        else:
+            lines.append(f"~ {c.key} ({types}): {summarize_value(c.a)} → {summarize_value(c.b)}")
+    return lines
+
+
+def summary_line(r: DiffResult) -> str:
+    if r.identical:
+        return "files are identical" if not r.metadata_only else "metadata is identical"
+    m = r.metadata
+    parts = [f"metadata: {len(m.added)} added, {len(m.removed)} removed, {len(m.changed)} changed"]
+    if not r.metadata_only:
+        c = r.counts()
+        parts.append("tensors: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
+    return "; ".join(parts)
+
+
+def _rows(r: DiffResult) -> list[list[str]]:
+    return [[t.name, t.status, _what(t), *(_num(getattr(t, m), m) for m in METRICS),
+             t.error or ""] for t in r.tensors if not t.same]
+
+
+HEAD = ["tensor", "status", "shape / type", "max|Δ|", "rmse", "rel rmse", "cosine", "snr dB", "note"]
+
+
+def plain(r: DiffResult) -> str:
+    out = [f"--- {r.path_a}", f"+++ {r.path_b}"]
+    out += change_lines(r)
+    rows = _rows(r)
+    if rows:
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(HEAD)]
+        out.append("  ".join(h.ljust(w) for h, w in zip(HEAD, widths)).rstrip())
+        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    n_same = sum(t.same for t in r.tensors)
+    if n_same and not r.identical:
+        out.append(f"({n_same} identical tensors not shown)")
+    out.append(summary_line(r))
+    return "\n".join(out)
+
+
+_STYLE = {"identical": "green", "equal": "green", "changed": "yellow", "shape-changed": "red",
+          "added": "cyan", "removed": "magenta", "error": "bold red"}
+
+
+def rich_renderables(r: DiffResult) -> list[Any]:
+    from rich.table import Table
+    from rich.text import Text
+    out: list[Any] = [Text(f"--- {r.path_a}\n+++ {r.path_b}", style="bold")]
+    lines = change_lines(r)
+    if lines:
+        meta = Table(title="metadata and header", show_header=False, box=None)
+        meta.add_column()
+        style = {"+": "cyan", "-": "magenta", "~": "yellow", "h": "yellow"}
+        for ln in lines:
+            meta.add_row(Text(ln, style=style.get(ln[:1], "")))
+        out.append(meta)
+    rows = _rows(r)
+    if rows:
+        table = Table(title="tensors (b relative to a)")
+        for h in HEAD:
+            table.add_column(h, justify="right" if h in ("max|Δ|", "rmse", "rel rmse", "cosine", "snr dB")
+                             else "left", overflow="fold")
+        for row in rows:
+            table.add_row(row[0], Text(row[1], style=_STYLE.get(row[1], "")), *row[2:])
+        out.append(table)
+    n_same = sum(t.same for t in r.tensors)
+    if n_same and not r.identical:
+        out.append(Text(f"({n_same} identical tensors not shown)", style="dim"))
+    out.append(Text(summary_line(r), style="green" if r.identical else "yellow"))
+    return out
