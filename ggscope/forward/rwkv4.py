@@ -232,12 +232,18 @@ def step(w: Weights, token: int, state: State) -> tuple[np.ndarray, State]:
     return w.ends.logits(x, eps), tuple(new)
 
 
-def forward(weights: Weights, tokens: list[int], state: State | None = None
-            ) -> tuple[np.ndarray, State]:
-    """Feed ``tokens`` one at a time; return the logits after the last one and the state."""
+def feed_tokens(step, initial_state, weights, tokens: list[int], state=None):
+    """The token loop every RWKV version shares: ``step`` one token at a time from ``state``
+    (a fresh ``initial_state(config)`` when None); the logits after the last token, and the state."""
     ids = check_tokens(tokens, weights.config.sizes.n_vocab)
     state = initial_state(weights.config) if state is None else state
     logits = np.zeros(weights.config.sizes.n_vocab, dtype=np.float32)
     for t in ids:
         logits, state = step(weights, t, state)
     return logits.astype(np.float32), state
+
+
+def forward(weights: Weights, tokens: list[int], state: State | None = None
+            ) -> tuple[np.ndarray, State]:
+    """Feed ``tokens`` one at a time; return the logits after the last one and the state."""
+    return feed_tokens(step, initial_state, weights, tokens, state)

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightMapper, check_tokens
+from . import WeightMapper
 from .ops import group_norm, l2_normalize, layer_norm, linear, relu_squared, sigmoid, token_shift
-from .rwkv4 import LN_EPS, Ends, Sizes
+from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state"]
@@ -213,9 +213,4 @@ def step(w: Weights, token: int, state: State) -> tuple[np.ndarray, State]:
 def forward(weights: Weights, tokens: list[int], state: State | None = None
             ) -> tuple[np.ndarray, State]:
     """Feed ``tokens`` one at a time; return the logits after the last one and the state."""
-    ids = check_tokens(tokens, weights.config.sizes.n_vocab)
-    state = initial_state(weights.config) if state is None else state
-    logits = np.zeros(weights.config.sizes.n_vocab, dtype=np.float32)
-    for t in ids:
-        logits, state = step(weights, t, state)
-    return logits.astype(np.float32), state
+    return feed_tokens(step, initial_state, weights, tokens, state)
