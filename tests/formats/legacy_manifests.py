@@ -239,3 +239,26 @@ def chatglm(folder: Path) -> list[Expected]:
 def type_counts(types: list[str]) -> dict[str, int]:
     """Counter of type names as a plain dict (for comparing with a MANIFEST row)."""
     return dict(Counter(types))
+
+
+def fixture_file(folder: Path, name: str) -> Path:
+    """``folder/name``, or skip the test with the reason when the shared fixture is absent."""
+    import pytest
+    path = folder / name
+    if not path.is_file():
+        pytest.skip(f"shared fixture not found: {path.resolve()}")
+    return path
+
+
+def cut_inside(spec_id: str, data: bytes, field: str):
+    """Parse ``data`` whole, cut it in the middle of ``field`` and parse the cut copy.
+
+    Returns (cut offset, ParseResult of the cut copy).
+    """
+    from ggscope.node import find
+    from ggscope.source import ByteSource
+    from ggscope.spec import parse
+    node = find(parse(spec_id, ByteSource(data)).root, field)
+    assert node is not None and node.end > node.start, field
+    cut = (node.start + node.end) // 2 if node.end - node.start > 1 else node.start
+    return cut, parse(spec_id, ByteSource(data[:cut]))

@@ -21,7 +21,6 @@ import legacy_manifests as manifests  # noqa: E402
 
 import ggscope  # noqa: E402
 from ggscope.detect_legacy import sniff  # noqa: E402
-from ggscope.node import find  # noqa: E402
 from ggscope.source import ByteSource  # noqa: E402
 from ggscope.spec import parse  # noqa: E402
 from ggscope.views.chatglm_cpp import TokenizerError, sentencepiece_pieces, tiktoken_tokens  # noqa: E402
@@ -37,10 +36,7 @@ GLM1_SPECIAL = {0: "<unk>", 1: "<s>", 2: "</s>", 3: "<pad>", 4: "<n>", 5: "[MASK
 
 
 def _file(name: str) -> Path:
-    path = FOLDER / name
-    if not path.is_file():
-        pytest.skip(f"shared fixture not found: {path.resolve()}")
-    return path
+    return manifests.fixture_file(FOLDER, name)
 
 
 @pytest.mark.parametrize("exp", EXPECTED, ids=lambda e: e.file)
@@ -141,11 +137,7 @@ TRUNCATIONS = [
 @pytest.mark.parametrize("name,field", TRUNCATIONS, ids=[f"{n[:22]}:{f}" for n, f in TRUNCATIONS])
 def test_truncated_copy_reports_error_at_the_field(name: str, field: str) -> None:
     data = _file(name).read_bytes()
-    whole = parse("chatglm_cpp", ByteSource(data)).root
-    node = find(whole, field)
-    assert node is not None and node.end > node.start
-    cut = (node.start + node.end) // 2 if node.end - node.start > 1 else node.start
-    result = parse("chatglm_cpp", ByteSource(data[:cut]))
+    cut, result = manifests.cut_inside("chatglm_cpp", data, field)
     assert result.error is not None and result.error.path == field
     mf = ggscope.open_bytes(data[:cut], "truncated.bin")
     assert mf.damage is not None and mf.damage.path == field

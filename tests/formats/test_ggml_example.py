@@ -48,10 +48,7 @@ LAYOUT_BYTES = {"Q4_0_QNT0": 20, "Q4_0_QNT1": 20, "Q4_0": 18, "Q4_1_QNT0": 24, "
 
 
 def _file(name: str) -> Path:
-    path = FOLDER / name
-    if not path.is_file():
-        pytest.skip(f"shared fixture not found: {path.resolve()}")
-    return path
+    return manifests.fixture_file(FOLDER, name)
 
 
 @pytest.mark.parametrize("exp", EXPECTED, ids=lambda e: e.file)
@@ -144,11 +141,7 @@ TRUNCATIONS = [
 @pytest.mark.parametrize("field,error_path", TRUNCATIONS, ids=[t[0] for t in TRUNCATIONS])
 def test_truncated_copy_reports_error_at_the_field(field: str, error_path: str) -> None:
     data = _file("gpt2-tiny-2023-04-q4_2.bin").read_bytes()
-    whole = parse("ggml_example", ByteSource(data)).root
-    node = find(whole, field)
-    assert node is not None and node.end > node.start
-    cut = (node.start + node.end) // 2 if node.end - node.start > 1 else node.start
-    result = parse("ggml_example", ByteSource(data[:cut]))
+    cut, result = manifests.cut_inside("ggml_example", data, field)
     assert result.error is not None and result.error.path == error_path
     mf = ggscope.open_bytes(data[:cut], "truncated.bin")   # never raises on damage
     assert mf.damage is not None

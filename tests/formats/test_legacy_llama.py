@@ -35,10 +35,7 @@ HISTORICAL = {"Q4_0": "Q4_0_QNT0", "Q4_1": "Q4_1_QNT0", "F16": "F16", "F32": "F3
 
 
 def _file(name: str) -> Path:
-    path = FOLDER / name
-    if not path.is_file():
-        pytest.skip(f"shared fixture not found: {path.resolve()}")
-    return path
+    return manifests.fixture_file(FOLDER, name)
 
 
 @pytest.mark.parametrize("exp", EXPECTED, ids=lambda e: e.file)
@@ -115,11 +112,7 @@ TRUNCATIONS = [
 @pytest.mark.parametrize("field,error_path", TRUNCATIONS, ids=[t[0] for t in TRUNCATIONS])
 def test_truncated_copy_reports_error_at_the_field(field: str, error_path: str) -> None:
     data = _file("llama-tiny-ggjt-v1-q4_0.bin").read_bytes()
-    whole = parse("ggml_llama", ByteSource(data)).root
-    node = find(whole, field)
-    assert node is not None and node.end > node.start
-    cut = (node.start + node.end) // 2 if node.end - node.start > 1 else node.start
-    result = parse("ggml_llama", ByteSource(data[:cut]))
+    cut, result = manifests.cut_inside("ggml_llama", data, field)
     assert result.error is not None and result.error.path == error_path
     assert result.error.end is None and result.error.start <= cut
     mf = ggscope.open_bytes(data[:cut], "truncated.bin")
