@@ -41,7 +41,7 @@ from typing import Any
 from ..modelfile import ModelFile, TensorInfo
 from ..node import Node, find
 from ..source import ByteSource
-from .damage import first_error
+from .damage import first_error, parsed
 
 __all__ = ["FORMAT", "PREFIX", "PACKED", "HEADER_KEYS", "build"]
 
@@ -66,10 +66,6 @@ _LINEARS = (("q_proj", "attn.q_proj", "d_model", "d_model"),
             ("down", "ffn.down", "d_ff", "d_model"))
 
 
-def _complete(node: Node | None) -> bool:
-    return node is not None and node.error is None and node.end is not None
-
-
 def build(root: Node, source: ByteSource, path: str, damage: Node | None = None) -> ModelFile:
     """The ModelFile view of a parsed BIT1 file (see the module docstring)."""
     metadata: dict[str, Any] = {}
@@ -77,7 +73,7 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
     nodes: dict[str, str] = {}
     for key, (node_path, vtype) in HEADER_KEYS.items():
         node = find(root, node_path)
-        if _complete(node):
+        if parsed(node):
             metadata[PREFIX + key] = int(node.value)
             types[PREFIX + key] = vtype
             nodes[PREFIX + key] = node_path
@@ -91,7 +87,7 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
 
     def add(name: str, node_path: str, shape: tuple[int, ...], ttype: str) -> None:
         node = find(root, node_path)
-        if _complete(node):
+        if parsed(node):
             mf.tensors.append(TensorInfo(
                 name=name, shape=shape, type=ttype, offset=node.start,
                 nbytes=node.end - node.start, layout=ttype,

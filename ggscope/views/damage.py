@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..node import LazyChildren, Node
 
-__all__ = ["first_error"]
+__all__ = ["first_error", "parsed"]
 
 
 def first_error(root: Node) -> Node | None:
@@ -28,3 +28,8 @@ def first_error(root: Node) -> Node | None:
         failed = [k for k in kids if k.error is not None or k.end is None]
         node = failed[0] if failed else kids[-1]
     return node
+
+
+def parsed(node: Node | None) -> bool:
+    """Whether ``node`` exists and was read without error (it has an end, no error)."""
+    return node is not None and node.error is None and node.end is not None

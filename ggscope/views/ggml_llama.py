@@ -36,7 +36,7 @@ from ..ggml_types import resolve_type
 from ..modelfile import ModelFile, TensorInfo
 from ..node import Node, find
 from ..source import ByteSource
-from .damage import first_error
+from .damage import first_error, parsed
 
 __all__ = ["HPARAMS", "MAGIC_FORMATS", "LAYOUT_ERAS", "build", "tensor_from_record",
            "vocabulary", "tokenizer_metadata", "node_int"]
@@ -63,10 +63,6 @@ def node_int(node: Node | None) -> int | None:
     return int(node.value)
 
 
-def _complete(node: Node | None) -> bool:
-    return node is not None and node.error is None and node.end is not None
-
-
 def tensor_from_record(rec: Node, fmt: str, version: int | None, header_ftype: int | None,
                        mf: ModelFile, type_errors: dict[str, str],
                        dims: str = "ne", reverse: bool = False, code_field: str = "ttype"
@@ -76,10 +72,10 @@ def tensor_from_record(rec: Node, fmt: str, version: int | None, header_ftype: i
     ``dims`` names the dimension array; ``reverse`` turns a PyTorch-order shape into ggml
     order. Type and layout: ``resolve_type(fmt, version, code, header_ftype=...)``.
     """
-    if not _complete(rec):
+    if not parsed(rec):
         return None
     name, shape, code, data = (rec.child(n) for n in ("name", dims, code_field, "data"))
-    if not all(_complete(n) for n in (name, shape, code, data)):
+    if not all(parsed(n) for n in (name, shape, code, data)):
         return None
     label = str(name.value)
     type_code = int(code.value)
@@ -114,14 +110,14 @@ def vocabulary(vocab: Node | None) -> tuple[list[bytes], np.ndarray | None]:
     scores: list[float] = []
     has_scores = False
     for entry in vocab.children:
-        if not _complete(entry):
+        if not parsed(entry):
             break
         text = entry.child("text")
-        if not _complete(text):
+        if not parsed(text):
             break
         tokens.append(bytes(text.value))
         score = entry.child("score")
-        if score is not None and _complete(score):
+        if score is not None and parsed(score):
             has_scores = True
             scores.append(float(score.value))
     if has_scores and len(scores) == len(tokens):
