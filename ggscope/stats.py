@@ -3,9 +3,18 @@
 Why: a tensor can be larger than memory and a broken one (NaN/Inf values, zero or
 non-finite block scales) is what people look for, so the statistics are computed over
 bounded chunks of whole blocks, on both cores, and non-finite values are counted instead
-of poisoning the moments.
+of poisoning the moments.  Two routes, both exact about counts, min and max:
 
-Contract of ``tensor_stats(t, *, bins=64, chunk_elems=1<<19, threads=2, progress=None,
+* *Codes* (F16, BF16, I8, I16: one element of at most 16 bits per block): the file's
+  codes are counted (``kernels.count_codes``) and every statistic is read off the table
+  of at most 65,536 (code, count) pairs, with the values from the one dequantizer of
+  the layout.  One pass, no decoding; the histogram is ``numpy.histogram``'s exactly.
+* *Decoded* (everything else): pass one decodes each chunk and takes its min, max and
+  sum; pass two bins and centres it (``kernels.moments_and_bins``).  Pass two reuses
+  the decoded chunks when the whole tensor fits ``CACHE_BYTES`` of float32 and decodes
+  again otherwise, so memory stays bounded on any tensor.
+
+Contract of ``tensor_stats(t, *, bins=64, chunk_elems=1<<20, threads=2, progress=None,
 cancel=None)`` -> ``dict``:
 
 * ``count`` (all elements), ``finite``, ``nan``, ``inf`` (both signs), ``zeros``
@@ -13,21 +22,19 @@ cancel=None)`` -> ``dict``:
   ``abs_mean`` over the finite elements only (``None`` when there are none).
 * ``histogram``: ``{"edges": [bins + 1 floats], "counts": [bins ints]}`` over the
   finite elements, equal-width bins spanning ``[min, max]`` (the last bin closed, as
-  ``numpy.histogram``; ``min == max`` widens the range by 0.5 each side).  Bins are
-  known only after the first pass, so the histogram is a *second pass* that decodes
-  the chunks again from the map (decoding is cheap next to the statistics; keeping
-  decoded chunks would cost memory and page faults).  Bin indices are computed in
-  float32, so a value within a float32 rounding of an inner edge may land in the
-  neighbouring bin compared with ``numpy.histogram``'s float64 edges.
+  ``numpy.histogram``; ``min == max`` widens the range by 0.5 each side).  On the
+  decoded route bin indices are computed in float32, so a value within a float32
+  rounding of an inner edge may land in the neighbouring bin compared with
+  ``numpy.histogram``'s float64 edges; on the codes route the counts are numpy's.
 * ``block_scales`` (quantized layouts with an f16/f32 ``d`` field, else ``None``):
   ``{"field": "d", "count", "min", "max", "mean", "zeros", "nonfinite"}`` read from the
   raw blocks, no dequantization.
 * ``type``, ``layout``, ``name``, ``shape``.
-* Moments: each chunk's sum and centred sum of squares are taken in float32 (numpy's
-  pairwise sum), then merged in float64 with Chan's parallel formula; the result
-  matches numpy's float64 ``mean``/``std`` of the dequantized array to ~1e-6 relative.
+* Moments: float32 sums over pieces of 2,048 values, merged in float64 around one
+  centre; the result matches numpy's float64 ``mean``/``std`` of the dequantized array
+  to ~1e-6 relative.
 * ``progress(done, total)`` is called from the calling thread after each chunk;
-  ``total`` is ``count``, or ``2 * count`` when a second decode is needed.
+  ``total`` is ``count`` on the codes route and ``2 * count`` on the decoded route.
   ``cancel()`` returning true stops the work before the next chunk and raises
   ``StatsCancelled``.
 * Errors: ``ValueError`` (truncated data, sizes) and ``NotImplementedError`` (a layout
@@ -39,25 +46,29 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+import sys
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .ggml_types import LAYOUTS, Layout
-from .quant import dequantizer
+from .quant import dequantize, dequantizer
 
 if TYPE_CHECKING:
     from .modelfile import TensorInfo
 
-__all__ = ["tensor_stats", "StatsCancelled", "DEFAULT_BINS", "DEFAULT_CHUNK_ELEMS", 
-           "block_scale_stats"]
+__all__ = ["tensor_stats", "StatsCancelled", "DEFAULT_BINS", "DEFAULT_CHUNK_ELEMS",
+           "block_scale_stats", "CACHE_BYTES"]
 
 DEFAULT_BINS = 64
-DEFAULT_CHUNK_ELEMS = 1 << 19       # 2 MiB of float32 per chunk and thread
+DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
 STREAM_BYTES = 256 << 20            # larger tensors are read with pread instead of through the map
+CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
 _SCALE_FIELD = re.compile(r"(\d+): (f16|f32) d\b")
 
 
@@ -65,75 +76,97 @@ class StatsCancelled(Exception):
     """Raised by ``tensor_stats`` when its ``cancel`` hook returned true."""
 
 
-@dataclass(frozen=True)
-class _Part:
-    """Partial statistics of one chunk (merged in order)."""
-    n: int              # finite elements
-    mean: float
-    m2: float
-    lo: float
-    hi: float
-    abs_sum: float
-    zeros: int
-    nan: int
-    inf: int
+# ---------------------------------------------------------------- reading the chunks
+
+class _Chunks:
+    """Chunk ``i`` of a tensor's raw blocks, from the map or (large tensors) by pread,
+    and the thread pool that runs work over all chunks with progress and cancel."""
+
+    def __init__(self, t: "TensorInfo", lay: Layout, chunk_elems: int, threads: int,
+                 progress: Callable[[int, int], None] | None, cancel: Callable[[], bool] | None,
+                 passes: int) -> None:
+        self.t, self.lay = t, lay
+        self.n_blocks = t.n_elements // lay.block_elems
+        raw = t.raw()
+        need = self.n_blocks * lay.block_bytes
+        if raw.size != need:
+            raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
+                             f"the file holds {raw.size}")
+        self.blocks = np.asarray(raw).reshape(self.n_blocks, lay.block_bytes)
+        path = getattr(t.file, "path", None)
+        self.fd = os.open(path, os.O_RDONLY) if need > STREAM_BYTES and path and os.path.isfile(path) else None
+        self.step = max(1, chunk_elems // lay.block_elems)
+        self.starts = list(range(0, self.n_blocks, self.step))
+        self.threads = max(1, int(threads))
+        self.progress, self.cancel = progress, cancel
+        self.total = passes * t.n_elements
+        self.local = threading.local()
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def scratch(self, key: str, make: Callable[[], Any]) -> Any:
+        """A per-thread object (buffers, count tables) made once per thread."""
+        d = self.local.__dict__
+        if key not in d:
+            d[key] = make()
+        return d[key]
+
+    def check(self) -> None:
+        if self.cancel is not None and self.cancel():
+            raise StatsCancelled(f"statistics of {self.t.name!r} cancelled")
+
+    def raw(self, i: int) -> np.ndarray:
+        part = self.blocks[i:i + self.step]
+        if self.fd is None:
+            return part
+        buf = self.scratch("rbuf", lambda: np.empty((min(self.step, self.n_blocks), self.lay.block_bytes), np.uint8))
+        part = buf[:part.shape[0]]          # read, so mapped pages do not pile up in RSS
+        got = os.preadv(self.fd, [part], self.t.offset + i * self.lay.block_bytes)
+        if got != part.nbytes:
+            raise ValueError(f"tensor {self.t.name!r}: short read at block {i}")
+        return part
+
+    def run(self, work: Callable[[int], Any], done0: int) -> list[Any]:
+        """``[work(i) for i in starts]`` on ``threads`` threads, in order."""
+        done = done0
+        step_elems = self.step * self.lay.block_elems
+
+        def advance(i: int) -> None:
+            nonlocal done
+            done += min(self.step, self.n_blocks - i) * self.lay.block_elems
+            if self.progress is not None:
+                self.progress(done, self.total)
+
+        def guarded(i: int) -> Any:
+            self.check()
+            return work(i)
+
+        results: list[Any] = []
+        if self.threads == 1 or len(self.starts) == 1:
+            for i in self.starts:
+                results.append(guarded(i))
+                advance(i)
+            return results
+        del step_elems
+        with ThreadPoolExecutor(self.threads) as pool:
+            futures = []
+            try:
+                for i in self.starts:
+                    futures.append((i, pool.submit(guarded, i)))
+                for i, fut in futures:
+                    results.append(fut.result())
+                    advance(i)
+            except BaseException:
+                for _, fut in futures:
+                    fut.cancel()
+                raise
+        return results
 
 
-def _decode(fn, full: bool, blocks: np.ndarray, out: np.ndarray, byteorder: str) -> np.ndarray:
-    if full:
-        with np.errstate(all="ignore"):          # damaged scales decode to NaN/Inf: counted, not warned
-            fn(blocks, byteorder, out)
-    else:
-        if byteorder != "little":
-            raise NotImplementedError("big-endian blocks are not supported by this dequantizer")
-        out[...] = np.asarray(fn(blocks), dtype=np.float32).reshape(out.shape)
-    return out.reshape(-1)
-
-
-def _moments(x: np.ndarray, scratch: np.ndarray) -> _Part:
-    n = x.size
-    lo, hi = float(x.min()), float(x.max())
-    nan = inf = 0
-    if not (math.isfinite(lo) and math.isfinite(hi)):       # NaN propagates into min/max
-        bad = ~np.isfinite(x)
-        nan = int(np.count_nonzero(np.isnan(x)))
-        inf = int(np.count_nonzero(bad)) - nan
-        x = x[~bad]
-        n = x.size
-        scratch = scratch[:n]
-        lo, hi = (float(x.min()), float(x.max())) if n else (math.inf, -math.inf)
-    if n == 0:
-        return _Part(0, 0.0, 0.0, lo, hi, 0.0, 0, nan, inf)
-    mean = float(x.sum(dtype=np.float32)) / n
-    np.abs(x, out=scratch)
-    abs_sum = float(scratch.sum(dtype=np.float32))
-    zeros = n - int(np.count_nonzero(scratch.view(np.int32)))     # |-0.0| is +0.0: all bits zero
-    np.subtract(x, np.float32(mean), out=scratch)
-    # the float32 centring leaves a residual mean r; remove its contribution exactly
-    r = float(scratch.sum(dtype=np.float32)) / n
-    m2 = float(np.dot(scratch, scratch)) - n * r * r
-    mean += r
-    return _Part(n, mean, max(m2, 0.0), lo, hi, abs_sum, zeros, nan, inf)
-
-
-def _histogram_indices(x: np.ndarray, lo: float, scale: float, bins: int, scratch: np.ndarray,
-                       idx: np.ndarray) -> np.ndarray:
-    """Bin counts of the finite values ``x`` (length ``bins``)."""
-    x = x[np.isfinite(x)] if not np.isfinite(x.min() + x.max()) else x
-    n = x.size
-    s = scratch[:n]
-    np.subtract(x, np.float32(lo), out=s)
-    np.multiply(s, np.float32(scale), out=s)
-    np.clip(s, 0, bins - 1, out=s)
-    if bins <= 256:
-        i8 = idx[:n]
-        i8[...] = s
-        if n % 2 == 0 and n:
-            pairs = np.bincount(i8.view(np.uint16), minlength=65536).reshape(256, 256)
-            return (pairs.sum(axis=0) + pairs.sum(axis=1))[:bins]
-        return np.bincount(i8, minlength=bins)[:bins]
-    return np.bincount(s.astype(np.intp), minlength=bins)[:bins]
-
+# ---------------------------------------------------------------- block scales
 
 def _scale_dtype(lay: Layout, byteorder: str) -> tuple[int, np.dtype] | None:
     m = _SCALE_FIELD.search(lay.fields)
@@ -143,26 +176,33 @@ def _scale_dtype(lay: Layout, byteorder: str) -> tuple[int, np.dtype] | None:
     return int(m.group(1)), np.dtype(("<" if byteorder == "little" else ">") + kind)
 
 
-def _scale_part(field: tuple[int, np.dtype], blocks: np.ndarray) -> tuple[int, float, float, float, int, int]:
-    """(count, min, max, sum, zeros, nonfinite) of the ``d`` fields of ``blocks``."""
-    off, dt = field
-    d = blocks[:, off:off + dt.itemsize].copy().view(dt).reshape(-1).astype(np.float64)
-    good = d[np.isfinite(d)]
-    if not good.size:
-        return d.size, math.inf, -math.inf, 0.0, 0, d.size
-    return (d.size, float(good.min()), float(good.max()), float(good.sum()),
-            int(good.size - np.count_nonzero(good)), int(d.size - good.size))
+def _field_codes(blocks: np.ndarray, off: int) -> np.ndarray | None:
+    """The f16 field at byte ``off`` of every block as a strided uint16 view (None if unaligned)."""
+    v = blocks[:, off:off + 2].view(np.uint16)[:, 0]
+    return v if v.flags.aligned else None
 
 
-def _scale_summary(parts: list[tuple[int, float, float, float, int, int]]) -> dict[str, Any]:
-    count = sum(p[0] for p in parts)
-    bad = sum(p[5] for p in parts)
-    good = count - bad
+def _value_summary(values: np.ndarray, counts: np.ndarray) -> dict[str, Any]:
+    """count/min/max/mean/zeros/nonfinite of a multiset given as (value, count) pairs."""
+    count = int(counts.sum())
+    good = np.isfinite(values) & (counts > 0)
+    n = int(counts[good].sum())
+    v, c = values[good], counts[good]
     return {"field": "d", "count": count,
-            "min": min(p[1] for p in parts) if good else None,
-            "max": max(p[2] for p in parts) if good else None,
-            "mean": sum(p[3] for p in parts) / good if good else None,
-            "zeros": sum(p[4] for p in parts), "nonfinite": bad}
+            "min": float(v.min()) if n else None, "max": float(v.max()) if n else None,
+            "mean": float(np.dot(v, c) / n) if n else None,
+            "zeros": int(c[v == 0].sum()), "nonfinite": count - n}
+
+
+def _scale_part(field: tuple[int, np.dtype], blocks: np.ndarray) -> np.ndarray:
+    """The ``d`` fields of ``blocks`` as float64 (f32 scales, or unaligned f16 ones)."""
+    off, dt = field
+    return blocks[:, off:off + dt.itemsize].copy().view(dt).reshape(-1).astype(np.float64)
+
+
+def _scale_summary_values(d: np.ndarray) -> dict[str, Any]:
+    vals, counts = np.unique(d, return_counts=True)     # NaNs stay separate: counted as nonfinite
+    return _value_summary(vals, counts)
 
 
 def block_scale_stats(lay: Layout, raw: np.ndarray, byteorder: str = "little") -> dict[str, Any] | None:
@@ -173,24 +213,249 @@ def block_scale_stats(lay: Layout, raw: np.ndarray, byteorder: str = "little") -
         return None
     n_blocks = raw.size // lay.block_bytes
     blocks = np.asarray(raw[:n_blocks * lay.block_bytes]).reshape(n_blocks, lay.block_bytes)
-    return _scale_summary([_scale_part(field, blocks)])
+    return _scale_summary_values(_scale_part(field, blocks))
 
 
-def _merge(parts: list[_Part]) -> tuple[int, float, float, float, float, float, int, int, int]:
-    n, mean, m2, lo, hi, abs_sum, zeros, nan, inf = 0, 0.0, 0.0, math.inf, -math.inf, 0.0, 0, 0, 0
-    for p in parts:
-        if p.n:
-            tot = n + p.n
-            delta = p.mean - mean
-            mean += delta * p.n / tot
-            m2 += p.m2 + delta * delta * n * p.n / tot
-            n = tot
-            lo, hi = min(lo, p.lo), max(hi, p.hi)
-            abs_sum += p.abs_sum
-        zeros += p.zeros
-        nan += p.nan
-        inf += p.inf
-    return n, mean, m2, lo, hi, abs_sum, zeros, nan, inf
+@lru_cache(maxsize=None)
+def _f16_values(byteorder: str) -> np.ndarray:
+    """float64 value of every uint16 key read natively from f16 bytes in ``byteorder``."""
+    return np.arange(1 << 16, dtype=np.uint16).view(
+        np.dtype(("<" if byteorder == "little" else ">") + "f2")).astype(np.float64)
+
+
+class _Scales:
+    """Per-chunk collection of a layout's ``d`` fields: f16 codes counted, f32 kept."""
+
+    def __init__(self, lay: Layout, byteorder: str, chunks: _Chunks) -> None:
+        self.field = _scale_dtype(lay, byteorder)
+        self.byteorder = byteorder
+        self.chunks = chunks
+        self.tables: list[np.ndarray] = []
+        self.floats: list[np.ndarray] = []
+
+    def add(self, blocks: np.ndarray) -> None:
+        if self.field is None:
+            return
+        off, dt = self.field
+        codes = _field_codes(blocks, off) if dt.itemsize == 2 else None
+        if codes is None:
+            self.floats.append(_scale_part(self.field, blocks))
+            return
+        from .kernels import count_codes
+
+        def make() -> np.ndarray:
+            table = np.zeros(1 << 16, np.int64)
+            self.tables.append(table)
+            return table
+        count_codes(codes, self.chunks.scratch("scale_table", make))
+
+    def summary(self) -> dict[str, Any] | None:
+        if self.field is None or (not self.tables and not self.floats):
+            return None
+        vals: list[np.ndarray] = []
+        counts: list[np.ndarray] = []
+        if self.tables:
+            vals.append(_f16_values(self.byteorder))
+            counts.append(np.sum(self.tables, axis=0))
+        if self.floats:
+            v, c = np.unique(np.concatenate(self.floats), return_counts=True)
+            vals.append(v)
+            counts.append(c)
+        return _value_summary(np.concatenate(vals), np.concatenate(counts))
+
+
+# ---------------------------------------------------------------- the two routes
+
+def _edges(lo: float, hi: float, bins: int) -> tuple[float, float, np.ndarray]:
+    h_lo, h_hi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
+    return h_lo, h_hi, np.linspace(h_lo, h_hi, bins + 1)
+
+
+def _result(t: "TensorInfo", n: int, nan: int, inf: int, zeros: int, lo: float, hi: float,
+            mean: float, m2: float, abs_sum: float, edges: np.ndarray, counts: np.ndarray,
+            scales: dict[str, Any] | None) -> dict[str, Any]:
+    finite = n > 0
+    return {
+        "name": t.name, "type": t.type, "layout": t.layout, "shape": list(t.shape),
+        "count": t.n_elements, "finite": n, "nan": nan, "inf": inf, "zeros": zeros,
+        "min": float(lo) if finite else None, "max": float(hi) if finite else None,
+        "mean": float(mean) if finite else None,
+        "std": math.sqrt(max(m2, 0.0) / n) if finite else None,
+        "abs_mean": float(abs_sum) / n if finite else None,
+        "histogram": {"edges": edges.tolist() if finite else [],
+                      "counts": [int(c) for c in counts]},
+        "block_scales": scales,
+    }
+
+
+@lru_cache(maxsize=None)
+def _code_values(layout: str, byteorder: str) -> np.ndarray:
+    """float64 value of every code of a one-element layout, keyed as read natively."""
+    lay = LAYOUTS[layout]
+    n = 1 << (8 * lay.block_bytes)
+    keys = np.arange(n, dtype=np.uint16 if lay.block_bytes == 2 else np.uint8)
+    with np.errstate(invalid="ignore"):         # the NaN codes
+        return dequantize(layout, keys.view(np.uint8), n, byteorder).astype(np.float64)
+
+
+def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
+    from .kernels import count_codes
+    dtype = np.uint16 if lay.block_bytes == 2 else np.uint8
+    tables: list[np.ndarray] = []
+
+    def make() -> np.ndarray:
+        table = np.zeros(1 << (8 * lay.block_bytes), np.int64)
+        tables.append(table)
+        return table
+
+    def work(i: int) -> None:
+        codes = ch.raw(i).reshape(-1).view(dtype)
+        if not codes.flags.aligned:
+            codes = codes.copy()
+        count_codes(codes, ch.scratch("codes", make))
+
+    ch.run(work, 0)
+    counts = np.sum(tables, axis=0) if tables else np.zeros(1 << (8 * lay.block_bytes), np.int64)
+    values = _code_values(t.layout, byteorder)
+    nan = int(counts[np.isnan(values)].sum())
+    inf = int(counts[np.isinf(values)].sum())
+    keep = np.isfinite(values) & (counts > 0)
+    v, c = values[keep], counts[keep]
+    n = int(c.sum())
+    if not n:
+        return _result(t, 0, nan, inf, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(0), np.zeros(bins, np.int64), None)
+    mean = float(np.dot(v, c)) / n
+    m2 = float(np.dot((v - mean) ** 2, c))
+    lo, hi = float(v.min()), float(v.max())
+    _, _, edges = _edges(lo, hi, bins)
+    b = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1)
+    hist = np.bincount(b, weights=c, minlength=bins).astype(np.int64)
+    return _result(t, n, nan, inf, int(c[v == 0].sum()), lo, hi, mean, m2, float(np.dot(np.abs(v), c)),
+                   edges, hist, None)
+
+
+@dataclass(frozen=True)
+class _Pass1:
+    """One decoded chunk after pass one: its finite count, float64 sum, range, and
+    the NaN/Inf counts (``dirty`` when it had any: pass two drops them first)."""
+    n: int
+    total: float
+    lo: float
+    hi: float
+    nan: int
+    inf: int
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.nan or self.inf)
+
+
+def _first_pass(x: np.ndarray, ones: np.ndarray) -> _Pass1:
+    lo, hi = float(x.min()), float(x.max())
+    if math.isfinite(lo) and math.isfinite(hi):
+        return _Pass1(x.size, float(np.dot(x, ones[:x.size])), lo, hi, 0, 0)
+    good = np.isfinite(x)
+    nan = int(np.count_nonzero(np.isnan(x)))
+    inf = x.size - int(np.count_nonzero(good)) - nan
+    y = x[good]
+    if not y.size:
+        return _Pass1(0, 0.0, math.inf, -math.inf, nan, inf)
+    return _Pass1(y.size, float(y.sum(dtype=np.float64)), float(y.min()), float(y.max()), nan, inf)
+
+
+def _histogram_wide(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin counts when the range overflows float32 arithmetic (hostile data): float64."""
+    bins = edges.size - 1
+    b = np.clip(np.searchsorted(edges, x.astype(np.float64), side="right") - 1, 0, bins - 1)
+    return np.bincount(b, minlength=bins)
+
+
+def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
+    from .kernels import PIECE, bin_pairs, moments
+    fn, full = dequantizer(t.layout)
+    rows = min(ch.step, ch.n_blocks)
+    # F32 in the machine's order is read in place: nothing to decode, nothing to cache
+    direct = t.layout == "F32" and byteorder == sys.byteorder and ch.fd is None and ch.blocks.flags.aligned
+    cache = (np.empty((ch.n_blocks, lay.block_elems), np.float32)
+             if not direct and ch.fd is None and t.n_elements * 4 <= CACHE_BYTES else None)
+    scales = _Scales(lay, byteorder, ch)
+
+    def decode(i: int, keep_scales: bool) -> np.ndarray:
+        part = ch.raw(i)
+        if keep_scales:
+            scales.add(part)
+        if direct:
+            return part.reshape(-1).view(np.float32)
+        if cache is not None:
+            out = cache[i:i + part.shape[0]]
+        else:
+            out = ch.scratch("out", lambda: np.empty((rows, lay.block_elems), np.float32))[:part.shape[0]]
+        if full:
+            with np.errstate(all="ignore"):      # damaged scales decode to NaN/Inf: counted, not warned
+                fn(part, byteorder, out)
+        else:
+            if byteorder != "little":
+                raise NotImplementedError("big-endian blocks are not supported by this dequantizer")
+            out[...] = np.asarray(fn(part), dtype=np.float32).reshape(out.shape)
+        return out.reshape(-1)
+
+    ones = np.ones(rows * lay.block_elems, np.float32)
+    firsts: list[_Pass1] = ch.run(lambda i: _first_pass(decode(i, True), ones), 0)
+    n = sum(p.n for p in firsts)
+    nan = sum(p.nan for p in firsts)
+    inf = sum(p.inf for p in firsts)
+    if not n:
+        return _result(t, 0, nan, inf, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(0), np.zeros(bins, np.int64),
+                       scales.summary())
+    lo = min(p.lo for p in firsts)
+    hi = max(p.hi for p in firsts)
+    centre = np.float32(sum(p.total for p in firsts) / n)
+    h_lo, h_hi, edges = _edges(lo, hi, bins)
+    scale32 = np.float32(bins / (h_hi - h_lo))
+    # float32 arithmetic of the bin index must not overflow (hostile ranges near +-3.4e38)
+    wide = not (abs(h_lo) + abs(h_hi) < 0.5 * float(np.finfo(np.float32).max) and scale32 > 0
+                and math.isfinite(float(scale32)))
+    pairs = bins <= 256 and not wide         # else (more bins, hostile range) bin in float64
+    tables: list[np.ndarray] = []
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        table = np.zeros(1 << 16 if pairs else bins, np.int64)
+        tables.append(table)
+        return table, np.empty(PIECE, np.uint8)
+
+    def second(i: int) -> tuple[float, float, float, int, int]:
+        x = cache[i:i + ch.step].reshape(-1) if cache is not None else decode(i, False)
+        if firsts[starts_index[i]].dirty:
+            x = x[np.isfinite(x)]
+        table, idx = ch.scratch("bins", make)
+        if pairs:
+            lone = bin_pairs(x, np.float32(h_lo), scale32, np.int32(bins - 1), table, idx)
+        else:
+            table += _histogram_wide(x, edges)
+            lone = 0
+        s1, s2, sa, z = moments(x, centre)
+        return s1, s2, sa, int(z), int(lone)
+
+    starts_index = {s: k for k, s in enumerate(ch.starts)}
+    seconds = ch.run(second, t.n_elements)
+    s1 = sum(s[0] for s in seconds)
+    s2 = sum(s[1] for s in seconds)
+    r = s1 / n
+    mean = float(centre) + r
+    m2 = s2 - n * r * r
+    table = np.sum(tables, axis=0) if tables else np.zeros(1 << 16 if pairs else bins, np.int64)
+    if pairs:
+        square = table.reshape(256, 256)
+        counts = (square.sum(axis=0) + square.sum(axis=1))[:bins]
+        counts[0] -= sum(s[4] for s in seconds)
+    else:
+        counts = table
+    return _result(t, n, nan, inf, sum(s[3] for s in seconds), lo, hi, mean, m2,
+                   sum(s[2] for s in seconds), edges, counts, scales.summary())
+
+
+def _code_route(lay: Layout) -> bool:
+    return lay.block_elems == 1 and lay.block_bytes <= 2 and lay.codec is not None
 
 
 def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int = DEFAULT_CHUNK_ELEMS,
@@ -205,131 +470,15 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
     if lay is None:
         raise ValueError(f"tensor {t.name!r}: unknown block layout {t.layout!r}")
     byteorder = getattr(t.file, "endian", "little") if t.file is not None else "little"
-    total = t.n_elements
-    if total % lay.block_elems:
-        raise ValueError(f"tensor {t.name!r}: {total} elements is not a whole number of "
+    if t.n_elements % lay.block_elems:
+        raise ValueError(f"tensor {t.name!r}: {t.n_elements} elements is not a whole number of "
                          f"{lay.name} blocks of {lay.block_elems}")
-    n_blocks = total // lay.block_elems
-    raw = t.raw()
-    need = n_blocks * lay.block_bytes
-    if raw.size != need:
-        raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
-                         f"the file holds {raw.size}")
-    fn, full = dequantizer(t.layout)
-    blocks = np.asarray(raw).reshape(n_blocks, lay.block_bytes)
-    path = getattr(t.file, "path", None)
-    fd = os.open(path, os.O_RDONLY) if need > STREAM_BYTES and path and os.path.isfile(path) else None
-    step = max(1, chunk_elems // lay.block_elems)
-    starts = list(range(0, n_blocks, step))
-    passes = 2
-    threads = max(1, int(threads))
-
-    def buffers() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-        k = min(step, n_blocks) * lay.block_elems
-        return (np.empty((min(step, n_blocks), lay.block_elems), np.float32),
-                np.empty(k, np.float32), np.empty(k + 1, np.uint8),
-                np.empty((min(step, n_blocks), lay.block_bytes), np.uint8) if fd is not None else None)
-
-    import threading
-    local = threading.local()
-
-    def bufs() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        b = getattr(local, "b", None)
-        if b is None:
-            b = local.b = buffers()
-        return b
-
-    def check() -> None:
-        if cancel is not None and cancel():
-            raise StatsCancelled(f"statistics of {t.name!r} cancelled")
-
-    field = _scale_dtype(lay, byteorder)
-
-    def decoded(i: int, scales: list | None = None) -> np.ndarray:
-        out, _, _, rbuf = bufs()
-        part = blocks[i:i + step]
-        if rbuf is not None:                  # large tensor: read, so mapped pages do not pile up in RSS
-            part = rbuf[:part.shape[0]]
-            got = os.preadv(fd, [part], t.offset + i * lay.block_bytes)
-            if got != part.nbytes:
-                raise ValueError(f"tensor {t.name!r}: short read at block {i}")
-        if scales is not None and field is not None:
-            scales.append(_scale_part(field, part))
-        return _decode(fn, full, part, out[:part.shape[0]], byteorder)
-
-    def pass_one(i: int) -> tuple[_Part, list]:
-        check()
-        _, scratch, _, _ = bufs()
-        scales: list = []
-        x = decoded(i, scales)
-        return _moments(x, scratch[:x.size]), scales
-
-    def run(work: Callable[[int], Any], done0: int) -> list[Any]:
-        results = []
-        done = done0
-        if threads == 1 or len(starts) == 1:
-            for i in starts:
-                results.append(work(i))
-                done += min(step, n_blocks - i) * lay.block_elems
-                if progress is not None:
-                    progress(done, passes * total)
-            return results
-        with ThreadPoolExecutor(threads) as pool:
-            futures = []
-            try:
-                for i in starts:
-                    futures.append((i, pool.submit(work, i)))
-                for i, fut in futures:
-                    results.append(fut.result())
-                    done += min(step, n_blocks - i) * lay.block_elems
-                    if progress is not None:
-                        progress(done, passes * total)
-            except BaseException:
-                for _, fut in futures:
-                    fut.cancel()
-                raise
-        return results
-
+    codes = _code_route(lay)
+    if lay.codec is None:
+        dequantizer(t.layout)               # raises NotImplementedError naming the layout
+    ch = _Chunks(t, lay, chunk_elems, threads, progress, cancel, 1 if codes else 2)
     try:
-        return _finish(t, lay, raw, byteorder, bins, total, n_blocks, run, pass_one, bufs, decoded, check)
+        ch.check()
+        return (_by_codes if codes else _by_decoding)(t, lay, byteorder, bins, ch)
     finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _finish(t, lay, raw, byteorder, bins, total, n_blocks, run, pass_one, bufs, decoded, check):
-    check()
-    results = run(pass_one, 0) if n_blocks else []
-    parts = [p for p, _ in results]
-    scale_parts = [sp for _, sps in results for sp in sps]
-    n, mean, m2, lo, hi, abs_sum, zeros, nan, inf = _merge(parts)
-
-    counts = np.zeros(bins, dtype=np.int64)
-    if n:
-        h_lo, h_hi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
-        scale = bins / (h_hi - h_lo)
-        if not math.isfinite(scale):          # range overflowed float: fall back to float64 edges
-            scale = bins / (float(np.float64(h_hi) - np.float64(h_lo)))
-
-        def pass_two(i: int) -> np.ndarray:
-            check()
-            _, scratch, idx, _ = bufs()
-            x = decoded(i)
-            return _histogram_indices(x, h_lo, scale, bins, scratch, idx)
-        for c in run(pass_two, total):
-            counts += c
-        edges = np.linspace(h_lo, h_hi, bins + 1)
-    else:
-        edges = np.zeros(0)
-    finite = n > 0
-    return {
-        "name": t.name, "type": t.type, "layout": t.layout, "shape": list(t.shape),
-        "count": total, "finite": n, "nan": nan, "inf": inf, "zeros": zeros,
-        "min": lo if finite else None, "max": hi if finite else None,
-        "mean": mean if finite else None,
-        "std": math.sqrt(m2 / n) if finite else None,
-        "abs_mean": abs_sum / n if finite else None,
-        "histogram": {"edges": edges.tolist(), "counts": counts.tolist()},
-        "block_scales": _scale_summary(scale_parts) if scale_parts else None,
-    }
-
+        ch.close()

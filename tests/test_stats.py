@@ -127,3 +127,103 @@ def test_truncated_tensor_is_a_value_error(tmp_path, model):
         t = mf.tensor(last.name)
         with pytest.raises(ValueError):
             tensor_stats(t)
+
+
+# --- the codes route (F16, BF16, I8, I16) and the decoded route's edge cases -------
+
+def _numpy_stats(v: np.ndarray, bins: int = 64) -> dict:
+    f = v[np.isfinite(v)].astype(np.float64)
+    counts, edges = np.histogram(f, bins=bins)
+    return {"finite": f.size, "nan": int(np.isnan(v).sum()), "inf": int(np.isinf(v).sum()),
+            "zeros": int((f == 0).sum()), "min": f.min(), "max": f.max(), "mean": f.mean(),
+            "std": f.std(), "abs_mean": np.abs(f).mean(), "counts": counts.tolist(), "edges": edges}
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_sixteen_bit_types_are_exact_numpy(tmp_path, endian):
+    """F16/BF16/I16/I8 are counted by code: every statistic, histogram included, is numpy's."""
+    rng = np.random.default_rng(3)
+    f16 = (rng.standard_normal((64, 96)) * 0.05).astype(np.float16)
+    f16[0, :3] = [np.nan, np.inf, -np.inf]
+    f16[1, :7] = 0
+    f16[2, 0] = -0.0
+    i16 = rng.integers(-30000, 30000, size=(8, 40), dtype=np.int16)
+    i8 = rng.integers(-128, 128, size=(8, 40), dtype=np.int8)
+    specs = [TensorSpec("f16", Q.F16, f16), TensorSpec("i16", Q.I16, i16), TensorSpec("i8", Q.I8, i8)]
+    path = write_gguf_py(tmp_path / "m.gguf", tensors=specs, endian=endian)
+    with ggscope.open(str(path)) as mf:
+        for name, ref in (("f16", f16), ("i16", i16), ("i8", i8)):
+            s = mf.tensor(name).stats(chunk_elems=1000, threads=2)
+            want = _numpy_stats(np.asarray(ref, dtype=np.float64))
+            for k in ("finite", "nan", "inf", "zeros", "min", "max"):
+                assert s[k] == want[k], (name, k)
+            assert s["mean"] == pytest.approx(want["mean"], rel=1e-12, abs=1e-15)
+            assert s["std"] == pytest.approx(want["std"], rel=1e-12)
+            assert s["abs_mean"] == pytest.approx(want["abs_mean"], rel=1e-12)
+            assert s["histogram"]["counts"] == want["counts"], name
+            assert np.array_equal(s["histogram"]["edges"], want["edges"])
+
+
+def test_bf16_codes_match_gguf_py(model):
+    t = model.tensor("t.BF16")
+    s = t.stats()
+    ref = _reference(t)
+    counts, _ = np.histogram(ref, bins=64)
+    assert s["histogram"]["counts"] == counts.tolist()
+    assert s["min"] == ref.min() and s["max"] == ref.max() and s["zeros"] == (ref == 0).sum()
+
+
+def test_unaligned_sixteen_bit_data(tmp_path):
+    """alignment 1 puts an F16 tensor at an odd offset: read by copy, same answer."""
+    odd = np.array([1, 2, 3], dtype=np.int8)
+    f16 = (np.random.default_rng(5).standard_normal(300) * 2).astype(np.float16)
+    path = write_gguf_py(tmp_path / "odd.gguf", alignment=1,
+                         tensors=[TensorSpec("odd", Q.I8, odd), TensorSpec("w", Q.F16, f16)])
+    with ggscope.open(str(path)) as mf:
+        t = mf.tensor("w")
+        assert t.offset % 2 == 1
+        s = t.stats()
+        want = _numpy_stats(f16.astype(np.float64))
+        assert s["histogram"]["counts"] == want["counts"]
+        assert (s["min"], s["max"], s["zeros"]) == (want["min"], want["max"], want["zeros"])
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_decoded_once_or_twice_agree(model, monkeypatch, cache):
+    """Pass two reuses decoded chunks when the tensor fits CACHE_BYTES, else decodes again."""
+    import ggscope.stats as S
+    monkeypatch.setattr(S, "CACHE_BYTES", 1 << 40 if cache else 0)
+    for name in ("Q4_K", "bad"):
+        t = model.tensor(f"t.{name}")
+        s = tensor_stats(t, chunk_elems=512, threads=2)
+        ref = _reference(t)
+        finite = ref[np.isfinite(ref)]
+        assert (s["min"], s["max"], s["zeros"], s["nan"], s["inf"]) == (
+            finite.min(), finite.max(), (finite == 0).sum(), np.isnan(ref).sum(), np.isinf(ref).sum())
+        assert s["std"] == pytest.approx(finite.std(), rel=1e-5)
+        counts, _ = np.histogram(finite, bins=64)
+        assert np.abs(np.array(s["histogram"]["counts"]) - counts).sum() <= 2
+
+
+def test_range_beyond_float32_arithmetic(tmp_path):
+    """max - min overflows float32: binned in float64 instead, no warning, no garbage."""
+    x = np.array([-3.0e38, 3.0e38, 0.0, 1.0, -1.0, np.nan] * 50, dtype=np.float32)
+    path = write_gguf_py(tmp_path / "wide.gguf", tensors=[TensorSpec("w", Q.F32, x)])
+    with ggscope.open(str(path)) as mf:
+        s = mf.tensor("w").stats(chunk_elems=64)
+    f = x[np.isfinite(x)].astype(np.float64)
+    counts, _ = np.histogram(f, bins=64)
+    assert s["histogram"]["counts"] == counts.tolist()
+    assert (s["min"], s["max"], s["nan"], s["zeros"]) == (f.min(), f.max(), 50, 50)
+    assert s["mean"] == pytest.approx(f.mean(), abs=1e25)
+
+
+def test_all_nan_tensor(tmp_path):
+    x = np.full(100, np.nan, dtype=np.float32)
+    h = np.full(100, np.nan, dtype=np.float16)
+    path = write_gguf_py(tmp_path / "nan.gguf", tensors=[TensorSpec("x", Q.F32, x), TensorSpec("h", Q.F16, h)])
+    with ggscope.open(str(path)) as mf:
+        for name in ("x", "h"):
+            s = mf.tensor(name).stats()
+            assert (s["finite"], s["nan"], s["min"], s["mean"]) == (0, 100, None, None)
+            assert sum(s["histogram"]["counts"]) == 0

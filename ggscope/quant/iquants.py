@@ -318,10 +318,22 @@ def dequantize_iq1_m(blocks: np.ndarray, byteorder: str = "little", out: np.ndar
     return _emit(out, np.repeat(dl, 2, axis=-1), _iq1_grid_delta()[table_idx], signed=False)
 
 
+@cache
+def _kvalue_bytes() -> tuple[np.ndarray, np.ndarray]:
+    """kvalues of a code byte's low and of its high nibble, indexed by the whole byte:
+    one ``take`` per half, no nibble arrays (about 30% faster than indexing by nibbles)."""
+    b = np.arange(256)
+    k = _kvalues_f32()
+    return _frozen(k[b & 0xF]), _frozen(k[b >> 4])
+
+
 def _iq4_values(qs: np.ndarray) -> np.ndarray:
     """(n, k, 16) code bytes -> (n, k, 32) float32 kvalues: low nibbles, then high."""
-    nibbles = np.concatenate([qs & 0xF, qs >> 4], axis=-1)
-    return _kvalues_f32()[nibbles]
+    lo, hi = _kvalue_bytes()
+    vals = np.empty(qs.shape[:-1] + (32,), F32)
+    np.take(lo, qs, out=vals[..., :16])
+    np.take(hi, qs, out=vals[..., 16:])
+    return vals
 
 
 def dequantize_iq4_nl(blocks: np.ndarray, byteorder: str = "little", out: np.ndarray | None = None) -> np.ndarray:
