@@ -34,7 +34,8 @@ examples:
 
 JSON: one object {"architecture", "tokens": [ids fed], "logits": [n_vocab floats after
 the last token], "top": [{"id", "token", "logit", "prob"}], "generated": [ids] (with
---generate), "check": {"finite", "entropy_nats"} (with --check)}.
+--generate), "check": {"finite", "n_nonfinite", "entropy_nats", "max_entropy_nats", "top1"} (with
+--check; entropy of the next-token distribution in nats, log(n_vocab) = uniform)}.
 exit status: 0 ok, 1 --check found non-finite logits, 2 unreadable file, unsupported
 architecture or tokenizer, bad token ids."""
 
@@ -51,26 +52,22 @@ def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _parse_ids(text: str) -> list[int]:
+def parse_ids(text: str, option: str = "--tokens") -> list[int]:
+    """Token ids given on the command line (``option`` names the flag in the error)."""
     parts = text.replace(",", " ").split()
     try:
         return [int(x) for x in parts]
     except ValueError as exc:
-        raise GGScopeError(f"--tokens wants integers separated by commas or spaces: {exc}") from None
+        raise GGScopeError(f"{option} wants integers separated by commas or spaces: {exc}") from None
 
 
 def _piece(pieces: list[str] | None, tid: int) -> str:
     return pieces[tid] if pieces is not None and 0 <= tid < len(pieces) else ""
 
 
-def _softmax(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
-    e = np.exp(x - np.max(x))
-    return e / e.sum()
-
-
 def _run(args) -> int:
     from .. import forward as F
+    from ..forward.logits import check_logits, log_softmax
     mf = open_or_report(args.file)
     if mf is None:
         return 2
@@ -81,14 +78,15 @@ def _run(args) -> int:
         tok = load_tokenizer(mf)
         ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
     else:
-        ids = _parse_ids(args.tokens)
+        ids = parse_ids(args.tokens)
     weights = module.load(mf)
     logits, state = module.forward(weights, ids)
     raw = mf.metadata.get("tokenizer.ggml.tokens")
     pieces = [str(p) for p in raw.tolist()] if hasattr(raw, "tolist") else (
         [str(p) for p in raw] if raw is not None else None)
-    finite = bool(np.isfinite(logits).all())
-    probs = _softmax(logits) if finite else np.full(logits.shape, np.nan)
+    sanity = check_logits(logits, arch=F.architecture(mf), tokens=ids)
+    finite = sanity.finite
+    probs = np.exp(log_softmax(logits)) if finite else np.full(logits.shape, np.nan)
     k = max(0, min(args.top_k, logits.size))
     order = np.argsort(-np.nan_to_num(logits, nan=-np.inf), kind="stable")[:k]
     top = [{"id": int(i), "token": _piece(pieces, int(i)), "logit": float(logits[i]),
@@ -101,7 +99,7 @@ def _run(args) -> int:
         nxt = int(np.argmax(last))
         generated.append(nxt)
         last, state = module.forward(weights, [nxt], state)
-    entropy = float(-(probs * np.log(np.where(probs > 0, probs, 1))).sum()) if finite else None
+    entropy = sanity.entropy_nats
     out = {"architecture": F.architecture(mf), "tokens": ids,
            "logits": [float(x) if np.isfinite(x) else None for x in logits.tolist()], "top": top}
     if args.generate:
@@ -109,8 +107,7 @@ def _run(args) -> int:
         if tok is not None:
             out["generated_text"] = tok.decode(generated)
     if args.check:
-        out["check"] = {"finite": finite, "entropy_nats": entropy,
-                        "n_nonfinite": int((~np.isfinite(logits)).sum())}
+        out["check"] = sanity.as_dict()
     if args.json:
         json.dump(out, sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
@@ -127,7 +124,8 @@ def _run(args) -> int:
         if args.check:
             c = out["check"]
             w(f"check: logits {'finite' if finite else 'NOT finite'} "
-              f"({c['n_nonfinite']} non-finite), entropy {entropy if entropy is None else round(entropy, 4)} nats\n")
+              f"({c['n_nonfinite']} non-finite), entropy {entropy if entropy is None else round(entropy, 4)} nats "
+              f"(uniform would be {sanity.max_entropy_nats:.4f})\n")
     return 0 if finite or not args.check else 1
 
 

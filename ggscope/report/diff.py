@@ -5,7 +5,9 @@
 "cosine", "snr_db", ...}]); ``plain`` is for pipes (tab-free aligned text, no colour);
 ``rich_renderables`` for a terminal.  Identical tensors are counted, not listed, in the
 text renderings; JSON lists every tensor.  Added/removed arrays show their length and
-first items, never a whole vocabulary.
+first items, never a whole vocabulary.  Each takes an optional ``LogitsDiff``
+(``ggscope diff --logits``): JSON gains a "logits" object, the text renderings a
+per-position table and a summary line.
 """
 from __future__ import annotations
 
@@ -14,10 +16,12 @@ from typing import Any
 
 from .. import __version__
 from ..diff import DiffResult, MetaChange, MetaEntry, TensorDiff
+from ..forward.logits import LogitsDiff
 from .info import summarize_value
 from .jsonable import jsonable
 
-__all__ = ["as_json", "plain", "rich_renderables", "summary_line"]
+__all__ = ["as_json", "plain", "rich_renderables", "summary_line", "logits_json", "logits_summary",
+           "METRICS", "STATUS_STYLE", "number", "shape_text"]
 
 PREVIEW = 8
 METRICS = ("max_abs", "rmse", "rel_rmse", "cosine", "snr_db")
@@ -51,7 +55,23 @@ def _tensor_json(t: TensorDiff) -> dict[str, Any]:
             "n_nonfinite": t.n_nonfinite, "error": t.error}
 
 
-def as_json(r: DiffResult) -> dict[str, Any]:
+def logits_json(d: LogitsDiff) -> dict[str, Any]:
+    return {"architecture_a": d.architecture_a, "architecture_b": d.architecture_b,
+            "n_vocab": d.n_vocab, "tokens": list(d.tokens), "notes": list(d.notes),
+            "kl_mean": d.kl_mean, "kl_max": d.kl_max, "top1_agreement": d.top1_agreement,
+            "max_abs_logit": d.max_abs_logit, "n_nonfinite": d.n_nonfinite,
+            "positions": [{"index": p.index, "token": p.token, "kl": p.kl, "top1_a": p.top1_a,
+                           "top1_b": p.top1_b, "max_abs_logit": p.max_abs_logit} for p in d.positions]}
+
+
+def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
+    out = _result_json(r)
+    if logits is not None:
+        out["logits"] = logits_json(logits)
+    return out
+
+
+def _result_json(r: DiffResult) -> dict[str, Any]:
     return {"version": __version__, "a": r.path_a, "b": r.path_b, "identical": r.identical,
             "header": [{"field": h.field, "a": jsonable(h.a), "b": jsonable(h.b)} for h in r.header],
             "metadata": {"added": [_entry_json(e) for e in r.metadata.added],
@@ -64,7 +84,7 @@ def as_json(r: DiffResult) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ text
 
-def _num(x: float | None, kind: str) -> str:
+def number(x: float | None, kind: str) -> str:
     if x is None:
         return "-"
     if math.isnan(x):
@@ -78,14 +98,14 @@ def _num(x: float | None, kind: str) -> str:
     return f"{x:.3e}"
 
 
-def _shape(s: tuple[int, ...] | None) -> str:
+def shape_text(s: tuple[int, ...] | None) -> str:
     return "-" if s is None else "×".join(map(str, s))
 
 
 def _what(t: TensorDiff) -> str:
     """Shape/type/offset of a tensor, with ``a → b`` where they changed."""
     parts = []
-    for label, a, b in (("", _shape(t.shape_a), _shape(t.shape_b)), ("", t.type_a, t.type_b)):
+    for label, a, b in (("", shape_text(t.shape_a), shape_text(t.shape_b)), ("", t.type_a, t.type_b)):
         if t.status == "added":
             parts.append(str(b))
         elif t.status == "removed" or a == b:
@@ -126,14 +146,41 @@ def summary_line(r: DiffResult) -> str:
 
 
 def _rows(r: DiffResult) -> list[list[str]]:
-    return [[t.name, t.status, _what(t), *(_num(getattr(t, m), m) for m in METRICS),
+    return [[t.name, t.status, _what(t), *(number(getattr(t, m), m) for m in METRICS),
              t.error or ""] for t in r.tensors if not t.same]
 
 
 HEAD = ["tensor", "status", "shape / type", "max|Δ|", "rmse", "rel rmse", "cosine", "snr dB", "note"]
+LOGITS_HEAD = ["pos", "token", "KL(A‖B) nats", "top-1 A", "top-1 B", "max|Δlogit|"]
 
 
-def plain(r: DiffResult) -> str:
+def logits_summary(d: LogitsDiff) -> str:
+    kl = "-" if d.kl_mean is None else f"mean {d.kl_mean:.3e}, max {d.kl_max:.3e}"
+    text = (f"logits over {len(d.tokens)} positions: KL(A‖B) {kl} nats; "
+            f"top-1 agreement {d.top1_agreement:.1%}")
+    if d.n_nonfinite:
+        text += f"; {d.n_nonfinite} positions with NaN/Inf logits"
+    return text
+
+
+def _logits_rows(d: LogitsDiff) -> list[list[str]]:
+    return [[str(p.index), str(p.token), number(p.kl, "kl"), str(p.top1_a),
+             str(p.top1_b) + ("" if p.agree else " ≠"), number(p.max_abs_logit, "max_abs")]
+            for p in d.positions]
+
+
+def _logits_plain(d: LogitsDiff) -> list[str]:
+    out = [f"logits: {d.architecture_a} vs {d.architecture_b}, {d.n_vocab} tokens in the vocabulary"]
+    out += [f"note: {n}" for n in d.notes]
+    rows = _logits_rows(d)
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(LOGITS_HEAD)]
+    out.append("  ".join(h.rjust(w) for h, w in zip(LOGITS_HEAD, widths)))
+    out += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
+    out.append(logits_summary(d))
+    return out
+
+
+def plain(r: DiffResult, logits: LogitsDiff | None = None) -> str:
     out = [f"--- {r.path_a}", f"+++ {r.path_b}"]
     out += change_lines(r)
     rows = _rows(r)
@@ -145,14 +192,16 @@ def plain(r: DiffResult) -> str:
     if n_same and not r.identical:
         out.append(f"({n_same} identical tensors not shown)")
     out.append(summary_line(r))
+    if logits is not None:
+        out += _logits_plain(logits)
     return "\n".join(out)
 
 
-_STYLE = {"identical": "green", "equal": "green", "changed": "yellow", "shape-changed": "red",
+STATUS_STYLE = {"identical": "green", "equal": "green", "changed": "yellow", "shape-changed": "red",
           "added": "cyan", "removed": "magenta", "error": "bold red"}
 
 
-def rich_renderables(r: DiffResult) -> list[Any]:
+def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[Any]:
     from rich.table import Table
     from rich.text import Text
     out: list[Any] = [Text(f"--- {r.path_a}\n+++ {r.path_b}", style="bold")]
@@ -171,10 +220,20 @@ def rich_renderables(r: DiffResult) -> list[Any]:
             table.add_column(h, justify="right" if h in ("max|Δ|", "rmse", "rel rmse", "cosine", "snr dB")
                              else "left", overflow="fold")
         for row in rows:
-            table.add_row(row[0], Text(row[1], style=_STYLE.get(row[1], "")), *row[2:])
+            table.add_row(row[0], Text(row[1], style=STATUS_STYLE.get(row[1], "")), *row[2:])
         out.append(table)
     n_same = sum(t.same for t in r.tensors)
     if n_same and not r.identical:
         out.append(Text(f"({n_same} identical tensors not shown)", style="dim"))
     out.append(Text(summary_line(r), style="green" if r.identical else "yellow"))
+    if logits is not None:
+        table = Table(title=f"next-token distributions ({logits.architecture_a} vs "
+                            f"{logits.architecture_b}; position i predicts after tokens 0..i)")
+        for h in LOGITS_HEAD:
+            table.add_column(h, justify="right")
+        for p, row in zip(logits.positions, _logits_rows(logits)):
+            table.add_row(*row, style="" if p.agree else "yellow")
+        out.append(table)
+        out += [Text(f"note: {n}", style="dim") for n in logits.notes]
+        out.append(Text(logits_summary(logits), style="green" if logits.same else "yellow"))
     return out

@@ -10,6 +10,10 @@ grow with tensor size.
 Contract: ``needs_tensor_data = True``; tensors whose data lies past the end of the
 file or whose layout ggscope cannot decode are skipped (other rules report those).
 One finding per tensor, with the count and the first element or block index.
+GG1003 is the exception to streaming: it runs the reference forward pass, which holds
+every weight as float32, so it runs only when that fits ``FORWARD_BUDGET_BYTES`` and
+otherwise says it skipped (an info finding); it is silent for architectures without
+a forward pass and for damaged files.
 """
 from __future__ import annotations
 
@@ -22,12 +26,14 @@ from ..ggml_types import LAYOUTS
 from ..quant import iter_dequantized
 from .base import CheckContext, Finding, Rule, Severity
 
-__all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "scale_field"]
+__all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "ForwardCheck", "scale_field",
+           "FORWARD_BUDGET_BYTES", "probe_tokens"]
 
 CHUNK_ELEMS = 1 << 18           # 1 MiB of float32 per chunk
 CHUNK_BLOCKS = 1 << 15
 _D_FIELD = re.compile(r"(?:^|; )(\d+): (f16|f32) d;")
 _FLOAT_TYPES = ("F32", "F16", "BF16", "F64")
+FORWARD_BUDGET_BYTES = 1 << 30  # GG1003 runs only if all weights as float32 fit in this
 
 
 def scale_field(layout: str) -> tuple[int, str] | None:
@@ -130,4 +136,78 @@ class BadBlockScales(Rule):
                              "are zero (the tensor is all zeros)", severity=Severity.WARNING)
 
 
-RULES = [NonFiniteValues, BadBlockScales]
+def probe_tokens(mf) -> list[int]:
+    """GG1003's fixed two-token input: the file's BOS id (else 0), then the next id.
+
+    Two positions, so the pass also carries state (attention cache, RWKV state) once.
+    """
+    bos = mf.metadata.get("tokenizer.ggml.bos_token_id")
+    first = int(bos) if isinstance(bos, (int, np.integer)) and not isinstance(bos, bool) and bos >= 0 else 0
+    return [first, first + 1]
+
+
+class ForwardCheck(Rule):
+    """What it checks: the reference forward pass (``ggscope run``) gives finite logits.
+
+    The file's BOS token (or token 0) and the id after it go through the numpy reference
+    forward pass of its architecture (llama, qwen2, gpt2, RWKV v4-v7); every logit after
+    them must be finite.  Files of other architectures, and damaged files, are not
+    checked.  The pass holds all weights as float32, so a file whose weights would need
+    more than 1 GiB that way is skipped with an info finding; a weight the pass cannot
+    load (missing, misshapen, undecodable) is a warning.
+
+    Why it matters: NaN/Inf weights and broken block scales end in NaN logits: the
+    model emits one repeated token or garbage.  GG1001/GG1002 name the tensor; this
+    rule says the damage reaches what the model computes.
+
+    Example: a tiny llama GGUF whose ``blk.0.attn_q.weight`` holds one NaN: every
+    logit after the first token is NaN (tests/rules/test_forward_check.py).
+
+    Reference: ``ggscope run --check`` (the same check, ``ggscope.forward.logits``);
+    llama.cpp's ``llama_decode`` output for the same file.
+    """
+    code, name, severity, family = "GG1003", "forward-check", Severity.ERROR, "deep"
+    summary = "The reference forward pass gives NaN/Inf logits."
+    formats = ("*",)
+    needs_tensor_data = True
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        from ..errors import GGScopeError
+        from ..forward import TokenError, UnsupportedArchitecture, architecture, module_for
+        from ..forward.logits import check
+        mf = ctx.mf
+        if mf.damage is not None or not mf.tensors:
+            return
+        try:
+            module_for(mf)
+        except UnsupportedArchitecture:
+            return
+        arch = architecture(mf)
+        need = 4 * sum(int(t.n_elements) for t in mf.tensors)
+        if need > FORWARD_BUDGET_BYTES:
+            yield ctx.at(None, f"reference forward pass ({arch}) not run: its float32 weights would "
+                         f"need {need / 2**20:.0f} MiB, over the {FORWARD_BUDGET_BYTES / 2**20:.0f} MiB "
+                         "budget of validate --deep", severity=Severity.INFO)
+            return
+        tokens = probe_tokens(mf)
+        try:
+            try:
+                result = check(mf, tokens)
+            except TokenError:           # BOS outside the vocabulary: the tokenizer rules say so
+                tokens = [0, 1]
+                result = check(mf, tokens)
+        except MemoryError:
+            yield ctx.at(None, f"reference forward pass ({arch}) not run: out of memory",
+                         severity=Severity.INFO)
+            return
+        except GGScopeError as exc:
+            yield ctx.at(None, f"reference forward pass ({arch}) could not run: {exc}",
+                         severity=Severity.WARNING)
+            return
+        if not result.finite:
+            yield ctx.at(None, f"reference forward pass ({arch}) on tokens {list(tokens)} gave "
+                         f"{result.n_nonfinite} NaN/Inf logits of {result.n_vocab}; a weight it "
+                         "reads is non-finite or overflows (see GG1001/GG1002 for the tensor)")
+
+
+RULES = [NonFiniteValues, BadBlockScales, ForwardCheck]

@@ -1,7 +1,6 @@
 """``ggscope diff`` in-process through ``cli.main``: exit codes (diff(1)) and JSON shape."""
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -60,14 +59,6 @@ def test_errors_exit_2(files, tmp_path, capsys):
     assert main(["diff", str(files[0]), str(cut)]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and "ggscope:" in err
-
-
-@pytest.mark.skipif(importlib.util.find_spec("ggscope.tui") is not None
-                    and importlib.util.find_spec("ggscope.tui.diff_app") is not None,
-                    reason="the TUI diff screen exists; its own tests cover --tui")
-def test_tui_missing_exit_2(files, capsys):
-    assert main(["diff", "--tui", str(files[0]), str(files[1])]) == 2
-    assert "diff_app" in capsys.readouterr().err
 
 
 def test_help_teaches(capsys):
