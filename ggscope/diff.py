@@ -8,6 +8,9 @@ Contract
 --------
 * ``diff_files(a, b, *, metadata_only=False, progress=None, cancel=None) -> DiffResult``.
   ``a`` is the reference: errors are ``b - a`` and relative figures divide by ``a``.
+  ``iter_tensor_diffs(a, b, cancel=None)`` yields the tensor part one ``TensorDiff`` at
+  a time, in the order of ``tensor_names(a, b)``, for callers that show rows as they
+  finish (the TUI's diff screen).
 * Metadata: keys only in ``b`` are *added*, only in ``a`` *removed*; a key in both is
   *changed* when its value type or value differs.  Arrays compare item by item: the
   change carries both lengths, the count of differing positions (over the common
@@ -432,6 +435,34 @@ def _only(t: TensorInfo, status: str) -> TensorDiff:
                       **{f"shape_{side}": tuple(t.shape), f"type_{side}": t.type, f"offset_{side}": t.offset})
 
 
+def tensor_names(a: ModelFile, b: ModelFile) -> list[str]:
+    """The order tensors are compared and reported in: A's names, then B's new ones."""
+    by_a = first_by_name(a.tensors)
+    return list(by_a) + [n for n in first_by_name(b.tensors) if n not in by_a]
+
+
+def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iterator[TensorDiff]:
+    """One ``TensorDiff`` per name of ``tensor_names(a, b)``, each as soon as it is done
+    (the TUI fills its rows from this); ``DiffCancelled`` before a tensor if ``cancel``."""
+    by_a = first_by_name(a.tensors)
+    by_b = first_by_name(b.tensors)
+    ra, rb = _Reader(a), _Reader(b)
+    try:
+        for name in tensor_names(a, b):
+            if _cancelled(cancel):
+                raise DiffCancelled()
+            ta, tb = by_a.get(name), by_b.get(name)
+            if tb is None:
+                yield _only(ta, "removed")  # type: ignore[arg-type]
+            elif ta is None:
+                yield _only(tb, "added")
+            else:
+                yield diff_tensor(ta, tb, ra, rb, cancel)
+    finally:
+        ra.close()
+        rb.close()
+
+
 def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
                progress: Callable[[int, int, str], Any] | None = None, cancel: Any = None) -> DiffResult:
     """Everything that differs from ``a`` (the reference) to ``b``; see the module contract."""
@@ -439,33 +470,21 @@ def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
     meta = diff_metadata(a, b)
     if metadata_only:
         return DiffResult(a.path, b.path, header, meta, (), metadata_only=True)
-    by_a = _first_by_name(a.tensors)
-    by_b = _first_by_name(b.tensors)
-    names: list[str] = list(by_a) + [n for n in by_b if n not in by_a]
+    names = tensor_names(a, b)
     out: list[TensorDiff] = []
-    ra, rb = _Reader(a), _Reader(b)
-    try:
-        for i, name in enumerate(names):
-            if progress is not None:
-                progress(i, len(names), name)
-            if _cancelled(cancel):
-                raise DiffCancelled()
-            ta, tb = by_a.get(name), by_b.get(name)
-            if tb is None:
-                out.append(_only(ta, "removed"))  # type: ignore[arg-type]
-            elif ta is None:
-                out.append(_only(tb, "added"))
-            else:
-                out.append(diff_tensor(ta, tb, ra, rb, cancel))
+    if progress is not None and names:
+        progress(0, len(names), names[0])
+    for i, td in enumerate(iter_tensor_diffs(a, b, cancel=cancel), 1):
+        out.append(td)
         if progress is not None:
-            progress(len(names), len(names), "")
-    finally:
-        ra.close()
-        rb.close()
+            progress(i, len(names), names[i] if i < len(names) else "")
+    if progress is not None and not names:
+        progress(0, 0, "")
     return DiffResult(a.path, b.path, header, meta, tuple(out))
 
 
-def _first_by_name(tensors: Sequence[TensorInfo]) -> dict[str, TensorInfo]:
+def first_by_name(tensors: Sequence[TensorInfo]) -> dict[str, TensorInfo]:
+    """Name -> tensor; a duplicated name (a damaged or odd file) keeps its first tensor."""
     out: dict[str, TensorInfo] = {}
     for t in tensors:
         out.setdefault(t.name, t)

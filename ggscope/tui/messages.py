@@ -3,7 +3,9 @@
 Widgets never reach into each other: they post one of these and the app routes it
 (select a node -> the hex view highlights its bytes; move the hex cursor -> the app
 finds the deepest node under it).  Bursty messages define ``can_replace`` so a burst
-collapses to the newest one (toolong's pattern).
+collapses to the newest one (toolong's pattern).  The diff screen's worker posts
+``MetadataDiffed`` once, ``TensorDiffed`` per tensor and ``DiffFinished`` at the end;
+its tables post ``DiffRowSelected``.
 """
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ from typing import Any
 
 from textual.message import Message
 
+from ..diff import HeaderChange, MetadataDiff, TensorDiff
 from ..node import Node
 
 __all__ = ["NodeSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
-           "StatsComputed", "StatsFinished", "FindingsReady"]
+           "StatsComputed", "StatsFinished", "FindingsReady",
+           "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected"]
 
 
 class NodeSelected(Message):
@@ -84,3 +88,45 @@ class FindingsReady(Message):
     def __init__(self, findings: list) -> None:
         super().__init__()
         self.findings = findings
+
+
+# --- the diff screen (``ggscope diff A B --tui``) ------------------------------
+
+class MetadataDiffed(Message):
+    """Header and metadata of the two files were compared."""
+
+    def __init__(self, header: tuple[HeaderChange, ...], metadata: MetadataDiff) -> None:
+        super().__init__()
+        self.header = header
+        self.metadata = metadata
+
+
+class TensorDiffed(Message):
+    """One tensor was compared: ``diff``; ``done`` of ``total`` tensors are finished."""
+
+    def __init__(self, diff: TensorDiff, done: int, total: int) -> None:
+        super().__init__()
+        self.diff = diff
+        self.done = done
+        self.total = total
+
+
+class DiffFinished(Message):
+    """The diff worker stopped: ``cancelled`` when cut short, ``error`` when it failed."""
+
+    def __init__(self, cancelled: bool, error: str = "") -> None:
+        super().__init__()
+        self.cancelled = cancelled
+        self.error = error
+
+
+class DiffRowSelected(Message):
+    """A row was highlighted: ``kind`` is "tensor" or "metadata", ``entry`` the domain
+    object (a ``TensorDiff``; a ``HeaderChange``, ``MetaEntry`` or ``MetaChange``),
+    ``change`` the metadata marker ("+", "-", "~", "header") or ""."""
+
+    def __init__(self, kind: str, entry: Any, change: str = "") -> None:
+        super().__init__()
+        self.kind = kind
+        self.entry = entry
+        self.change = change

@@ -1,0 +1,256 @@
+"""``DiffApp``: the diff screen of ``ggscope diff A B --tui``.
+
+Why: the text diff of two quantizations is a long table; here the worst tensors can be
+sorted to the top, the unchanged ones hidden, and any row opened to see both files'
+fields side by side.  A is the reference, as in ``ggscope.diff``.
+
+Layout: both files' headers side by side, a summary line (tensor counts per status,
+metadata counts), tabs "1 Tensors" (name, status, type A→B, shape A→B, max|Δ|, RMSE,
+rel RMSE, cosine, SNR dB) and "2 Metadata" (header fields and added / removed /
+changed keys, A and B values side by side), and a detail pane for the highlighted
+row.  Keys: ``o`` cycles the sort (``widgets.diff_tables.SORTS``), ``f`` hides
+identical/equal tensors, ``x`` stops the comparison (rows computed so far stay), ``q``
+quits.
+
+The screen paints at once: every tensor has a *pending* row built from the two
+indexes.  A thread worker compares header and metadata first, then each tensor with
+``ggscope.diff.diff_tensor`` (bounded memory, cancellation polled per window), and
+posts each result as it finishes; the row fills in and the progress bar advances.
+State is the CSS class ``-diff-running`` while the worker runs.
+
+Contract: ``run(a, b) -> int`` shows the screen until the user quits and returns the
+diff(1)-style status of what was compared, as ``ggscope diff`` does without ``--tui``:
+2 when any tensor's data could not be read (or the worker failed), else 1 when a
+difference was found (also when the comparison was stopped early), else 0 when the
+comparison finished and found none, and 2 when it was stopped before finishing and
+found none (the answer is unknown).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.worker import get_current_worker
+
+from .. import diff as diffmod
+from ..diff import DiffCancelled, HeaderChange, MetadataDiff, TensorDiff
+from ..modelfile import ModelFile
+from ..report.diff import STATUS_STYLE
+from .messages import DiffFinished, DiffRowSelected, MetadataDiffed, TensorDiffed
+from .format import human_bytes
+from .widgets.diff_detail import DiffDetail
+from .widgets.diff_tables import PENDING, DiffMetadataTable, DiffTensorTable, pending_diffs
+
+__all__ = ["DiffApp", "run"]
+
+TABS = ("tensors", "metadata")
+
+
+def _side(label: str, mf: ModelFile) -> Text:
+    t = Text()
+    t.append(f"{label}  ", style="bold")
+    t.append(str(mf.path), style="bold")
+    t.append(f"\n{mf.format} v{mf.version} · {mf.endian}-endian · {len(mf.tensors)} tensors · "
+             f"{len(mf.metadata)} keys · {human_bytes(mf.source.size)}")
+    if mf.damage is not None:
+        t.append(f" · DAMAGED at {mf.damage.start:#x}", style="bold red")
+    return t
+
+
+class DiffApp(App):
+    """The diff screen; ``DiffApp(a, b).run()`` then ``exit_status()``."""
+
+    CSS_PATH = "diff.tcss"
+    TITLE = "ggscope diff"
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("x", "cancel_diff", "Stop"),
+        Binding("f", "filter", "Changed only"),
+        Binding("o", "sort", "Sort"),
+        Binding("1", "tab('tensors')", "Tensors"),
+        Binding("2", "tab('metadata')", "Metadata"),
+        Binding("z", "toggle_maximize", "Zoom"),
+    ]
+
+    def __init__(self, a: ModelFile, b: ModelFile) -> None:
+        super().__init__()
+        self.a, self.b = a, b
+        self.diffs: dict[str, TensorDiff] = pending_diffs(a, b)
+        self.by_a = diffmod.first_by_name(a.tensors)
+        self.by_b = diffmod.first_by_name(b.tensors)
+        self.header: tuple[HeaderChange, ...] | None = None
+        self.metadata: MetadataDiff | None = None
+        self.n_done = 0
+        self.finished = False          # the worker compared every tensor
+        self.cancelled = False
+        self.failed = ""               # the worker's unexpected error, if any
+        self.sub_title = f"{Path(a.path).name} → {Path(b.path).name}"
+
+    # --- layout -----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="diff-files"):
+            yield Static(_side("A", self.a), id="side-a")
+            yield Static(_side("B", self.b), id="side-b")
+        yield Static(id="diff-summary")
+        with TabbedContent(id="diff-tabs", initial="tensors"):
+            with TabPane("1 Tensors", id="tensors"):
+                with Vertical():
+                    yield Static(id="diff-view")
+                    yield DiffTensorTable(self.diffs, id="diff-tensors")
+                    yield ProgressBar(total=max(1, len(self.diffs)), id="diff-progress", show_eta=False)
+            with TabPane("2 Metadata", id="metadata"):
+                yield DiffMetadataTable(id="diff-metadata")
+        yield DiffDetail(id="diff-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(DiffTensorTable).focus()
+        self._update_labels()
+        self.compare()
+
+    # --- the worker ------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
+    def compare(self) -> None:
+        worker = get_current_worker()
+        self.call_from_thread(self.add_class, "-diff-running")
+        cancel = lambda: worker.is_cancelled  # noqa: E731 - polled by ggscope.diff per window
+        total = len(self.diffs)
+        try:
+            self.post_message(MetadataDiffed(diffmod.diff_header(self.a, self.b),
+                                             diffmod.diff_metadata(self.a, self.b)))
+            for i, td in enumerate(diffmod.iter_tensor_diffs(self.a, self.b, cancel=cancel)):
+                self.post_message(TensorDiffed(td, i + 1, total))
+        except DiffCancelled:
+            self.post_message(DiffFinished(True))
+            return
+        except Exception as exc:  # noqa: BLE001 - the screen must stay up and say what broke
+            self.post_message(DiffFinished(False, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(DiffFinished(worker.is_cancelled))
+
+    def on_metadata_diffed(self, message: MetadataDiffed) -> None:
+        self.header, self.metadata = message.header, message.metadata
+        self.query_one(DiffMetadataTable).set_changes(message.header, message.metadata)
+        self._update_labels()
+
+    def on_tensor_diffed(self, message: TensorDiffed) -> None:
+        self.diffs[message.diff.name] = message.diff
+        self.n_done = message.done
+        self.query_one(DiffTensorTable).set_diff(message.diff)
+        self.query_one("#diff-progress", ProgressBar).update(total=message.total, progress=message.done)
+        self._update_labels()
+
+    def on_diff_finished(self, message: DiffFinished) -> None:
+        self.remove_class("-diff-running")
+        self.cancelled = message.cancelled
+        self.failed = message.error
+        self.finished = not message.cancelled and not message.error
+        table = self.query_one(DiffTensorTable)
+        if table.sort_index:            # rows arrived in file order: sort them now
+            table.refill()
+        if message.cancelled:
+            self.notify("comparison stopped", timeout=2)
+        elif message.error:
+            self.notify(f"comparison failed: {message.error}", severity="error")
+        self._update_labels()
+
+    # --- routing ----------------------------------------------------------------------
+    def on_diff_row_selected(self, message: DiffRowSelected) -> None:
+        detail = self.query_one(DiffDetail)
+        if message.kind == "tensor":
+            td = message.entry
+            detail.show_tensor(td, self.by_a.get(td.name), self.by_b.get(td.name))
+        else:
+            detail.show_metadata(message.change, message.entry)
+
+    # --- actions ----------------------------------------------------------------------
+    def action_cancel_diff(self) -> None:
+        self.workers.cancel_group(self, "diff")
+
+    def action_filter(self) -> None:
+        self.query_one(DiffTensorTable).toggle_filter()
+        self._update_labels()
+
+    def action_sort(self) -> None:
+        self.query_one(DiffTensorTable).cycle_sort()
+        self._update_labels()
+
+    def action_tab(self, tab: str) -> None:
+        self.query_one(TabbedContent).active = tab
+        table = self.query_one(DiffTensorTable if tab == "tensors" else DiffMetadataTable)
+        table.focus()
+        if table.row_count:         # show what the cursor is on in the detail pane
+            self._announce(table)
+
+    def _announce(self, table: Any) -> None:
+        if isinstance(table, DiffTensorTable):
+            name = table.current_name()
+            if name is not None:
+                self.post_message(DiffRowSelected("tensor", self.diffs[name]))
+        elif table.entries:
+            mark, entry = table.entries[min(table.cursor_row, len(table.entries) - 1)]
+            self.post_message(DiffRowSelected("metadata", entry, mark))
+
+    def action_toggle_maximize(self) -> None:
+        if self.screen.maximized is not None:
+            self.screen.minimize()
+        elif self.focused is not None:
+            self.screen.maximize(self.focused)
+
+    # --- state --------------------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        """Tensors per status among those compared so far, in ``ggscope.diff.STATUSES`` order."""
+        out = {s: 0 for s in diffmod.STATUSES}
+        for td in self.diffs.values():
+            if td.status != PENDING:
+                out[td.status] += 1
+        return out
+
+    def _update_labels(self) -> None:
+        total = len(self.diffs)
+        line = Text()
+        state = ("comparing" if self.has_class("-diff-running") else
+                 "failed" if self.failed else "stopped" if self.cancelled else
+                 "done" if self.finished else "starting")
+        line.append(f" tensors {self.n_done}/{total} {state}: ", style="bold")
+        for i, (status, n) in enumerate(self.counts().items()):
+            line.append(" · " if i else "")
+            line.append(f"{n} {status}", style=STATUS_STYLE[status] if n else "dim")
+        if self.metadata is not None:
+            m = self.metadata
+            line.append("   metadata: ", style="bold")
+            line.append(f"+{len(m.added)} -{len(m.removed)} ~{len(m.changed)}")
+            if self.header:
+                line.append(f"  header: {', '.join(h.field for h in self.header)}", style="yellow")
+        self.query_one("#diff-summary", Static).update(line)
+        table = self.query_one(DiffTensorTable)
+        shown = "identical/equal hidden (f shows them)" if table.changed_only else "all tensors (f hides identical/equal)"
+        self.query_one("#diff-view", Static).update(
+            Text(f" {table.row_count} rows · {shown} · sort: {table.sort_label} (o)", style="dim"))
+        tabs = self.query_one(TabbedContent)
+        if self.metadata is not None:
+            n = len(self.metadata.added) + len(self.metadata.removed) + len(self.metadata.changed)
+            tabs.get_tab("metadata").label = f"2 Metadata ({n + len(self.header or ())})"
+
+    def exit_status(self) -> int:
+        """diff(1)'s answer for what was compared; see the module contract."""
+        computed = [td for td in self.diffs.values() if td.status != PENDING]
+        if self.failed or any(td.status == "error" for td in computed):
+            return 2
+        if self.header or (self.metadata is not None and not self.metadata.empty) \
+                or any(not td.same for td in computed):
+            return 1
+        return 0 if self.finished else 2
+
+
+def run(a: ModelFile, b: ModelFile) -> int:
+    """Show the diff screen until the user quits; the exit status of the module contract."""
+    app = DiffApp(a, b)
+    app.run()
+    return app.exit_status()
