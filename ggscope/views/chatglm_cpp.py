@@ -39,7 +39,7 @@ from ..modelfile import ModelFile
 from ..node import Node, find
 from ..source import ByteSource
 from .damage import first_error
-from .ggml_llama import node_int, tensor_from_record
+from .ggml_llama import node_int, read_tensors
 
 __all__ = ["FORMAT", "PREFIX", "MODEL_TYPES", "CONFIG_RECORDS", "build",
            "sentencepiece_pieces", "tiktoken_tokens"]
@@ -166,15 +166,8 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
 
     tokens, kind, why = _tokenizer(find(root, "tokenizer"), source, model_type, metadata, types, nodes)
 
-    type_errors: dict[str, str] = {}
-    dtype = metadata.get(PREFIX + "dtype")
-    records = find(root, "tensors")
-    for rec in (records.children if records is not None else ()):
-        info = tensor_from_record(rec, FORMAT, version, dtype, mf, type_errors,
-                                  dims="shape", reverse=True, code_field="dtype")
-        if info is None:
-            break
-        mf.tensors.append(info)
+    type_errors = read_tensors(root, FORMAT, version, metadata.get(PREFIX + "dtype"), mf,
+                               dims="shape", reverse=True, code_field="dtype")
     layout = node_int(find(root, "config_layout"))
     mf.extra.update(model_type_name=MODEL_TYPES.get(model_type) if model_type is not None else None,
                     config_record=CONFIG_RECORDS.get(layout) if layout is not None else None,

@@ -24,13 +24,11 @@ node, found from the tree when not given):
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..modelfile import ModelFile
 from ..node import Node, find
 from ..source import ByteSource
 from .damage import first_error
-from .ggml_llama import node_int, tensor_from_record, tokenizer_metadata, vocabulary
+from .ggml_llama import hparam_metadata, read_tensors, tokenizer_metadata, vocabulary
 
 __all__ = ["HPARAMS", "LAYOUT_ERAS", "build"]
 
@@ -49,15 +47,7 @@ LAYOUT_ERAS = {
 
 def build(root: Node, source: ByteSource, path: str, damage: Node | None = None) -> ModelFile:
     """The ModelFile view of a parsed ggml-example GGML file (see the module docstring)."""
-    metadata: dict[str, Any] = {}
-    types: dict[str, str] = {}
-    nodes: dict[str, str] = {}
-    for key in HPARAMS:
-        value = node_int(find(root, f"hparams/{key}"))
-        if value is not None:
-            metadata[PREFIX + key] = value
-            types[PREFIX + key] = "int32"
-            nodes[PREFIX + key] = f"hparams/{key}"
+    metadata, types, nodes = hparam_metadata(root, HPARAMS, PREFIX, "int32")
     ftype = metadata.get(PREFIX + "ftype")
     qntvr = None if ftype is None else ftype // 1000
     if ftype is not None:
@@ -72,13 +62,7 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
     tokens, _ = vocabulary(find(root, "vocab"))
     tokenizer_metadata(tokens, None, metadata, types, nodes, "vocab")
 
-    type_errors: dict[str, str] = {}
-    records = find(root, "tensors")
-    for rec in (records.children if records is not None else ()):
-        info = tensor_from_record(rec, "ggml-example", qntvr, ftype, mf, type_errors)
-        if info is None:
-            break
-        mf.tensors.append(info)
+    type_errors = read_tensors(root, "ggml-example", qntvr, ftype, mf)
     style = None
     if find(root, "hparams/n_embd") is not None:
         style = "gpt-j" if PREFIX + "n_rot" in metadata else "gpt-2"

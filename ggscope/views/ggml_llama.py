@@ -28,6 +28,7 @@ node, found from the tree when not given):
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from ..source import ByteSource
 from .damage import first_error, parsed
 
 __all__ = ["HPARAMS", "MAGIC_FORMATS", "LAYOUT_ERAS", "build", "tensor_from_record",
-           "vocabulary", "tokenizer_metadata", "node_int"]
+           "read_tensors", "hparam_metadata", "vocabulary", "tokenizer_metadata", "node_int"]
 
 # hyper-parameter names in file order (llama.cpp's llama_hparams, legacy-formats.md §1.2)
 HPARAMS = ("n_vocab", "n_embd", "n_mult", "n_head", "n_layer", "n_rot", "ftype")
@@ -61,6 +62,36 @@ def node_int(node: Node | None) -> int | None:
     if node is None or node.error is not None or node.end is None or node.value is None:
         return None
     return int(node.value)
+
+
+def hparam_metadata(root: Node, keys: Iterable[str], prefix: str, ktype: str
+                    ) -> tuple[dict[str, Any], dict[str, str], dict[str, str]]:
+    """(metadata, metadata_types, metadata_nodes) of the readable ``hparams/<key>`` fields."""
+    metadata: dict[str, Any] = {}
+    types: dict[str, str] = {}
+    nodes: dict[str, str] = {}
+    for key in keys:
+        value = node_int(find(root, f"hparams/{key}"))
+        if value is not None:
+            metadata[prefix + key] = value
+            types[prefix + key] = ktype
+            nodes[prefix + key] = f"hparams/{key}"
+    return metadata, types, nodes
+
+
+def read_tensors(root: Node, fmt: str, version: int | None, header_ftype: int | None,
+                 mf: ModelFile, **record: Any) -> dict[str, str]:
+    """Append the TensorInfo of each ``tensors`` record to ``mf.tensors`` up to the first
+    damaged one (``record``: ``tensor_from_record``'s dims/reverse/code_field); returns
+    the type errors met (tensor name -> message)."""
+    type_errors: dict[str, str] = {}
+    records = find(root, "tensors")
+    for rec in (records.children if records is not None else ()):
+        info = tensor_from_record(rec, fmt, version, header_ftype, mf, type_errors, **record)
+        if info is None:
+            break
+        mf.tensors.append(info)
+    return type_errors
 
 
 def tensor_from_record(rec: Node, fmt: str, version: int | None, header_ftype: int | None,
@@ -146,15 +177,7 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
     fmt = MAGIC_FORMATS.get(magic, "ggml") if magic is not None else "ggml"
     version = node_int(find(root, "version")) if fmt != "ggml" else 0
     prefix = fmt + "."
-    metadata: dict[str, Any] = {}
-    types: dict[str, str] = {}
-    nodes: dict[str, str] = {}
-    for key in HPARAMS:
-        value = node_int(find(root, f"hparams/{key}"))
-        if value is not None:
-            metadata[prefix + key] = value
-            types[prefix + key] = "int32" if fmt != "ggjt" else "uint32"
-            nodes[prefix + key] = f"hparams/{key}"
+    metadata, types, nodes = hparam_metadata(root, HPARAMS, prefix, "int32" if fmt != "ggjt" else "uint32")
     mf = ModelFile(path=path, format=fmt, version=version if version is not None else 0,
                    endian="little", metadata=metadata, tensors=[], root=root, source=source,
                    alignment=32 if fmt == "ggjt" else None, damage=damage or first_error(root),
@@ -163,14 +186,7 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
     tokens, scores = vocabulary(find(root, "vocab"))
     tokenizer_metadata(tokens, scores, metadata, types, nodes, "vocab")
 
-    type_errors: dict[str, str] = {}
-    header_ftype = metadata.get(prefix + "ftype")
-    records = find(root, "tensors")
-    for rec in (records.children if records is not None else ()):
-        info = tensor_from_record(rec, fmt, version, header_ftype, mf, type_errors)
-        if info is None:
-            break
-        mf.tensors.append(info)
+    type_errors = read_tensors(root, fmt, version, metadata.get(prefix + "ftype"), mf)
     mf.extra.update(layout_era=LAYOUT_ERAS.get((fmt, version), f"unknown {fmt} version {version}"),
                     token_bytes=tokens, type_errors=type_errors)
     return mf
