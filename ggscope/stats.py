@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .ggml_types import LAYOUTS, Layout
-from .quant import dequantize, dequantizer
+from .quant import decode_into, dequantize, dequantizer
 
 if TYPE_CHECKING:
     from .modelfile import TensorInfo
@@ -132,7 +132,6 @@ class _Chunks:
     def run(self, work: Callable[[int], Any], done0: int) -> list[Any]:
         """``[work(i) for i in starts]`` on ``threads`` threads, in order."""
         done = done0
-        step_elems = self.step * self.lay.block_elems
 
         def advance(i: int) -> None:
             nonlocal done
@@ -150,7 +149,6 @@ class _Chunks:
                 results.append(guarded(i))
                 advance(i)
             return results
-        del step_elems
         with ThreadPoolExecutor(self.threads) as pool:
             futures = []
             try:
@@ -216,13 +214,6 @@ def block_scale_stats(lay: Layout, raw: np.ndarray, byteorder: str = "little") -
     return _scale_summary_values(_scale_part(field, blocks))
 
 
-@lru_cache(maxsize=None)
-def _f16_values(byteorder: str) -> np.ndarray:
-    """float64 value of every uint16 key read natively from f16 bytes in ``byteorder``."""
-    return np.arange(1 << 16, dtype=np.uint16).view(
-        np.dtype(("<" if byteorder == "little" else ">") + "f2")).astype(np.float64)
-
-
 class _Scales:
     """Per-chunk collection of a layout's ``d`` fields: f16 codes counted, f32 kept."""
 
@@ -255,7 +246,7 @@ class _Scales:
         vals: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         if self.tables:
-            vals.append(_f16_values(self.byteorder))
+            vals.append(_code_values("F16", self.byteorder))
             counts.append(np.sum(self.tables, axis=0))
         if self.floats:
             v, c = np.unique(np.concatenate(self.floats), return_counts=True)
@@ -372,7 +363,6 @@ def _histogram_wide(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
     from .kernels import PIECE, bin_pairs, moments
-    fn, full = dequantizer(t.layout)
     rows = min(ch.step, ch.n_blocks)
     # F32 in the machine's order is read in place: nothing to decode, nothing to cache
     direct = t.layout == "F32" and byteorder == sys.byteorder and ch.fd is None and ch.blocks.flags.aligned
@@ -390,13 +380,8 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
             out = cache[i:i + part.shape[0]]
         else:
             out = ch.scratch("out", lambda: np.empty((rows, lay.block_elems), np.float32))[:part.shape[0]]
-        if full:
-            with np.errstate(all="ignore"):      # damaged scales decode to NaN/Inf: counted, not warned
-                fn(part, byteorder, out)
-        else:
-            if byteorder != "little":
-                raise NotImplementedError("big-endian blocks are not supported by this dequantizer")
-            out[...] = np.asarray(fn(part), dtype=np.float32).reshape(out.shape)
+        with np.errstate(all="ignore"):          # damaged scales decode to NaN/Inf: counted, not warned
+            decode_into(t.layout, part, out, byteorder)
         return out.reshape(-1)
 
     ones = np.ones(rows * lay.block_elems, np.float32)
@@ -425,7 +410,7 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
 
     def second(i: int) -> tuple[float, float, float, int, int]:
         x = cache[i:i + ch.step].reshape(-1) if cache is not None else decode(i, False)
-        if firsts[starts_index[i]].dirty:
+        if firsts[i // ch.step].dirty:
             x = x[np.isfinite(x)]
         table, idx = ch.scratch("bins", make)
         if pairs:
@@ -436,7 +421,6 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         s1, s2, sa, z = moments(x, centre)
         return s1, s2, sa, int(z), int(lone)
 
-    starts_index = {s: k for k, s in enumerate(ch.starts)}
     seconds = ch.run(second, t.n_elements)
     s1 = sum(s[0] for s in seconds)
     s2 = sum(s[1] for s in seconds)

@@ -37,7 +37,8 @@ from ..ggml_types import LAYOUTS, Layout
 if TYPE_CHECKING:
     from ..modelfile import TensorInfo
 
-__all__ = ["dequantize", "iter_dequantized", "dequantize_tensor", "dequantizer", "DEFAULT_CHUNK_ELEMS"]
+__all__ = ["dequantize", "iter_dequantized", "dequantize_tensor", "dequantizer", "decode_into",
+           "DEFAULT_CHUNK_ELEMS"]
 
 DEFAULT_CHUNK_ELEMS = 1 << 20          # streaming chunk: 4 MiB of float32
 _WORK_ELEMS = 1 << 18                  # internal work unit (measured best: few calls, temporaries ~1 MB)
@@ -104,20 +105,29 @@ def _blocks(lay: Layout, data, n_elements: int, what: str) -> np.ndarray:
 
 
 def _fill(fn: _Codec, full: bool, blocks: np.ndarray, out: np.ndarray, byteorder: str,
-          layout: str) -> None:
-    """Decode ``blocks`` into ``out`` (n_blocks, block_elems) in cache-sized work units."""
+          layout: str, work_elems: int = _WORK_ELEMS) -> None:
+    """Decode ``blocks`` into ``out`` (n_blocks, block_elems) in work units of ``work_elems``."""
     if byteorder not in ("little", "big"):
         raise ValueError(f"byteorder must be 'little' or 'big', not {byteorder!r}")
     if not full and byteorder != "little":
         raise NotImplementedError(f"{layout}: big-endian blocks are not supported by its dequantizer")
     n_blocks, block_elems = out.shape
-    step = max(1, _WORK_ELEMS // block_elems)
+    step = max(1, work_elems // block_elems)
     for i in range(0, n_blocks, step):
         j = min(n_blocks, i + step)
         if full:
             fn(blocks[i:j], byteorder, out[i:j])
         else:
             out[i:j] = np.asarray(fn(blocks[i:j]), dtype=np.float32).reshape(j - i, block_elems)
+
+
+def decode_into(layout: str, blocks: np.ndarray, out: np.ndarray, byteorder: str = "little") -> np.ndarray:
+    """Decode ``blocks`` (n_blocks, block_bytes) uint8 into ``out`` (n_blocks,
+    block_elems) float32 in one codec call: the caller's chunk is the work unit (it
+    sized it for its own passes); returns ``out``."""
+    fn, full = dequantizer(layout)
+    _fill(fn, full, blocks, out, byteorder, layout, work_elems=out.size)
+    return out
 
 
 def dequantize(layout: str, data, n_elements: int, byteorder: str = "little",
