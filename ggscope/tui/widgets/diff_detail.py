@@ -17,8 +17,7 @@ from textual.widgets import Static
 
 from ...diff import HeaderChange, MetaChange, MetaEntry, TensorDiff
 from ...modelfile import TensorInfo
-from ...report.diff import METRICS, number
-from ...report.diff import STATUS_STYLE
+from ...report.diff import METRICS, STATUS_STYLE, number
 from ...report.info import summarize_value
 from ..format import human_bytes
 

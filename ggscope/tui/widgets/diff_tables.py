@@ -20,8 +20,7 @@ from textual.widgets import DataTable
 
 from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, first_by_name, tensor_names
 from ...modelfile import ModelFile
-from ...report.diff import STATUS_STYLE
-from ...report.diff import number, shape_text
+from ...report.diff import STATUS_STYLE, number, shape_text
 from ...report.info import summarize_value
 from ..messages import DiffRowSelected
 
