@@ -18,13 +18,16 @@ Contract:
 * ``bin_pairs(x, lo, scale, top, table, idx) -> lone``: bins the finite float32 values ``x``
   into ``b = clamp(int((x - lo) * scale), 0, top)`` (float32 arithmetic, ``top`` <
   256) and counts them two at a time: ``table[b0 + 256 * b1] += 1`` for consecutive
-  pairs (a lone last value counts as ``(b, 0)``), a third of the cost of one counter
-  per value.  ``table`` is int64[65536]; bin ``k``'s count is
+  pairs (a lone last value counts as ``(b, 0)``): half the counter updates, measured
+  about a third cheaper than one counter per value on evenly spread bins and about even
+  on a bell-shaped tensor, whose counts pile onto a few central bins.  ``table`` is int64[65536]; bin ``k``'s count is
   ``T.sum(0)[k] + T.sum(1)[k]`` of ``T = table.reshape(256, 256)``, minus the lone
   values' phantom zeros: ``lone`` of them, which the caller subtracts from bin 0.  ``idx`` is uint8
   scratch of at least ``PIECE`` elements.
 * Non-finite input to either is undefined behaviour (compiled for finite math): the
   caller filters it out.
+* ``count_pairs(pairs, table)``: ``table[p] += 1`` for every uint16 ``p`` of ``pairs``
+  (two uint8 bin indices viewed as one): the counting step of ``bin_pairs``.
 * ``count_codes(codes, counts)``: ``counts[c] += 1`` for every code ``c`` of the 1-D
   uint8 or uint16 array ``codes`` (any stride); ``counts`` is int64 and long enough.
 
@@ -36,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["moments", "bin_pairs", "count_codes", "PIECE"]
+__all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
 
 PIECE = 2048                    # elements per float32 partial sum: L1-sized, accurate
 _FINITE = {"reassoc", "nsz", "nnan", "ninf"}    # lets LLVM vectorize; inputs are finite
@@ -67,7 +70,7 @@ def _bin_index(x, lo, scale, top, idx):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
-def _count_pairs(pairs, table):  # pragma: no cover - compiled
+def count_pairs(pairs, table):  # pragma: no cover - compiled
     for j in range(pairs.size):
         table[pairs[j]] += 1
 
@@ -97,7 +100,7 @@ def bin_pairs(x, lo, scale, top, table, idx):  # pragma: no cover - compiled
         ii = idx[:e - s]
         _bin_index(x[s:e], lo, scale, top, ii)
         m = (e - s) & ~1
-        _count_pairs(ii[:m].view(np.uint16), table)
+        count_pairs(ii[:m].view(np.uint16), table)
         if m < e - s:
             table[ii[m]] += 1                 # a lone last value: (value, bin 0) pair
             lone += 1

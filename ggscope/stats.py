@@ -3,14 +3,21 @@
 Why: a tensor can be larger than memory and a broken one (NaN/Inf values, zero or
 non-finite block scales) is what people look for, so the statistics are computed over
 bounded chunks of whole blocks, on both cores, and non-finite values are counted instead
-of poisoning the moments.  Two routes, both exact about counts, min and max:
+of poisoning the moments.  Three routes, all exact about counts, min and max:
 
 * *Codes* (F16, BF16, I8, I16: one element of at most 16 bits per block): the file's
   codes are counted (``kernels.count_codes``) and every statistic is read off the table
   of at most 65,536 (code, count) pairs, with the values from the one dequantizer of
   the layout.  One pass, no decoding; the histogram is ``numpy.histogram``'s exactly.
-* *Decoded* (everything else): pass one decodes each chunk and takes its min, max and
-  sum; pass two bins and centres it (``kernels.moments_and_bins``).  Pass two reuses
+* *Fused* (Q4_0, Q8_0, Q4_K, Q6_K, IQ4_XS chunks whose scales are all finite):
+  ``ggscope.fused`` finds the range from the block scales and the few blocks that can
+  reach it, then decodes in registers while binning and centring; nothing decoded is
+  stored.  With no sum from pass one, pass two centres on the middle of the range and
+  runs once more around the mean if that middle lies more than a standard deviation
+  from it.
+* *Decoded* (everything else, and fused-layout chunks with a NaN/Inf scale): pass one
+  decodes each chunk with the numpy codecs and takes its min, max and sum; pass two
+  bins and centres it (``kernels.bin_pairs``, ``kernels.moments``).  Pass two reuses
   the decoded chunks when the whole tensor fits ``CACHE_BYTES`` of float32 and decodes
   again otherwise, so memory stays bounded on any tensor.
 
@@ -34,7 +41,8 @@ cancel=None)`` -> ``dict``:
   centre; the result matches numpy's float64 ``mean``/``std`` of the dequantized array
   to ~1e-6 relative.
 * ``progress(done, total)`` is called from the calling thread after each chunk;
-  ``total`` is ``count`` on the codes route and ``2 * count`` on the decoded route.
+  ``total`` is ``count`` on the codes route and ``2 * count`` on the others (a
+  re-centred pass two counts its second half again).
   ``cancel()`` returning true stops the work before the next chunk and raises
   ``StatsCancelled``.
 * Errors: ``ValueError`` (truncated data, sizes) and ``NotImplementedError`` (a layout
@@ -49,7 +57,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -101,8 +109,12 @@ class _Chunks:
         self.progress, self.cancel = progress, cancel
         self.total = passes * t.n_elements
         self.local = threading.local()
+        self.pool: ThreadPoolExecutor | None = None
 
     def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -149,18 +161,20 @@ class _Chunks:
                 results.append(guarded(i))
                 advance(i)
             return results
-        with ThreadPoolExecutor(self.threads) as pool:
-            futures = []
-            try:
-                for i in self.starts:
-                    futures.append((i, pool.submit(guarded, i)))
-                for i, fut in futures:
-                    results.append(fut.result())
-                    advance(i)
-            except BaseException:
-                for _, fut in futures:
-                    fut.cancel()
-                raise
+        if self.pool is None:                   # one pool for both passes
+            self.pool = ThreadPoolExecutor(self.threads)
+        futures = []
+        try:
+            for i in self.starts:
+                futures.append((i, self.pool.submit(guarded, i)))
+            for i, fut in futures:
+                results.append(fut.result())
+                advance(i)
+        except BaseException:
+            for _, fut in futures:
+                fut.cancel()
+            wait([f for _, f in futures])       # no worker outlives the call
+            raise
         return results
 
 
@@ -255,7 +269,7 @@ class _Scales:
         return _value_summary(np.concatenate(vals), np.concatenate(counts))
 
 
-# ---------------------------------------------------------------- the two routes
+# ---------------------------------------------------------------- the routes
 
 def _edges(lo: float, hi: float, bins: int) -> tuple[float, float, np.ndarray]:
     h_lo, h_hi = (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
@@ -327,21 +341,37 @@ def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chun
 
 @dataclass(frozen=True)
 class _Pass1:
-    """One decoded chunk after pass one: its finite count, float64 sum, range, and
-    the NaN/Inf counts (``dirty`` when it had any: pass two drops them first)."""
+    """One chunk after pass one: its finite count, float64 sum, range, and the NaN/Inf
+    counts (``dirty`` when it had any: pass two drops them first)."""
     n: int
     total: float
     lo: float
     hi: float
     nan: int
     inf: int
+    fused: bool = False         # measured by ``ggscope.fused``: nothing decoded or cached
 
     @property
     def dirty(self) -> bool:
         return bool(self.nan or self.inf)
 
 
-def _first_pass(x: np.ndarray, ones: np.ndarray) -> _Pass1:
+class _Ones:
+    """A float32 vector of ones for BLAS sums, made when the numpy route first needs it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.lock = threading.Lock()
+        self.array: np.ndarray | None = None
+
+    def __getitem__(self, key: slice) -> np.ndarray:
+        with self.lock:
+            if self.array is None:
+                self.array = np.ones(self.size, np.float32)
+        return self.array[key]
+
+
+def _first_pass(x: np.ndarray, ones: _Ones) -> _Pass1:
     lo, hi = float(x.min()), float(x.max())
     if math.isfinite(lo) and math.isfinite(hi):
         return _Pass1(x.size, float(np.dot(x, ones[:x.size])), lo, hi, 0, 0)
@@ -384,8 +414,21 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
             decode_into(t.layout, part, out, byteorder)
         return out.reshape(-1)
 
-    ones = np.ones(rows * lay.block_elems, np.float32)
-    firsts: list[_Pass1] = ch.run(lambda i: _first_pass(decode(i, True), ones), 0)
+    ones = _Ones(rows * lay.block_elems)
+    big = byteorder == "big"
+    fusable = t.layout in _fused_layouts()
+
+    def first(i: int) -> _Pass1:
+        if fusable:
+            from .fused import range_pass
+            part = ch.raw(i)
+            r = range_pass(t.layout, part, big)
+            if r is not None:
+                scales.add(part)
+                return _Pass1(part.shape[0] * lay.block_elems, math.nan, r[0], r[1], 0, 0, fused=True)
+        return _first_pass(decode(i, True), ones)
+
+    firsts: list[_Pass1] = ch.run(first, 0)
     n = sum(p.n for p in firsts)
     nan = sum(p.nan for p in firsts)
     inf = sum(p.inf for p in firsts)
@@ -394,7 +437,12 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
                        scales.summary())
     lo = min(p.lo for p in firsts)
     hi = max(p.hi for p in firsts)
-    centre = np.float32(sum(p.total for p in firsts) / n)
+    # The centre only conditions the float32 sums: the mean when pass one summed, else
+    # the middle of the range, and pass two runs again around the mean if that middle
+    # turns out more than a standard deviation away from it (a skewed tensor).
+    total = sum(p.total for p in firsts)
+    estimated = math.isnan(total)
+    centre = np.float32((lo + hi) / 2 if estimated else total / n)
     h_lo, h_hi, edges = _edges(lo, hi, bins)
     scale32 = np.float32(bins / (h_hi - h_lo))
     # float32 arithmetic of the bin index must not overflow (hostile ranges near +-3.4e38)
@@ -409,10 +457,16 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         return table, np.empty(PIECE, np.uint8)
 
     def second(i: int) -> tuple[float, float, float, int, int]:
-        x = cache[i:i + ch.step].reshape(-1) if cache is not None else decode(i, False)
-        if firsts[i // ch.step].dirty:
+        p1 = firsts[i // ch.step]
+        table, idx = ch.scratch(f"bins{attempt}", make)
+        if p1.fused and pairs:
+            from .fused import bin_pass
+            s1, s2, sa, z = bin_pass(t.layout, ch.raw(i), big, np.float32(h_lo), scale32, np.int32(bins - 1),
+                                     centre, table, idx)
+            return s1, s2, sa, int(z), 0
+        x = cache[i:i + ch.step].reshape(-1) if cache is not None and not p1.fused else decode(i, False)
+        if p1.dirty:
             x = x[np.isfinite(x)]
-        table, idx = ch.scratch("bins", make)
         if pairs:
             lone = bin_pairs(x, np.float32(h_lo), scale32, np.int32(bins - 1), table, idx)
         else:
@@ -421,12 +475,16 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         s1, s2, sa, z = moments(x, centre)
         return s1, s2, sa, int(z), int(lone)
 
-    seconds = ch.run(second, t.n_elements)
-    s1 = sum(s[0] for s in seconds)
-    s2 = sum(s[1] for s in seconds)
-    r = s1 / n
-    mean = float(centre) + r
-    m2 = s2 - n * r * r
+    for attempt in range(2):
+        seconds = ch.run(second, t.n_elements)
+        s1 = sum(s[0] for s in seconds)
+        s2 = sum(s[1] for s in seconds)
+        r = s1 / n
+        mean = float(centre) + r
+        m2 = s2 - n * r * r
+        if not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
+            break
+        centre, tables = np.float32(mean), []
     table = np.sum(tables, axis=0) if tables else np.zeros(1 << 16 if pairs else bins, np.int64)
     if pairs:
         square = table.reshape(256, 256)
@@ -436,6 +494,12 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         counts = table
     return _result(t, n, nan, inf, sum(s[3] for s in seconds), lo, hi, mean, m2,
                    sum(s[2] for s in seconds), edges, counts, scales.summary())
+
+
+@lru_cache(maxsize=None)
+def _fused_layouts() -> frozenset[str]:
+    from .fused import LAYOUTS as fused
+    return fused
 
 
 def _code_route(lay: Layout) -> bool:
