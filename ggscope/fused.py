@@ -99,6 +99,20 @@ def _q4_k_scale(blocks, b, j, d, dmin):  # pragma: no cover - compiled
 
 
 @njit(nogil=True, cache=True)
+def _q6_k_group(g):  # pragma: no cover - compiled
+    """Where 16-element group g of a Q6_K block keeps its codes: (ql, qh, k, l0) with
+    element l (l0 <= l < l0 + 16) in ql[ql + l] nibble k >> 1 and qh[qh + l] crumb k."""
+    half, k4 = g // 8, (g // 2) % 4
+    return 64 * half + 32 * (k4 & 1), 128 + 32 * half, k4, 16 * (g % 2)
+
+
+@njit(nogil=True, cache=True)
+def _q6_k_code(blocks, b, ql, qh, k4, l):  # pragma: no cover - compiled
+    return np.int32(((blocks[b, ql + l] >> (4 * (k4 >> 1))) & 0xF)
+                    | (((blocks[b, qh + l] >> (2 * k4)) & 3) << 4))
+
+
+@njit(nogil=True, cache=True)
 def _iq4_xs_scale(blocks, b, ib, d, big):  # pragma: no cover - compiled
     h = np.int32(blocks[b, 2 + big]) | (np.int32(blocks[b, 3 - big]) << 8)
     low = (np.int32(blocks[b, 4 + ib // 2]) >> (4 * (ib % 2))) & 0xF
@@ -180,12 +194,10 @@ def _range_q6_k(blocks, big, lut):  # pragma: no cover - compiled
             dl = d * np.float32(sc[b, 192 + g])
             r = np.float32(32) * abs(dl)
             if -r < lo or r > hi:
-                half, k4, l0 = g // 8, (g // 2) % 4, 16 * (g % 2)
-                ql, qh = 64 * half + 32 * (k4 & 1), 128 + 32 * half
+                ql, qh, k4, l0 = _q6_k_group(g)
                 mn, mx = np.int32(63), np.int32(0)
                 for l in range(l0, l0 + 16):
-                    c = np.int32(((blocks[b, ql + l] >> (4 * (k4 >> 1))) & 0xF)
-                                 | (((blocks[b, qh + l] >> (2 * k4)) & 3) << 4))
+                    c = _q6_k_code(blocks, b, ql, qh, k4, l)
                     mn, mx = min(mn, c), max(mx, c)
                 lo, hi = _span(np.float32(mn - 32) * dl, np.float32(mx - 32) * dl, lo, hi)
     return lo, hi, ok
@@ -282,12 +294,9 @@ def _bins_q6_k(blocks, big, lut, lo, scale, top, shift, table, idx):  # pragma: 
         a1, a2, aa, z = np.float32(0), np.float32(0), np.float32(0), np.int32(0)
         for g in range(16):
             dl = d * np.float32(sc[b, 192 + g])
-            half, k4, l0 = g // 8, (g // 2) % 4, 16 * (g % 2)
-            ql = 64 * half + 32 * (k4 & 1)
-            qh = 128 + 32 * half
+            ql, qh, k4, l0 = _q6_k_group(g)
             for l in range(l0, l0 + 16):
-                c = ((blocks[b, ql + l] >> (4 * (k4 >> 1))) & 0xF) | (((blocks[b, qh + l] >> (2 * k4)) & 3) << 4)
-                v = np.float32(np.int32(c) - 32) * dl
+                v = np.float32(_q6_k_code(blocks, b, ql, qh, k4, l) - 32) * dl
                 idx[16 * g + l - l0] = _bin(v, lo, scale, top)
                 a1, a2, aa, z = _moments(v, shift, a1, a2, aa, z)
         count_pairs(idx[:256].view(np.uint16), table)
