@@ -36,18 +36,11 @@ import numpy as np
 from numba import njit
 
 from .kernels import PIECE, count_pairs
+from .quant import code_values
 
-__all__ = ["LAYOUTS", "range_pass", "bin_pass", "f16_table"]
+__all__ = ["LAYOUTS", "range_pass", "bin_pass"]
 
 _FINITE = {"reassoc", "nsz", "nnan", "ninf"}
-
-
-@lru_cache(maxsize=None)
-def f16_table() -> np.ndarray:
-    """float32 value of every f16 code, by the project's own F16 codec."""
-    from .quant import dequantize
-    with np.errstate(invalid="ignore"):
-        return dequantize("F16", np.arange(1 << 16, dtype="<u2").view(np.uint8), 1 << 16, "little")
 
 
 @lru_cache(maxsize=None)
@@ -334,7 +327,7 @@ LAYOUTS = frozenset(_RANGE) | {"IQ4_XS"}
 
 
 def range_pass(layout: str, blocks: np.ndarray, big: bool) -> tuple[float, float] | None:
-    lut = f16_table()
+    lut = code_values("F16", "little")
     if layout == "IQ4_XS":
         lo, hi, ok = _range_iq4_xs(blocks, int(big), lut, _kvalues())
     else:
@@ -345,7 +338,7 @@ def range_pass(layout: str, blocks: np.ndarray, big: bool) -> tuple[float, float
 def bin_pass(layout: str, blocks: np.ndarray, big: bool, lo: np.float32, scale: np.float32,
              top: np.int32, shift: np.float32, table: np.ndarray, idx: np.ndarray
              ) -> tuple[float, float, float, int]:
-    lut = f16_table()
+    lut = code_values("F16", "little")
     if layout == "IQ4_XS":
         return _bins_iq4_xs(blocks, int(big), lut, _kvalues(), lo, scale, top, shift, table, idx)
     return _BINS[layout](blocks, int(big), lut, lo, scale, top, shift, table, idx)

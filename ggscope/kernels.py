@@ -19,11 +19,12 @@ Contract:
   into ``b = clamp(int((x - lo) * scale), 0, top)`` (float32 arithmetic, ``top`` <
   256) and counts them two at a time: ``table[b0 + 256 * b1] += 1`` for consecutive
   pairs (a lone last value counts as ``(b, 0)``): half the counter updates, measured
-  about a third cheaper than one counter per value on evenly spread bins and about even
-  on a bell-shaped tensor, whose counts pile onto a few central bins.  ``table`` is int64[65536]; bin ``k``'s count is
-  ``T.sum(0)[k] + T.sum(1)[k]`` of ``T = table.reshape(256, 256)``, minus the lone
-  values' phantom zeros: ``lone`` of them, which the caller subtracts from bin 0.  ``idx`` is uint8
-  scratch of at least ``PIECE`` elements.
+  about a third cheaper than one counter per value on evenly spread bins and about
+  even on a bell-shaped tensor, whose counts pile onto a few central bins.  ``table``
+  is int64[65536]; bin ``k``'s count is ``T.sum(0)[k] + T.sum(1)[k]`` of
+  ``T = table.reshape(256, 256)``, minus the lone values' phantom zeros: ``lone`` of
+  them, which the caller subtracts from bin 0.  ``idx`` is uint8 scratch of at least
+  ``PIECE`` elements.
 * Non-finite input to either is undefined behaviour (compiled for finite math): the
   caller filters it out.
 * ``count_pairs(pairs, table)``: ``table[p] += 1`` for every uint16 ``p`` of ``pairs``

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .ggml_types import LAYOUTS, Layout
-from .quant import decode_into, dequantize, dequantizer
+from .quant import code_values, decode_into, dequantizer
 
 if TYPE_CHECKING:
     from .modelfile import TensorInfo
@@ -296,11 +296,8 @@ def _result(t: "TensorInfo", n: int, nan: int, inf: int, zeros: int, lo: float, 
 @lru_cache(maxsize=None)
 def _code_values(layout: str, byteorder: str) -> np.ndarray:
     """float64 value of every code of a one-element layout, keyed as read natively."""
-    lay = LAYOUTS[layout]
-    n = 1 << (8 * lay.block_bytes)
-    keys = np.arange(n, dtype=np.uint16 if lay.block_bytes == 2 else np.uint8)
     with np.errstate(invalid="ignore"):         # the NaN codes
-        return dequantize(layout, keys.view(np.uint8), n, byteorder).astype(np.float64)
+        return code_values(layout, byteorder).astype(np.float64)
 
 
 def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
@@ -356,25 +353,11 @@ class _Pass1:
         return bool(self.nan or self.inf)
 
 
-class _Ones:
-    """A float32 vector of ones for BLAS sums, made when the numpy route first needs it."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.lock = threading.Lock()
-        self.array: np.ndarray | None = None
-
-    def __getitem__(self, key: slice) -> np.ndarray:
-        with self.lock:
-            if self.array is None:
-                self.array = np.ones(self.size, np.float32)
-        return self.array[key]
-
-
-def _first_pass(x: np.ndarray, ones: _Ones) -> _Pass1:
+def _first_pass(x: np.ndarray, ones: np.ndarray | None) -> _Pass1:
     lo, hi = float(x.min()), float(x.max())
     if math.isfinite(lo) and math.isfinite(hi):
-        return _Pass1(x.size, float(np.dot(x, ones[:x.size])), lo, hi, 0, 0)
+        total = np.dot(x, ones[:x.size]) if ones is not None else x.sum(dtype=np.float64)
+        return _Pass1(x.size, float(total), lo, hi, 0, 0)
     good = np.isfinite(x)
     nan = int(np.count_nonzero(np.isnan(x)))
     inf = x.size - int(np.count_nonzero(good)) - nan
@@ -414,15 +397,17 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
             decode_into(t.layout, part, out, byteorder)
         return out.reshape(-1)
 
-    ones = _Ones(rows * lay.block_elems)
+    from . import fused
     big = byteorder == "big"
-    fusable = t.layout in _fused_layouts()
+    fusable = t.layout in fused.LAYOUTS
+    # ones for BLAS sums on the numpy route; a fused layout's chunk only falls back to
+    # it with non-finite values, which are summed without them
+    ones = None if fusable else np.ones(rows * lay.block_elems, np.float32)
 
     def first(i: int) -> _Pass1:
         if fusable:
-            from .fused import range_pass
             part = ch.raw(i)
-            r = range_pass(t.layout, part, big)
+            r = fused.range_pass(t.layout, part, big)
             if r is not None:
                 scales.add(part)
                 return _Pass1(part.shape[0] * lay.block_elems, math.nan, r[0], r[1], 0, 0, fused=True)
@@ -460,8 +445,7 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         p1 = firsts[i // ch.step]
         table, idx = ch.scratch(f"bins{attempt}", make)
         if p1.fused and pairs:
-            from .fused import bin_pass
-            s1, s2, sa, z = bin_pass(t.layout, ch.raw(i), big, np.float32(h_lo), scale32, np.int32(bins - 1),
+            s1, s2, sa, z = fused.bin_pass(t.layout, ch.raw(i), big, np.float32(h_lo), scale32, np.int32(bins - 1),
                                      centre, table, idx)
             return s1, s2, sa, int(z), 0
         x = cache[i:i + ch.step].reshape(-1) if cache is not None and not p1.fused else decode(i, False)
@@ -494,12 +478,6 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         counts = table
     return _result(t, n, nan, inf, sum(s[3] for s in seconds), lo, hi, mean, m2,
                    sum(s[2] for s in seconds), edges, counts, scales.summary())
-
-
-@lru_cache(maxsize=None)
-def _fused_layouts() -> frozenset[str]:
-    from .fused import LAYOUTS as fused
-    return fused
 
 
 def _code_route(lay: Layout) -> bool:

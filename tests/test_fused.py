@@ -90,8 +90,7 @@ def test_a_non_finite_scale_is_refused(layout):
 
 
 def _numpy_route(monkeypatch):
-    import ggscope.stats as S
-    monkeypatch.setattr(S, "_fused_layouts", lambda: frozenset())
+    monkeypatch.setattr(fused, "LAYOUTS", frozenset())
 
 
 @pytest.mark.parametrize("endian", ["little", "big"])

@@ -25,6 +25,8 @@ Contract
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import importlib
 import inspect
 from collections.abc import Callable, Iterator
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from ..modelfile import TensorInfo
 
 __all__ = ["dequantize", "iter_dequantized", "dequantize_tensor", "dequantizer", "decode_into",
-           "DEFAULT_CHUNK_ELEMS"]
+           "code_values", "DEFAULT_CHUNK_ELEMS"]
 
 DEFAULT_CHUNK_ELEMS = 1 << 20          # streaming chunk: 4 MiB of float32
 _WORK_ELEMS = 1 << 18                  # internal work unit (measured best: few calls, temporaries ~1 MB)
@@ -140,6 +142,22 @@ def dequantize(layout: str, data, n_elements: int, byteorder: str = "little",
     out = np.empty(int(n_elements), dtype=np.float32)
     _fill(fn, full, blocks, out.reshape(blocks.shape[0], lay.block_elems), byteorder, layout)
     assert out.dtype == np.float32 and out.shape == (int(n_elements),)
+    return out
+
+
+@lru_cache(maxsize=None)
+def code_values(layout: str, byteorder: str) -> np.ndarray:
+    """float32 value of every code of a one-element layout of at most 16 bits (F16, BF16,
+    I8, I16), indexed by the code as read natively: the lookup table behind statistics
+    by code and the compiled kernels' f16 scales.  Read-only."""
+    lay = _layout(layout, layout)
+    if lay.block_elems != 1 or lay.block_bytes > 2:
+        raise ValueError(f"{layout}: not a one-element layout of at most 16 bits")
+    n = 1 << (8 * lay.block_bytes)
+    keys = np.arange(n, dtype=np.uint16 if lay.block_bytes == 2 else np.uint8)
+    with np.errstate(invalid="ignore"):         # the NaN codes
+        out = dequantize(layout, keys.view(np.uint8), n, byteorder)
+    out.flags.writeable = False
     return out
 
 
