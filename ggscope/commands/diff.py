@@ -91,7 +91,12 @@ def _logits(args, a, b):
         ids, notes = tokens_for(a, b, args.logits)
     else:
         ids, notes = parse_ids(args.logits_tokens, "--logits-tokens"), ()
-    return compare_logits(a, b, ids, notes=notes)
+    result = compare_logits(a, b, ids, notes=notes)
+    from ..tokenizer import TokenizerError, load as load_tokenizer
+    try:
+        return result.with_pieces(load_tokenizer(a).piece_bytes)    # candidates as text
+    except TokenizerError:
+        return result
 
 
 def run(args) -> int:

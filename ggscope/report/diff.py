@@ -17,6 +17,7 @@ from typing import Any
 from .. import __version__
 from ..diff import DiffResult, MetaChange, MetaEntry, TensorDiff
 from ..forward.logits import LogitsDiff
+from ..tokenizer import escape_text
 from .info import summarize_value
 from .jsonable import jsonable
 
@@ -61,7 +62,21 @@ def logits_json(d: LogitsDiff) -> dict[str, Any]:
             "kl_mean": d.kl_mean, "kl_max": d.kl_max, "top1_agreement": d.top1_agreement,
             "max_abs_logit": d.max_abs_logit, "n_nonfinite": d.n_nonfinite,
             "positions": [{"index": p.index, "token": p.token, "kl": p.kl, "top1_a": p.top1_a,
-                           "top1_b": p.top1_b, "max_abs_logit": p.max_abs_logit} for p in d.positions]}
+                           "top1_b": p.top1_b, "max_abs_logit": p.max_abs_logit,
+                           **({"token_text": _text(d, p.token), "top1_a_text": _text(d, p.top1_a),
+                               "top1_b_text": _text(d, p.top1_b)} if d.pieces else {})}
+                          for p in d.positions]}
+
+
+def _text(d: LogitsDiff, tid: int) -> str:
+    return d.pieces.get(tid, b"").decode("utf-8", "replace")
+
+
+def _label(d: LogitsDiff, tid: int) -> str:
+    """``id "text"`` with the text escaped for a terminal, or the id alone."""
+    if tid not in d.pieces:
+        return str(tid)
+    return f'{tid} "{escape_text(d.pieces[tid])}"'
 
 
 def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
@@ -164,8 +179,8 @@ def logits_summary(d: LogitsDiff) -> str:
 
 
 def _logits_rows(d: LogitsDiff) -> list[list[str]]:
-    return [[str(p.index), str(p.token), number(p.kl, "kl"), str(p.top1_a),
-             str(p.top1_b) + ("" if p.agree else " ≠"), number(p.max_abs_logit, "max_abs")]
+    return [[str(p.index), _label(d, p.token), number(p.kl, "kl"), _label(d, p.top1_a),
+             _label(d, p.top1_b) + ("" if p.agree else " ≠"), number(p.max_abs_logit, "max_abs")]
             for p in d.positions]
 
 
@@ -232,7 +247,7 @@ def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[An
         for h in LOGITS_HEAD:
             table.add_column(h, justify="right")
         for p, row in zip(logits.positions, _logits_rows(logits)):
-            table.add_row(*row, style="" if p.agree else "yellow")
+            table.add_row(*(Text(c) for c in row), style="" if p.agree else "yellow")  # token text is not markup
         out.append(table)
         out += [Text(f"note: {n}", style="dim") for n in logits.notes]
         out.append(Text(logits_summary(logits), style="green" if logits.same else "yellow"))
