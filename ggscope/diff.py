@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .ggml_types import LAYOUTS
+from .ggml_types import LAYOUTS, tensor_layout
 from .modelfile import ModelFile, TensorInfo
 from .quant import dequantize
 
@@ -309,9 +309,14 @@ def _cancelled(cancel: Any) -> bool:
     return bool(cancel())
 
 
+def _tensor_layout(t: TensorInfo):
+    """``t``'s block layout, known to exist (``_in_file`` checked the name)."""
+    return tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1)
+
+
 def _windows(ta: TensorInfo, tb: TensorInfo, n: int) -> Iterator[tuple[int, int, int, int, int]]:
     """(bytes_start_a, nbytes_a, bytes_start_b, nbytes_b, n_elems) windows of whole blocks."""
-    la, lb = LAYOUTS[ta.layout], LAYOUTS[tb.layout]
+    la, lb = _tensor_layout(ta), _tensor_layout(tb)
     unit = math.lcm(la.block_elems, lb.block_elems)
     step = max(unit, CHUNK_ELEMS // unit * unit)
     for e in range(0, n, step):
@@ -387,8 +392,8 @@ def _numeric(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: A
     for sa, na, sb, nb, k in _windows(ta, tb, ta.n_elements):
         if _cancelled(cancel):
             raise DiffCancelled()
-        x = dequantize(ta.layout, ra.read(sa, na), k, ea, name=ta.name)
-        y = dequantize(tb.layout, rb.read(sb, nb), k, eb, name=tb.name)
+        x = dequantize(_tensor_layout(ta), ra.read(sa, na), k, ea, name=ta.name)
+        y = dequantize(_tensor_layout(tb), rb.read(sb, nb), k, eb, name=tb.name)
         acc.add(x, y)
     return acc
 

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .ggml_types import LAYOUTS, Layout
+from .ggml_types import Layout, tensor_layout
 from .quant import code_values, decode_into, dequantizer
 
 if TYPE_CHECKING:
@@ -492,7 +492,7 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         raise ValueError(f"bins must be an integer in 1..{1 << 20}, not {bins!r}")
     if not isinstance(chunk_elems, int) or chunk_elems < 1:
         raise ValueError(f"chunk_elems must be a positive integer, not {chunk_elems!r}")
-    lay = LAYOUTS.get(t.layout)
+    lay = tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1)
     if lay is None:
         raise ValueError(f"tensor {t.name!r}: unknown block layout {t.layout!r}")
     byteorder = getattr(t.file, "endian", "little") if t.file is not None else "little"

@@ -206,3 +206,23 @@ def test_command_errors_and_default_file(tmp_path, monkeypatch, capsys):
     assert cli.main([]) == 0
     assert opened[0].path == str(tui_command.EXAMPLE) and opened[0].damage is None
     assert len(opened[0].tensors) == len(gguf.GGUFReader(tui_command.EXAMPLE).tensors)
+
+
+def test_stats_worker_fills_bit1_sign_tensors(tmp_path):
+    """BIT1 sign-bit tensors get statistics in the browser (rows of 100 bits, padded)."""
+    from ggscope.writers.bit1 import write_bit1
+    path = tmp_path / "m.bit1"
+    write_bit1(path, vocab_size=12, d_model=100, n_layers=1, n_heads=2, d_ff=70, seed=4)
+    mf = ggscope.open(str(path))
+    want = {i: float(t.dequantize().astype("float64").mean())
+            for i, t in enumerate(mf.tensors) if t.layout == "BIT1_PACKED"}
+
+    async def flow():
+        app = GGScopeApp(mf, auto_stats=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            table = app.query_one("#tensor-table")
+            return {i: str(table.get_cell(str(i), "mean")) for i in want}
+    cells = run(flow())
+    assert {i: float(c) for i, c in cells.items()} == pytest.approx(want, abs=1e-4)
