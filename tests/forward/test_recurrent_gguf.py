@@ -110,3 +110,21 @@ def test_tokenizer_matches_llama_cpp(name):
     tok = load_tokenizer(ggscope.open(str(_need(ARCH / name))))
     assert tok.encode(record["text"], add_bos=record["add_bos"]) == case["tokens"]
     assert [tok.piece(i) for i in case["tokens"]] == case["pieces"]
+
+
+@pytest.mark.parametrize("arch, needle", [
+    ("mamba", "mamba.embedding_length"),
+    ("rwkv6", "rwkv6.embedding_length"),
+    ("rwkv7", "rwkv7.embedding_length"),
+])
+def test_missing_hyperparameters_are_one_line_errors(arch, needle, tmp_path):
+    """A GGUF file naming the architecture but lacking its keys: a WeightError naming
+    the key, never a traceback from numpy."""
+    from ggscope.errors import GGScopeError
+    from ggscope.forward import run
+    from gguf_writers import T, TensorSpec, write_gguf_py
+    path = write_gguf_py(tmp_path / "m.gguf", arch=arch, tensors=[
+        TensorSpec("token_embd.weight", T.F32, np.ones((4, 8), np.float32)),
+        TensorSpec("blk.0.channel_mix_key.weight", T.F32, np.ones((16, 8), np.float32))])
+    with pytest.raises(GGScopeError, match=needle):
+        run(ggscope.open(str(path)), [1])
