@@ -86,3 +86,11 @@ def test_escape_text():
     assert escape_text("\u202e") == "\\u202e"                 # bidi override
     assert escape_text(b"\xe2\x96") == "\\xe2\\x96"             # incomplete UTF-8
     assert escape_text("é 🦙") == "é 🦙"
+
+
+def test_legacy_tiny_unigram_vocab(shared_fixtures):
+    """llama-legacy/MANIFEST.md: the llama-tiny prompt ids are BOS + SentencePiece's own
+    encoding of "hello world" ([1, 3, 22, 6, 4, 4, 10, 3, 24, 20, 4, 12]); id 3 is "▁",
+    stored as a plain space."""
+    tok = load(_open(shared_fixtures / "llama-legacy" / "llama-tiny-ggjt-v1-f16.bin"))
+    assert tok.encode("hello world") == [1, 3, 22, 6, 4, 4, 10, 3, 24, 20, 4, 12]
