@@ -312,8 +312,10 @@ class _Run:
             self.add("unknown-arch", f"unknown model architecture: '{self.arch}'", self.node("general.architecture"))
             return self.pred
         try:
-            if not self.pred.covered:
-                self.vocab()          # llama-vocab.cpp is the same for every architecture
+            if not self.pred.covered or not self.mf.tensors:
+                # llama-vocab.cpp is the same for every architecture; a file without tensors is
+                # a vocabulary file, read with vocab_only (load_hparams stops after general.name)
+                self.vocab()
                 return self.pred
             env = self.hparams()
             n_vocab = self.vocab()

@@ -202,3 +202,12 @@ def test_moe_without_used_experts_is_refused(tmp_path):
 def test_special_token_id_must_be_u32(tmp_path):
     p = _falcon(tmp_path, extra_kvs=[KV("tokenizer.ggml.bos_token_id", V.INT32, 1)])
     assert "GG1104" in _loader_codes(p)
+
+
+def test_llama_cpp_vocab_files_pass_the_vocab_loader(shared_fixtures):
+    # llama.cpp's own ggml-vocab-*.gguf files (vocab_only): models/tokenizers it ships
+    files = sorted((shared_fixtures / "llama-vocab").glob("*.gguf"))
+    if not files:
+        pytest.skip("no llama-vocab fixtures")
+    for f in files:
+        assert not [x for x in findings(f) if x.code.startswith("GG11") and x.severity.value == "error"], f.name
