@@ -25,9 +25,9 @@ from . import upstream
 __all__ = ["Issue", "Prediction", "predict", "key_name", "tensor_name"]
 
 # GGUF types a C-typed llama_model_loader::get_key accepts (GGUFMeta::GKV: exact match)
-_ACCEPTS = {"u32": ("uint32",), "f32": ("float32",), "bool": ("bool",), "str": ("string",),
+_ACCEPTS = {"u16": ("uint16",), "u32": ("uint32",), "f32": ("float32",), "bool": ("bool",), "str": ("string",),
             "u32[]": ("uint32", "array[int32]", "array[uint32]")}
-_C_NAMES = {"u32": "u32", "f32": "f32", "bool": "bool", "str": "str", "u32[]": "u32 or an array of i32/u32"}
+_C_NAMES = {"u16": "u16", "u32": "u32", "f32": "f32", "bool": "bool", "str": "str", "u32[]": "u32 or an array of i32/u32"}
 _GGUF_SHORT = {"uint8": "u8", "int8": "i8", "uint16": "u16", "int16": "i16", "uint32": "u32", "int32": "i32",
                "float32": "f32", "bool": "bool", "string": "str", "uint64": "u64", "int64": "i64",
                "float64": "f64"}
@@ -312,6 +312,10 @@ class _Run:
             self.add("unknown-arch", f"unknown model architecture: '{self.arch}'", self.node("general.architecture"))
             return self.pred
         try:
+            for attr, ctype, req in table.LOADER_KEYS:
+                self.read(attr, ctype, req)
+            if self.pred.of("key-type"):
+                raise _Stop
             if not self.pred.covered or not self.mf.tensors:
                 # llama-vocab.cpp is the same for every architecture; a file without tensors is
                 # a vocabulary file, read with vocab_only (load_hparams stops after general.name)

@@ -13,6 +13,7 @@ tool) case by case; names of keys and tensors are gguf-py's (``gguf.constants.Ke
 
 Contract:
 
+* ``LOADER_KEYS``: keys ``llama_model_loader``'s constructor reads from every file.
 * ``COMMON_KEYS``: keys ``load_hparams`` reads for every architecture, before its switch.
 * ``ARCHS[name]``: ``Arch(keys, derive, checks, tensors)``.
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["T", "Arch", "COMMON_KEYS", "ARCHS", "N_ROT_CHECKED", "LLAMA_MAX_LAYERS", "ROPE_SCALING_TYPES",
+__all__ = ["T", "Arch", "LOADER_KEYS", "COMMON_KEYS", "ARCHS", "N_ROT_CHECKED", "LLAMA_MAX_LAYERS", "ROPE_SCALING_TYPES",
            "TOKENIZER_MODELS", "SOURCE"]
 
 SOURCE = "llama.cpp src/llama-model.cpp (llama_model::load_hparams, load_tensors)"
@@ -66,6 +67,13 @@ class Arch:
     derive: tuple[tuple[str, str], ...] = ()
     checks: tuple[tuple[str, str], ...] = ()
 
+
+# llama_model_loader's constructor, for every file: general.file_type read as u32 (into
+# ftype), split.count as u16 (n_split) - src/llama-model-loader.cpp
+LOADER_KEYS: tuple[tuple[str, str, bool], ...] = (
+    ("General.FILE_TYPE", "u32", False),
+    ("Split.LLM_KV_SPLIT_COUNT", "u16", False),
+)
 
 COMMON_KEYS: tuple[tuple[str, str, bool], ...] = (
     ("General.NAME", "str", False),

@@ -16,7 +16,6 @@ Contract (all computed once, lazily):
   element type).  Read from the writer's ``add_*`` methods; token-id keys that only the
   special-vocabulary helper writes are ``uint32`` like the writer's own.
 * ``expected_key_type(key, arch)``: the type of a concrete key, or None.
-* ``standard_keys(arch)``: every concrete key known for ``arch``.
 * ``arch_tensors(arch)``: ``(base names, block names)`` of ``MODEL_TENSORS[arch]``
   (block names without ``blk.{bid}.``), or None for an unknown architecture.
 * ``file_types()``: ``general.file_type`` value -> name (``"MOSTLY_Q4_K_M"``).
@@ -31,18 +30,12 @@ from functools import lru_cache
 
 from . import upstream_overlay as overlay
 
-__all__ = ["arch_names", "key_types", "expected_key_type", "standard_keys", "arch_tensors",
-           "file_types", "ggml_type_names", "gguf_version"]
+__all__ = ["arch_names", "key_types", "expected_key_type", "arch_tensors", "file_types", "ggml_type_names"]
 
 
 def _constants():
     import gguf.constants as c
     return c
-
-
-def gguf_version() -> str:
-    from importlib.metadata import version
-    return version("gguf")
 
 
 @lru_cache(maxsize=1)
@@ -142,9 +135,6 @@ def _templates_for(arch: str | None) -> tuple[dict[str, str], tuple[tuple[re.Pat
     return exact, tuple(patterns)
 
 
-_PER_LAYER = re.compile(r"\{[a-z_]+\}")
-
-
 def expected_key_type(key: str, arch: str | None = None) -> str | None:
     """The type gguf-py writes ``key`` with (None: not a standard key)."""
     exact, patterns = _templates_for(arch)
@@ -154,17 +144,6 @@ def expected_key_type(key: str, arch: str | None = None) -> str | None:
         if rx.fullmatch(key):
             return t
     return None
-
-
-def standard_keys(arch: str | None = None) -> frozenset[str]:
-    """Every concrete key gguf-py defines for ``arch`` (templates with ``{bid}`` etc. excluded)."""
-    out = set(_templates_for(arch)[0])
-    for tmpl in _all_keys().values():
-        if "{" not in tmpl:
-            out.add(tmpl)
-        elif arch and tmpl.startswith("{arch}.") and not _PER_LAYER.search(tmpl[7:]):
-            out.add(tmpl.replace("{arch}", arch, 1))
-    return frozenset(out)
 
 
 @lru_cache(maxsize=None)

@@ -60,3 +60,12 @@ def test_facts_are_read_from_the_installed_package():
     assert len(kt) > 200
     base, block = upstream.arch_tensors("gpt-oss")
     assert "token_embd" in base and "attn_sinks" in block
+
+
+def test_ggml_type_table_agrees_with_gguf_py_and_overlay():
+    # ggscope.ggml_types carries block layouts gguf-py has no notion of; its ids and names
+    # must be the ones llama.cpp maintains
+    from ggscope import ggml_types
+    for type_id, name in upstream.ggml_type_names().items():
+        t = ggml_types.type_by_id(type_id)
+        assert t.name == name and not t.removed, (type_id, name, t)

@@ -105,8 +105,9 @@ class HparamType(_LoaderRule):
 
     Why it matters: ``GGUFMeta::GKV`` compares the stored type with the C type it fills
     (u32 is only UINT32, f32 only FLOAT32) and throws "key X has wrong type u64 but expected
-    type u32" - also for optional keys, also for special token ids (u32) and
-    ``tokenizer.ggml.add_*`` flags (bool).
+    type u32" - also for optional keys, for ``general.file_type`` (u32) and
+    ``split.count`` (u16) which the loader reads from every file, for special token ids
+    (u32) and ``tokenizer.ggml.add_*`` flags (bool).
 
     Example: ``llama.context_length`` stored as uint64; the RMS epsilon as float64.
 

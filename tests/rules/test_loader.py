@@ -211,3 +211,10 @@ def test_llama_cpp_vocab_files_pass_the_vocab_loader(shared_fixtures):
         pytest.skip("no llama-vocab fixtures")
     for f in files:
         assert not [x for x in findings(f) if x.code.startswith("GG11") and x.severity.value == "error"], f.name
+
+
+@pytest.mark.parametrize("kv,bad", [(KV("general.file_type", V.UINT64, 1), True), (KV("general.file_type", V.UINT32, 1), False),
+                                    (KV("split.count", V.UINT32, 1), True), (KV("split.count", V.UINT16, 1), False)])
+def test_keys_the_loader_constructor_reads(tmp_path, kv, bad):
+    # llama_model_loader: get_key(general.file_type, uint32_t), get_key(split.count, uint16_t)
+    assert ("GG1104" in _loader_codes(_falcon(tmp_path, extra_kvs=[kv]))) is bad
