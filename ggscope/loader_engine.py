@@ -247,12 +247,14 @@ class _Run:
         return len(tokens)
 
     def special_token_types(self) -> None:
-        """Special token ids are read as u32 and the add_* flags as bool (get_key)."""
+        """get_key's typed reads: the pre-tokenizer (str), token_type_count and special
+        token ids (u32), the add_* flags (bool)."""
         import gguf.constants as c
         for attr, key in vars(c.Keys.Tokenizer).items():
             if not isinstance(key, str) or "{" in key or key not in self.md:
                 continue
-            want = "uint32" if attr.endswith("_ID") else "bool" if attr.startswith("ADD_") else None
+            want = ("uint32" if attr.endswith("_ID") or attr == "TOKEN_TYPE_COUNT" else "bool" if attr.startswith("ADD_")
+                    else "string" if attr == "PRE" else None)
             if want and self.types.get(key) != want:
                 self.add("key-type", f"key {key} has wrong type {_GGUF_SHORT.get(self.types.get(key), '?')} "
                          f"but expected type {_GGUF_SHORT[want]}", self.node(key))

@@ -218,3 +218,9 @@ def test_llama_cpp_vocab_files_pass_the_vocab_loader(shared_fixtures):
 def test_keys_the_loader_constructor_reads(tmp_path, kv, bad):
     # llama_model_loader: get_key(general.file_type, uint32_t), get_key(split.count, uint16_t)
     assert ("GG1104" in _loader_codes(_falcon(tmp_path, extra_kvs=[kv]))) is bad
+
+
+def test_pre_tokenizer_name_must_be_a_string(tmp_path):
+    # llama-vocab.cpp: ml.get_key(LLM_KV_TOKENIZER_PRE, tokenizer_pre, false) into a std::string
+    assert "GG1104" in _loader_codes(_falcon(tmp_path, extra_kvs=[KV("tokenizer.ggml.pre", V.UINT32, 2)]))
+    assert _loader_codes(_falcon(tmp_path, "ok.gguf", extra_kvs=[KV("tokenizer.ggml.pre", V.STRING, "default")])) == set()
