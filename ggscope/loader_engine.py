@@ -226,13 +226,15 @@ class _Run:
             self.add("vocab", f"tokenizer.ggml.tokens is {self.types.get('tokenizer.ggml.tokens')}; "
                      "gguf_get_arr_str asserts an array of strings", self.node("tokenizer.ggml.tokens"))
             raise _Stop
-        if model == "gpt2":
+        if model in table.BPE_MODELS:
+            pre = self.md.get("tokenizer.ggml.pre")
             if "tokenizer.ggml.merges" not in self.md:
-                self.add("vocab", "cannot find tokenizer merges in model file", node)
-                raise _Stop
-            if self.types.get("tokenizer.ggml.merges") != "array[string]":
-                self.add("vocab", f"tokenizer.ggml.merges is {self.types.get('tokenizer.ggml.merges')}; "
-                         "gguf_get_arr_str asserts an array of strings", self.node("tokenizer.ggml.merges"))
+                if model == "gemma4" or pre not in table.MERGES_OPTIONAL_PRE:
+                    self.add("vocab", "cannot find tokenizer merges in model file", node)
+                    raise _Stop
+            elif self.types.get("tokenizer.ggml.merges") != "array[string]":
+                self.add("vocab", f"invalid gguf type for tokenizer.ggml.merges: "
+                         f"{self.types.get('tokenizer.ggml.merges')}", self.node("tokenizer.ggml.merges"))
                 raise _Stop
         self.special_token_types()
         seen: dict[str, int] = {}

@@ -39,16 +39,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = ["T", "Arch", "LOADER_KEYS", "COMMON_KEYS", "ARCHS", "N_ROT_CHECKED", "LLAMA_MAX_LAYERS", "ROPE_SCALING_TYPES",
-           "TOKENIZER_MODELS", "SOURCE"]
+           "TOKENIZER_MODELS", "BPE_MODELS", "MERGES_OPTIONAL_PRE", "SOURCE"]
 
 SOURCE = "llama.cpp src/llama-model.cpp (llama_model::load_hparams, load_tensors)"
 
 LLAMA_MAX_LAYERS = 512                     # src/llama-hparams.h; get_key_or_arr: "n > N_MAX"
 ROPE_SCALING_TYPES = ("none", "linear", "yarn", "longrope")   # LLAMA_ROPE_SCALING_TYPES; else GGML_ASSERT
 N_ROT_CHECKED = frozenset({"llama", "deci", "falcon"})         # "invalid n_rot: %u, expected %u"
-# src/llama-vocab.cpp llama_vocab::impl::load: the tokenizer.ggml.model values it knows;
-# anything else throws "unknown tokenizer: '%s'".
-TOKENIZER_MODELS = ("no_vocab", "none", "llama", "bert", "gpt2", "t5", "rwkv", "plamo2")
+# src/llama-vocab.cpp llama_vocab::impl::load: the tokenizer.ggml.model values it knows
+# (2026 master; hybriddna/whitespace/gemma4 are the newest); anything else throws
+# "unknown tokenizer: '%s'".  BPE models need merges, except the kimi-k2 pre-tokenizer.
+TOKENIZER_MODELS = ("no_vocab", "none", "llama", "bert", "gpt2", "hybriddna", "whitespace", "t5", "rwkv", "plamo2",
+                    "gemma4")
+BPE_MODELS = ("gpt2", "hybriddna", "whitespace", "gemma4")
+MERGES_OPTIONAL_PRE = ("kimi-k2",)
 
 
 @dataclass(frozen=True)

@@ -224,3 +224,19 @@ def test_pre_tokenizer_name_must_be_a_string(tmp_path):
     # llama-vocab.cpp: ml.get_key(LLM_KV_TOKENIZER_PRE, tokenizer_pre, false) into a std::string
     assert "GG1104" in _loader_codes(_falcon(tmp_path, extra_kvs=[KV("tokenizer.ggml.pre", V.UINT32, 2)]))
     assert _loader_codes(_falcon(tmp_path, "ok.gguf", extra_kvs=[KV("tokenizer.ggml.pre", V.STRING, "default")])) == set()
+
+
+@pytest.mark.parametrize("extra,refused", [
+    ([], True),                                                            # BPE without merges
+    ([KV("tokenizer.ggml.pre", V.STRING, "kimi-k2")], False),              # llama-vocab.cpp: kimi-k2 needs none
+    ([KV("tokenizer.ggml.merges", V.ARRAY, GArray(V.INT32, (1, 2)))], True),   # "invalid gguf type"
+    ([KV("tokenizer.ggml.merges", V.ARRAY, GArray(V.STRING, ("t t",)))], False),
+])
+def test_bpe_merges(tmp_path, extra, refused):
+    kvs = [KV("tokenizer.ggml.model", V.STRING, "gpt2"), *extra]
+    p = _falcon(tmp_path, extra_kvs=kvs)
+    # GGUFWriter keeps the last value of a repeated key: the vocabulary is BPE ("gpt2")
+    import ggscope
+    mf = ggscope.open(str(p))
+    assert mf.metadata["tokenizer.ggml.model"] == "gpt2"
+    assert ("GG1106" in _loader_codes(p)) is refused
