@@ -295,7 +295,7 @@ class _Run:
                 self.check_type(t, name, have, len(want))
         extra = [n for n in in_file if n not in created]
         for n in extra:
-            self.add("unexpected-tensor", f"tensor '{n}' is not one llama.cpp creates for {self.arch} "
+            self.add("unexpected-tensor", f"tensor {_q(n)} is not one llama.cpp creates for {self.arch} "
                      f"(done_getting_tensors: wrong number of tensors; expected {len(created)}, got "
                      f"{len(in_file)})", in_file[n].node_path)
 
@@ -313,7 +313,7 @@ class _Run:
         if self.arch is None or self.arch == "clip":
             return self.pred
         if self.arch not in upstream.arch_names():
-            self.add("unknown-arch", f"unknown model architecture: '{self.arch}'", self.node("general.architecture"))
+            self.add("unknown-arch", f"unknown model architecture: {_q(self.arch)}", self.node("general.architecture"))
             return self.pred
         try:
             for attr, ctype, req in table.LOADER_KEYS:
@@ -348,6 +348,11 @@ def _num(v):
 
 def _fmt(ne) -> str:
     return "{" + ", ".join("*" if d is None else str(d) for d in ne) + "}"
+
+
+def _q(text: str) -> str:
+    """File-provided text for a terminal: quoted as is when printable ASCII, else its repr."""
+    return f"'{text}'" if text.isascii() and text.isprintable() and "'" not in text else repr(text)
 
 
 def _short(text) -> str:

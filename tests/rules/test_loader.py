@@ -240,3 +240,12 @@ def test_bpe_merges(tmp_path, extra, refused):
     mf = ggscope.open(str(p))
     assert mf.metadata["tokenizer.ggml.model"] == "gpt2"
     assert ("GG1106" in _loader_codes(p)) is refused
+
+
+def test_file_text_is_escaped_in_messages(tmp_path):
+    t = [_vec("token_embd.weight", 8)]
+    msg = [f.message for f in findings(gguf(tmp_path, arch="evil\x1b[2J", tensors=t)) if f.code == "GG1101"][0]
+    assert "\x1b" not in msg and "\\x1b" in msg
+    p = _falcon(tmp_path, "x.gguf", extra=[_vec("blk.0.\x1b[31mx.weight", 8)])
+    msg = [f.message for f in findings(p) if f.code == "GG1109"][0]
+    assert "\x1b" not in msg
