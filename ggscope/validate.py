@@ -20,12 +20,20 @@ from .rules import RULES, CheckContext, Finding, Rule, Severity
 __all__ = ["validate", "validate_file", "selected_rules"]
 
 
+def _code_prefix(code: str, p: str) -> bool:
+    """``GG1`` selects the GG1xx family, not the four-digit GG10xx/GG11xx ones (``GG11`` does)."""
+    p = p.upper()
+    if not code.startswith(p):
+        return False
+    return not (len(p) == 3 and len(code) == 6)
+
+
 def _matches(rule: type[Rule], patterns: Iterable[str]) -> bool:
     for p in patterns:
         p = p.strip()
         if not p:
             continue
-        if rule.code.startswith(p.upper()) or fnmatch.fnmatch(rule.name, p) or rule.family == p:
+        if _code_prefix(rule.code, p) or fnmatch.fnmatch(rule.name, p) or rule.family == p:
             return True
     return False
 

@@ -16,7 +16,8 @@ from .common import error
 HELP = "show one rule's full explanation"
 DESCRIPTION = """\
 Print one rule's code, name, severity, family and its full explanation: what it
-checks, why it matters, an example file that triggers it, and the spec reference."""
+checks, why it matters, an example file that triggers it, the reference, and its
+source: the reader or writer behaviour the rule mirrors."""
 EPILOG = """\
 examples:
   ggscope explain GG101
@@ -34,7 +35,8 @@ def render(rule) -> str:
     deep = "; runs only with validate --deep" if rule.needs_tensor_data else ""
     head = f"{rule.code} {rule.name}"
     return (f"{head}\n{'=' * len(head)}\n"
-            f"severity: {rule.severity.value}; family: {rule.family}; formats: {', '.join(rule.formats)}{deep}\n\n"
+            f"severity: {rule.severity.value}; family: {rule.family}; formats: {', '.join(rule.formats)}{deep}\n"
+            f"source: {rule.source_text()}\n\n"
             f"{rule.summary}\n\n{rule.explanation()}\n")
 
 

@@ -6,10 +6,11 @@ agree with the metadata it is derived from.  A split model (``-00001-of-00003``,
 ``split.*`` keys, written by llama.cpp's gguf-split) only loads when every shard is
 there and the shards agree; given one shard, the set is checked.
 
-Contract: ``GGUF_FILENAME_RE`` is the spec's regular expression (§1.1.1), translated
-from JavaScript (``(?<n>`` -> ``(?P<n>``, ASCII classes); ``parse_filename(name)``
-returns the named parts (Version defaults to "v1.0", as the spec's reference code does)
-or None.  The shard rule opens sibling files header-only (never tensor data).
+Contract: ``GGUF_FILENAME_RE`` is the convention's regular expression (ggml docs/gguf.md
+§"Validating Above Naming Convention"), translated from JavaScript (``(?<n>`` ->
+``(?P<n>``, ASCII classes), with the optional Sidecar prefix (``mmproj-``, ``mtp-``) from
+``ggscope.upstream_overlay``; ``parse_filename(name)`` returns the named parts (Version
+defaults to "v1.0", as the spec's reference code does) or None.  The shard rule opens sibling files header-only (never tensor data).
 """
 from __future__ import annotations
 
@@ -17,15 +18,18 @@ import os
 import re
 from collections.abc import Iterator
 
-from ..ggml_types import LLAMA_FTYPE
+from .. import upstream
+from ..upstream_overlay import FILENAME_PREFIXES
 from .base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
            "FilenameMetadataMismatch", "SplitSetIncomplete"]
 
-# gguf-spec.txt §1.1.1 "Validating Above Naming Convention" (the Node.js ggufRegex)
+# ggml docs/gguf.md "Validating Above Naming Convention" (the Node.js ggufRegex)
+_SIDECAR = "|".join(re.escape(p.rstrip("-")) for p in FILENAME_PREFIXES)
 GGUF_FILENAME_RE = re.compile(
-    r"^(?P<BaseName>[A-Za-z0-9\s]*(?:(?:-(?:(?:[A-Za-z\s][A-Za-z0-9\s]*)|(?:[0-9\s]*)))*))"
+    rf"^(?:(?P<Sidecar>{_SIDECAR})-)?"
+    r"(?P<BaseName>[A-Za-z0-9\s]*(?:(?:-(?:(?:[A-Za-z\s][A-Za-z0-9\s]*)|(?:[0-9\s]*)))*))"
     r"-(?:(?P<SizeLabel>(?:\d+x)?(?:\d+\.)?\d+[A-Za-z](?:-[A-Za-z]+(\d+\.)?\d+[A-Za-z]+)?)"
     r"(?:-(?P<FineTune>[A-Za-z0-9\s-]+))?)?"
     r"-(?:(?P<Version>v\d+(?:\.\d+)*))"
@@ -34,7 +38,7 @@ GGUF_FILENAME_RE = re.compile(
     r"(?:-(?P<Shard>\d{5}-of-\d{5}))?\.gguf$", re.ASCII)
 # llama.cpp's split naming (llama_split_path: "%s-%05d-of-%05d.gguf")
 SHARD_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
-_PARTS = ("BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard")
+_PARTS = ("Sidecar", "BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard")
 MAX_SHARDS_OPENED = 256          # bound the work a claimed split.count can cause
 
 
@@ -67,7 +71,7 @@ class FilenameConvention(Rule):
 
     Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` passes.
 
-    Reference: gguf-spec.txt §1.1, §1.1.1.
+    Reference: gguf-spec.txt §1.1, §1.1.1; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
     """
     code, name, severity, family = "GG801", "filename-convention", Severity.INFO, "filename"
     summary = "The file name does not follow the GGUF naming convention."
@@ -93,7 +97,8 @@ class FilenameMetadataMismatch(Rule):
 
     Example: ``Llama-7B-v1.0-Q4_0.gguf`` whose ``general.file_type`` is MOSTLY_Q8_0.
 
-    Reference: gguf-spec.txt §1.1 (components and where each is derived from).
+    Reference: gguf-spec.txt §1.1 (components and where each is derived from); file
+    types from gguf-py ``LlamaFileType``.
     """
     code, name, severity, family = "GG802", "filename-metadata-mismatch", Severity.WARNING, "filename"
     summary = "A part of the file name disagrees with the metadata."
@@ -117,11 +122,12 @@ class FilenameMetadataMismatch(Rule):
                          f"file name version {parts['Version']!r}, general.version {ver!r}")
         ft = md.get("general.file_type")
         enc = parts["Encoding"]
-        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in LLAMA_FTYPE:
-            ftname = LLAMA_FTYPE[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
+        ftypes = upstream.file_types()
+        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in ftypes:
+            ftname = ftypes[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
             if ftname != "SOME_F16" and enc.upper() != ftname.upper():
                 yield ctx.at(_node(ctx, "general.file_type"),
-                             f"file name encoding {enc!r}, general.file_type {ft} ({LLAMA_FTYPE[ft]})")
+                             f"file name encoding {enc!r}, general.file_type {ft} ({ftypes[ft]})")
         if parts["Shard"]:
             no, count = (int(x) for x in parts["Shard"].split("-of-"))
             sno, scount = md.get("split.no"), md.get("split.count")

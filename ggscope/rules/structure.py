@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .. import ggml_types
+from ..upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
 from .base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "GGMLLayout", "ggml_layout", "damage_kind", "kv_nodes", "tensor_nodes",
@@ -30,7 +31,6 @@ GGUF_VERSION = 3              # the newest version ggml reads
 GGML_MAX_DIMS = 4
 GGML_MAX_NAME = 64            # ggml refuses names of 64 bytes or more (room for the NUL)
 GGUF_DEFAULT_ALIGNMENT = 32
-GGUF_MAX_ALIGNMENT = 1 << 20  # recent ggml refuses larger alignments
 INT64_MAX = (1 << 63) - 1
 SIZE_MAX = (1 << 64) - 1
 GGUF_TYPE_UINT32, GGUF_TYPE_ARRAY = 4, 9
@@ -331,11 +331,12 @@ class DuplicateKey(Rule):
 
 class InvalidAlignment(Rule):
     """What it checks: ``general.alignment``, when present, is a uint32 that is a
-    non-zero power of two no larger than 1 MiB.
+    non-zero power of two.
 
     Why it matters: ggml refuses any other type ("must be of type u32"), zero, or a
-    value that is not a power of two; recent ggml also refuses alignments above 1 MiB.
-    Every tensor offset is padded to this value, so a wrong one moves every tensor.
+    value that is not a power of two ("alignment N is not a power of 2"); it sets no upper
+    limit (a 2 MiB alignment loads).  Every tensor offset is padded to this value, so a
+    wrong one moves every tensor.
 
     Example: ggml test-gguf's KV_BAD_ALIGN (13) and KV_WRONG_TYPE_ALIGN (int32) files.
 
@@ -356,8 +357,6 @@ class InvalidAlignment(Rule):
             a = int(kv["value"].value)
             if a == 0 or a & (a - 1):
                 yield ctx.at(kv["value"], f"general.alignment {a} is not a power of two")
-            elif a > GGUF_MAX_ALIGNMENT:
-                yield ctx.at(kv["value"], f"general.alignment {a} exceeds ggml's maximum {GGUF_MAX_ALIGNMENT}")
             return
 
 
@@ -616,7 +615,51 @@ class TruncatedFile(_DamageRule):
         return f"the file ends inside {d.path or 'the header'} at offset {d.start}: {d.error}"
 
 
+class ReaderLimitExceeded(Rule):
+    """What it checks: no string is longer than 1 GiB and no array has more than 2^30
+    elements.
+
+    Why it matters: ggml's reader refuses them outright (``GGUF_MAX_STRING_LENGTH``,
+    ``GGUF_MAX_ARRAY_ELEMENTS``, both 1024*1024*1024, since 2026-02-27: "string length N
+    exceeds maximum"), even when the file holds the bytes; gguf-py reads such files, so
+    a file can pass one reader and fail ggml's.
+
+    Example: a token list of 1,073,741,825 one-byte strings.
+
+    Reference: ggml src/gguf.cpp ``gguf_reader::read`` (ggml 4773cde1, 2026-02-27); ggscope.upstream_overlay.
+    """
+    code, name, severity, family = "GG120", "reader-limit-exceeded", Severity.ERROR, "structure"
+    summary = "A string is over 1 GiB or an array over 2^30 elements (ggml refuses)."
+    source = "ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH / GGUF_MAX_ARRAY_ELEMENTS (2026-02-27)"
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for kv in kv_nodes(ctx.mf):
+            key = kv["key"]["data"].value
+            for node in (kv["key"]["len"], kv["value"].child("len")):
+                if node is not None and node.value is not None and int(node.value) > GGUF_MAX_STRING_LENGTH:
+                    yield ctx.at(node, f"key {_printable(key)}: string length {int(node.value)} exceeds ggml's "
+                                 f"maximum {GGUF_MAX_STRING_LENGTH}")
+            if kv["type"].value != GGUF_TYPE_ARRAY:
+                continue
+            n = kv["value"].child("num_elems")
+            if n is not None and n.value is not None and int(n.value) > GGUF_MAX_ARRAY_ELEMENTS:
+                yield ctx.at(n, f"key {_printable(key)}: {int(n.value)} array elements exceed ggml's maximum "
+                             f"{GGUF_MAX_ARRAY_ELEMENTS}")
+                continue
+            elems = kv["value"].child("elems")
+            lens = getattr(elems.value, "lens", None) if elems is not None else None
+            if lens is not None and len(lens) and elems.end - elems.start > GGUF_MAX_STRING_LENGTH:
+                longest = int(lens.max())
+                if longest > GGUF_MAX_STRING_LENGTH:
+                    yield ctx.at(elems, f"key {_printable(key)}: an element string of {longest} bytes exceeds "
+                                 f"ggml's maximum {GGUF_MAX_STRING_LENGTH}")
+
+
+def _printable(key) -> str:
+    return repr(key if isinstance(key, str) else str(key))[:80]
+
+
 RULES = [BadMagic, UnsupportedVersion, CountCannotFit, InvalidValueType, EmptyKey, DuplicateKey,
          InvalidAlignment, TensorNameTooLong, DuplicateTensorName, TooManyDims, BadDimension,
          UnknownTensorType, RowNotBlockMultiple, UnexpectedTensorOffset, DataSectionPastEnd,
-         TruncatedTensorData, TruncatedFile]
+         TruncatedTensorData, TruncatedFile, ReaderLimitExceeded]

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from .base import CheckContext, Finding, Rule, Severity
 from .structure import _nbytes as ggml_nbytes
 from .structure import ggml_layout, tensor_nodes
-from .tensor_names import ARCH_TENSORS, is_standard
+from .tensor_names import is_standard
 
 __all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors"]
 
@@ -36,11 +36,9 @@ def _arch(mf) -> str | None:
 
 
 class NonstandardTensorName(Rule):
-    """What it checks: in a file whose ``general.architecture`` is one ggscope knows
-    (llama, gpt2, falcon, mpt, gptneox, gptj, bloom, qwen2, phi2, phi3, gemma,
-    starcoder, starcoder2, refact, baichuan, bert, mamba, rwkv6), every tensor name is
-    one of that architecture's standard names (``token_embd.weight``,
-    ``blk.N.attn_q.weight``, ...).
+    """What it checks: in a file whose ``general.architecture`` gguf-py knows, every
+    tensor name is one of that architecture's standard names (``token_embd.weight``,
+    ``blk.N.attn_q.weight``, ...) in gguf-py's ``MODEL_TENSORS``.
 
     Why it matters: llama.cpp finds weights by these names and refuses a model with a
     tensor it does not expect ("wrong number of tensors") or without one it needs; a
@@ -57,7 +55,7 @@ class NonstandardTensorName(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         arch = _arch(ctx.mf)
-        if arch not in ARCH_TENSORS:
+        if arch is None or is_standard(arch, "token_embd.weight") is None:
             return
         for ti in tensor_nodes(ctx.mf):
             n = _name(ti)
