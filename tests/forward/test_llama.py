@@ -134,7 +134,7 @@ def test_incremental_state_matches_transformers_at_each_position(hf_models, arch
 
 def test_qwen2_biases_are_loaded(hf_models):
     w = module_for(ggscope.open(hf_models["qwen2"][0])).load(ggscope.open(hf_models["qwen2"][0]))
-    assert w.layers[0].bq is not None and w.config.rope_neox
+    assert w.layers[0].bq is not None and w.config.traits.rope == "neox"
     assert w.output is w.embed                      # tied: no output.weight in the file
 
 

@@ -1,0 +1,855 @@
+"""The transformer decoder family as one engine whose differences are data.
+
+Why: llama.cpp has one graph builder per architecture (src/models/*.cpp), but those
+builders differ in a handful of switches -- which norm, which rotary pairing, whether
+attention is soft-capped, whether the FFN is gated, routed or both.  Copying a module
+per architecture would copy every bug; instead ``TRAITS`` holds, per GGUF
+``general.architecture``, the switches llama.cpp hard-codes for it (its
+``llama_model_rope_type``, ``load_hparams`` defaults and ``src/models/<arch>.cpp``), and
+``Config`` holds what the file's metadata says.  What a file *carries* -- biases,
+per-head q/k norms, post-attention / post-FFN norms, fused QKV or gate/up, an MoE
+router, shared experts, a separate output matrix -- is read from which tensors exist,
+as llama.cpp's loader does with ``TENSOR_NOT_REQUIRED``.  Per layer::
+
+    h  = norm(x);  a = attention(h)          # GQA / MLA, rope, soft-cap, sliding window
+    x += post_attn_norm(a)                   # the post norm only where the file has one
+    h  = norm(x);  f = ffn(h)                # dense (gated or not) or routed experts
+    x += post_ffw_norm(f)
+
+then ``logits = output(norm(x))``, soft-capped where the architecture says so.
+
+Contract: ``load(model) -> Weights`` (float32, dequantized once); ``forward(weights,
+tokens, state=None, all_logits=False) -> (logits, State)``: logits after the last
+token (``[n_vocab]``), or after every new token (``[T, n_vocab]``) with ``all_logits``;
+``State`` is the key/value cache (immutable; pass it back to continue).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import WeightError, WeightMapper, architecture, check_tokens
+from .ops import layer_norm, sigmoid, silu
+
+__all__ = ["Traits", "TRAITS", "Config", "Layer", "Weights", "State", "Mat", "load", "forward",
+           "rms_norm", "rope", "gelu", "round_activations", "LEGACY_FORMATS"]
+
+LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What llama.cpp hard-codes for one architecture (never read from the file)."""
+    norm: str = "rms"                  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
+    rope: str | None = "norm"          # llama_model_rope_type: "norm" pairs (2i, 2i+1),
+                                       # "neox" pairs (i, i + n_rot/2); None: learned positions
+    act: str = "silu"                  # FFN activation: "silu" or "gelu" (tanh approximation)
+    gated: bool = True                 # act(gate·h) * up·h (LLM_FFN_PAR) or act(up·h) (SEQ)
+    embed_scale: bool = False          # inputs × sqrt(n_embd) (gemma*.cpp)
+    swa_pattern: int = 0               # hparams.set_swa_pattern(n): layer il slides iff il % n < n-1
+    swa_default: int = 0               # n_swa when the file has no sliding_window key
+    swa_rope_base: float | None = None # rope_freq_base_train_swa (gemma3: 10000)
+    attn_softcap: bool = False         # hparams.attn_soft_cap (gemma2)
+    q_scale: bool = False              # q pre-scaled by f_attention_scale, kq_scale 1 (gemma)
+    wide_scale_layers: tuple[int, ...] = ()  # n_layer of the "27B" type: scale 1/sqrt(n_embd/n_head)
+    moe_norm: bool = False             # renormalise the top-k weights (build_moe_ffn norm_w)
+    moe_keys: bool = False             # gating func / norm / scale come from the file (deepseek2)
+    mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
+    final_softcap_key: bool = False    # reads final_logit_softcapping (gemma2, gemma3)
+
+
+# general.architecture -> traits, from llama.cpp's llama-model.cpp and src/models/<arch>.cpp
+TRAITS: dict[str, Traits] = {
+    "llama": Traits(rope="norm", moe_norm=True),                    # llama.cpp: mixtral routes, norm_w
+    "qwen2": Traits(rope="neox"),
+    "qwen3": Traits(rope="neox"),
+    "qwen3moe": Traits(rope="neox", moe_norm=True),
+    "phi3": Traits(rope="neox"),
+    "starcoder2": Traits(norm="layer", rope="neox", act="gelu", gated=False),
+    "gpt2": Traits(norm="layer", rope=None, act="gelu", gated=False),
+    "gemma2": Traits(rope="neox", act="gelu", embed_scale=True, swa_pattern=2, swa_default=4096,
+                     attn_softcap=True, q_scale=True, wide_scale_layers=(46,),
+                     final_softcap_key=True),
+    "gemma3": Traits(rope="neox", act="gelu", embed_scale=True, swa_pattern=6,
+                     swa_rope_base=10000.0, q_scale=True, wide_scale_layers=(62,),
+                     final_softcap_key=True),
+    "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
+}
+
+# Meta / early llama.cpp and ggml gpt-2 example tensor names -> GGUF names
+_LEGACY_NAMES = {
+    "llama": {
+        "token_embd.weight": "tok_embeddings.weight",
+        "output_norm.weight": "norm.weight",
+        "output.weight": "output.weight",
+        "blk.{i}.attn_norm.weight": "layers.{i}.attention_norm.weight",
+        "blk.{i}.attn_q.weight": "layers.{i}.attention.wq.weight",
+        "blk.{i}.attn_k.weight": "layers.{i}.attention.wk.weight",
+        "blk.{i}.attn_v.weight": "layers.{i}.attention.wv.weight",
+        "blk.{i}.attn_output.weight": "layers.{i}.attention.wo.weight",
+        "blk.{i}.ffn_norm.weight": "layers.{i}.ffn_norm.weight",
+        "blk.{i}.ffn_gate.weight": "layers.{i}.feed_forward.w1.weight",
+        "blk.{i}.ffn_down.weight": "layers.{i}.feed_forward.w2.weight",
+        "blk.{i}.ffn_up.weight": "layers.{i}.feed_forward.w3.weight",
+    },
+    "gpt2": {
+        "token_embd.weight": "model/wte",
+        "position_embd.weight": "model/wpe",
+        "output_norm.weight": "model/ln_f/g",
+        "output_norm.bias": "model/ln_f/b",
+        "output.weight": "model/lm_head",
+        "blk.{i}.attn_norm.weight": "model/h{i}/ln_1/g",
+        "blk.{i}.attn_norm.bias": "model/h{i}/ln_1/b",
+        "blk.{i}.attn_qkv.weight": "model/h{i}/attn/c_attn/w",
+        "blk.{i}.attn_qkv.bias": "model/h{i}/attn/c_attn/b",
+        "blk.{i}.attn_output.weight": "model/h{i}/attn/c_proj/w",
+        "blk.{i}.attn_output.bias": "model/h{i}/attn/c_proj/b",
+        "blk.{i}.ffn_norm.weight": "model/h{i}/ln_2/g",
+        "blk.{i}.ffn_norm.bias": "model/h{i}/ln_2/b",
+        "blk.{i}.ffn_up.weight": "model/h{i}/mlp/c_fc/w",
+        "blk.{i}.ffn_up.bias": "model/h{i}/mlp/c_fc/b",
+        "blk.{i}.ffn_down.weight": "model/h{i}/mlp/c_proj/w",
+        "blk.{i}.ffn_down.bias": "model/h{i}/mlp/c_proj/b",
+    },
+}
+# hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
+_LEGACY_EPS = {"llama": 1e-6, "gpt2": 1e-5}
+DEFAULT_ROPE_BASE = 10000.0
+
+
+@dataclass(frozen=True)
+class Config:
+    arch: str
+    traits: Traits
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_k: int                      # per-head query/key width (MLA: rope + kv_lora_rank)
+    head_v: int                      # per-head value width (MLA: kv_lora_rank)
+    n_rot: int
+    eps: float
+    rope_base: float
+    freq_scale: float = 1.0          # 1 / rope.scaling.factor (linear or YaRN)
+    yarn: tuple[float, float, float, float] | None = None  # (ext_factor, beta_fast, beta_slow, n_ctx_orig)
+    attn_factor: float = 1.0         # rope mscale (ggml_rope_ext attn_factor)
+    kq_scale: float = 1.0            # applied to the scores (or to q, for gemma)
+    attn_softcap: float = 0.0
+    final_softcap: float = 0.0
+    n_swa: int = 0                   # sliding window (keys p-W+1 .. p), 0: none
+    swa_layers: tuple[bool, ...] = ()
+    n_ctx: int = 0                   # learned positions only (gpt2)
+    n_expert: int = 0
+    n_expert_used: int = 0
+    moe_gating: str = "softmax"      # "softmax" or "sigmoid"
+    moe_norm: bool = False
+    moe_scale: float = 0.0           # 0: no scaling
+    n_dense_lead: int = 0
+    mla_rank: int = 0                # kv_lora_rank
+    mla_nope: int = 0                # qk_nope head dim
+
+
+@dataclass
+class Layer:
+    """One block's float32 weights in numpy order; None where the file has none."""
+    attn_norm: np.ndarray
+    attn_norm_b: np.ndarray | None = None
+    wq: np.ndarray | None = None; bq: np.ndarray | None = None
+    wk: np.ndarray | None = None; bk: np.ndarray | None = None
+    wv: np.ndarray | None = None; bv: np.ndarray | None = None
+    wqkv: np.ndarray | None = None; bqkv: np.ndarray | None = None
+    wo: np.ndarray | None = None; bo: np.ndarray | None = None
+    q_norm: np.ndarray | None = None
+    k_norm: np.ndarray | None = None
+    post_attn_norm: np.ndarray | None = None
+    # MLA (deepseek2)
+    wq_a: np.ndarray | None = None; q_a_norm: np.ndarray | None = None; wq_b: np.ndarray | None = None
+    wkv_a: np.ndarray | None = None; kv_a_norm: np.ndarray | None = None
+    wk_b: np.ndarray | None = None; wv_b: np.ndarray | None = None     # [H, rank, nope], [H, v, rank]
+    wkv_b: np.ndarray | None = None                                    # older files: [H*(nope+v), rank]
+    # FFN
+    ffn_norm: np.ndarray | None = None
+    ffn_norm_b: np.ndarray | None = None
+    gate: np.ndarray | None = None; gate_b: np.ndarray | None = None
+    up: np.ndarray | None = None; up_b: np.ndarray | None = None
+    down: np.ndarray | None = None; down_b: np.ndarray | None = None
+    post_ffw_norm: np.ndarray | None = None
+    router: np.ndarray | None = None                                   # [E, C]
+    router_bias: np.ndarray | None = None                              # exp_probs_b [E]
+    gate_exps: np.ndarray | None = None                                # [E, F, C]
+    up_exps: np.ndarray | None = None                                  # [E, F, C]
+    down_exps: np.ndarray | None = None                                # [E, C, F]
+    gate_shexp: np.ndarray | None = None
+    up_shexp: np.ndarray | None = None
+    down_shexp: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Weights:
+    config: Config
+    embed: np.ndarray                        # [V, C]
+    output_norm: np.ndarray                  # [C]
+    output_norm_b: np.ndarray | None
+    output: np.ndarray                       # [V, C] (the embedding itself when tied)
+    output_b: np.ndarray | None
+    positions: np.ndarray | None             # [n_ctx, C] learned (gpt2)
+    rope_freqs: np.ndarray | None            # [n_rot/2] frequency divisors
+    layers: tuple[Layer, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class State:
+    keys: tuple[np.ndarray, ...]    # per layer [S, Hkv, Dk], already rotated
+    values: tuple[np.ndarray, ...]  # per layer [S, Hkv, Dv]
+
+    @property
+    def n_past(self) -> int:
+        return int(self.keys[0].shape[0]) if self.keys else 0
+
+
+# ---- configuration from metadata ------------------------------------------------------------
+
+class _Meta:
+    """Typed reads of ``<arch>.<key>`` with llama.cpp's defaults; one-line errors."""
+
+    def __init__(self, model, prefix: str) -> None:
+        self.model, self.prefix = model, prefix
+
+    def raw(self, key: str):
+        return self.model.metadata.get(f"{self.prefix}.{key}")
+
+    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+        value = self.raw(key)
+        if isinstance(value, (list, tuple, np.ndarray)):       # per-layer arrays: llama.cpp's n_head(0)
+            value = value[0] if len(value) else None
+        if value is None:
+            value = default
+        try:
+            out = int(value)
+        except (TypeError, ValueError):
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key!r} missing or not "
+                              f"a number (got {value!r})") from None
+        if out < minimum:
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key} must be at least "
+                              f"{minimum}, got {out}")
+        return out
+
+    def float(self, key: str, default: float) -> float:
+        value = self.raw(key)
+        try:
+            out = float(default if value is None else value)
+        except (TypeError, ValueError):
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key!r} is not a "
+                              f"number (got {value!r})") from None
+        if not math.isfinite(out):
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key} is not finite")
+        return out
+
+
+def _config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config:
+    t = TRAITS[arch]
+    meta = _Meta(model, model.format if legacy else arch)
+    emb = m.ne(name("token_embd.weight"))
+    if len(emb) != 2:
+        raise WeightError(f"{model.path}: token embedding must be 2-D, has ne {list(emb)}")
+    n_embd, n_vocab = emb
+    n_head = meta.int("n_head" if legacy else "attention.head_count")
+    n_layer = meta.int("n_layer" if legacy else "block_count", minimum=0)
+    if legacy:
+        n_head_kv, eps, base = n_head, _LEGACY_EPS[arch], DEFAULT_ROPE_BASE
+        head_k = head_v = n_embd // n_head
+        n_rot = meta.int("n_rot", head_k) if t.rope else 0
+    else:
+        n_head_kv = meta.int("attention.head_count_kv", n_head)
+        eps = meta.float("attention.layer_norm_epsilon" if t.norm == "layer"
+                         else "attention.layer_norm_rms_epsilon", 1e-5)
+        base = meta.float("rope.freq_base", DEFAULT_ROPE_BASE)
+        head_k = meta.int("attention.key_length", n_embd // n_head)
+        head_v = meta.int("attention.value_length", n_embd // n_head)
+        n_rot = meta.int("rope.dimension_count", head_k) if t.rope else 0
+    if n_head % n_head_kv or (not t.mla and n_embd % n_head and not meta.raw("attention.key_length")):
+        raise WeightError(f"{model.path}: n_embd {n_embd}, n_head {n_head} and n_head_kv "
+                          f"{n_head_kv} do not divide evenly")
+    extra: dict = {}
+    if t.mla:
+        rank = meta.int("attention.kv_lora_rank")
+        k_mla = meta.int("attention.key_length_mla", 0, minimum=0)
+        v_mla = meta.int("attention.value_length_mla", 0, minimum=0)
+        if not (k_mla and v_mla):           # files before MLA: heads expanded through wkv_b
+            k_mla, v_mla = head_k, head_v
+        extra.update(mla_rank=rank, mla_nope=k_mla - n_rot)
+        head_k, head_v = k_mla, v_mla       # the heads' widths after expansion by wv_b
+        if k_mla <= n_rot:
+            raise WeightError(f"{model.path}: MLA key width {k_mla} must exceed rope width {n_rot}")
+    if t.rope and (n_rot % 2 or n_rot > head_k or n_rot <= 0):
+        raise WeightError(f"{model.path}: rotary dimension {n_rot} must be even and at "
+                          f"most the head size {head_k}")
+    # rope scaling (llama.cpp: rope.scaling.type / factor; YaRN's ext_factor 1 when type is yarn)
+    factor = meta.float("rope.scaling.factor", 0.0) if not legacy else 0.0
+    kind = str(meta.raw("rope.scaling.type") or ("linear" if factor else "none"))
+    freq_scale = 1.0 / factor if factor and kind in ("linear", "yarn") else 1.0
+    yarn = None
+    attn_factor = meta.float("rope.scaling.attn_factor", 1.0) if not legacy else 1.0
+    if kind == "yarn" and freq_scale != 1.0:
+        n_ctx_orig = meta.int("rope.scaling.original_context_length",
+                              meta.int("context_length", 2048))
+        yarn = (meta.float("rope.scaling.yarn_ext_factor", 1.0),
+                meta.float("rope.scaling.yarn_beta_fast", 32.0),
+                meta.float("rope.scaling.yarn_beta_slow", 1.0), float(n_ctx_orig))
+    # attention scale
+    kq_scale = 1.0 / math.sqrt(head_k)
+    if t.wide_scale_layers and n_layer in t.wide_scale_layers:
+        kq_scale = 1.0 / math.sqrt(n_embd / n_head)
+    if t.mla:
+        # deepseek2.cpp: mscale = attn_factor·(1 + yarn_log_mul·ln(1/freq_scale)), kq × mscale²;
+        # the rope's own YaRN magnitude is cancelled (llama.cpp discussion 7416)
+        log_mul = meta.float("rope.scaling.yarn_log_multiplier", 0.0)
+        mscale = attn_factor * (1.0 + log_mul * math.log(1.0 / freq_scale))
+        kq_scale = mscale * mscale / math.sqrt(head_k)
+        if yarn is not None:
+            attn_factor = 1.0 / (1.0 + 0.1 * math.log(1.0 / freq_scale))
+    # sliding window
+    n_swa, swa_layers = 0, tuple(False for _ in range(n_layer))
+    if t.swa_pattern and not legacy:
+        n_swa = meta.int("attention.sliding_window", t.swa_default or 0, minimum=0)
+        if n_swa:
+            p = t.swa_pattern
+            swa_layers = tuple(il % p < p - 1 for il in range(n_layer))
+    if t.moe_keys:
+        func = meta.int("expert_gating_func", 1, minimum=0)     # 0 (none) -> softmax, for old V2 files
+        extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
+                     moe_norm=bool(meta.raw("expert_weights_norm") or False),
+                     moe_scale=meta.float("expert_weights_scale", 0.0),
+                     n_dense_lead=meta.int("leading_dense_block_count", 0, minimum=0))
+        if func not in (0, 1, 2):
+            raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
+    else:
+        extra.update(moe_norm=t.moe_norm)
+    if not legacy and meta.raw("expert_count"):
+        extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
+        if extra["n_expert_used"] > extra["n_expert"]:
+            raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
+    n_ctx = 0
+    if t.rope is None:
+        pos = m.ne(name("position_embd.weight"))
+        if len(pos) != 2 or pos[0] != n_embd:
+            raise WeightError(f"{model.path}: position embedding must be [n_ctx, {n_embd}]")
+        n_ctx = pos[1]
+    return Config(
+        arch=arch, traits=t, n_vocab=n_vocab, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
+        n_head_kv=n_head_kv, head_k=head_k, head_v=head_v, n_rot=n_rot, eps=eps, rope_base=base,
+        freq_scale=freq_scale, yarn=yarn, attn_factor=attn_factor, kq_scale=kq_scale,
+        attn_softcap=meta.float("attn_logit_softcapping", 0.0) if t.attn_softcap else 0.0,
+        final_softcap=meta.float("final_logit_softcapping", 0.0) if t.final_softcap_key else 0.0,
+        n_swa=n_swa, swa_layers=swa_layers, n_ctx=n_ctx, **extra)
+
+
+# ---- loading --------------------------------------------------------------------------------
+
+def load(model) -> Weights:
+    """Map a decoder file's tensors to float32 arrays, checking names and shapes."""
+    legacy = model.format in LEGACY_FORMATS
+    arch = architecture(model)
+    if arch not in TRAITS:
+        from . import UnsupportedArchitecture
+        raise UnsupportedArchitecture(model.path, arch, model.format)
+    m = WeightMapper(model, arch)
+    names = _LEGACY_NAMES[arch] if legacy else None
+
+    def name(gguf: str, i: int | None = None) -> str:
+        key = names.get(gguf, "") if names is not None else gguf
+        return key.replace("{i}", str(i)) if i is not None else key
+
+    c = _config(model, m, arch, legacy, name)
+    C, V, H, Hkv = c.n_embd, c.n_vocab, c.n_head, c.n_head_kv
+
+    def take(full: str, shape) -> np.ndarray:
+        return _typed(m.take(full, shape), model.tensor(full).type)
+
+    def opt(gguf: str, i: int | None, shape) -> np.ndarray | None:
+        """The tensor if the file has it; ``shape`` None takes the stored one (a width
+        that is itself a hyperparameter, such as q_lora_rank)."""
+        full = name(gguf, i)
+        if not (full and m.has(full)):
+            return None
+        return take(full, tuple(reversed(m.ne(full))) if shape is None else shape)
+
+    def req(gguf: str, i: int | None, shape) -> np.ndarray:
+        full = name(gguf, i)
+        if not full:
+            raise WeightError(f"{model.path}: {arch} needs tensor {gguf!r}, which a "
+                              f"{model.format} file cannot hold")
+        return take(full, shape)
+
+    def width(gguf: str, i: int, axis: int = -1) -> int:
+        """A dimension read from a stored tensor (ggml order: ne[-1] = rows)."""
+        return m.ne(name(gguf, i))[axis]
+
+    layers = []
+    for i in range(c.n_layer):
+        L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)),
+                  attn_norm_b=opt("blk.{i}.attn_norm.bias", i, (C,)))
+        if c.traits.norm == "layer" and L.attn_norm_b is None:
+            L.attn_norm_b = req("blk.{i}.attn_norm.bias", i, (C,))
+        Q, K, Vw = H * c.head_k, Hkv * c.head_k, Hkv * c.head_v
+        if c.traits.mla:
+            _load_mla(L, c, i, req, opt)
+        elif m.has(name("blk.{i}.attn_qkv.weight", i)):
+            L.wqkv = req("blk.{i}.attn_qkv.weight", i, (Q + K + Vw, C))
+            L.bqkv = opt("blk.{i}.attn_qkv.bias", i, (Q + K + Vw,))
+        else:
+            L.wq, L.bq = req("blk.{i}.attn_q.weight", i, (Q, C)), opt("blk.{i}.attn_q.bias", i, (Q,))
+            L.wk, L.bk = req("blk.{i}.attn_k.weight", i, (K, C)), opt("blk.{i}.attn_k.bias", i, (K,))
+            L.wv, L.bv = req("blk.{i}.attn_v.weight", i, (Vw, C)), opt("blk.{i}.attn_v.bias", i, (Vw,))
+        O = H * c.head_v
+        L.wo, L.bo = req("blk.{i}.attn_output.weight", i, (C, O)), opt("blk.{i}.attn_output.bias", i, (C,))
+        if not c.traits.mla:
+            L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (c.head_k,))
+            L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (c.head_k,))
+        L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
+        L.ffn_norm = req("blk.{i}.ffn_norm.weight", i, (C,))
+        L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
+        if c.traits.norm == "layer" and L.ffn_norm_b is None:
+            L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
+        L.post_ffw_norm = opt("blk.{i}.post_ffw_norm.weight", i, (C,))
+        if not legacy and m.has(name("blk.{i}.ffn_gate_inp.weight", i)) and i >= c.n_dense_lead:
+            _load_moe(L, c, i, req, opt, width, model.path)
+        else:
+            F = width("blk.{i}.ffn_down.weight", i, 0)
+            if c.traits.gated and not m.has(name("blk.{i}.ffn_gate.weight", i)):
+                # fused gate/up (phi3): the first F rows are the gate, the last F the up
+                L.up = req("blk.{i}.ffn_up.weight", i, (2 * F, C))
+            else:
+                if c.traits.gated:
+                    L.gate, L.gate_b = req("blk.{i}.ffn_gate.weight", i, (F, C)), opt("blk.{i}.ffn_gate.bias", i, (F,))
+                L.up = req("blk.{i}.ffn_up.weight", i, (F, C))
+            L.up_b = opt("blk.{i}.ffn_up.bias", i, (L.up.shape[0],))
+            L.down, L.down_b = req("blk.{i}.ffn_down.weight", i, (C, F)), opt("blk.{i}.ffn_down.bias", i, (C,))
+        layers.append(L)
+    embed = req("token_embd.weight", None, (V, C))
+    out_name = name("output.weight")
+    output = take(out_name, (V, C)) if out_name and m.has(out_name) else embed   # tied
+    norm = req("output_norm.weight", None, (C,))
+    norm_b = opt("output_norm.bias", None, (C,))
+    positions = req("position_embd.weight", None, (c.n_ctx, C)) if c.traits.rope is None else None
+    rope_freqs = None
+    if c.traits.rope and not legacy:
+        rope_freqs = opt("rope_freqs.weight", None, (c.n_rot // 2,))
+        if rope_freqs is None and c.arch == "phi3":
+            # llama.cpp get_rope_factors: rope_short while the context fits the original one
+            rope_freqs = opt("rope_factors_short.weight", None, (c.n_rot // 2,))
+    return Weights(c, embed, norm, norm_b, output, opt("output.bias", None, (V,)),
+                   positions, rope_freqs, tuple(layers))
+
+
+def _load_mla(L: Layer, c: Config, i: int, req, opt) -> None:
+    C, H, R, rot, nope = c.n_embd, c.n_head, c.mla_rank, c.n_rot, c.mla_nope
+    Q = H * c.head_k
+    # q through a low-rank pair (attn_q_a, attn_q_a_norm, attn_q_b), or one attn_q (the lite models)
+    L.q_a_norm = opt("blk.{i}.attn_q_a_norm.weight", i, None)
+    if L.q_a_norm is not None:
+        q_rank = L.q_a_norm.shape[0]
+        L.wq_a = req("blk.{i}.attn_q_a.weight", i, (q_rank, C))
+        L.wq_b = req("blk.{i}.attn_q_b.weight", i, (Q, q_rank))
+    else:
+        L.wq = req("blk.{i}.attn_q.weight", i, (Q, C))
+    L.wkv_a = req("blk.{i}.attn_kv_a_mqa.weight", i, (R + rot, C))
+    L.kv_a_norm = req("blk.{i}.attn_kv_a_norm.weight", i, (R,))
+    L.wk_b = opt("blk.{i}.attn_k_b.weight", i, (H, R, nope))
+    if L.wk_b is not None:
+        L.wv_b = req("blk.{i}.attn_v_b.weight", i, (H, c.head_v, R))
+    else:
+        L.wkv_b = req("blk.{i}.attn_kv_b.weight", i, (H * (nope + c.head_v), R))
+
+
+def _load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
+    C, E = c.n_embd, c.n_expert
+    if not E or not c.n_expert_used:
+        raise WeightError(f"{path}: layer {i} routes to experts but expert_count / "
+                          f"expert_used_count are missing")
+    F = width("blk.{i}.ffn_down_exps.weight", i, 0)
+    L.router = req("blk.{i}.ffn_gate_inp.weight", i, (E, C))
+    L.router_bias = opt("blk.{i}.exp_probs_b.bias", i, (E,))
+    L.gate_exps = req("blk.{i}.ffn_gate_exps.weight", i, (E, F, C))
+    L.up_exps = req("blk.{i}.ffn_up_exps.weight", i, (E, F, C))
+    L.down_exps = req("blk.{i}.ffn_down_exps.weight", i, (E, C, F))
+    down = opt("blk.{i}.ffn_down_shexp.weight", i, None)
+    if down is not None:
+        if down.ndim != 2 or down.shape[0] != C:
+            raise WeightError(f"{path}: blk.{i}.ffn_down_shexp has numpy shape {down.shape}, "
+                              f"expected ({C}, n_ff_shexp)")
+        Fs = down.shape[1]
+        L.down_shexp = down
+        L.gate_shexp = req("blk.{i}.ffn_gate_shexp.weight", i, (Fs, C))
+        L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
+
+
+# ---- activation rounding (ggml-cpu's vec_dot_type) -------------------------------------------
+
+# ggml-cpu multiplies a weight of type W by activations first converted to
+# type_traits_cpu[W].vec_dot_type: F16 -> F16, BF16 -> BF16, the 32-element block types ->
+# Q8_0 (Q8_1 for Q4_1/Q5_1: the same rounded values), the 256-element K and IQ types -> Q8_K.
+_VEC_DOT = {"F16": "f16", "BF16": "bf16",
+            **{t: "q8_0" for t in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "IQ4_NL", "MXFP4")},
+            **{t: "q8_k" for t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS",
+                                   "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "IQ4_XS",
+                                   "TQ1_0", "TQ2_0")}}
+
+
+class Mat(np.ndarray):
+    """A float32 weight that remembers how llama.cpp rounds what it multiplies
+    (``vec_dot``: None for F32 weights).  Views (an expert's slice) keep it."""
+    vec_dot: str | None = None
+
+    def __array_finalize__(self, obj) -> None:
+        self.vec_dot = getattr(obj, "vec_dot", None)
+
+
+def _typed(arr: np.ndarray, ggml_type: str) -> np.ndarray:
+    kind = _VEC_DOT.get(ggml_type)
+    if kind is None or arr.ndim < 2:
+        return arr
+    out = arr.view(Mat)
+    out.vec_dot = kind
+    return out
+
+
+def round_activations(x: np.ndarray, kind: str | None) -> np.ndarray:
+    """``x`` [..., n] as ggml-cpu's quantize_row_<kind> then dequantize would give it.
+
+    q8_0: blocks of 32, d = amax/127, q = round-half-even(x/d), value fp16(d)·q.
+    q8_k: blocks of 256, d = max/-127 as float32 (max: the element of largest |x|),
+    q = min(127, round-half-even(x/d)).  f16 / bf16: rounded to that format.
+    """
+    if kind is None:
+        return x
+    if kind == "f16":
+        return x.astype(np.float16).astype(np.float32)
+    if kind == "bf16":
+        u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+        r = ((u + (0x7FFF + ((u >> 16) & 1))) >> 16 << 16).astype(np.uint32)
+        return np.where(np.isnan(x), x, r.view(np.float32))
+    n = x.shape[-1]
+    block = 32 if kind == "q8_0" else 256
+    if n % block:
+        return x
+    xb = x.reshape(*x.shape[:-1], n // block, block).astype(np.float32)
+    if kind == "q8_0":
+        d = np.abs(xb).max(axis=-1, keepdims=True) / np.float32(127)
+        inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d > 0)
+        q = np.rint(xb * inv)
+        out = q * d.astype(np.float16).astype(np.float32)
+    else:
+        idx = np.abs(xb).argmax(axis=-1)[..., None]
+        mx = np.take_along_axis(xb, idx, axis=-1)
+        iscale = np.divide(np.float32(-127), mx, out=np.zeros_like(mx), where=mx != 0)
+        q = np.minimum(np.rint(iscale * xb), 127)
+        d = np.divide(np.float32(1), iscale, out=np.zeros_like(iscale), where=iscale != 0)
+        out = q * d
+    return out.reshape(x.shape).astype(np.float32)
+
+
+# ---- kernels --------------------------------------------------------------------------------
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis (ggml_rms_norm then mul)."""
+    ms = (x * x).mean(axis=-1, keepdims=True)                       # [..., 1]
+    return (x / np.sqrt(ms + np.float32(eps)) * weight).astype(np.float32)
+
+
+def _gelu_exact(x: np.ndarray) -> np.ndarray:
+    k = np.float32(np.sqrt(2.0 / np.pi))
+    return (0.5 * x * (1 + np.tanh(k * x * (1 + np.float32(0.044715) * x * x)))).astype(np.float32)
+
+
+_GELU_TABLE: np.ndarray | None = None
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh approximation, as ggml-cpu computes it (GGML_GELU_FP16): 0 below -10,
+    x above 10, else the input rounded to fp16 looked up in a 65536-entry fp16 table of
+    gelu (ggml_table_gelu_f16) -- GPT-2's gelu_new, gemma's gelu_pytorch_tanh."""
+    global _GELU_TABLE
+    if _GELU_TABLE is None:
+        codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+        with np.errstate(invalid="ignore", over="ignore"):
+            _GELU_TABLE = _gelu_exact(codes.astype(np.float32)).astype(np.float16).astype(np.float32)
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = _GELU_TABLE[x.astype(np.float16).view(np.uint16)]
+    return np.where(x <= -10, np.float32(0), np.where(x >= 10, x, y)).astype(np.float32)
+
+
+def _yarn_ramp(low: float, high: float, n: int) -> np.ndarray:
+    y = (np.arange(n, dtype=np.float64) - low) / max(0.001, high - low)
+    return 1.0 - np.clip(y, 0.0, 1.0)
+
+
+def _yarn_corr_dims(n_rot: int, n_ctx_orig: float, base: float, beta_fast: float,
+                    beta_slow: float) -> tuple[float, float]:
+    def dim(n_rotations: float) -> float:
+        return n_rot * math.log(n_ctx_orig / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
+    return max(0.0, math.floor(dim(beta_fast))), min(n_rot - 1.0, math.ceil(dim(beta_slow)))
+
+
+def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
+         freq_scale: float = 1.0, freq_factors: np.ndarray | None = None,
+         yarn: tuple[float, float, float, float] | None = None,
+         attn_factor: float = 1.0) -> np.ndarray:
+    """Rotary position embedding of the first ``n_rot`` dims of each head (ggml_rope_ext).
+
+    x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
+    θ_i = pos · base^(-2i/n_rot) / freq_factors[i], interpolated by ``freq_scale`` and, with
+    YaRN, ramped between interpolation and extrapolation as ggml's ``rope_yarn`` does.
+    """
+    half = n_rot // 2
+    i = np.arange(half, dtype=np.float64)
+    inv = base ** (-2.0 * i / n_rot)                                    # [n_rot/2]
+    if freq_factors is not None:
+        inv = inv / freq_factors.astype(np.float64)
+    extrap = pos.astype(np.float64)[:, None] * inv[None, :]             # [T, n_rot/2]
+    theta = extrap * freq_scale
+    mscale = attn_factor
+    if yarn is not None and yarn[0] != 0.0:
+        ext, beta_fast, beta_slow, n_ctx_orig = yarn
+        low, high = _yarn_corr_dims(n_rot, n_ctx_orig, base, beta_fast, beta_slow)
+        mix = _yarn_ramp(low, high, half)[None, :] * ext
+        theta = theta * (1 - mix) + extrap * mix
+        mscale *= 1.0 + 0.1 * math.log(1.0 / freq_scale)
+    cos = (np.cos(theta) * mscale).astype(np.float32)[:, None, :]      # [T, 1, n_rot/2]
+    sin = (np.sin(theta) * mscale).astype(np.float32)[:, None, :]
+    out = x.astype(np.float32, copy=True)
+    if neox:
+        a, b = x[..., :half], x[..., half:n_rot]
+        out[..., :half] = a * cos - b * sin
+        out[..., half:n_rot] = a * sin + b * cos
+    else:
+        a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+        out[..., 0:n_rot:2] = a * cos - b * sin
+        out[..., 1:n_rot:2] = a * sin + b * cos
+    return out
+
+
+def _lin(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
+    """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
+    llama.cpp's CPU backend rounds it for w's type."""
+    x = round_activations(np.asarray(x), getattr(w, "vec_dot", None))
+    y = x @ np.asarray(w).T
+    return y + b if b is not None else y
+
+
+def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    if c.traits.norm == "layer":
+        return layer_norm(x, w, b if b is not None else np.float32(0), c.eps)
+    return rms_norm(x, w, c.eps)
+
+
+def _act(c: Config, x: np.ndarray) -> np.ndarray:
+    return gelu(x) if c.traits.act == "gelu" else silu(x)
+
+
+def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,
+            swa: bool) -> np.ndarray:
+    """Causal attention of q [T, H, Dk] over k [S, Hkv, Dk], v [S, Hkv, Dv] -> [T, H, Dv].
+
+    Query head h reads key/value head h // (H / Hkv) (GQA).  The scores are scaled by
+    ``kq_scale`` (gemma's q is pre-scaled instead), soft-capped s -> cap·tanh(s/cap)
+    where the architecture caps them, and masked causally and, on sliding-window
+    layers, to the last ``n_swa`` positions (llama.cpp LLAMA_SWA_TYPE_STANDARD).
+    """
+    T, H = q.shape[0], q.shape[1]
+    S, Hkv = k.shape[0], k.shape[1]
+    g = H // Hkv
+    qh = q.transpose(1, 0, 2).reshape(Hkv, g * T, q.shape[2])          # [Hkv, g*T, Dk]
+    scores = qh @ k.transpose(1, 2, 0)                                 # [Hkv, g*T, S]
+    scores = scores.reshape(Hkv, g, T, S).reshape(H, T, S)
+    if not c.traits.q_scale:
+        scores = scores * np.float32(c.kq_scale)
+    if c.attn_softcap:
+        cap = np.float32(c.attn_softcap)
+        scores = np.tanh(scores / cap) * cap
+    key_pos = np.arange(S)
+    masked = key_pos[None, :] > pos[:, None]                           # [T, S]
+    if swa and c.n_swa:
+        masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
+    scores = np.where(masked[None], np.float32(-np.inf), scores)
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
+    out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
+    return out.reshape(H, T, -1).transpose(1, 0, 2)                    # [T, H, Dv]
+
+
+def _rope(c: Config, w: Weights, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray:
+    if c.traits.rope is None:
+        return x
+    base = c.rope_base
+    freq_scale, yarn = c.freq_scale, c.yarn
+    if swa and c.traits.swa_rope_base is not None:
+        base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
+    return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
+                yarn, c.attn_factor)
+
+
+def _attention(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool,
+               k_past: np.ndarray, v_past: np.ndarray):
+    """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache."""
+    T, H, Hkv, Dk, Dv = h.shape[0], c.n_head, c.n_head_kv, c.head_k, c.head_v
+    if c.traits.mla:
+        return _mla(c, w, L, h, pos, k_past, v_past)
+    if L.wqkv is not None:
+        qkv = _lin(h, L.wqkv, L.bqkv)
+        q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
+    else:
+        q, k, v = _lin(h, L.wq, L.bq), _lin(h, L.wk, L.bk), _lin(h, L.wv, L.bv)
+    q, k, v = q.reshape(T, H, Dk), k.reshape(T, Hkv, Dk), v.reshape(T, Hkv, Dv)
+    if L.q_norm is not None:
+        q = rms_norm(q, L.q_norm, c.eps)
+    if L.k_norm is not None:
+        k = rms_norm(k, L.k_norm, c.eps)
+    q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
+    if c.traits.q_scale:
+        q = q * np.float32(c.kq_scale)
+    k = np.concatenate([k_past, k.astype(np.float32)])
+    v = np.concatenate([v_past, v.astype(np.float32)])
+    out = _attend(c, q, k, v, pos, swa).reshape(T, H * Dv)
+    return _lin(out, L.wo, L.bo), k, v
+
+
+def _mla(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray,
+         k_past: np.ndarray, v_past: np.ndarray):
+    """deepseek2.cpp's multi-head latent attention, in its absorbed form when the file has
+    attn_k_b / attn_v_b: a single shared key/value head over the normalised latent
+    (plus the shared rope key), each query head's non-rope part mapped into latent space
+    by k_b, and each head's latent output expanded by v_b.  Older files (attn_kv_b)
+    expand keys and values per head first, as llama.cpp does for them."""
+    T, H, R, rot, nope = h.shape[0], c.n_head, c.mla_rank, c.n_rot, c.mla_nope
+    q = _lin(rms_norm(_lin(h, L.wq_a), L.q_a_norm, c.eps), L.wq_b) if L.wq_a is not None else _lin(h, L.wq)
+    q = q.reshape(T, H, nope + rot)
+    q_nope, q_pe = q[..., :nope], _rope(c, w, q[..., nope:], pos, False)
+    kv = _lin(h, L.wkv_a)                                              # [T, R + rot]
+    latent = rms_norm(kv[:, :R], L.kv_a_norm, c.eps)                   # [T, R]
+    k_pe = _rope(c, w, kv[:, None, R:], pos, False)                    # [T, 1, rot]
+    if L.wk_b is not None:
+        q_abs = np.einsum("thn,hrn->thr", round_activations(q_nope, L.wk_b.vec_dot if
+                          isinstance(L.wk_b, Mat) else None), np.asarray(L.wk_b))  # [T, H, R]
+        qc = np.concatenate([q_pe, q_abs], axis=-1)                    # rope first, as llama.cpp
+        k = np.concatenate([k_past, np.concatenate([k_pe, latent[:, None, :]], axis=-1)])
+        v = np.concatenate([v_past, latent[:, None, :]])               # [S, 1, R]
+        o = _attend(c, qc, k, v, pos, False)                           # [T, H, R]
+        o = np.einsum("thr,hvr->thv", round_activations(o, L.wv_b.vec_dot if
+                      isinstance(L.wv_b, Mat) else None), np.asarray(L.wv_b))  # [T, H, Dv]
+    else:
+        kvb = _lin(latent, L.wkv_b).reshape(T, H, nope + c.head_v)
+        k_new = np.concatenate([np.broadcast_to(k_pe, (T, H, rot)), kvb[..., :nope]], axis=-1)
+        qc = np.concatenate([q_pe, q_nope], axis=-1)
+        k = np.concatenate([k_past, k_new.astype(np.float32)])
+        v = np.concatenate([v_past, kvb[..., nope:].astype(np.float32)])
+        o = _attend(c, qc, k, v, pos, False)
+    return _lin(o.reshape(T, -1), L.wo, L.bo), k, v
+
+
+def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b) -> np.ndarray:
+    u = _lin(h, up, up_b)
+    if not c.traits.gated:
+        a = _act(c, u)
+    elif gate is None:                                                 # fused [gate; up]
+        half = u.shape[-1] // 2
+        a = _act(c, u[:, :half]) * u[:, half:]
+    else:
+        a = _act(c, _lin(h, gate, gate_b)) * u
+    return _lin(a, down, down_b)
+
+
+def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
+    """llama-graph.cpp build_moe_ffn: route each row to its top-k experts.
+
+    probs = softmax or sigmoid of the router logits; the top k are chosen by probs (+
+    exp_probs_b when present, which does not enter the weights); their probs are
+    renormalised to sum 1 where the architecture says so (sum clamped as llama.cpp
+    does), scaled by expert_weights_scale, and weight each expert's SwiGLU output.
+    """
+    logits = _lin(h, L.router)                                         # [T, E]
+    if c.moe_gating == "sigmoid":
+        probs = sigmoid(logits)
+    else:
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    select = probs + L.router_bias if L.router_bias is not None else probs
+    k = c.n_expert_used
+    top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
+    weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
+    if c.moe_norm:
+        weights = weights / np.maximum(weights.sum(axis=-1, keepdims=True), np.float32(6.103515625e-5))
+    if c.moe_scale:
+        weights = weights * np.float32(c.moe_scale)
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        row = h[t:t + 1]
+        for j in range(k):
+            e_id = top[t, j]
+            y = _lin(silu(_lin(row, L.gate_exps[e_id])) * _lin(row, L.up_exps[e_id]), L.down_exps[e_id])
+            out[t] += weights[t, j] * y[0]
+    if L.down_shexp is not None:
+        out = out + _dense_ffn(c, h, L.gate_shexp, None, L.up_shexp, None, L.down_shexp, None)
+    return out
+
+
+def initial_state(c: Config) -> State:
+    if c.traits.mla:                     # the absorbed form caches the latent and the rope key
+        shapes = ((1, c.n_rot + c.mla_rank), (1, c.mla_rank))
+    else:
+        shapes = ((c.n_head_kv, c.head_k), (c.n_head_kv, c.head_v))
+    return State(tuple(np.zeros((0, *shapes[0]), np.float32) for _ in range(c.n_layer)),
+                 tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)))
+
+
+def _initial_state(w: Weights) -> State:
+    c = w.config
+    if c.traits.mla and any(L.wkv_b is not None for L in w.layers):
+        c = replace(c, traits=replace(c.traits, mla=False), n_head_kv=c.n_head)
+    return initial_state(c)
+
+
+def forward(weights: Weights, tokens: list[int], state: State | None = None,
+            all_logits: bool = False) -> tuple[np.ndarray, State]:
+    """Run ``tokens`` after the cached ones; the logits and the extended cache."""
+    c = weights.config
+    ids = check_tokens(tokens, c.n_vocab)
+    state = _initial_state(weights) if state is None else state
+    P, T = state.n_past, len(ids)
+    pos = np.arange(P, P + T)                                          # [T]
+    x = np.asarray(weights.embed)[ids]                                 # [T, C] (a copy)
+    if weights.positions is not None:
+        if P + T > c.n_ctx:
+            raise WeightError(f"{P + T} tokens exceed the model's context of {c.n_ctx}")
+        x = x + weights.positions[pos]
+    if c.traits.embed_scale:
+        x = x * np.float32(math.sqrt(c.n_embd))
+    keys, values = [], []
+    for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
+        swa = c.swa_layers[il] if c.swa_layers else False
+        a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa, kp, vp)
+        if L.post_attn_norm is not None:
+            a = rms_norm(a, L.post_attn_norm, c.eps)
+        x = x + a
+        h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+        if L.router is not None:
+            f = _moe(c, L, h)
+        else:
+            f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b)
+        if L.post_ffw_norm is not None:
+            f = rms_norm(f, L.post_ffw_norm, c.eps)
+        x = (x + f).astype(np.float32)
+        keys.append(k)
+        values.append(v)
+    rows = x if all_logits else x[-1:]
+    h = _norm(c, rows, weights.output_norm, weights.output_norm_b)
+    logits = _lin(h, weights.output, weights.output_b)                 # [T', V]
+    if c.final_softcap:
+        cap = np.float32(c.final_softcap)
+        logits = np.tanh(logits / cap) * cap
+    logits = logits.astype(np.float32)
+    return (logits if all_logits else logits[0]), State(tuple(keys), tuple(values))
