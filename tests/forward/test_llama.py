@@ -176,6 +176,6 @@ def test_missing_weight_is_a_weight_error(tmp_path):
 
 
 def test_unsupported_architecture_names_supported_ones(tmp_path):
-    p = write_gguf_py(tmp_path / "m.gguf", arch="mamba")
+    p = write_gguf_py(tmp_path / "m.gguf", arch="bloom")
     with pytest.raises(UnsupportedArchitecture, match="llama.*qwen2.*gpt2"):
         run(ggscope.open(p), [1])
