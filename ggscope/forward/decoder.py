@@ -30,11 +30,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ..errors import GGScopeError
 from . import WeightError, WeightMapper, architecture, check_tokens
+from .matmul import Mat, StreamedRows, linear as _lin, round_activations, typed as _typed
 from .ops import layer_norm, sigmoid, silu
 
-__all__ = ["Traits", "TRAITS", "Config", "Layer", "Weights", "State", "Mat", "load", "forward",
-           "rms_norm", "rope", "gelu", "round_activations", "LEGACY_FORMATS"]
+__all__ = ["Traits", "TRAITS", "Config", "Layer", "Weights", "State", "load", "forward",
+           "rms_norm", "rope", "gelu", "LEGACY_FORMATS"]
 
 LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
 
@@ -190,7 +192,7 @@ class Layer:
 @dataclass(frozen=True)
 class Weights:
     config: Config
-    embed: np.ndarray                        # [V, C]
+    embed: StreamedRows                      # [V, C], left in the file's encoding
     output_norm: np.ndarray                  # [C]
     output_norm_b: np.ndarray | None
     output: np.ndarray                       # [V, C] (the embedding itself when tied)
@@ -429,7 +431,7 @@ def load(model) -> Weights:
             L.up_b = opt("blk.{i}.ffn_up.bias", i, (L.up.shape[0],))
             L.down, L.down_b = req("blk.{i}.ffn_down.weight", i, (C, F)), opt("blk.{i}.ffn_down.bias", i, (C,))
         layers.append(L)
-    embed = req("token_embd.weight", None, (V, C))
+    embed = _embedding(model, m, name("token_embd.weight"), (V, C))
     out_name = name("output.weight")
     output = take(out_name, (V, C)) if out_name and m.has(out_name) else embed   # tied
     norm = req("output_norm.weight", None, (C,))
@@ -443,6 +445,20 @@ def load(model) -> Weights:
             rope_freqs = opt("rope_factors_short.weight", None, (c.n_rot // 2,))
     return Weights(c, embed, norm, norm_b, output, opt("output.bias", None, (V,)),
                    positions, rope_freqs, tuple(layers))
+
+
+def _embedding(model, m: WeightMapper, full: str, shape: tuple[int, int]) -> StreamedRows:
+    """token_embd checked like any weight but left in the file (llama.cpp's get_rows)."""
+    info = m._info(full)
+    stored = tuple(reversed(tuple(info.shape)))
+    if stored != shape:
+        raise WeightError(f"{model.path}: tensor {full!r} has numpy shape {stored} "
+                          f"(ggml ne {list(info.shape)}), {m.arch} expects {shape}")
+    try:
+        return StreamedRows(info, shape, f"{model.path}: tensor {full!r} ({info.type})")
+    except (GGScopeError, NotImplementedError, ValueError) as exc:
+        raise WeightError(f"{model.path}: tensor {full!r} ({info.type}) could not be "
+                          f"decoded: {exc}") from None
 
 
 def _load_mla(L: Layer, c: Config, i: int, req, opt) -> None:
@@ -485,71 +501,6 @@ def _load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
         L.down_shexp = down
         L.gate_shexp = req("blk.{i}.ffn_gate_shexp.weight", i, (Fs, C))
         L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
-
-
-# ---- activation rounding (ggml-cpu's vec_dot_type) -------------------------------------------
-
-# ggml-cpu multiplies a weight of type W by activations first converted to
-# type_traits_cpu[W].vec_dot_type: F16 -> F16, BF16 -> BF16, the 32-element block types ->
-# Q8_0 (Q8_1 for Q4_1/Q5_1: the same rounded values), the 256-element K and IQ types -> Q8_K.
-_VEC_DOT = {"F16": "f16", "BF16": "bf16",
-            **{t: "q8_0" for t in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q8_1", "IQ4_NL", "MXFP4")},
-            **{t: "q8_k" for t in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS",
-                                   "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M", "IQ4_XS",
-                                   "TQ1_0", "TQ2_0")}}
-
-
-class Mat(np.ndarray):
-    """A float32 weight that remembers how llama.cpp rounds what it multiplies
-    (``vec_dot``: None for F32 weights).  Views (an expert's slice) keep it."""
-    vec_dot: str | None = None
-
-    def __array_finalize__(self, obj) -> None:
-        self.vec_dot = getattr(obj, "vec_dot", None)
-
-
-def _typed(arr: np.ndarray, ggml_type: str) -> np.ndarray:
-    kind = _VEC_DOT.get(ggml_type)
-    if kind is None or arr.ndim < 2:
-        return arr
-    out = arr.view(Mat)
-    out.vec_dot = kind
-    return out
-
-
-def round_activations(x: np.ndarray, kind: str | None) -> np.ndarray:
-    """``x`` [..., n] as ggml-cpu's quantize_row_<kind> then dequantize would give it.
-
-    q8_0: blocks of 32, d = amax/127, q = round-half-even(x/d), value fp16(d)·q.
-    q8_k: blocks of 256, d = max/-127 as float32 (max: the element of largest |x|),
-    q = min(127, round-half-even(x/d)).  f16 / bf16: rounded to that format.
-    """
-    if kind is None:
-        return x
-    if kind == "f16":
-        return x.astype(np.float16).astype(np.float32)
-    if kind == "bf16":
-        u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-        r = ((u + (0x7FFF + ((u >> 16) & 1))) >> 16 << 16).astype(np.uint32)
-        return np.where(np.isnan(x), x, r.view(np.float32))
-    n = x.shape[-1]
-    block = 32 if kind == "q8_0" else 256
-    if n % block:
-        return x
-    xb = x.reshape(*x.shape[:-1], n // block, block).astype(np.float32)
-    if kind == "q8_0":
-        d = np.abs(xb).max(axis=-1, keepdims=True) / np.float32(127)
-        inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d > 0)
-        q = np.rint(xb * inv)
-        out = q * d.astype(np.float16).astype(np.float32)
-    else:
-        idx = np.abs(xb).argmax(axis=-1)[..., None]
-        mx = np.take_along_axis(xb, idx, axis=-1)
-        iscale = np.divide(np.float32(-127), mx, out=np.zeros_like(mx), where=mx != 0)
-        q = np.minimum(np.rint(iscale * xb), 127)
-        d = np.divide(np.float32(1), iscale, out=np.zeros_like(iscale), where=iscale != 0)
-        out = q * d
-    return out.reshape(x.shape).astype(np.float32)
 
 
 # ---- kernels --------------------------------------------------------------------------------
@@ -631,14 +582,6 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
         out[..., 0:n_rot:2] = a * cos - b * sin
         out[..., 1:n_rot:2] = a * sin + b * cos
     return out
-
-
-def _lin(x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None) -> np.ndarray:
-    """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
-    llama.cpp's CPU backend rounds it for w's type."""
-    x = round_activations(np.asarray(x), getattr(w, "vec_dot", None))
-    y = x @ np.asarray(w).T
-    return y + b if b is not None else y
 
 
 def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -821,7 +764,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     state = _initial_state(weights) if state is None else state
     P, T = state.n_past, len(ids)
     pos = np.arange(P, P + T)                                          # [T]
-    x = np.asarray(weights.embed)[ids]                                 # [T, C] (a copy)
+    x = weights.embed.rows(ids)                                        # [T, C]
     if weights.positions is not None:
         if P + T > c.n_ctx:
             raise WeightError(f"{P + T} tokens exceed the model's context of {c.n_ctx}")
