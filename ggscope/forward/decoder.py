@@ -286,6 +286,8 @@ def _config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config:
         head_k, head_v = k_mla, v_mla       # the heads' widths after expansion by wv_b
         if k_mla <= n_rot:
             raise WeightError(f"{model.path}: MLA key width {k_mla} must exceed rope width {n_rot}")
+    if t.rope and not base > 0:
+        raise WeightError(f"{model.path}: rope.freq_base must be positive, got {base}")
     if t.rope and (n_rot % 2 or n_rot > head_k or n_rot <= 0):
         raise WeightError(f"{model.path}: rotary dimension {n_rot} must be even and at "
                           f"most the head size {head_k}")
