@@ -26,13 +26,13 @@ token (``[n_vocab]``), or after every new token (``[T, n_vocab]``) with ``all_lo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import GGScopeError
 from . import WeightError, WeightMapper, architecture, check_tokens
-from .matmul import Mat, StreamedRows, linear as _lin, round_activations, typed as _typed
+from .matmul import StreamedRows, linear as _lin, round_activations, typed as _typed
 from .ops import layer_norm, sigmoid, silu
 
 __all__ = ["Traits", "TRAITS", "Config", "Layer", "Weights", "State", "load", "forward",
@@ -678,14 +678,14 @@ def _mla(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray,
     latent = rms_norm(kv[:, :R], L.kv_a_norm, c.eps)                   # [T, R]
     k_pe = _rope(c, w, kv[:, None, R:], pos, False)                    # [T, 1, rot]
     if L.wk_b is not None:
-        q_abs = np.einsum("thn,hrn->thr", round_activations(q_nope, L.wk_b.vec_dot if
-                          isinstance(L.wk_b, Mat) else None), np.asarray(L.wk_b))  # [T, H, R]
+        q_nope = round_activations(q_nope, getattr(L.wk_b, "vec_dot", None))
+        q_abs = np.einsum("thn,hrn->thr", q_nope, np.asarray(L.wk_b))   # [T, H, R]
         qc = np.concatenate([q_pe, q_abs], axis=-1)                    # rope first, as llama.cpp
         k = np.concatenate([k_past, np.concatenate([k_pe, latent[:, None, :]], axis=-1)])
         v = np.concatenate([v_past, latent[:, None, :]])               # [S, 1, R]
         o = _attend(c, qc, k, v, pos, False)                           # [T, H, R]
-        o = np.einsum("thr,hvr->thv", round_activations(o, L.wv_b.vec_dot if
-                      isinstance(L.wv_b, Mat) else None), np.asarray(L.wv_b))  # [T, H, Dv]
+        o = round_activations(o, getattr(L.wv_b, "vec_dot", None))
+        o = np.einsum("thr,hvr->thv", o, np.asarray(L.wv_b))           # [T, H, Dv]
     else:
         kvb = _lin(latent, L.wkv_b).reshape(T, H, nope + c.head_v)
         k_new = np.concatenate([np.broadcast_to(k_pe, (T, H, rot)), kvb[..., :nope]], axis=-1)
@@ -742,20 +742,18 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
     return out
 
 
-def initial_state(c: Config) -> State:
-    if c.traits.mla:                     # the absorbed form caches the latent and the rope key
+def initial_state(w: Weights) -> State:
+    """The empty cache.  MLA in its absorbed form caches one shared head: the rope key
+    and the normalised latent; files with attn_kv_b cache every head expanded."""
+    c = w.config
+    if c.traits.mla and all(L.wkv_b is None for L in w.layers):
         shapes = ((1, c.n_rot + c.mla_rank), (1, c.mla_rank))
+    elif c.traits.mla:
+        shapes = ((c.n_head, c.head_k), (c.n_head, c.head_v))
     else:
         shapes = ((c.n_head_kv, c.head_k), (c.n_head_kv, c.head_v))
     return State(tuple(np.zeros((0, *shapes[0]), np.float32) for _ in range(c.n_layer)),
                  tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)))
-
-
-def _initial_state(w: Weights) -> State:
-    c = w.config
-    if c.traits.mla and any(L.wkv_b is not None for L in w.layers):
-        c = replace(c, traits=replace(c.traits, mla=False), n_head_kv=c.n_head)
-    return initial_state(c)
 
 
 def forward(weights: Weights, tokens: list[int], state: State | None = None,
@@ -763,7 +761,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     """Run ``tokens`` after the cached ones; the logits and the extended cache."""
     c = weights.config
     ids = check_tokens(tokens, c.n_vocab)
-    state = _initial_state(weights) if state is None else state
+    state = initial_state(weights) if state is None else state
     P, T = state.n_past, len(ids)
     pos = np.arange(P, P + T)                                          # [T]
     x = weights.embed.rows(ids)                                        # [T, C]

@@ -91,3 +91,50 @@ def test_logits_match_llama_cpp(arch_dir, manifest, arch, enc, seq):
         assert np.abs(got - ref).max() <= tol
         assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
         assert np.abs(got - ref_default).max() <= DEFAULT_TOL[enc]
+
+
+def test_deepseek2_file_before_mla_matches_llama_cpp(arch_dir, manifest, tmp_path):
+    """DeepSeek files converted before llama.cpp's MLA (2025-04) carry one attn_kv_b
+    [H·(nope + v), kv_lora_rank] instead of attn_k_b / attn_v_b and no *_mla widths;
+    llama.cpp expands every head from it (deepseek2.cpp's non-MLA branch).  The same
+    weights in that layout -- per head, rows k_b[h]ᵀ then v_b[h] -- must give the MLA
+    file's logits."""
+    from gguf_writers import KV, T, TensorSpec, V, write_gguf_py
+    fixtures, _ = manifest
+    keys = fixtures["models"]["deepseek2"]["gguf_keys"]
+    src = ggscope.open(arch_dir / fixtures["models"]["deepseek2"]["F32"]["file"])
+    head_v = keys["deepseek2.attention.value_length_mla"]
+    kvs = []
+    for k, v in keys.items():
+        if k == "general.architecture" or k.endswith("_mla"):
+            continue
+        if k == "deepseek2.attention.key_length":
+            v = keys["deepseek2.attention.key_length_mla"]
+        elif k == "deepseek2.attention.value_length":
+            v = head_v
+        vt = (V.BOOL if isinstance(v, bool) else V.UINT32 if isinstance(v, int)
+              else V.FLOAT32 if isinstance(v, float) else V.STRING)
+        kvs.append(KV(k, vt, v))
+    tensors = []
+    for t in src.tensors:
+        if t.name.endswith("attn_v_b.weight"):
+            continue
+        data = np.ascontiguousarray(t.dequantize())
+        if t.name.endswith("attn_k_b.weight"):
+            v_b = src.tensor(t.name.replace("attn_k_b", "attn_v_b")).dequantize()  # [H, v, R]
+            kv_b = np.concatenate([data.transpose(0, 2, 1), v_b], axis=1)          # [H, nope + v, R]
+            tensors.append(TensorSpec(t.name.replace("attn_k_b", "attn_kv_b"), T.F32,
+                                      np.ascontiguousarray(kv_b.reshape(-1, kv_b.shape[-1]))))
+        else:
+            tensors.append(TensorSpec(t.name, T.F32, data))
+    mf = ggscope.open(write_gguf_py(tmp_path / "ds2-kv_b.gguf", kvs=kvs, tensors=tensors, arch="deepseek2"))
+    mod = module_for(mf)
+    w = mod.load(mf)
+    assert w.layers[0].wkv_b is not None and w.layers[0].wk_b is None
+    stem = fixtures["models"]["deepseek2"]["F32"]["file"].removesuffix(".gguf")
+    ref = np.load(arch_dir / f"extra/logits-f32kv-{stem}.npy")
+    got, state = mod.forward(w, fixtures["tokens_seq"][:5], all_logits=True)
+    rest, _ = mod.forward(w, fixtures["tokens_seq"][5:], state, all_logits=True)
+    got = np.concatenate([got, rest])
+    assert np.abs(got - ref).max() <= 1e-5
+    assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
