@@ -87,8 +87,10 @@ def _child(code: str, path: Path, tokens: list[int], threads: int) -> dict | str
     except subprocess.TimeoutExpired:
         return "timed out"
     if out.returncode:
+        if "ignore_mismatched_sizes" in out.stderr:
+            return "its config mismatches the weights"
         last = (out.stderr.strip().splitlines() or ["failed"])[-1]
-        return last[:70]
+        return last.split(": ", 1)[-1][:40]
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
