@@ -206,6 +206,7 @@ class Weights:
 class State:
     keys: tuple[np.ndarray, ...]    # per layer [S, Hkv, Dk], already rotated
     values: tuple[np.ndarray, ...]  # per layer [S, Hkv, Dv]
+    kv_f16: bool = False            # cache in F16 as llama.cpp's default (values rounded)
 
     @property
     def n_past(self) -> int:
@@ -597,14 +598,18 @@ def _act(c: Config, x: np.ndarray) -> np.ndarray:
 
 
 def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,
-            swa: bool) -> np.ndarray:
+            swa: bool, f16: bool) -> np.ndarray:
     """Causal attention of q [T, H, Dk] over k [S, Hkv, Dk], v [S, Hkv, Dv] -> [T, H, Dv].
 
     Query head h reads key/value head h // (H / Hkv) (GQA).  The scores are scaled by
     ``kq_scale`` (gemma's q is pre-scaled instead), soft-capped s -> cap·tanh(s/cap)
     where the architecture caps them, and masked causally and, on sliding-window
-    layers, to the last ``n_swa`` positions (llama.cpp LLAMA_SWA_TYPE_STANDARD).
+    layers, to the last ``n_swa`` positions (llama.cpp LLAMA_SWA_TYPE_STANDARD).  With
+    an F16 cache, q and the probabilities are rounded to F16 as ggml-cpu rounds what it
+    multiplies by an F16 k or v (the cache itself already holds rounded values).
     """
+    if f16:
+        q = _f16(q)
     T, H = q.shape[0], q.shape[1]
     S, Hkv = k.shape[0], k.shape[1]
     g = H // Hkv
@@ -623,6 +628,8 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     scores = np.where(masked[None], np.float32(-np.inf), scores)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
+    if f16:
+        probs = _f16(probs)
     out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
     return out.reshape(H, T, -1).transpose(1, 0, 2)                    # [T, H, Dv]
 
@@ -638,12 +645,16 @@ def _rope(c: Config, w: Weights, x: np.ndarray, pos: np.ndarray, swa: bool) -> n
                 yarn, c.attn_factor)
 
 
+def _f16(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float16).astype(np.float32)
+
+
 def _attention(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool,
-               k_past: np.ndarray, v_past: np.ndarray):
+               k_past: np.ndarray, v_past: np.ndarray, f16: bool):
     """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache."""
     T, H, Hkv, Dk, Dv = h.shape[0], c.n_head, c.n_head_kv, c.head_k, c.head_v
     if c.traits.mla:
-        return _mla(c, w, L, h, pos, k_past, v_past)
+        return _mla(c, w, L, h, pos, k_past, v_past, f16)
     if L.wqkv is not None:
         qkv = _lin(h, L.wqkv, L.bqkv)
         q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
@@ -657,20 +668,22 @@ def _attention(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray, 
     q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
     if c.traits.q_scale:
         q = q * np.float32(c.kq_scale)
-    k = np.concatenate([k_past, k.astype(np.float32)])
-    v = np.concatenate([v_past, v.astype(np.float32)])
-    out = _attend(c, q, k, v, pos, swa).reshape(T, H * Dv)
+    store = _f16 if f16 else (lambda a: a.astype(np.float32))
+    k = np.concatenate([k_past, store(k)])
+    v = np.concatenate([v_past, store(v)])
+    out = _attend(c, q, k, v, pos, swa, f16).reshape(T, H * Dv)
     return _lin(out, L.wo, L.bo), k, v
 
 
 def _mla(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray,
-         k_past: np.ndarray, v_past: np.ndarray):
+         k_past: np.ndarray, v_past: np.ndarray, f16: bool):
     """deepseek2.cpp's multi-head latent attention, in its absorbed form when the file has
     attn_k_b / attn_v_b: a single shared key/value head over the normalised latent
     (plus the shared rope key), each query head's non-rope part mapped into latent space
     by k_b, and each head's latent output expanded by v_b.  Older files (attn_kv_b)
     expand keys and values per head first, as llama.cpp does for them."""
     T, H, R, rot, nope = h.shape[0], c.n_head, c.mla_rank, c.n_rot, c.mla_nope
+    store = _f16 if f16 else (lambda a: a.astype(np.float32))
     q = _lin(rms_norm(_lin(h, L.wq_a), L.q_a_norm, c.eps), L.wq_b) if L.wq_a is not None else _lin(h, L.wq)
     q = q.reshape(T, H, nope + rot)
     q_nope, q_pe = q[..., :nope], _rope(c, w, q[..., nope:], pos, False)
@@ -681,18 +694,18 @@ def _mla(c: Config, w: Weights, L: Layer, h: np.ndarray, pos: np.ndarray,
         q_nope = round_activations(q_nope, getattr(L.wk_b, "vec_dot", None))
         q_abs = np.einsum("thn,hrn->thr", q_nope, np.asarray(L.wk_b))   # [T, H, R]
         qc = np.concatenate([q_pe, q_abs], axis=-1)                    # rope first, as llama.cpp
-        k = np.concatenate([k_past, np.concatenate([k_pe, latent[:, None, :]], axis=-1)])
-        v = np.concatenate([v_past, latent[:, None, :]])               # [S, 1, R]
-        o = _attend(c, qc, k, v, pos, False)                           # [T, H, R]
+        k = np.concatenate([k_past, store(np.concatenate([k_pe, latent[:, None, :]], axis=-1))])
+        v = np.concatenate([v_past, store(latent[:, None, :])])        # [S, 1, R]
+        o = _attend(c, qc, k, v, pos, False, f16)                      # [T, H, R]
         o = round_activations(o, getattr(L.wv_b, "vec_dot", None))
         o = np.einsum("thr,hvr->thv", o, np.asarray(L.wv_b))           # [T, H, Dv]
     else:
         kvb = _lin(latent, L.wkv_b).reshape(T, H, nope + c.head_v)
         k_new = np.concatenate([np.broadcast_to(k_pe, (T, H, rot)), kvb[..., :nope]], axis=-1)
         qc = np.concatenate([q_pe, q_nope], axis=-1)
-        k = np.concatenate([k_past, k_new.astype(np.float32)])
-        v = np.concatenate([v_past, kvb[..., nope:].astype(np.float32)])
-        o = _attend(c, qc, k, v, pos, False)
+        k = np.concatenate([k_past, store(k_new)])
+        v = np.concatenate([v_past, store(kvb[..., nope:])])
+        o = _attend(c, qc, k, v, pos, False, f16)
     return _lin(o.reshape(T, -1), L.wo, L.bo), k, v
 
 
@@ -742,8 +755,8 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
     return out
 
 
-def initial_state(w: Weights) -> State:
-    """The empty cache.  MLA in its absorbed form caches one shared head: the rope key
+def initial_state(w: Weights, kv_f16: bool = False) -> State:
+    """The empty cache (F32, or F16 as llama.cpp's default cache type).  MLA in its absorbed form caches one shared head: the rope key
     and the normalised latent; files with attn_kv_b cache every head expanded."""
     c = w.config
     if c.traits.mla and all(L.wkv_b is None for L in w.layers):
@@ -753,15 +766,18 @@ def initial_state(w: Weights) -> State:
     else:
         shapes = ((c.n_head_kv, c.head_k), (c.n_head_kv, c.head_v))
     return State(tuple(np.zeros((0, *shapes[0]), np.float32) for _ in range(c.n_layer)),
-                 tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)))
+                 tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)), kv_f16)
 
 
 def forward(weights: Weights, tokens: list[int], state: State | None = None,
-            all_logits: bool = False) -> tuple[np.ndarray, State]:
-    """Run ``tokens`` after the cached ones; the logits and the extended cache."""
+            all_logits: bool = False, kv_f16: bool = False) -> tuple[np.ndarray, State]:
+    """Run ``tokens`` after the cached ones; the logits and the extended cache.
+
+    ``kv_f16`` (for a new cache) keeps keys and values in F16 as llama.cpp's default
+    cache does; F32 (the default here) is llama.cpp's ``--cache-type-k/v f32``."""
     c = weights.config
     ids = check_tokens(tokens, c.n_vocab)
-    state = initial_state(weights) if state is None else state
+    state = initial_state(weights, kv_f16) if state is None else state
     P, T = state.n_past, len(ids)
     pos = np.arange(P, P + T)                                          # [T]
     x = weights.embed.rows(ids)                                        # [T, C]
@@ -774,7 +790,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     keys, values = [], []
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
         swa = c.swa_layers[il] if c.swa_layers else False
-        a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa, kp, vp)
+        a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa,
+                             kp, vp, state.kv_f16)
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
         x = x + a
@@ -795,4 +812,4 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         cap = np.float32(c.final_softcap)
         logits = np.tanh(logits / cap) * cap
     logits = logits.astype(np.float32)
-    return (logits if all_logits else logits[0]), State(tuple(keys), tuple(values))
+    return (logits if all_logits else logits[0]), State(tuple(keys), tuple(values), state.kv_f16)
