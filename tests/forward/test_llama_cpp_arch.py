@@ -145,3 +145,20 @@ def test_deepseek2_file_before_mla_matches_llama_cpp(arch_dir, manifest, tmp_pat
     got = np.concatenate([got, rest])
     assert np.abs(got - ref).max() <= 1e-5
     assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
+
+
+@pytest.mark.parametrize("enc", ["F32", "Q8_0"])
+def test_streamed_embedding_in_small_chunks(arch_dir, manifest, monkeypatch, enc):
+    """The tied embedding stays in the file and the output product decodes it in chunks:
+    chunks of 7 rows (320 = 45 × 7 + 5, a ragged last one) give llama.cpp's logits too."""
+    from ggscope.forward import matmul
+    monkeypatch.setattr(matmul, "CHUNK_ELEMS", 7 * 64)
+    fixtures, _ = manifest
+    stem = fixtures["models"]["gemma2"][enc]["file"].removesuffix(".gguf")
+    mf = ggscope.open(arch_dir / f"{stem}.gguf")
+    mod = module_for(mf)
+    w = mod.load(mf)
+    assert w.output is w.embed and w.embed.chunk_rows == 7
+    got, _ = mod.forward(w, fixtures["tokens_seq"], all_logits=True)
+    ref = np.load(arch_dir / f"extra/logits-f32kv-{stem}.npy")
+    assert np.abs(got - ref).max() <= F32KV_TOL[enc, True]
