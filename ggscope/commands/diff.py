@@ -34,8 +34,8 @@ next-token distributions P_A and P_B after every prefix: KL(P_A || P_B) in nats 
 equal, never negative: how far B's predictions drift from A's; the quantity
 llama.cpp's `llama-perplexity --kl-divergence` reports) and top-1 agreement (the
 fraction of positions where both files' most likely next token is the same).  This
-loads both files' weights as float32 in memory.  Supported architectures: llama, qwen2, gpt2 and
-RWKV v4-v7; any other is reported (exit 2).  With --metadata-only the per-tensor
+loads both files' weights as float32 in memory.  Supported architectures: those of
+`ggscope run` (llama, qwen2/3, gemma2/3, phi3, deepseek2 ...); any other is reported (exit 2).  With --metadata-only the per-tensor
 comparison is skipped and only metadata and logits are compared."""
 EPILOG = """\
 examples:

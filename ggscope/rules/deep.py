@@ -150,7 +150,7 @@ class ForwardCheck(Rule):
     """What it checks: the reference forward pass (``ggscope run``) gives finite logits.
 
     The file's BOS token (or token 0) and the id after it go through the numpy reference
-    forward pass of its architecture (llama, qwen2, gpt2, RWKV v4-v7); every logit after
+    forward pass of its architecture (any that ``ggscope run`` supports); every logit after
     them must be finite.  Files of other architectures, and damaged files, are not
     checked.  The pass holds all weights as float32, so a file whose weights would need
     more than 1 GiB that way is skipped with an info finding; a weight the pass cannot
