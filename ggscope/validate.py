@@ -69,8 +69,8 @@ def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
     from .rules.structure import BadMagic
     if BadMagic not in rules:
         return []
-    with open(path, "rb") as fh:
-        first = fh.read(4)
+    from .source import open_source
+    first = open_source(path).read(0, 4)
     return [BadMagic.finding_for(str(path), first)]
 
 

@@ -81,8 +81,9 @@ def _split(s: str) -> list[str]:
 
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
+    from ..remote import is_remote
     from ..validate import validate_file
-    if not os.path.isfile(path):
+    if not is_remote(path) and not os.path.isfile(path):
         return None, f"cannot read {path}: no such file"
     try:
         return validate_file(path, select=select, ignore=ignore, deep=deep), None

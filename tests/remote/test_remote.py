@@ -1,0 +1,189 @@
+"""Remote files over loopback HTTP: every command on a URL equals the local file, the
+header of a 20 GiB model arrives in a few range requests, and every broken server is a
+one-line error with exit status 2."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import string
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ggscope
+from ggscope.cli import main
+
+from range_server import RangeServer
+
+REPO = Path(__file__).resolve().parents[2]
+Q8 = REPO / "fixtures" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+Q4K = REPO / "fixtures" / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf"
+BIG = 20 * 2**30
+MiB = 2**20
+
+
+@pytest.fixture
+def server():
+    with RangeServer() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _short_timeout(monkeypatch):
+    monkeypatch.setenv("GGSCOPE_HTTP_TIMEOUT", "2")
+
+
+def _fixture(path: Path) -> Path:
+    if not path.is_file():
+        pytest.skip(f"{path} missing; run python fixtures/make_fixtures.py")
+    return path
+
+
+def write_big_header_sparse(path: Path, n_tokens: int = 120_000) -> int:
+    """gguf-py writes a GGUF with a multi-MiB vocabulary and one F32 tensor of 20 GiB;
+    the data section is a hole (``os.truncate``).  Returns the data section's offset."""
+    import gguf
+    rng = np.random.default_rng(7)
+    letters = np.array(list(string.ascii_letters))
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_block_count(1)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["".join(rng.choice(letters, 3 + i % 40)) for i in range(n_tokens)])
+    w.add_token_scores(rng.standard_normal(n_tokens).astype(np.float32).tolist())
+    w.add_tensor_info("huge.weight", [BIG // 4], np.dtype(np.float32), BIG,
+                      raw_dtype=gguf.GGMLQuantizationType.F32)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    data_offset = -(-path.stat().st_size // 32) * 32
+    os.truncate(path, data_offset + BIG)
+    if os.stat(path).st_blocks * 512 > 64 * MiB:
+        path.unlink()
+        pytest.skip("the filesystem of tmp_path does not keep sparse files")
+    return data_offset
+
+
+def test_open_20gb_reads_header_plus_at_most_2mib(server, tmp_path):
+    path = tmp_path / "big.gguf"
+    header = write_big_header_sparse(path)
+    assert header > 2 * MiB                     # several read-ahead rounds are needed
+    url = server.serve("/big.gguf", path)
+    mf = ggscope.open(url)
+    local = ggscope.open(path)
+    assert mf.file_size == path.stat().st_size
+    assert mf.metadata["tokenizer.ggml.tokens"] == local.metadata["tokenizer.ggml.tokens"]
+    assert np.array_equal(mf.metadata["tokenizer.ggml.scores"], local.metadata["tokenizer.ggml.scores"])
+    assert [(t.name, t.shape, t.offset, t.nbytes) for t in mf.tensors] == \
+           [(t.name, t.shape, t.offset, t.nbytes) for t in local.tensors]
+    assert mf.damage is None
+    assert server.served.bytes_sent <= header + 2 * MiB
+    # geometric read-ahead: 256 KiB, then steps doubling up to 2 MiB - not one request per field
+    rounds = 2 + math.ceil(math.log2(header / (256 * 1024))) + max(0, header - 4 * MiB) // (2 * MiB)
+    assert server.served.requests <= rounds
+    assert all(r.startswith("bytes=") for r in server.served.ranges)
+
+
+def test_every_command_on_a_url_matches_the_local_file(server, capsys):
+    q8 = _fixture(Q8)
+    url = server.serve(f"/m/{q8.name}", q8)
+    for argv in (["info", "--json"], ["stats", "--json"], ["validate", "--format", "json"]):
+        assert main([*argv, str(q8)]) in (0, 1)
+        local = capsys.readouterr().out.replace(str(q8), "FILE")
+        assert main([*argv, url]) in (0, 1)
+        remote = capsys.readouterr().out.replace(url, "FILE")
+        assert json.loads(remote) == json.loads(local), argv
+
+
+def test_diff_and_run_on_urls(server, capsys):
+    q8, q4 = _fixture(Q8), _fixture(Q4K)
+    u8 = server.serve(f"/a/{q8.name}", q8)
+    u4 = server.serve(f"/b/{q4.name}", q4)
+    code_local = main(["diff", "--json", str(q8), str(q4)])
+    local = json.loads(capsys.readouterr().out)
+    assert main(["diff", "--json", u8, u4]) == code_local
+    remote = json.loads(capsys.readouterr().out)
+    assert json.dumps(remote).replace(u8, str(q8)).replace(u4, str(q4)) == json.dumps(local)
+    assert main(["run", str(q8), "--tokens", "1,2,3", "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main(["run", u8, "--tokens", "1,2,3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == local
+
+
+def test_tensor_data_is_fetched_only_when_asked(server, tmp_path):
+    path = write_f32(tmp_path / "f32.gguf")
+    url = server.serve("/f32.gguf", path)
+    mf = ggscope.open(url)
+    assert server.served.requests == 1 and mf.source.fetched() <= 256 * 1024 < mf.file_size
+    t = mf.tensors[0]
+    got = t.dequantize()
+    assert np.array_equal(got, ggscope.open(path).tensor(t.name).dequantize())
+    assert server.served.requests == 2          # the tensor's missing blocks in one request
+    assert server.served.bytes_sent <= mf.file_size
+
+
+def _one_line_exit_2(capsys, argv, *needles):
+    assert main(argv) == 2
+    cap = capsys.readouterr()
+    problems = [x for x in cap.err.splitlines() if not x.startswith("1 file checked")]   # validate's summary
+    assert "Traceback" not in cap.err and len(problems) == 1, cap.err
+    for n in needles:
+        assert n in cap.err, cap.err
+    return cap.err
+
+
+def test_server_ignoring_range(server, capsys):
+    url = server.serve("/q8.gguf", _fixture(Q8), mode="ignore-range")
+    _one_line_exit_2(capsys, ["info", url], "ignores HTTP Range")
+
+
+def test_server_error_404_403(server, capsys):
+    _one_line_exit_2(capsys, ["info", server.serve("/e.gguf", _fixture(Q8), mode="error")], "HTTP 500")
+    _one_line_exit_2(capsys, ["info", server.status("/missing.gguf", 404)], "not found (HTTP 404)")
+    _one_line_exit_2(capsys, ["validate", server.status("/secret.gguf", 403)], "access denied (HTTP 403)")
+
+
+def test_stalled_server_times_out(server, capsys, monkeypatch):
+    monkeypatch.setenv("GGSCOPE_HTTP_TIMEOUT", "0.5")
+    url = server.serve("/slow.gguf", _fixture(Q8), mode="stall", stall=3)
+    _one_line_exit_2(capsys, ["info", url], "timed out")
+
+
+def test_connection_refused(capsys):
+    from range_server import RangeServer as _RS
+    with _RS() as s:
+        url = s.url("/gone.gguf")
+    _one_line_exit_2(capsys, ["info", url], "network error")
+
+
+def write_f32(path: Path, n: int = 1 << 20) -> Path:
+    """gguf-py writes one F32 tensor of ``n`` elements: tensor data beyond the first request."""
+    import gguf
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tensor("w.weight", np.arange(n, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_file_changing_size_between_requests(server, tmp_path, capsys):
+    first = write_f32(tmp_path / "first.gguf")
+    longer = tmp_path / "longer.gguf"
+    longer.write_bytes(first.read_bytes() + b"\0" * 4096)
+    url = server.serve_growing("/grow.gguf", first, longer)
+    _one_line_exit_2(capsys, ["stats", url], "changed size")
+
+
+def test_release_gives_pages_back_and_refetches(server, tmp_path):
+    url = server.serve("/f32.gguf", write_f32(tmp_path / "f32.gguf"))
+    mf = ggscope.open(url)
+    t = max(mf.tensors, key=lambda t: t.nbytes)
+    want = bytes(t.raw())
+    n = server.served.requests
+    mf.source.release(t.offset, t.offset + t.nbytes)
+    assert bytes(t.raw()) == want
+    assert server.served.requests > n
