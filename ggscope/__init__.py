@@ -21,7 +21,8 @@ __all__ = ["open", "open_bytes", "ModelFile", "TensorInfo", "GGScopeError", "Unk
 __version__ = "0.1.0"
 
 _HEAD = 4096
-_STEP_MAX = 2 << 20        # a GGUF header is read ahead by at most this much past what it needs
+_STEP_MAX = (2 << 20) - (64 << 10)   # GGUF read-ahead past what the parse needs, so that with
+                                      # block rounding at most header + 2 MiB is transferred
 
 
 def open(path: str | os.PathLike) -> ModelFile:  # noqa: A001 - the natural name
@@ -83,7 +84,7 @@ def _parse_remote(fmt, source):
         if need is None:
             break
         step = min(step * 2, cap)
-        n = min(size, max(n + step, need + min(step, _STEP_MAX)))
+        n = min(size, max(n + step, need))
         source.ensure(0, n)
     return parse(fmt.spec, source)
 
