@@ -135,12 +135,17 @@ class FilenameMetadataMismatch(Rule):
 class SplitSetIncomplete(Rule):
     """What it checks: given one shard of a split model, the whole set.
 
-    Every shard ``<prefix>-0000i-of-0000n.gguf`` exists next to it, each says the same
-    ``split.count`` and its own ``split.no``, the tensor counts add up to
-    ``split.tensors.count``, and no tensor name appears in two shards.
+    Every shard ``<prefix>-0000i-of-0000n.gguf`` exists next to it (a sibling file, or
+    the sibling URL for a remote shard), each says the same ``split.count`` and its own
+    ``split.no`` (which every shard after the first must have), the tensor counts add up
+    to the first shard's ``split.tensors.count``, no tensor name appears in two shards,
+    and shards that name an architecture name the same one.
 
-    Why it matters: llama.cpp loads all shards from the first one's name; a missing or
-    stale shard fails the load (or, with a duplicate tensor, silently uses one copy).
+    Why it matters: llama.cpp's model loader starts from the first shard, derives the
+    others' names, refuses a shard whose ``split.no`` is missing or wrong ("invalid
+    split file idx"), a tensor in two shards ("tensor is duplicated") and a total that
+    differs from ``split.tensors.count`` ("corrupted model"); it reads metadata only
+    from the first shard, so a shard of another model (another architecture) is a mix-up.
 
     Example: ``m-00001-of-00003.gguf`` and ``m-00003-of-00003.gguf`` without the second.
 
