@@ -187,3 +187,35 @@ def test_release_gives_pages_back_and_refetches(server, tmp_path):
     mf.source.release(t.offset, t.offset + t.nbytes)
     assert bytes(t.raw()) == want
     assert server.served.requests > n
+
+
+@pytest.mark.parametrize("name", ["rwkv/tiny-rwkv-6v0-3m-Q5_0.bin", "llama-legacy/llama-tiny-ggjt-v1-q4_0.bin",
+                                  "ggml-legacy/gpt2-tiny-2023-05-26-qnt2-q4_0.bin",
+                                  "llama-vocab/ggml-vocab-deepseek-llm.gguf"])
+def test_every_format_opens_by_url_as_it_does_locally(server, shared_fixtures, name, capsys):
+    path = shared_fixtures / name
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    url = server.serve(f"/f/{path.name}", path)
+    assert main(["info", "--json", str(path)]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert main(["info", "--json", url]) == 0
+    remote = json.loads(capsys.readouterr().out)
+    local["file"] = remote["file"] = ""
+    assert remote == local
+
+
+def test_progress_bar_on_a_terminal_for_large_fetches(server, tmp_path, monkeypatch):
+    import io
+    import sys
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    err = Tty()
+    monkeypatch.setattr(sys, "stderr", err)
+    url = server.serve("/f32.gguf", write_f32(tmp_path / "f32.gguf", 2 << 20))     # 8 MiB of data
+    mf = ggscope.open(url)
+    assert "fetching" not in err.getvalue()            # the header is small: no bar
+    mf.tensors[0].raw()
+    assert "fetching" in err.getvalue() and "f32.gguf" in err.getvalue()
