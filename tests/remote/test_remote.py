@@ -219,3 +219,23 @@ def test_progress_bar_on_a_terminal_for_large_fetches(server, tmp_path, monkeypa
     assert "fetching" not in err.getvalue()            # the header is small: no bar
     mf.tensors[0].raw()
     assert "fetching" in err.getvalue() and "f32.gguf" in err.getvalue()
+
+
+def test_deep_rules_give_fetched_tensor_pages_back(server, tmp_path):
+    from ggscope.rules.deep import BadBlockScales, NonFiniteValues
+    from ggscope.validate import validate
+    import gguf
+    path = tmp_path / "deep.gguf"
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_tensor("a.weight", np.arange(1 << 20, dtype=np.float32))
+    q = gguf.quants.quantize(np.ones((256, 4096), np.float32), gguf.GGMLQuantizationType.Q8_0)
+    w.add_tensor("b.weight", q, raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    mf = ggscope.open(server.serve("/deep.gguf", path))
+    head = mf.source.fetched()
+    assert validate(mf, [NonFiniteValues, BadBlockScales]) == []
+    assert server.served.bytes_sent >= mf.file_size - head    # every tensor byte was read once
+    assert mf.source.fetched() <= head                         # and given back afterwards
