@@ -239,3 +239,17 @@ def test_deep_rules_give_fetched_tensor_pages_back(server, tmp_path):
     assert validate(mf, [NonFiniteValues, BadBlockScales]) == []
     assert server.served.bytes_sent >= mf.file_size - head    # every tensor byte was read once
     assert mf.source.fetched() <= head                         # and given back afterwards
+
+
+def test_stats_of_a_large_remote_tensor_fetch_chunk_by_chunk(server, tmp_path, monkeypatch):
+    import ggscope.stats as stats_mod
+    monkeypatch.setattr(stats_mod, "STREAM_BYTES", 1 << 20)      # "large" = over 1 MiB here
+    path = write_f32(tmp_path / "f32.gguf", 2 << 20)               # 8 MiB of F32 data
+    mf = ggscope.open(server.serve("/f32.gguf", path))
+    head = mf.source.fetched()
+    got = mf.tensors[0].stats()
+    want = ggscope.open(path).tensors[0].stats()
+    for k in ("count", "min", "max", "mean", "std", "zeros", "nan", "inf"):
+        assert got[k] == want[k], k
+    # chunks were fetched and given back: only 64 KiB blocks straddling chunk edges stay
+    assert mf.source.fetched() - head < mf.file_size // 4
