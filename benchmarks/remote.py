@@ -8,8 +8,8 @@
 2. 200 small GGUF files (the repository's fixtures, each under its own URL) with 20 ms
    added to every request: ``ggscope validate URL...`` sequential, ``--jobs 2`` (the
    standard-library pool) and ``--scheduler local --jobs 2`` (a Dask LocalCluster of two
-   worker processes, its start-up included), with the client's peak RSS.  All three
-   must print the same report.
+   worker processes, its start-up included; its fixed cost is measured on one file),
+   with the client's peak RSS.  All three must print the same report.
 
 Run: python benchmarks/remote.py [--files 200] [--latency 0.02]
 Needs the test extra (pytest-httpserver) and ggscope[dask].
@@ -121,6 +121,9 @@ def main(argv=None) -> int:
             print(f"{args.files} remote files, {args.latency * 1e3:.0f} ms per request, {label}: "
                   f"{r['seconds']:.2f} s, {server.served.requests} requests, "
                   f"{server.served.bytes_sent / 2 ** 20:.1f} MiB, client peak RSS {r['rss_mib']:.0f} MiB")
+        fixed = client("validate", "--format", "json", "--scheduler", "local", "--jobs", "2", urls[0])
+        print(f"  of which Dask's fixed cost (start a 2-worker LocalCluster, import ggscope in each "
+              f"worker, check 1 file, shut down): {fixed['seconds']:.2f} s")
         reports = {r["report"] for r in runs.values()}
         codes = {r["code"] for r in runs.values()}
         seq = runs["sequential"]["seconds"]
