@@ -253,3 +253,33 @@ def test_stats_of_a_large_remote_tensor_fetch_chunk_by_chunk(server, tmp_path, m
         assert got[k] == want[k], k
     # chunks were fetched and given back: only 64 KiB blocks straddling chunk edges stay
     assert mf.source.fetched() - head < mf.file_size // 4
+
+
+def test_browser_on_a_url_shows_the_bytes_it_fetches(server, tmp_path, monkeypatch):
+    """`ggscope URL` opens the browser; its hex view reads remote bytes by range, a block
+    at a time, and shows what the local file holds."""
+    import asyncio
+
+    from ggscope.tui.app import GGScopeApp
+    from ggscope.tui.widgets.hex_view import HexView
+
+    path = write_f32(tmp_path / "f32.gguf", 1 << 20)
+    url = server.serve("/f32.gguf", path)
+    opened = []
+    monkeypatch.setattr("ggscope.tui.run.run_app", lambda mf: opened.append(mf) or 0)
+    assert main([url]) == 0 and opened[0].path == url
+
+    async def rows(mf):
+        app = GGScopeApp(mf, auto_stats=False)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await pilot.pause()
+            hexview = app.query_one(HexView)
+            hexview.focus()
+            hexview.action_jump_end()
+            await pilot.pause()
+            return [hexview.render_line(y).text for y in range(hexview.size.height)]
+    before = server.served.requests
+    remote = asyncio.run(rows(ggscope.open(url)))
+    assert remote == asyncio.run(rows(ggscope.open(path)))
+    assert any(f"{path.stat().st_size - 16:x}" in line for line in remote)    # the last row is there
+    assert server.served.requests - before <= 3        # the head, then the block(s) at the end
