@@ -17,7 +17,6 @@ chunks of an answer, so a stalled server is an error, not a hang.
 """
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 
@@ -74,6 +73,8 @@ class RangeReader:
     # ---- public -----------------------------------------------------------------------
     def fetch(self, start: int, end: int) -> bytes:
         """Exactly the bytes [start, end) (clipped to the file once its size is known)."""
+        import asyncio
+
         from fsspec.asyn import sync
         if self.size is not None:
             end = min(end, self.size)
@@ -90,6 +91,7 @@ class RangeReader:
 
     # ---- one request ------------------------------------------------------------------
     async def _get(self, start: int, end: int) -> bytes:
+        import asyncio
         fs = self._fs
         session = await fs.set_session()
         headers = {**self.headers, "Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"}

@@ -152,9 +152,8 @@ def test_stalled_server_times_out(server, capsys, monkeypatch):
 
 
 def test_connection_refused(capsys):
-    from range_server import RangeServer as _RS
-    with _RS() as s:
-        url = s.url("/gone.gguf")
+    with RangeServer() as s:
+        url = s.url("/gone.gguf")             # the server is gone once the block ends
     _one_line_exit_2(capsys, ["info", url], "network error")
 
 
