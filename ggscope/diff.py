@@ -269,7 +269,9 @@ class _Reader:
     """Reads byte ranges of one file into a reused buffer, without mapping the file.
 
     Files opened from disk are read with ``readinto`` (page cache, not process RSS);
-    in-memory files (``open_bytes``) are sliced from their buffer.
+    remote files are fetched, copied into the buffer and their pages released, so memory
+    stays one window; in-memory files (``open_bytes``) are sliced from their buffer.  A
+    split model's tensors live in several files: ``read`` takes the tensor's own file.
     """
 
     def __init__(self, mf: ModelFile) -> None:
@@ -278,13 +280,27 @@ class _Reader:
         if getattr(mf.source, "_mmap", None) is not None and os.path.isfile(mf.path):
             self.fh = open(mf.path, "rb", buffering=0)
         self.buf = np.empty(0, np.uint8)
+        self.others: dict[int, _Reader] = {}
 
-    def read(self, start: int, nbytes: int) -> np.ndarray:
-        if self.fh is None:
-            return self.mf.source.view(start, start + nbytes)
+    def read(self, start: int, nbytes: int, file: ModelFile | None = None) -> np.ndarray:
+        if file is not None and file is not self.mf:
+            other = self.others.get(id(file))
+            if other is None:
+                other = self.others[id(file)] = _Reader(file)
+            return other.read(start, nbytes)
+        src = self.mf.source
+        if self.fh is None and not src.remote:
+            return src.view(start, start + nbytes)
         if self.buf.size < nbytes:
             self.buf = np.empty(nbytes, np.uint8)
         out = self.buf[:nbytes]
+        if self.fh is None:
+            got = src.view(start, start + nbytes)
+            out = out[:got.size]
+            np.copyto(out, got)
+            del got
+            src.release(start, start + nbytes)
+            return out
         self.fh.seek(start)
         got = self.fh.readinto(memoryview(out))
         while got is not None and got < nbytes:
@@ -297,6 +313,8 @@ class _Reader:
         return out
 
     def close(self) -> None:
+        for other in self.others.values():
+            other.close()
         if self.fh is not None:
             self.fh.close()
 
@@ -329,7 +347,7 @@ def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cance
     for sa, na, sb, nb, _ in _windows(ta, tb, ta.n_elements):
         if _cancelled(cancel):
             raise DiffCancelled()
-        if not np.array_equal(ra.read(sa, na), rb.read(sb, nb)):
+        if not np.array_equal(ra.read(sa, na, ta.file), rb.read(sb, nb, tb.file)):
             return False
     return True
 
@@ -392,8 +410,8 @@ def _numeric(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: A
     for sa, na, sb, nb, k in _windows(ta, tb, ta.n_elements):
         if _cancelled(cancel):
             raise DiffCancelled()
-        x = dequantize(_tensor_layout(ta), ra.read(sa, na), k, ea, name=ta.name)
-        y = dequantize(_tensor_layout(tb), rb.read(sb, nb), k, eb, name=tb.name)
+        x = dequantize(_tensor_layout(ta), ra.read(sa, na, ta.file), k, ea, name=ta.name)
+        y = dequantize(_tensor_layout(tb), rb.read(sb, nb, tb.file), k, eb, name=tb.name)
         acc.add(x, y)
     return acc
 

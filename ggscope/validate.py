@@ -77,8 +77,8 @@ def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
     from .rules.structure import BadMagic
     if BadMagic not in rules:
         return []
-    with open(path, "rb") as fh:
-        first = fh.read(4)
+    from .source import open_source
+    first = open_source(path).read(0, 4)
     return [BadMagic.finding_for(str(path), first)]
 
 
@@ -94,6 +94,35 @@ def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str
             raise
         return found
     try:
-        return validate(mf, rules, options)
+        return validate(*_secondary_shard(mf, rules), options)
     finally:
         mf.close()
+
+
+MODEL_LEVEL_FAMILIES = ("schema", "tokenizer")
+
+
+def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile, list[type[Rule]]]:
+    """A shard after the first of a split model, checked as llama.cpp's loader sees it.
+
+    gguf-split writes the model's metadata into the first shard only; llama.cpp reads
+    metadata from the first shard and only ``split.no`` from the others.  So a later
+    shard is not checked for the model-level keys (schema, tokenizer: the first shard's
+    check covers them), and its other rules see the first shard's keys under its own.
+    """
+    import dataclasses
+
+    from .split import shard_paths
+    no = mf.metadata.get("split.no")
+    paths = shard_paths(mf.path) if mf.format == "gguf" else None
+    if not paths or len(paths) < 2 or not isinstance(no, int) or isinstance(no, bool) or no < 1:
+        return mf, rules
+    rules = [r for r in rules if r.family not in MODEL_LEVEL_FAMILIES]
+    import ggscope
+    try:
+        first = ggscope.open(paths[0])
+    except Exception:  # noqa: BLE001 - a missing first shard is GG803's finding
+        return mf, rules
+    meta = {**first.metadata, **mf.metadata}
+    types = {**first.metadata_types, **mf.metadata_types}
+    return dataclasses.replace(mf, metadata=meta, metadata_types=types, _by_name={}), rules

@@ -29,10 +29,11 @@ def damage_message(mf: ModelFile) -> str:
 
 
 def open_or_report(path: str, *, allow_damage: bool = False) -> ModelFile | None:
-    """Open ``path``; on failure print one paragraph and return None."""
-    import ggscope
+    """Open ``path`` (a shard opens its whole split model); on failure print one paragraph
+    and return None."""
+    from ..split import open_model
     try:
-        mf = ggscope.open(path)
+        mf = open_model(path)
     except UnreadableFile as exc:
         error(f"cannot read {exc}")
         return None

@@ -90,6 +90,8 @@ def run(args) -> int:
                 results.append(tensor_stats(t, bins=args.bins, threads=args.threads, progress=cb))
             except (ValueError, NotImplementedError) as exc:
                 errors.append((t.name, str(exc)))
+            if t.file is not None:          # a remote file's fetched pages go back after each tensor
+                t.file.source.release(t.offset, t.offset + t.nbytes)
             if progress:
                 progress.remove_task(task)
     finally:

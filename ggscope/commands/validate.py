@@ -30,6 +30,9 @@ examples:
   ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
+  ggscope validate https://host/model.gguf hf://OWNER/REPO/model-Q4_K_M.gguf@main
+  ggscope validate --scheduler local --jobs 8 --from-list urls.txt      Dask LocalCluster
+  ggscope validate --scheduler tcp://scheduler:8786 --from-list urls.txt
 
 text: one line per finding, `file:start: severity CODE [name] message (path)`.
 json: one array of {"code", "severity", "file", "message", "path", "start", "end"}.
@@ -52,7 +55,13 @@ def _positive(s: str) -> int:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help="model files or glob patterns (** recurses)")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="model files, glob patterns (** recurses), http(s):// or hf:// URLs")
+    p.add_argument("--from-list", metavar="LIST", default=None,
+                   help="also check the paths or URLs in LIST, one a line ('#' comments; - reads stdin)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="check on a Dask distributed cluster at ADDRESS, or 'local' for a LocalCluster of "
+                        "--jobs workers (needs ggscope[dask])")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="output format (default text; github inside GitHub Actions)")
     p.add_argument("--select", default=None, help="comma-separated codes, code prefixes, names or families to run")
@@ -81,8 +90,9 @@ def _split(s: str) -> list[str]:
 
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
+    from ..remote import is_remote
     from ..validate import validate_file
-    if not os.path.isfile(path):
+    if not is_remote(path) and not os.path.isfile(path):
         return None, f"cannot read {path}: no such file"
     try:
         return validate_file(path, select=select, ignore=ignore, deep=deep), None
@@ -90,7 +100,20 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
         return None, str(exc)
 
 
-def _check_all(files: list[str], select, ignore, deep: bool, jobs: int):
+def _read_list(name: str) -> list[str]:
+    if name == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(name, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    return [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
+
+
+def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None):
+    if scheduler:
+        from ..cluster import check_on_cluster, stderr_progress
+        return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
+                                jobs=max(jobs, 1), progress=stderr_progress())
     if jobs <= 1 or len(files) <= 1:
         return [_check_one(f, select, ignore, deep) for f in files]
     from concurrent.futures import ProcessPoolExecutor
@@ -124,13 +147,29 @@ def run(args) -> int:
     jobs = args.jobs or cfg.jobs
     fmt = _choose_format(args.format, cfg.format)
 
+    listed = []
+    if args.from_list:
+        try:
+            listed = _read_list(args.from_list)
+        except (OSError, UnicodeDecodeError) as exc:
+            error(f"cannot read the list {args.from_list}: {exc}")
+            return 2
+    if not args.files and not listed:
+        error("no files to check: give FILE arguments or --from-list")
+        return 2
     files, missing = _expand(args.files)
+    files += listed
     status = 0
     for pat in missing:
         error(f"no file matches {pat}")
         status = 2
     findings = []
-    for found, problem in _check_all(files, select, ignore, deep, jobs):
+    try:
+        checked = _check_all(files, select, ignore, deep, jobs, args.scheduler)
+    except GGScopeError as exc:
+        error(str(exc))
+        return 2
+    for found, problem in checked:
         if problem is not None:
             error(problem)
             status = 2

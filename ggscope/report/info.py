@@ -70,9 +70,16 @@ def as_json(mf: ModelFile) -> dict[str, Any]:
         "metadata": {k: jsonable(v) for k, v in mf.metadata.items()},
         "metadata_types": dict(mf.metadata_types),
         "tensors": [{"name": t.name, "shape": list(t.shape), "type": t.type, "offset": t.offset,
-                     "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {})}
+                     "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {}),
+                     **({"shard": _shard(mf, t)} if "shards" in mf.extra else {})}
                     for t in mf.tensors],
     }
+
+
+def _shard(mf: ModelFile, t) -> int | None:
+    """1-based shard number of ``t`` in a split model (``split.open_model``)."""
+    path = t.file.path if t.file is not None else None
+    return mf.extra["shards"].index(path) + 1 if path in mf.extra["shards"] else None
 
 
 def plain(mf: ModelFile) -> str:
@@ -90,7 +97,8 @@ def plain(mf: ModelFile) -> str:
         for t in mf.tensors:
             shape = "×".join(str(d) for d in t.shape)
             typ = t.type if t.layout == t.type else f"{t.type} ({t.layout})"
-            lines.append(f"  {t.name:<{nw}}  {shape:<22} {typ:<10} {t.offset:>14} {t.nbytes:>14}")
+            shard = f"  shard {_shard(mf, t)}" if "shards" in mf.extra else ""
+            lines.append(f"  {t.name:<{nw}}  {shape:<22} {typ:<10} {t.offset:>14} {t.nbytes:>14}{shard}")
     return "\n".join(lines)
 
 

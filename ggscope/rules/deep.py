@@ -83,6 +83,8 @@ class NonFiniteValues(Rule):
                         first = pos + int(np.argmax(nf))
                     bad += n
                 pos += chunk.size
+            del data
+            ctx.mf.source.release(t.offset, t.offset + t.nbytes)     # a remote file's pages go back
             if bad:
                 yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}) has {bad} NaN/Inf values, "
                              f"the first at element {first}")
@@ -120,6 +122,7 @@ class BadBlockScales(Rule):
                 b1 = min(n_blocks, b0 + CHUNK_BLOCKS)
                 raw = np.frombuffer(ctx.mf.source.read(t.offset + b0 * lay.block_bytes,
                                                        t.offset + b1 * lay.block_bytes), dtype=np.uint8)
+                ctx.mf.source.release(t.offset + b0 * lay.block_bytes, t.offset + b1 * lay.block_bytes)
                 blocks = raw.reshape(b1 - b0, lay.block_bytes)
                 d = np.ascontiguousarray(blocks[:, off:off + dt.itemsize]).view(dt).reshape(-1)
                 nf = ~np.isfinite(d)
