@@ -360,8 +360,24 @@ def _short(text) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
+def _whole_model(mf):
+    """llama.cpp's loader sees a split model whole (llama_model_loader reads every shard's
+    tensors, metadata from the first), so the first shard is predicted with all shards'
+    tensors; later shards are left to the first (validate skips the family there)."""
+    if mf.format != "gguf" or mf.metadata.get("split.no") != 0:
+        return mf
+    from .split import open_model, shard_paths
+    paths = shard_paths(mf.path)
+    if not paths or len(paths) < 2:
+        return mf
+    try:
+        return open_model(mf.path)
+    except Exception:  # noqa: BLE001 - a missing or unreadable shard is GG803's finding
+        return mf
+
+
 def predict(mf) -> Prediction:
     cache = mf.extra.setdefault("_ggscope_validate", {})
     if "loader" not in cache:
-        cache["loader"] = _Run(mf).run()
+        cache["loader"] = _Run(_whole_model(mf)).run()
     return cache["loader"]

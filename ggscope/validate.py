@@ -99,7 +99,7 @@ def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str
         mf.close()
 
 
-MODEL_LEVEL_FAMILIES = ("schema", "tokenizer")
+MODEL_LEVEL_FAMILIES = ("schema", "tokenizer", "loader")
 
 
 def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile, list[type[Rule]]]:
@@ -107,8 +107,8 @@ def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile,
 
     gguf-split writes the model's metadata into the first shard only; llama.cpp reads
     metadata from the first shard and only ``split.no`` from the others.  So a later
-    shard is not checked for the model-level keys (schema, tokenizer: the first shard's
-    check covers them), and its other rules see the first shard's keys under its own.
+    shard is not checked for the model-level keys and tensors (schema, tokenizer, loader:
+    the first shard's check covers them), and its other rules see the first shard's keys under its own.
     """
     import dataclasses
 
