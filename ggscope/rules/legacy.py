@@ -72,6 +72,11 @@ class LegacyTypeInvalid(Rule):
         for name, why in errors.items():
             t = by_name.get(name)
             yield ctx.at(_tnode(ctx, t) if t else None, f"tensor {name!r}: {why}")
+        stopped = ctx.mf.extra.get("damage_type_error")
+        if stopped and ctx.mf.damage is not None:
+            d = ctx.mf.damage
+            yield ctx.at(d, f"{stopped}: the type's block size is unknown, so the record's data "
+                         "size and every later record cannot be read", start=d.start, end=d.start)
 
 
 class Bit1Size(Rule):
