@@ -16,7 +16,9 @@ from ggscope.cli import main
 from ggscope.rules import Severity
 from ggscope.validate import selected_rules, validate
 
-from conftest import FIXTURES, REPO, SHARED_FIXTURES
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+SHARED_FIXTURES = REPO / ".." / "shared" / "fixtures"
 
 DAMAGE_CODES = {"GG101", "GG103", "GG104", "GG117", "GG118", "GG902"}
 RULES = selected_rules()
