@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from ..errors import GGScopeError
+from ..report.escape import escape_text
 from .common import error, open_or_report
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
@@ -109,18 +110,19 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        json.dump(out, sys.stdout, ensure_ascii=False, allow_nan=False)
+        from ..report.jsonable import jsonable
+        json.dump(jsonable(out), sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
         w = sys.stdout.write
         w(f"architecture: {out['architecture']}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
         w("rank  id        logit      prob  token\n")
         for r, t in enumerate(top, 1):
-            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  {t['token']!r}\n")
+            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  \"{escape_text(t['token'])}\"\n")
         if args.generate:
             w(f"generated: {' '.join(map(str, generated))}\n")
             if tok is not None:
-                w(f"generated text: {out['generated_text']!r}\n")
+                w(f"generated text: \"{escape_text(out['generated_text'])}\"\n")
         if args.check:
             c = out["check"]
             w(f"check: logits {'finite' if finite else 'NOT finite'} "
