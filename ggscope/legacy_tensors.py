@@ -21,17 +21,30 @@ Sources (restated in /work/shared/docs/legacy-formats.md):
 * chatglm.cpp (``chatglm.cpp`` model constructors' ``state_dict`` per model type;
   ``read_tensor``: ``0 < ndim <= 4``) - §7.5, §7.6.
 
-``required_tensors(mf)`` returns ``(loader, names)`` or None when the header does not
-say enough (damaged, unknown model type).  ``allowed_dims(mf)`` returns
+``required_tensors(mf)`` returns a ``Required`` (loader, names, optional names, whether
+the loader refuses names it does not know, the claimed layer count) or None when the
+header does not say enough (damaged, unknown model type).  ``allowed_dims(mf)`` returns
 ``(loader, lo, hi)``.  Names are built for ``n_layer`` layers only after checking that
-the file could hold that many records (each record takes at least 12 bytes), so a
-hostile layer count never drives the work.
+the file could hold that many records (each record takes at least 12 bytes): a layer
+count the file cannot back yields ``names = None`` and never drives the work.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["required_tensors", "allowed_dims", "loader_name", "MIN_RECORD_BYTES"]
+__all__ = ["required_tensors", "allowed_dims", "loader_name", "MIN_RECORD_BYTES", "Required"]
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Required:
+    loader: str
+    names: "list[str] | None"      # None: the layer count cannot be backed by the file
+    optional: tuple[str, ...] = ()
+    refuses_unknown: bool = False   # the loader refuses a name it does not look up
+    n_layer: int = 0
+    per_layer: int = 0
 
 MIN_RECORD_BYTES = 12    # n_dims, name length and type words: the smallest tensor record
 
@@ -143,11 +156,12 @@ def allowed_dims(mf) -> tuple[str, int, int] | None:
 
 def _layers(mf, key: str) -> int | None:
     n = mf.metadata.get(key)
-    if not isinstance(n, int) or n < 0:
-        return None
-    if n * MIN_RECORD_BYTES > mf.source.size:      # cannot be backed by the file: don't build names
-        return None
-    return n
+    return n if isinstance(n, int) and n >= 0 else None
+
+
+def _backed(mf, n: int, per_layer: int) -> bool:
+    """Whether the file could hold the records of ``n`` layers (else: build no names)."""
+    return n * max(per_layer, 1) * MIN_RECORD_BYTES <= mf.source.size
 
 
 def _expand(globals_: Sequence[str], per_layer: Sequence[str], n: int) -> list[str]:
@@ -157,23 +171,31 @@ def _expand(globals_: Sequence[str], per_layer: Sequence[str], n: int) -> list[s
     return out
 
 
-def required_tensors(mf) -> tuple[str, list[str]] | None:
-    """(loader, names it looks up) for ``mf``'s header, or None when unknown."""
+def _required(mf, loader, g, per, n, **kw) -> Required:
+    names = _expand(g, per, n) if _backed(mf, n, len(per)) else None
+    return Required(loader, names, n_layer=n, per_layer=len(per), **kw)
+
+
+def required_tensors(mf) -> Required | None:
+    """What ``mf``'s loader looks up, from its header, or None when unknown."""
     k = _kind(mf)
     if k in ("llama", "gpt-2", "gpt-j"):
         loader, g, per = {"llama": _LLAMA, "gpt-2": _GPT2, "gpt-j": _GPTJ}[k]
         n = _layers(mf, f"{mf.format}.n_layer")
-        return None if n is None else (loader, _expand(g, per, n))
+        # llama.cpp: "file contained more tensors than expected"; gpt-2/gpt-j main.cpp:
+        # "unknown tensor '%s' in model file" (model/lm_head: Cerebras-GPT, optional)
+        return None if n is None else _required(mf, loader, g, per, n, refuses_unknown=True,
+                                                optional=("model/lm_head",) if k == "gpt-2" else ())
     if k == "rwkv.cpp":
         arch = mf.metadata.get("rwkv_cpp.arch_version")
         n = _layers(mf, "rwkv_cpp.n_layer")
         if arch not in _RWKV_ARCH or n is None:
             return None
         per = [f"blocks.{{i}}.{p}" for p in _RWKV_LAYER + _RWKV_ARCH[arch]]
-        names = _expand(_RWKV_ALWAYS, per, n)
-        if arch == "7":
-            names += [f"blocks.{i}.{p}" for i in range(1, n) for p in _RWKV_V7_NOT_LAYER0]
-        return f"rwkv.cpp (rwkv_set_params, RWKV v{arch})", names
+        req = _required(mf, f"rwkv.cpp (rwkv_set_params, RWKV v{arch})", _RWKV_ALWAYS, per, n)
+        if arch == "7" and req.names is not None:
+            req.names.extend(f"blocks.{i}.{p}" for i in range(1, n) for p in _RWKV_V7_NOT_LAYER0)
+        return req
     if k == "chatglm.cpp":
         row = _CHATGLM_BY_TYPE.get(mf.metadata.get("chatglm_cpp.model_type", 1))
         n = None
@@ -184,5 +206,5 @@ def required_tensors(mf) -> tuple[str, list[str]] | None:
         if row is None or n is None:
             return None
         loader, g, per = row
-        return loader, _expand(g, per, n)
+        return _required(mf, loader, g, per, n)
     return None

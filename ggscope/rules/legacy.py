@@ -169,6 +169,10 @@ class MissingTensors(Rule):
     ggml's gpt-2 example leaves an unloaded tensor uninitialised.  A file with no tensor
     records at all is a vocabulary-only file (llama.cpp's ``vocab_only`` load): a warning.
 
+    llama.cpp's legacy loader and ggml's gpt-2/gpt-j examples also refuse a tensor they
+    do not look up ("file contained more tensors than expected", "unknown tensor '%s' in
+    model file"), so for those an unexpected name is an error as well.
+
     Example: an rwkv.cpp file with n_layer = 4 whose records stop after block 2.
 
     Reference: ggscope/legacy_tensors.py; legacy-formats.md §1.2, §1.3, §6.6, §7.6.
@@ -184,7 +188,12 @@ class MissingTensors(Rule):
         req = legacy_tensors.required_tensors(mf)
         if req is None:
             return
-        loader, names = req
+        loader, names = req.loader, req.names
+        if names is None:
+            yield ctx.at(None, f"the header claims {req.n_layer} layers of {req.per_layer} tensors each; "
+                         f"a {mf.source.size}-byte file cannot hold their records ({loader} refuses it)",
+                         start=0, end=0)
+            return
         if not mf.tensors:
             yield ctx.at(None, f"no tensor records: a vocabulary-only file; {loader} loads it only "
                          "for its vocabulary", severity=Severity.WARNING,
@@ -196,6 +205,12 @@ class MissingTensors(Rule):
             yield ctx.at(None, f"{len(missing)} of the {len(names)} tensors the header requires are "
                          f"missing ({loader} refuses the file): {_listed(missing)}",
                          start=mf.source.size, end=mf.source.size)
+        if req.refuses_unknown:
+            known = set(names) | set(req.optional)
+            extra = [t for t in mf.tensors if t.name and t.name not in known]
+            if extra:
+                yield ctx.at(_tnode(ctx, extra[0]), f"{len(extra)} tensor(s) the header does not call for "
+                             f"({loader} refuses them): {_listed([t.name for t in extra])}")
 
 
 class TensorDims(Rule):
