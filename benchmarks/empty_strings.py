@@ -63,12 +63,15 @@ print({"seconds": dt, "rc": 0, "peak_mib": resource.getrusage(resource.RUSAGE_SE
 """
 
 
-def timed(code: str, path: Path, runs: int) -> dict:
+def timed(code: str, path: Path, runs: int, timeout: float = 600) -> dict:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = []
     for _ in range(runs):
-        r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True,
-                           timeout=600)
+        try:
+            r = subprocess.run([sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True,
+                               timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"median_s": f"> {timeout:g} (stopped)", "peak_mib": None, "rc": None}
         line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else "{}"
         out.append(eval(line) if line.startswith("{") else {"seconds": float("nan"), "error": r.stderr[-300:]})
     secs = [o.get("seconds", float("nan")) for o in out]
@@ -81,6 +84,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--n", type=int, default=1 << 24)
     ap.add_argument("--skip-gguf-py", action="store_true")
+    ap.add_argument("--peer-timeout", type=float, default=120, help="seconds before the peer run is stopped")
     args = ap.parse_args()
     results = {}
     with tempfile.TemporaryDirectory() as d:
@@ -89,9 +93,10 @@ def main() -> int:
             write(p, args.n, pattern)
             row = {"file_mb": round(p.stat().st_size / 1e6, 1), "ggscope_validate": timed(_VALIDATE, p, args.runs)}
             if not args.skip_gguf_py:
-                row["gguf_py_open"] = timed(_GGUF_PY, p, 1)
+                row["gguf_py_open"] = timed(_GGUF_PY, p, 1, args.peer_timeout)
                 g, s = row["gguf_py_open"]["median_s"], row["ggscope_validate"]["median_s"]
-                row["ratio_ggscope_to_gguf_py"] = round(s / g, 2) if g == g and g > 0 else None
+                ok = isinstance(g, float) and g == g and g > 0
+                row["ratio_ggscope_to_gguf_py"] = round(s / g, 3) if ok else f"< {s / args.peer_timeout:.3f}"
             results[pattern] = row
     print(json.dumps({"n_strings": args.n, **results}, indent=2))
     return 0
