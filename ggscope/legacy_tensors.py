@@ -43,6 +43,7 @@ class Required:
     names: "list[str] | None"      # None: the layer count cannot be backed by the file
     optional: tuple[str, ...] = ()
     refuses_unknown: bool = False   # the loader refuses a name it does not look up
+    vocab_only_ok: bool = False     # the loader can load just the vocabulary (no records)
     n_layer: int = 0
     per_layer: int = 0
 
@@ -156,12 +157,12 @@ def allowed_dims(mf) -> tuple[str, int, int] | None:
 
 def _layers(mf, key: str) -> int | None:
     n = mf.metadata.get(key)
-    return n if isinstance(n, int) and n >= 0 else None
+    return n if isinstance(n, int) else None
 
 
 def _backed(mf, n: int, per_layer: int) -> bool:
     """Whether the file could hold the records of ``n`` layers (else: build no names)."""
-    return n * max(per_layer, 1) * MIN_RECORD_BYTES <= mf.source.size
+    return 0 <= n * max(per_layer, 1) * MIN_RECORD_BYTES <= mf.source.size
 
 
 def _expand(globals_: Sequence[str], per_layer: Sequence[str], n: int) -> list[str]:
@@ -185,9 +186,11 @@ def required_tensors(mf) -> Required | None:
         # llama.cpp: "file contained more tensors than expected"; gpt-2/gpt-j main.cpp:
         # "unknown tensor '%s' in model file" (model/lm_head: Cerebras-GPT, optional)
         return None if n is None else _required(mf, loader, g, per, n, refuses_unknown=True,
+                                                vocab_only_ok=k == "llama",
                                                 optional=("model/lm_head",) if k == "gpt-2" else ())
     if k == "rwkv.cpp":
-        arch = mf.metadata.get("rwkv_cpp.arch_version")
+        # no marker parameter (or no parameter at all): rwkv.cpp's default, v4
+        arch = mf.metadata.get("rwkv_cpp.arch_version") or "4"
         n = _layers(mf, "rwkv_cpp.n_layer")
         if arch not in _RWKV_ARCH or n is None:
             return None

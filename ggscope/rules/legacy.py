@@ -166,8 +166,9 @@ class MissingTensors(Rule):
     look every tensor up by name and refuse a missing one: llama.cpp's legacy loader
     ("llama.cpp: tensor '%s' is missing from model"), rwkv.cpp's ``rwkv_set_params``
     ("Parameter %s not found"), chatglm.cpp's model constructors (state_dict lookup);
-    ggml's gpt-2 example leaves an unloaded tensor uninitialised.  A file with no tensor
-    records at all is a vocabulary-only file (llama.cpp's ``vocab_only`` load): a warning.
+    ggml's gpt-2 example leaves an unloaded tensor uninitialised.  A llama.cpp file with
+    no tensor records at all is a vocabulary-only file (the loader's ``vocab_only`` mode):
+    a warning.  A negative layer count, or one the file cannot hold, is an error.
 
     llama.cpp's legacy loader and ggml's gpt-2/gpt-j examples also refuse a tensor they
     do not look up ("file contained more tensors than expected", "unknown tensor '%s' in
@@ -194,7 +195,7 @@ class MissingTensors(Rule):
                          f"a {mf.source.size}-byte file cannot hold their records ({loader} refuses it)",
                          start=0, end=0)
             return
-        if not mf.tensors:
+        if not mf.tensors and req.vocab_only_ok:
             yield ctx.at(None, f"no tensor records: a vocabulary-only file; {loader} loads it only "
                          "for its vocabulary", severity=Severity.WARNING,
                          start=mf.source.size, end=mf.source.size)
