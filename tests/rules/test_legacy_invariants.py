@@ -89,7 +89,8 @@ def test_bit1_header_invariants():
 
 
 def test_gguf_trailing_bytes_are_a_warning():
-    from conftest import REPO
-    data = (REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf").read_bytes()
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    data = (repo / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf").read_bytes()
     assert "GG504" not in _errors(data, "x.gguf")
     assert _errors(data + b"\0" * 100, "x.gguf").get("GG504") == "warning"
