@@ -40,7 +40,7 @@ def _compiled_walker():
         from numba import njit
 
         @njit(cache=True, nogil=True)
-        def walk(arr, starts, i, n, p, width, le, limit, tail):  # pragma: no cover - compiled
+        def walk(arr, starts, lens, i, n, p, width, le, limit, tail):  # pragma: no cover - compiled
             while i < n:
                 rem = limit - p - width - tail
                 if rem < 0:
@@ -55,6 +55,7 @@ def _compiled_walker():
                 if length > np.uint64(rem):
                     return i, p
                 starts[i] = p
+                lens[i] = np.int64(length)
                 i += 1
                 p = p + width + np.int64(length) + tail
             return i, p
@@ -62,10 +63,11 @@ def _compiled_walker():
     return _walker
 
 
-def _walk_rest(arr, starts, i, n, p, width, le, limit, tail):
-    """Walk elements ``i..n-1`` exactly with the compiled loop; ScanStop where one does not fit."""
-    i, p = _compiled_walker()(arr, starts, np.int64(i), np.int64(n), np.int64(p), np.int64(width), bool(le),
-                              np.int64(limit), np.int64(tail))
+def _walk_rest(arr, starts, lens, i, n, p, width, le, limit, tail):
+    """Walk elements ``i..n-1`` exactly with the compiled loop (filling their starts and
+    lengths); ScanStop where one does not fit."""
+    i, p = _compiled_walker()(arr, starts, lens, np.int64(i), np.int64(n), np.int64(p), np.int64(width),
+                              bool(le), np.int64(limit), np.int64(tail))
     i, p = int(i), int(p)
     if i < n:
         raise ScanStop(i, p)
@@ -94,12 +96,15 @@ def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bo
     offset).  Raises ``ScanStop`` at the first element that would pass ``limit``.
     """
     starts = np.empty(n, dtype=np.int64)
+    lens = np.empty(n, dtype=np.int64)
     i = 0
     p = start
     steps = 0
+    walked_from = n                      # elements from here on were walked (lengths filled)
     while i < n:
         if steps > _EXACT_STEPS_BEFORE_WALK:
-            i, p = _walk_rest(arr, starts, i, n, p, width, le, limit, tail)
+            walked_from = i
+            i, p = _walk_rest(arr, starts, lens, i, n, p, width, le, limit, tail)
             break
         win_end = min(limit, p + min(max((n - i) * (width + 24), 4096), _WINDOW))
         seg = arr[p:win_end]
@@ -149,10 +154,10 @@ def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bo
             # the last bytes of the stream: finish exactly
             while i < n:
                 i, p = _step(arr, starts, i, p, width, le, limit, tail)
-    lens = np.empty(n, dtype=np.int64)
-    if n:
-        lens[:-1] = starts[1:] - starts[:-1] - width - tail
-        lens[-1] = p - starts[-1] - width - tail
+    k = walked_from
+    if k:
+        lens[:k - 1] = starts[1:k] - starts[:k - 1] - width - tail
+        lens[k - 1] = (int(starts[k]) if k < n else p) - int(starts[k - 1]) - width - tail
     return starts, lens, p
 
 
