@@ -159,12 +159,17 @@ def ggml_layout(mf) -> GGMLLayout:
 _NUM = re.compile(r"\d+")
 
 
-_COUNT_REASONS = (re.compile(r"^(\d+) (?:elements|strings) "), re.compile(r"^size (\d+) runs past"))
+_NEED_REASONS = (re.compile(r"^\d+ (?:elements|strings) .*?need (?:at least )?(\d+) bytes"),
+                 re.compile(r"^size (\d+) runs past"))
+# A count or length whose bytes exceed the whole file this many times over is no file cut
+# short (a truncated file's counts were written for a file somewhat longer than the cut)
+# but a corrupt or hostile value: 2**32 - 1 tokens in a 1 MB file, a 2**60-element array.
+HOSTILE_FACTOR = 1024
 
 
-def claimed_count(reason: str) -> int | None:
-    """The count or length a damage reason says could not be read, if it names one."""
-    for pat in _COUNT_REASONS:
+def claimed_bytes(reason: str) -> int | None:
+    """The bytes a count or length in a damage reason needs, if the reason names one."""
+    for pat in _NEED_REASONS:
         m = pat.match(reason)
         if m:
             return int(m.group(1))
@@ -174,10 +179,10 @@ def claimed_count(reason: str) -> int | None:
 def damage_kind(mf) -> str | None:
     """Which rule owns ``mf.damage``: a rule name, or None (no damage, or data damage).
 
-    A count or length is hostile (count-cannot-fit) when it alone exceeds the whole
-    file - no file of that size could hold that many elements of at least one byte -
-    or when the elements it counts take no bytes at all; a count the file could hold
-    but whose bytes stop early is a truncation.
+    A count or length is hostile (count-cannot-fit) when the bytes it needs exceed the
+    whole file ``HOSTILE_FACTOR`` times over, or when the elements it counts take no
+    bytes at all; a count whose bytes merely stop early is a truncation (a GGUF file cut
+    to 30 bytes, whose entry count asks for a few hundred bytes, is truncated).
     """
     d = mf.damage
     if d is None:
@@ -194,10 +199,10 @@ def damage_kind(mf) -> str | None:
         return "legacy-type-invalid"      # the record's type code has no size (GG902)
     if "consume no bytes" in reason:
         return "count-cannot-fit"
-    n = claimed_count(reason)
-    if n is not None and n > mf.source.size:
+    need = claimed_bytes(reason)
+    if need is not None and need > HOSTILE_FACTOR * max(mf.source.size, 1):
         return "count-cannot-fit"
-    if n is not None or "(truncated)" in reason:
+    if need is not None or "(truncated)" in reason:
         return "truncated-file"
     return "unreadable-field"
 

@@ -93,3 +93,27 @@ def test_info_exit_status_follows_damage(tmp_path, capsys):
             capsys.readouterr()
             if damaged:
                 assert rc == 1, cut.name
+
+
+def test_short_cuts_are_truncations_and_absurd_counts_are_not():
+    """A GGUF file cut to 25-40 bytes is truncated (GG117), not a hostile count (GG103);
+    a count needing over a thousand times the file's bytes is GG103; nested arrays
+    deeper than the engine follows are a nested-array finding (GG104), not a truncation."""
+    import struct
+    data = (REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf").read_bytes()
+    for n in range(25, 41):
+        codes = {f.code for f in validate(ggscope.open_bytes(data[:n], "x.gguf"), RULES)}
+        assert "GG117" in codes and "GG103" not in codes, (n, codes)
+    hostile = data[:16] + struct.pack("<Q", 2**40) + data[24:64]
+    codes = {f.code for f in validate(ggscope.open_bytes(hostile, "x.gguf"), RULES)}
+    assert "GG103" in codes and "GG117" not in codes, codes
+
+    def s(b):
+        return struct.pack("<Q", len(b)) + b
+    inner = struct.pack("<IQ", 4, 1) + struct.pack("<I", 7)
+    for _ in range(70):
+        inner = struct.pack("<IQ", 9, 1) + inner
+    nested = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + s(b"x.deep") + struct.pack("<I", 9) + inner
+    found = [f for f in validate(ggscope.open_bytes(nested, "x.gguf"), RULES) if f.severity is Severity.ERROR]
+    assert [f.code for f in found] == ["GG104"], found
+    assert found[0].path == "metadata_kv[0]" and "nested" in found[0].message
