@@ -238,10 +238,13 @@ class TensorDims(Rule):
         if allowed is None:
             return
         loader, lo, hi = allowed
-        for t in ctx.mf.tensors:
-            if not lo <= len(t.shape) <= hi:
-                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} has {len(t.shape)} dimensions; {loader} "
-                             f"reads only {lo} to {hi}")
+        bad = [t for t in ctx.mf.tensors if not lo <= len(t.shape) <= hi]
+        for t in bad[:_MAX_LISTED]:
+            yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} has {len(t.shape)} dimensions; {loader} "
+                         f"reads only {lo} to {hi}")
+        if len(bad) > _MAX_LISTED:
+            yield ctx.at(None, f"{len(bad)} tensor records in all have a number of dimensions {loader} "
+                         "refuses", start=0, end=0)
 
 
 class TensorNames(Rule):
