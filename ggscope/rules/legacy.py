@@ -165,7 +165,7 @@ class MissingTensors(Rule):
     the file - so a file cut exactly at a record boundary parses cleanly.  The loaders
     look every tensor up by name and refuse a missing one: llama.cpp's legacy loader
     ("llama.cpp: tensor '%s' is missing from model"), rwkv.cpp's ``rwkv_set_params``
-    ("Parameter %s not found"), chatglm.cpp's model constructors (state_dict lookup);
+    ("Model parameter %s not found", rwkv_model_loading.inc), chatglm.cpp's model constructors (state_dict lookup);
     ggml's gpt-2 example leaves an unloaded tensor uninitialised.  A llama.cpp file with
     no tensor records at all is a vocabulary-only file (the loader's ``vocab_only`` mode):
     a warning.  A negative layer count, or one the file cannot hold, is an error.
@@ -293,8 +293,9 @@ class RwkvHeader(Rule):
 
     Why it matters: ``rwkv_fread_file_header`` refuses a data type out of range or one it
     no longer supports (Q4_1_O, Q4_2, Q4_3), and a version-100 file with a quantized
-    header type (those blocks changed layout in version 101); the loader checks the
-    embedding's dimensions against n_embed and n_vocab before anything else.
+    header type (those blocks changed layout in version 101); after reading the records
+    the loader checks the embedding: 2 dimensions, ne[0] = n_embed, ne[1] = n_vocab
+    ("Unexpected dimension of embedding matrix").
 
     Example: an rwkv.cpp file whose header data_type is 17.
 
