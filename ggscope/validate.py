@@ -15,9 +15,9 @@ from collections.abc import Iterable
 
 from .errors import UnknownFormat
 from .modelfile import ModelFile
-from .rules import RULES, CheckContext, Finding, Rule, Severity
+from .rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
 
-__all__ = ["validate", "validate_file", "selected_rules"]
+__all__ = ["validate", "validate_file", "selected_rules", "check_selectors", "UnknownSelector"]
 
 
 def _code_prefix(code: str, p: str) -> bool:
@@ -38,9 +38,45 @@ def _matches(rule: type[Rule], patterns: Iterable[str]) -> bool:
     return False
 
 
+class UnknownSelector(ValueError):
+    """A ``--select``/``--ignore`` word that names no rule: a usage error (exit 2).
+
+    Why: a CI gate whose rules a typo switches off silently is not a gate.
+    """
+
+    def __init__(self, word: str, option: str, suggestion: str | None) -> None:
+        self.word = word
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        super().__init__(f"{option}: {word!r} is no rule code, code prefix, rule name or family{hint} "
+                         "(`ggscope rules` lists them)")
+
+
+def _vocabulary() -> list[str]:
+    words = {r.code for r in RULES} | {r.name for r in RULES} | {r.family for r in RULES}
+    return sorted(words | set(REDIRECTS))
+
+
+def check_selectors(words: Iterable[str], option: str = "--select") -> None:
+    """Raise ``UnknownSelector`` for the first word that matches no rule (with a close match)."""
+    import difflib
+    for w in words:
+        w = w.strip()
+        if not w or w.upper() in REDIRECTS or any(_matches(r, [w]) for r in RULES):
+            continue
+        close = difflib.get_close_matches(w, _vocabulary(), n=1, cutoff=0.6)
+        if not close:
+            close = difflib.get_close_matches(w.upper(), [r.code for r in RULES], n=1, cutoff=0.6)
+        raise UnknownSelector(w, option, close[0] if close else None)
+
+
 def selected_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False) -> list[type[Rule]]:
-    """Rules chosen by code prefix (``GG1``, ``GG501``), name glob or family name."""
+    """Rules chosen by code prefix (``GG1``, ``GG501``), name glob or family name.
+
+    Raises ``UnknownSelector`` when a word matches no rule at all.
+    """
     select, ignore = list(select), list(ignore)
+    check_selectors(select, "--select")
+    check_selectors(ignore, "--ignore")
     out = []
     for r in RULES:
         if r.needs_tensor_data and not deep:

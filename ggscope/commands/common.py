@@ -23,9 +23,11 @@ def error(msg: str) -> None:
 def damage_message(mf: ModelFile) -> str:
     d = mf.damage
     assert d is not None
-    return (f"{mf.path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
-            f"in field {d.path or '/'}: {d.error}. Everything before that offset parsed; "
-            f"run `ggscope validate {mf.path}` for every finding.")
+    from ..report.escape import escape_text
+    path = escape_text(mf.path)
+    return (f"{path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
+            f"in field {escape_text(d.path) or '/'}: {escape_text(d.error)}. Everything before that offset "
+            f"parsed; run `ggscope validate {path}` for every finding.")
 
 
 def open_or_report(path: str, *, allow_damage: bool = False) -> ModelFile | None:

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from ..errors import GGScopeError
+from ..report.escape import escape_text
 from .common import error, open_or_report
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
@@ -119,7 +120,8 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        json.dump(out, sys.stdout, ensure_ascii=False, allow_nan=False)
+        from ..report.jsonable import jsonable
+        json.dump(jsonable(out), sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
         w = sys.stdout.write

@@ -12,8 +12,14 @@ import json
 import sys
 
 from ..report import stats as render
+from ..report.escape import escape_text
 from ..stats import DEFAULT_BINS, tensor_stats
 from .common import add_color_argument, console, error, open_or_report, use_rich
+
+
+def _markup_escape(text: str) -> str:
+    from rich.markup import escape
+    return escape(text)
 
 HELP = "per-tensor statistics: min, max, mean, std, zeros, NaN/Inf, histogram, block scales"
 DESCRIPTION = """\
@@ -83,7 +89,8 @@ def run(args) -> int:
         progress.start()
     try:
         for t in chosen:
-            task = progress.add_task(t.name, total=2 * max(t.n_elements, 1)) if progress else None
+            task = progress.add_task(_markup_escape(escape_text(t.name)), total=2 * max(t.n_elements, 1)) \
+                if progress else None
             cb = (lambda done, total, task=task: progress.update(task, completed=done, total=total)) \
                 if progress else None
             try:
@@ -104,7 +111,8 @@ def run(args) -> int:
         con = console(args)
         con.print(render.rich_table(results))
         for name, msg in errors:
-            con.print(f"[red]{name}[/]: {msg}")
+            from rich.text import Text
+            con.print(Text.assemble((escape_text(name), "red"), ": ", escape_text(msg)))
     else:
         sys.stdout.write(render.plain(results, errors) + "\n")
     return 1 if errors else 0

@@ -91,9 +91,15 @@ def _split(s: str) -> list[str]:
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ..remote import is_remote
+    from ..source import check_regular_file
     from ..validate import validate_file
-    if not is_remote(path) and not os.path.isfile(path):
-        return None, f"cannot read {path}: no such file"
+    if not is_remote(path):
+        try:
+            check_regular_file(path)        # a FIFO or device must not block the gate
+        except GGScopeError as exc:
+            hint = (f" (to check the files in it, give a glob: '{os.path.join(path, '**', '*.gguf')}')"
+                    if os.path.isdir(path) else "")
+            return None, f"cannot read {exc}{hint}"
     try:
         return validate_file(path, select=select, ignore=ignore, deep=deep), None
     except (GGScopeError, OSError) as exc:
@@ -146,6 +152,13 @@ def run(args) -> int:
     deep = cfg.deep if args.deep is None else args.deep
     jobs = args.jobs or cfg.jobs
     fmt = _choose_format(args.format, cfg.format)
+    from ..validate import UnknownSelector, check_selectors
+    try:
+        check_selectors(select, "--select" if args.select is not None else f"{cfg.source}: select")
+        check_selectors(ignore, "--ignore" if args.ignore is not None else f"{cfg.source}: ignore")
+    except UnknownSelector as exc:
+        error(str(exc))
+        return 2
 
     listed = []
     if args.from_list:
@@ -164,16 +177,18 @@ def run(args) -> int:
         error(f"no file matches {pat}")
         status = 2
     findings = []
+    checked = 0
     try:
-        checked = _check_all(files, select, ignore, deep, jobs, args.scheduler)
+        results = _check_all(files, select, ignore, deep, jobs, args.scheduler)
     except GGScopeError as exc:
         error(str(exc))
         return 2
-    for found, problem in checked:
+    for found, problem in results:
         if problem is not None:
             error(problem)
             status = 2
         else:
+            checked += 1
             findings.extend(found)
 
     if fmt == "json":
@@ -184,12 +199,12 @@ def run(args) -> int:
     elif fmt == "github":
         from ..report import github
         sys.stdout.write(github.render(findings))
-        print(findings_text.summary(findings, len(files)), file=sys.stderr)
+        print(findings_text.summary(findings, checked), file=sys.stderr)
     else:
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
                                             and not os.environ.get("NO_COLOR"))
         sys.stdout.write(findings_text.render(findings, colour))
-        print(findings_text.summary(findings, len(files)), file=sys.stderr)
+        print(findings_text.summary(findings, checked), file=sys.stderr)
     if status:
         return status
     return 1 if any(f.severity.value == "error" for f in findings) else 0

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..modelfile import ModelFile
+from .escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
 from .jsonable import jsonable
 
 __all__ = ["as_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
@@ -43,7 +44,7 @@ def summarize_value(v: Any, limit: int = 120) -> str:
 
 
 def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
-    facts = [("file", mf.path), ("format", mf.format), ("version", str(mf.version)),
+    facts = [("file", escape_text(mf.path)), ("format", mf.format), ("version", str(mf.version)),
              ("endian", mf.endian), ("size", f"{mf.file_size} bytes ({human_bytes(mf.file_size)})")]
     if mf.alignment is not None:
         facts.append(("alignment", str(mf.alignment)))
@@ -59,17 +60,22 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
 
 
 def as_json(mf: ModelFile) -> dict[str, Any]:
+    """Everything, as valid UTF-8 JSON: file text that is not valid UTF-8 is written as
+    ``{"bytes": hex}``; a metadata key that is not is escaped and its exact bytes are
+    listed under ``metadata_key_bytes`` (see ``report.escape``)."""
+    bad_keys = {json_key(k): raw_bytes(k).hex() for k in mf.metadata if not is_valid_utf8(k)}
     return {
-        "file": mf.path,
+        **({"metadata_key_bytes": bad_keys} if bad_keys else {}),
+        "file": json_text(mf.path),
         "format": mf.format,
         "version": mf.version,
         "endian": mf.endian,
         "alignment": mf.alignment,
         "data_offset": mf.data_offset,
         **({"extra": jsonable(mf.extra)} if mf.extra else {}),
-        "metadata": {k: jsonable(v) for k, v in mf.metadata.items()},
-        "metadata_types": dict(mf.metadata_types),
-        "tensors": [{"name": t.name, "shape": list(t.shape), "type": t.type, "offset": t.offset,
+        "metadata": {json_key(k): jsonable(v) for k, v in mf.metadata.items()},
+        "metadata_types": {json_key(k): v for k, v in mf.metadata_types.items()},
+        "tensors": [{"name": json_text(t.name), "shape": list(t.shape), "type": t.type, "offset": t.offset,
                      "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {}),
                      **({"shard": _shard(mf, t)} if "shards" in mf.extra else {})}
                     for t in mf.tensors],
@@ -86,19 +92,21 @@ def plain(mf: ModelFile) -> str:
     lines = [f"{k}: {v}" for k, v in header_facts(mf)]
     lines.append("")
     lines.append("metadata:")
-    width = max((len(k) for k in mf.metadata), default=0)
+    keys = {k: escape_text(k) for k in mf.metadata}
+    width = max((len(k) for k in keys.values()), default=0)
     for k, v in mf.metadata.items():
-        lines.append(f"  {k:<{width}}  {mf.metadata_types.get(k, ''):<14} {summarize_value(v)}")
+        lines.append(f"  {keys[k]:<{width}}  {mf.metadata_types.get(k, ''):<14} {summarize_value(v)}")
     lines.append("")
     lines.append("tensors:")
     if mf.tensors:
-        nw = max(len(t.name) for t in mf.tensors)
+        names = [escape_text(t.name) for t in mf.tensors]
+        nw = max(len(n) for n in names)
         lines.append(f"  {'name':<{nw}}  {'shape':<22} {'type':<10} {'offset':>14} {'bytes':>14}")
-        for t in mf.tensors:
+        for t, name in zip(mf.tensors, names):
             shape = "×".join(str(d) for d in t.shape)
             typ = t.type if t.layout == t.type else f"{t.type} ({t.layout})"
             shard = f"  shard {_shard(mf, t)}" if "shards" in mf.extra else ""
-            lines.append(f"  {t.name:<{nw}}  {shape:<22} {typ:<10} {t.offset:>14} {t.nbytes:>14}{shard}")
+            lines.append(f"  {name:<{nw}}  {shape:<22} {typ:<10} {t.offset:>14} {t.nbytes:>14}{shard}")
     return "\n".join(lines)
 
 
@@ -110,13 +118,13 @@ def rich_renderables(mf: ModelFile) -> list[Any]:
     head.add_column(style="bold cyan")
     head.add_column()
     for k, v in header_facts(mf):
-        head.add_row(k, v)
+        head.add_row(Text(k), Text(v))
     meta = Table(title="metadata", title_justify="left", expand=False, show_lines=False)
     meta.add_column("key", style="cyan", no_wrap=True)
     meta.add_column("type", style="magenta", no_wrap=True)
     meta.add_column("value", overflow="fold")
     for k, v in mf.metadata.items():
-        meta.add_row(k, mf.metadata_types.get(k, ""), Text(summarize_value(v)))
+        meta.add_row(Text(escape_text(k)), Text(mf.metadata_types.get(k, "")), Text(summarize_value(v)))
     tens = Table(title="tensors", title_justify="left")
     tens.add_column("name", style="cyan", no_wrap=True)
     tens.add_column("shape", no_wrap=True)
@@ -125,5 +133,6 @@ def rich_renderables(mf: ModelFile) -> list[Any]:
     tens.add_column("bytes", justify="right")
     for t in mf.tensors:
         typ = t.type if t.layout == t.type else f"{t.type} ({t.layout})"
-        tens.add_row(t.name, "×".join(str(d) for d in t.shape), typ, f"{t.offset:#x}", f"{t.nbytes:,}")
+        tens.add_row(Text(escape_text(t.name)), "×".join(str(d) for d in t.shape), Text(typ), f"{t.offset:#x}",
+                     f"{t.nbytes:,}")
     return [head, meta, tens]

@@ -2,7 +2,9 @@
 
 numpy arrays and StringArrays become lists, bytes become hex strings, and non-finite
 floats become the strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers,
-and silently writing ``NaN`` makes output that strict parsers reject).
+and silently writing ``NaN`` makes output that strict parsers reject).  Text that is not
+valid UTF-8 becomes ``{"bytes": "<hex>"}`` and such a key is escaped
+(``report.escape``), so the output is always valid UTF-8 JSON.
 """
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from .escape import json_key, json_text
 
 __all__ = ["jsonable"]
 
@@ -22,7 +26,9 @@ def _float(x: float) -> Any:
 
 
 def jsonable(v: Any) -> Any:
-    if v is None or isinstance(v, (bool, int, str)):
+    if isinstance(v, str):
+        return json_text(v)
+    if v is None or isinstance(v, (bool, int)):
         return v
     if isinstance(v, float):
         return _float(v)
@@ -35,7 +41,7 @@ def jsonable(v: Any) -> Any:
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v).hex()
     if isinstance(v, Mapping):
-        return {str(k): jsonable(x) for k, x in v.items()}
+        return {json_key(str(k)): jsonable(x) for k, x in v.items()}
     if hasattr(v, "tolist"):
         return [jsonable(x) for x in v.tolist()]
     if isinstance(v, Sequence):

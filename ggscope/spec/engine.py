@@ -33,7 +33,7 @@ from .scan import ScanStop, StringArray, scan_length_prefixed
 __all__ = ["parse", "parse_spec", "ParseResult", "KStruct", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
-MAX_ZERO_SIZE_ELEMENTS = 1 << 16
+MAX_ZERO_SIZE_ELEMENTS = 1 << 10   # elements that consume no bytes: the bytes back no count
 EAGER_STR_LIMIT = 1 << 24   # longer strings stay raw bytes (a memoryview) until asked for
 
 
@@ -549,9 +549,15 @@ class _Engine:
             kids.append(node)
             i += 1
             zero_run = zero_run + 1 if io.pos == before else 0
-            if zero_run > MAX_ZERO_SIZE_ELEMENTS or (f.repeat == "eos" and io.pos == before):
+            if zero_run and (f.repeat == "eos" or zero_run > MAX_ZERO_SIZE_ELEMENTS
+                             or (n is not None and n - i > MAX_ZERO_SIZE_ELEMENTS)):
+                # a count of elements that take no bytes is not backed by the file: stop
+                # before work or memory grows with it
+                claimed = f"{n} elements" if n is not None else "elements until the end"
                 raise self.fail(f, name, path, tref.name, io.base + io.pos,
-                                "elements consume no bytes: refusing to loop")
+                                f"{claimed} claimed, but the elements consume no bytes (element "
+                                f"[{i - 1}] is empty): expected at least 1 byte per element, so the "
+                                f"file's bytes cannot back the count; refusing to loop")
             if f.repeat == "until":
                 ectx.under = v
                 try:
