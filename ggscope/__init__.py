@@ -9,8 +9,12 @@ from __future__ import annotations
 import importlib
 import os
 
+from typing import TYPE_CHECKING
+
 from .errors import DamagedFile, GGScopeError, UnknownFormat, UnreadableFile
-from .modelfile import ModelFile, TensorInfo
+
+if TYPE_CHECKING:
+    from .modelfile import ModelFile, TensorInfo
 
 __all__ = ["open", "open_bytes", "ModelFile", "TensorInfo", "GGScopeError", "UnknownFormat", "UnreadableFile",
            "DamagedFile", "__version__"]
@@ -19,7 +23,15 @@ __version__ = "0.1.0"
 _HEAD = 4096
 
 
-def open(path: str | os.PathLike) -> ModelFile:  # noqa: A001 - the natural name
+def __getattr__(name: str):
+    # ModelFile and TensorInfo pull in numpy: `ggscope --version` must not pay for it
+    if name in ("ModelFile", "TensorInfo"):
+        from . import modelfile
+        return getattr(modelfile, name)
+    raise AttributeError(f"module 'ggscope' has no attribute {name!r}")
+
+
+def open(path: str | os.PathLike) -> "ModelFile":  # noqa: A001 - the natural name
     """Parse the model file at ``path``.
 
     Raises ``UnreadableFile`` (cannot open) or ``UnknownFormat`` (no format matches).  A
@@ -32,14 +44,14 @@ def open(path: str | os.PathLike) -> ModelFile:  # noqa: A001 - the natural name
     return _open_source(ByteSource.open(path), path)
 
 
-def open_bytes(data: bytes, name: str = "<memory>") -> ModelFile:
+def open_bytes(data: bytes, name: str = "<memory>") -> "ModelFile":
     """Like ``open`` for bytes already in memory (tests, fuzzing, network buffers)."""
     from .source import ByteSource
 
     return _open_source(ByteSource(data, name), name)
 
 
-def _open_source(source, path: str) -> ModelFile:
+def _open_source(source, path: str) -> "ModelFile":
     from .detect import detect, known_formats
     from .spec import parse
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from ..errors import GGScopeError
 from .common import error, open_or_report
 
@@ -66,6 +64,7 @@ def _piece(pieces: list[str] | None, tid: int) -> str:
 
 
 def _run(args) -> int:
+    import numpy as np
     from .. import forward as F
     from ..forward.logits import check_logits, log_softmax
     mf = open_or_report(args.file)

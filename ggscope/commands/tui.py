@@ -2,13 +2,15 @@
 
 With no FILE the bundled example model opens.  A damaged file still opens (the tree
 shows the error node, the findings pane lists it); a file that cannot be read or is
-no ggml-family format prints one paragraph on stderr and exits 2.
+no ggml-family format prints one paragraph on stderr and exits 2 -- checked from its
+first bytes before the window opens, so the window never flashes for a wrong path.
+The file itself is parsed inside the app, after the window is up.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .common import open_or_report
+from .common import error
 
 HELP = "browse a file interactively (the default when the first argument is a file)"
 DESCRIPTION = """\
@@ -20,7 +22,7 @@ examples:
   ggscope model.gguf            same as `ggscope tui model.gguf`
   ggscope                       open the bundled example (a tiny llama, Q8_0)
 
-keys: 1-4 switch panes, g go to offset, / search (key, tensor, text or x:47 47),
+keys: 1-5 switch panes (overview, metadata, tensors, findings, structure), g go to offset, / search (key, tensor, text or x:47 47),
 n next match, c copy the value, s / x start / cancel statistics, home / end first /
 last byte, + / - pane width, z zoom the focused pane, q quit.  Mouse works too.
 exit status: 0 ok, 2 unreadable or unknown file."""
@@ -33,9 +35,29 @@ def add_arguments(p) -> None:
                    help=f"model file (default: the bundled example {EXAMPLE.name})")
 
 
+def _refusal(path: str) -> str | None:
+    """Why ``path`` cannot be shown (unreadable, or no known format), from its head."""
+    from ..detect import detect, known_formats
+    from ..errors import UnknownFormat, UnreadableFile
+    from ..source import ByteSource
+    try:
+        source = ByteSource.open(path)
+    except UnreadableFile as exc:
+        return f"cannot read {exc}"
+    try:
+        head = source.read(0, 4096)
+        if detect(head, source.size) is None:
+            return str(UnknownFormat(path, head, known_formats()))
+    finally:
+        source.close()
+    return None
+
+
 def run(args) -> int:
-    mf = open_or_report(args.file or str(EXAMPLE), allow_damage=True)
-    if mf is None:
+    path = args.file or str(EXAMPLE)
+    why = _refusal(path)
+    if why is not None:
+        error(why)
         return 2
     from ..tui.run import run_app
-    return run_app(mf)
+    return run_app(path)

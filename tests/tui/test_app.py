@@ -25,6 +25,15 @@ def run(coro):
     return asyncio.run(coro)
 
 
+def text_of(app, selector: str, width: int = 200) -> str:
+    """What a Static shows, as plain text."""
+    import io
+    from rich.console import Console
+    con = Console(width=width, file=io.StringIO(), color_system=None)
+    con.print(app.query_one(selector).content)
+    return con.file.getvalue()
+
+
 def _field_range(field) -> tuple[int, int]:
     return field.offset, field.offset + sum(int(p.nbytes) for p in field.parts)
 
@@ -214,7 +223,50 @@ def test_command_errors_and_default_file(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("ggscope:") == 2
     opened = []
-    monkeypatch.setattr("ggscope.tui.run.run_app", lambda mf: opened.append(mf) or 0)
+    monkeypatch.setattr("ggscope.tui.run.run_app", lambda path: opened.append(path) or 0)
     assert cli.main([]) == 0
-    assert opened[0].path == str(tui_command.EXAMPLE) and opened[0].damage is None
-    assert len(opened[0].tensors) == len(gguf.GGUFReader(tui_command.EXAMPLE).tensors)
+    assert opened == [str(tui_command.EXAMPLE)]       # the app parses it, after its window is up
+
+
+def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
+    """Started with a path, the browser paints its frame and the overview says it is
+    parsing while ggscope.open is still running; when parsing ends the panes fill in."""
+    started, release = threading.Event(), threading.Event()
+    real_open = ggscope.open
+
+    def gated(path):
+        started.set()
+        release.wait(60)          # a safety net for a broken test, never a measurement
+        return real_open(path)
+    monkeypatch.setattr(ggscope, "open", gated)
+
+    async def flow():
+        app = GGScopeApp(str(q8), auto_stats=False)
+        async with app.run_test(size=SIZE) as pilot:
+            assert await asyncio.to_thread(started.wait, 60)
+            await pilot.pause()
+            before = (text_of(app, "#summary"), text_of(app, "#overview-text"), len(app.query(HexView)))
+            release.set()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            await pilot.pause()
+            after = (text_of(app, "#summary"), text_of(app, "#overview-text"), len(app.query(HexView)))
+            return before, after
+    before, after = run(flow())
+    assert "parsing" in before[0] and "parsing" in before[1] and before[2] == 0
+    n = len(gguf.GGUFReader(q8).tensors)
+    assert f"{n} tensors" in after[0] and "parsing" not in after[1] and after[2] == 1
+    assert "llama" in after[1] and "Q8_0" in after[1]
+
+
+def test_unreadable_path_exits_2_from_the_loader(tmp_path):
+    """A file that vanishes between the command's check and the loader: the app exits
+    with status 2 and one paragraph, no traceback."""
+    async def flow():
+        app = GGScopeApp(str(tmp_path / "gone.gguf"))
+        async with app.run_test(size=SIZE) as pilot:
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        return app.return_code, app.load_error
+    code, said = run(flow())
+    assert code == 2 and said.startswith("ggscope: cannot read") and "gone.gguf" in said

@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 
 from ...modelfile import ModelFile, TensorInfo
 from ...node import find
-from ..format import human_bytes, short_value
+from ..format import file_text, human_bytes, short_value
 from ..messages import NodeSelected, RangeRequested
 
 __all__ = ["MetadataTable", "TensorTable", "FindingsTable"]
@@ -26,7 +26,7 @@ class MetadataTable(DataTable):
     def on_mount(self) -> None:
         self.add_columns("key", "type", "value")
         for key, value in self.mf.metadata.items():
-            self.add_row(key, self.mf.metadata_types.get(key, ""), short_value(value, 60), key=key)
+            self.add_row(file_text(key), self.mf.metadata_types.get(key, ""), short_value(value, 80), key=key)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
@@ -56,7 +56,7 @@ class TensorTable(DataTable):
         for col in STAT_COLUMNS:
             self.add_column(col, key=col)
         for i, t in enumerate(self.mf.tensors):
-            self.add_row(t.name, "×".join(map(str, t.shape)), t.type, f"{t.offset:#x}",
+            self.add_row(file_text(t.name), "×".join(map(str, t.shape)), t.type, f"{t.offset:#x}",
                          human_bytes(t.nbytes), *("…",) * len(STAT_COLUMNS), key=str(i))
 
     def tensor_at_cursor(self) -> TensorInfo | None:
@@ -71,7 +71,7 @@ class TensorTable(DataTable):
             else:
                 v = stats.get(col) if hasattr(stats, "get") else getattr(stats, col, None)
                 text = "n/a" if v is None else f"{float(v):.4g}"
-            self.update_cell(str(index), col, text)
+            self.update_cell(str(index), col, text, update_width=True)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
@@ -87,7 +87,8 @@ class TensorTable(DataTable):
 
 
 class FindingsTable(DataTable):
-    """The validator's findings; highlighting one jumps to its bytes."""
+    """The validator's findings; highlighting one jumps to its bytes and shows the whole
+message in the detail pane."""
 
     def __init__(self, findings: list, **kw) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kw)
@@ -105,12 +106,12 @@ class FindingsTable(DataTable):
         for i, f in enumerate(self.findings):
             sev = getattr(f.severity, "value", str(f.severity))
             where = "" if f.start is None else f"{f.start:#x}"
-            self.add_row(f.code, sev, where, f.message, key=str(i))
+            self.add_row(f.code, sev, where, file_text(f.message), key=str(i))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         if self.has_focus and event.row_key.value is not None and self.findings:
             f = self.findings[int(event.row_key.value)]
             if f.start is not None:
-                self.post_message(RangeRequested(f.start, f.end, f"{f.code} {f.path}"))
+                self.post_message(RangeRequested(f.start, f.end, finding=f))
         event.stop()
