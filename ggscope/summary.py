@@ -19,12 +19,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .ggml_types import LLAMA_FTYPE
+from .ggml_types import GGML_FTYPE, LLAMA_FTYPE
 
 if TYPE_CHECKING:
     from .modelfile import ModelFile
 
-__all__ = ["Summary", "summarize", "file_type_name", "gguf_key", "LEGACY_FORMATS", "bits_per_weight"]
+__all__ = ["Summary", "summarize", "file_type_name", "gguf_key", "LEGACY_FORMATS", "bits_per_weight",
+           "is_legacy_llama"]
 
 LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
 # legacy llama header word -> GGUF key ("{arch}" is the architecture, llama for these files)
@@ -38,34 +39,43 @@ _LEGACY_TO_GGUF = {
 }
 
 
+def is_legacy_llama(mf: "ModelFile") -> bool:
+    """A GGML/GGMF/GGJT llama.cpp file (its header has n_mult), not a ggml example file."""
+    return mf.format in LEGACY_FORMATS and f"{mf.format}.n_mult" in mf.metadata
+
+
 def gguf_key(fmt: str, key: str, arch: str = "llama") -> str:
-    """The GGUF key a legacy hyperparameter became on conversion; other keys unchanged."""
+    """The GGUF key a legacy llama.cpp hyperparameter became on conversion (``fmt`` is
+    the file's format; call it for legacy llama.cpp files only); other keys unchanged."""
     prefix, _, rest = key.partition(".")
     if fmt in LEGACY_FORMATS and prefix == fmt and rest in _LEGACY_TO_GGUF:
         return _LEGACY_TO_GGUF[rest].format(arch=arch)
     return key
 
 
-def file_type_name(code: Any) -> str | None:
+def file_type_name(code: Any, table: dict[int, str] = LLAMA_FTYPE) -> str | None:
     """llama.cpp's name for a ``general.file_type`` / legacy ``ftype`` value ("Q8_0"),
-    or None when there is no value; an unknown number says so."""
+    or None when there is no value; an unknown number says so.  ``table`` is
+    ``GGML_FTYPE`` for the ggml example programs' files."""
     if code is None:
         return None
     try:
         n = int(code)
     except (TypeError, ValueError):
         return None
-    name = LLAMA_FTYPE.get(n)
+    name = table.get(n)
     if name is None:
         return f"unknown file type {n}"
     return name.removeprefix("MOSTLY_")
 
 
-def _file_type_code(mf: "ModelFile") -> Any:
+def _file_type(mf: "ModelFile") -> str | None:
     if "general.file_type" in mf.metadata:
-        return mf.metadata["general.file_type"]
-    if mf.format in LEGACY_FORMATS:
-        return mf.metadata.get(f"{mf.format}.ftype")
+        return file_type_name(mf.metadata["general.file_type"])
+    if is_legacy_llama(mf):
+        return file_type_name(mf.metadata.get(f"{mf.format}.ftype"))
+    if mf.format in LEGACY_FORMATS:          # ggml's example programs: enum ggml_ftype
+        return file_type_name(mf.metadata.get(f"{mf.format}.ftype"), GGML_FTYPE)
     return None
 
 
@@ -100,7 +110,7 @@ def summarize(mf: "ModelFile") -> Summary:
         n_params += t.n_elements
         nbytes += t.nbytes
     arch = mf.metadata.get("general.architecture")
-    if arch is None and mf.format in LEGACY_FORMATS and f"{mf.format}.n_embd" in mf.metadata:
+    if arch is None and is_legacy_llama(mf):
         arch = "llama"
     if arch is None:
         arch = mf.extra.get("architecture") if isinstance(mf.extra.get("architecture"), str) else None
@@ -109,7 +119,7 @@ def summarize(mf: "ModelFile") -> Summary:
         format=mf.format, version=mf.version, endian=mf.endian,
         architecture=str(arch) if arch is not None else None,
         name=str(name) if name is not None else None,
-        n_params=n_params, file_type=file_type_name(_file_type_code(mf)),
+        n_params=n_params, file_type=_file_type(mf),
         file_size=mf.source.size, tensor_bytes=nbytes, bpw=bits_per_weight(nbytes, n_params),
         census=sorted(((k, census[k], sizes[k]) for k in census), key=lambda r: (-r[2], r[0])),
         n_tensors=len(mf.tensors), n_keys=len(mf.metadata))

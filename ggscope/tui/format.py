@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
+
+def _is_array(value: Any) -> bool:
+    # numpy arrays without importing numpy: the browser paints before numpy loads
+    return hasattr(value, "dtype") and hasattr(value, "shape") and getattr(value, "ndim", 0) > 0
+
 
 __all__ = ["short_value", "human_bytes", "file_text", "value_pages", "PAGE_CHARS"]
 
@@ -32,7 +36,7 @@ def short_value(value: Any, width: int = 60) -> str:
         text = b.hex(" ") + (" …" if len(value) > 16 else "")
     elif isinstance(value, str):
         text = f'"{file_text(value)}"'
-    elif isinstance(value, np.ndarray) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
+    elif _is_array(value) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
         n = len(value)
         head = ", ".join(f'"{file_text(x)}"' if isinstance(x, str) else _num(x) for x in list(value[:8]))
         text = f"[{n}] {head}" + (", …" if n > 8 else "")
@@ -42,10 +46,10 @@ def short_value(value: Any, width: int = 60) -> str:
 
 
 def _num(x: Any) -> str:
-    if isinstance(x, (float, np.floating)):
-        return f"{float(x):.6g}"
-    if isinstance(x, np.generic):
-        return str(x.item())
+    if hasattr(x, "dtype") and hasattr(x, "item"):       # a numpy scalar
+        x = x.item()
+    if isinstance(x, float):
+        return f"{x:.6g}"
     return str(x)
 
 
@@ -69,7 +73,7 @@ def value_pages(value: Any, page_items: int = 64) -> list[list[str]]:
         b = bytes(value)
         lines = [b[i:i + 16].hex(" ") for i in range(0, len(b), 16)] or [""]
         return [lines[i:i + page_items] for i in range(0, len(lines), page_items)]
-    if isinstance(value, np.ndarray) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
+    if _is_array(value) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
         n = len(value)
         pages = []
         for lo in range(0, n, page_items):

@@ -9,16 +9,17 @@ sparkline.  It only formats what it is given.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
-from ...modelfile import TensorInfo
 from ...node import Node
 from ..format import file_text, human_bytes, short_value, value_pages
+
+if TYPE_CHECKING:
+    from ...modelfile import TensorInfo
 
 __all__ = ["DetailPane", "histogram_counts", "ARRAY_PAGE"]
 
@@ -36,6 +37,7 @@ def histogram_counts(hist: Any) -> list[float]:
     elif isinstance(hist, tuple) and len(hist) == 2:
         hist = hist[0]
     try:
+        import numpy as np
         return [float(x) for x in np.asarray(hist, dtype=np.float64).ravel()]
     except (TypeError, ValueError):
         return []
@@ -111,7 +113,7 @@ class DetailPane(VerticalScroll):
             key, value, vtype, finding = getattr(self, "_shown", (None, _NO_VALUE, "", None))
             self.show_node(self.node, self.page + delta, key=key, value=value, vtype=vtype, finding=finding)
 
-    def show_tensor(self, t: TensorInfo, stats: Any, error: str = "") -> None:
+    def show_tensor(self, t: "TensorInfo", stats: Any, error: str = "") -> None:
         self.node = None
         text = Text()
         text.append(file_text(t.name), style="bold")

@@ -20,8 +20,8 @@ from textual.widgets import DataTable
 
 from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, first_by_name, tensor_names
 from ...modelfile import ModelFile
-from ...report.diff import STATUS_STYLE, number, shape_text
-from ...report.info import summarize_value
+from ...report.diff import STATUS_STYLE, display_status, number, shape_text, value_text
+from ..format import file_text
 from ..messages import DiffRowSelected
 
 __all__ = ["DiffTensorTable", "DiffMetadataTable", "SORTS", "COLUMNS", "PENDING", "UNCHANGED",
@@ -85,11 +85,12 @@ def pair_text(a: str | None, b: str | None) -> str:
 
 
 def _cells(td: TensorDiff) -> list[Text]:
-    style = STATUS_STYLE.get(td.status, "dim")
+    shown = display_status(td)
+    style = STATUS_STYLE.get(shown, "dim")
     name_style = style if td.status in ("added", "removed", "error", "shape-changed") else ""
     shape_a = None if td.shape_a is None else shape_text(td.shape_a)
     shape_b = None if td.shape_b is None else shape_text(td.shape_b)
-    cells = [Text(td.name, style=name_style), Text(td.status, style=style),
+    cells = [Text(file_text(td.name), style=name_style), Text(shown, style=style),
              Text(pair_text(td.type_a, td.type_b)), Text(pair_text(shape_a, shape_b))]
     for _, _, attr, _ in COLUMNS[4:]:
         v = getattr(td, attr)
@@ -177,7 +178,7 @@ class DiffTensorTable(DataTable):
 
 def _array_side(c: MetaChange, side: str) -> str:
     n = c.len_a if side == "a" else c.len_b
-    items = ", ".join(f"[{d.index}] {summarize_value(getattr(d, side), 20)}" for d in c.first)
+    items = ", ".join(f"[{d.index}] {value_text(c.key, getattr(d, side), 20)}" for d in c.first)
     return f"{n} items" + (f": {items}" if items else "") + ("…" if (c.n_differing or 0) > len(c.first) else "")
 
 
@@ -185,18 +186,19 @@ def meta_rows(header: tuple[HeaderChange, ...], meta: MetadataDiff) -> list[tupl
     """(marker, domain entry, [key, type, A, B]) for every header and metadata change."""
     rows: list[tuple[str, Any, list[str]]] = []
     for h in header:
-        rows.append(("header", h, [h.field, "", str(h.a), str(h.b)]))
+        rows.append(("header", h, [h.field, "", "none" if h.a is None else file_text(h.a),
+                                   "none" if h.b is None else file_text(h.b)]))
     for e in meta.removed:
-        rows.append(("-", e, [e.key, e.type, summarize_value(e.value, 60), "∅"]))
+        rows.append(("-", e, [file_text(e.key), e.type, value_text(e.key, e.value, 60), "∅"]))
     for e in meta.added:
-        rows.append(("+", e, [e.key, e.type, "∅", summarize_value(e.value, 60)]))
+        rows.append(("+", e, [file_text(e.key), e.type, "∅", value_text(e.key, e.value, 60)]))
     for c in meta.changed:
         types = pair_text(c.type_a, c.type_b)
         if c.is_array:
             a, b = _array_side(c, "a"), _array_side(c, "b") + f"  ({c.n_differing} differ)"
         else:
-            a, b = summarize_value(c.a, 60), summarize_value(c.b, 60)
-        rows.append(("~", c, [c.key, types, a, b]))
+            a, b = value_text(c.key, c.a, 60), value_text(c.key, c.b, 60)
+        rows.append(("~", c, [file_text(c.key), types, a, b]))
     return rows
 
 
