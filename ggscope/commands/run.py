@@ -59,6 +59,12 @@ def parse_ids(text: str, option: str = "--tokens") -> list[int]:
         raise GGScopeError(f"{option} wants integers separated by commas or spaces: {exc}") from None
 
 
+def _quoted(text: str) -> str:
+    """File-provided text in quotes, control characters escaped (\\n, \\x1b)."""
+    table = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)} | {0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"}
+    return '"' + str(text).translate(table) + '"'
+
+
 def _piece(pieces: list[str] | None, tid: int) -> str:
     return pieces[tid] if pieces is not None and 0 <= tid < len(pieces) else ""
 
@@ -115,11 +121,11 @@ def _run(args) -> int:
         w(f"architecture: {out['architecture']}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
         w("rank  id        logit      prob  token\n")
         for r, t in enumerate(top, 1):
-            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  {t['token']!r}\n")
+            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  {_quoted(t['token'])}\n")
         if args.generate:
             w(f"generated: {' '.join(map(str, generated))}\n")
             if tok is not None:
-                w(f"generated text: {out['generated_text']!r}\n")
+                w(f"generated text: {_quoted(out['generated_text'])}\n")
         if args.check:
             c = out["check"]
             w(f"check: logits {'finite' if finite else 'NOT finite'} "

@@ -184,7 +184,7 @@ def change_lines(r: DiffResult) -> list[str]:
 
 
 def _header_value(v: Any) -> str:
-    return "none" if v is None else _text(v)
+    return "not set" if v is None else _text(v)
 
 
 def _bpw(sm: Any) -> str:

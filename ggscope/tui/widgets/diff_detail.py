@@ -18,7 +18,7 @@ from textual.widgets import Static
 from ...diff import HeaderChange, MetaChange, MetaEntry, TensorDiff
 from ...modelfile import TensorInfo
 from ...report.diff import METRICS, STATUS_STYLE, display_status, number, value_text
-from ..format import human_bytes
+from ..format import file_text, human_bytes
 
 __all__ = ["DiffDetail"]
 
@@ -84,7 +84,8 @@ class DiffDetail(VerticalScroll):
     def show_metadata(self, change: str, entry: Any) -> None:
         if isinstance(entry, HeaderChange):
             self._show(Text(f"header field {entry.field}", style="bold"),
-                       _side_by_side([("value", str(entry.a), str(entry.b))]))
+                       _side_by_side([("value", "not set" if entry.a is None else file_text(entry.a),
+                                       "not set" if entry.b is None else file_text(entry.b))]))
             return
         if isinstance(entry, MetaEntry):
             where = "only in B (added)" if change == "+" else "only in A (removed)"

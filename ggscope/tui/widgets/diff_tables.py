@@ -186,8 +186,8 @@ def meta_rows(header: tuple[HeaderChange, ...], meta: MetadataDiff) -> list[tupl
     """(marker, domain entry, [key, type, A, B]) for every header and metadata change."""
     rows: list[tuple[str, Any, list[str]]] = []
     for h in header:
-        rows.append(("header", h, [h.field, "", "none" if h.a is None else file_text(h.a),
-                                   "none" if h.b is None else file_text(h.b)]))
+        rows.append(("header", h, [h.field, "", "not set" if h.a is None else file_text(h.a),
+                                   "not set" if h.b is None else file_text(h.b)]))
     for e in meta.removed:
         rows.append(("-", e, [file_text(e.key), e.type, value_text(e.key, e.value, 60), "∅"]))
     for e in meta.added:
