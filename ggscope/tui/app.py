@@ -51,15 +51,25 @@ TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 
               "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
-HEX_COLUMNS = 82        # a 16-byte hex row with a 10-digit offset, and the pane's border
+HEX_16 = 82             # a 16-byte hex row with a 10-digit offset, the scrollbar and the border
+HEX_8 = 46              # the same with 8 bytes a row
 
 
 def left_width(terminal: int, shift: int = 0) -> int:
-    """The left pane's width: what a 16-byte hex row leaves, between 30 columns and 60 %
-    of the terminal (half of a very narrow one), moved by ``shift`` (``+``/``-``)."""
+    """The left pane's width.  Wide terminals give the hex view 16-byte rows and the
+    rest (up to 60 %) to the left; narrower ones 8-byte rows; the left keeps at least
+    30 columns (half of a very narrow terminal).  ``shift`` is what ``+``/``-`` added."""
     if terminal < 60:
-        return max(10, terminal // 2 + shift)
-    return max(24, min(terminal - 24, max(30, min(terminal - HEX_COLUMNS, terminal * 3 // 5)) + shift))
+        width = terminal // 2
+    elif terminal - HEX_16 >= 36:
+        width = min(terminal - HEX_16, terminal * 3 // 5)
+    else:
+        width = max(30, min(terminal - HEX_8, terminal * 3 // 5))
+    return max(10, min(terminal - 10, width + shift))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _findings(mf: ModelFile) -> list:
@@ -137,7 +147,8 @@ class GGScopeApp(App):
         if mf is None:
             return f" {name}  ·  parsing …"
         text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
-                f"{human_bytes(mf.source.size)}  ·  {len(mf.metadata)} keys  ·  {len(mf.tensors)} tensors")
+                f"{human_bytes(mf.source.size)}  ·  {_count(len(mf.metadata), 'key')}  ·  "
+                f"{_count(len(mf.tensors), 'tensor')}")
         if mf.damage is not None:
             text += f"  ·  DAMAGED at {mf.damage.start:#x}"
         return text
@@ -220,9 +231,9 @@ class GGScopeApp(App):
         self.set_class(mf.damage is not None, "-damaged")
         self.refresh_bindings()
         self.query_one(OverviewPane).show_file(mf)
-        if mf.damage is not None:
+        if mf.damage is not None:       # after the hex view's first cursor report
             from .widgets.node_tree import NodeTree
-            self.show_node(mf.damage)
+            self.call_after_refresh(self.show_node, mf.damage)
             self.call_after_refresh(self.query_one(NodeTree).reveal, mf.damage)
         self.run_validator()
         if self.auto_stats and mf.tensors:
@@ -283,7 +294,10 @@ class GGScopeApp(App):
         self.query_one(TabbedContent).active = tab
         widgets = self.query(FOCUS[tab])
         if widgets:
-            widgets.first().focus()
+            widget = widgets.first()
+            widget.focus()
+            if hasattr(widget, "announce"):      # the detail pane follows the tab's cursor
+                widget.announce()
 
     def action_resize(self, delta: int) -> None:
         """Move the border between the panes; the current tab and focus stay."""
@@ -351,9 +365,11 @@ class GGScopeApp(App):
 
     def on_findings_ready(self, message: FindingsReady) -> None:
         from .widgets.tables import FindingsTable
-        self.findings = message.findings
-        self.query_one(FindingsTable).set_findings(message.findings)
-        self.query_one(OverviewPane).set_findings(message.findings)
+        rank = {"error": 0, "warning": 1, "info": 2}        # worst first, then by offset
+        self.findings = sorted(message.findings, key=lambda f: (
+            rank.get(getattr(f.severity, "value", str(f.severity)), 3), f.start is None, f.start or 0))
+        self.query_one(FindingsTable).set_findings(self.findings)
+        self.query_one(OverviewPane).set_findings(self.findings)
         self.query_one(TabbedContent).get_tab("findings").label = f"4 Findings ({len(message.findings)})"
 
     # --- statistics worker ---------------------------------------------------------------

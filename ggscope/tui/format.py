@@ -62,13 +62,19 @@ def human_bytes(n: int) -> str:
 
 
 def value_pages(value: Any, page_items: int = 64) -> list[list[str]]:
-    """A value in full, as pages of lines: a string in ``PAGE_CHARS`` pieces (newlines
-    kept, other control characters escaped), an array ``page_items`` items a page with
+    """A value in full, as pages of lines: a string in pieces of at most ``PAGE_CHARS``
+    characters, ended at a line break where one is near (newlines kept, other control
+    characters escaped), an array ``page_items`` items a page with
     their indexes, bytes as hex lines of 16, anything else one line."""
     if isinstance(value, str):
         text = file_text(value, keep_newlines=True)
-        chunks = [text[i:i + PAGE_CHARS] for i in range(0, len(text), PAGE_CHARS)] or [""]
-        return [[c] for c in chunks]
+        chunks, i = [], 0
+        while i < len(text):               # pages end at a line break when one is near
+            end = min(len(text), i + PAGE_CHARS)
+            cut = text.rfind("\n", i + PAGE_CHARS // 2, end) + 1 if end < len(text) else end
+            chunks.append(text[i:cut or end])
+            i = cut or end
+        return [[c.rstrip("\n")] for c in chunks] or [[""]]
     if isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value)
         lines = [b[i:i + 16].hex(" ") for i in range(0, len(b), 16)] or [""]

@@ -34,9 +34,9 @@ UNCHANGED = ("identical", "equal")     # what the "changed only" filter hides
 # Columns whose text only arrives with the worker get a width that fits any value
 # ("shape-changed", "-1.234e+00"); the others are sized from the pending rows.
 COLUMNS = (("name", "name", None, None), ("status", "status", None, 13), ("type", "type A→B", None, None),
+           ("rel_rmse", "rel RMSE", "rel_rmse", 10), ("cosine", "cosine", "cosine", 9),
            ("shape", "shape A→B", None, None), ("max_abs", "max|Δ|", "max_abs", 10),
-           ("rmse", "RMSE", "rmse", 10), ("rel_rmse", "rel RMSE", "rel_rmse", 10),
-           ("cosine", "cosine", "cosine", 9), ("snr_db", "SNR dB", "snr_db", 7))
+           ("rmse", "RMSE", "rmse", 10), ("snr_db", "SNR dB", "snr_db", 7))   # most telling first
 
 _STATUS_ORDER = {s: i for i, s in enumerate(("error", "shape-changed", "changed", "added", "removed",
                                              "equal", "identical", PENDING))}
@@ -90,13 +90,15 @@ def _cells(td: TensorDiff) -> list[Text]:
     name_style = style if td.status in ("added", "removed", "error", "shape-changed") else ""
     shape_a = None if td.shape_a is None else shape_text(td.shape_a)
     shape_b = None if td.shape_b is None else shape_text(td.shape_b)
-    cells = [Text(file_text(td.name), style=name_style), Text(shown, style=style),
-             Text(pair_text(td.type_a, td.type_b)), Text(pair_text(shape_a, shape_b))]
-    for _, _, attr, _ in COLUMNS[4:]:
+    cells = {"name": Text(file_text(td.name), style=name_style), "status": Text(shown, style=style),
+             "type": Text(pair_text(td.type_a, td.type_b)), "shape": Text(pair_text(shape_a, shape_b))}
+    for key, _, attr, _ in COLUMNS:
+        if attr is None:
+            continue
         v = getattr(td, attr)
         text = "…" if td.status == PENDING else number(v, attr)
-        cells.append(Text(text, justify="right", style="dim" if td.status == PENDING else ""))
-    return cells
+        cells[key] = Text(text, justify="right", style="dim" if td.status == PENDING else "")
+    return [cells[key] for key, *_ in COLUMNS]
 
 
 class DiffTensorTable(DataTable):

@@ -49,15 +49,15 @@ class OverviewPane(VerticalScroll, can_focus=True):
         from ...summary import human_count, summarize
         s = summarize(mf)
         facts: list[tuple[str, Any]] = [
-            ("file", file_text(Path(mf.path).name)),
             ("format", f"{s.format} v{s.version}, {s.endian}-endian"),
             ("architecture", file_text(s.architecture) if s.architecture else Text("not stated", style="dim")),
             ("name", file_text(s.name) if s.name else Text("not stated", style="dim")),
             ("parameters", f"{human_count(s.n_params)} ({s.n_params:,})"),
             ("file type", s.file_type or Text("not stated", style="dim")),
-            ("size", f"{human_bytes(s.file_size)} ({s.file_size:,} bytes)"),
+            ("size", f"{human_bytes(s.file_size)} ({s.file_size:,} B)"),
             ("bits/weight", f"{s.bpw:.2f}" if s.bpw is not None else Text("no tensors", style="dim")),
-            ("contents", f"{s.n_keys} metadata keys, {s.n_tensors} tensors"),
+            ("contents", f"{s.n_keys} metadata key{'s' * (s.n_keys != 1)}, "
+                         f"{s.n_tensors} tensor{'s' * (s.n_tensors != 1)}"),
         ]
         if mf.damage is not None:
             facts.append(("damage", Text(f"parsing stopped at offset {mf.damage.start:#x} in "
