@@ -15,7 +15,9 @@ Files: the bundled example (a 180 KB llama, Q8_0), the largest vocabulary file i
 ../shared/fixtures/llama-vocab (3.8 MiB of tokens and merges) and a sparse 20 GB GGUF
 written with gguf-py (a header, then 20 GiB of holes).  Median of ``--runs``.
 
-Run: python benchmarks/first_paint.py [--runs 3] [--size 120x40]
+Run: python benchmarks/first_paint.py [--runs 3] [--size 120x40] [--against CHECKOUT]
+(``--against`` measures another checkout too, e.g. ``git archive`` of an older commit,
+and prints the ratio.)
 """
 from __future__ import annotations
 
@@ -56,13 +58,12 @@ def tmux(*args: str) -> str:
                           text=True).stdout
 
 
-def first_paint(session: str, path: Path, timeout: float = 30.0) -> tuple[float, float]:
-    env = f"PYTHONPATH={ROOT}"
-    cmd = f"env {env} {sys.executable} -m ggscope {path}"
+def first_paint(root: Path, session: str, path: Path, timeout: float = 30.0) -> tuple[float, float]:
+    cmd = f"env PYTHONPATH={root} {sys.executable} -m ggscope {path}"
     tmux("respawn-pane", "-k", "-t", session, "clear")
     time.sleep(0.3)
     t0 = time.perf_counter()
-    tmux("respawn-pane", "-k", "-t", session, cmd)
+    tmux("respawn-pane", "-k", "-c", str(root), "-t", session, cmd)     # cwd = the checkout measured
     paint = filled = None
     while time.perf_counter() - t0 < timeout:
         screen = tmux("capture-pane", "-p", "-t", session)
@@ -78,12 +79,13 @@ def first_paint(session: str, path: Path, timeout: float = 30.0) -> tuple[float,
     return (paint if paint is not None else float("nan"), filled if filled is not None else float("nan"))
 
 
-def command_time(args: list[str], runs: int) -> float:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def command_time(root: Path, args: list[str], runs: int) -> float:
+    env = dict(os.environ, PYTHONPATH=str(root))
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "ggscope", *args], env=env, capture_output=True, check=True)
+        subprocess.run([sys.executable, "-m", "ggscope", *args], env=env, capture_output=True, check=True,
+                       cwd=root)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -92,11 +94,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--size", default="120x40", help="terminal COLSxROWS")
+    ap.add_argument("--against", type=Path, default=None, metavar="CHECKOUT",
+                    help="also measure another ggscope checkout (an older commit), side by side")
     args = ap.parse_args(argv)
+    roots = [("this", ROOT)] + ([("against", args.against.resolve())] if args.against else [])
     cols, rows = args.size.split("x")
+    for name, root in roots:
+        print(f"{name}: {root}")
 
-    print(f"python -m ggscope --version   {command_time(['--version'], 5) * 1e3:7.0f} ms  (goal < 300)")
-    print(f"python -m ggscope --help      {command_time(['--help'], 5) * 1e3:7.0f} ms  (goal < 300)")
+    def row(label: str, values: list[float], goal: str) -> None:
+        cells = "".join(f"{v * 1e3:10.0f} ms" for v in values)
+        ratio = f"   against/this {values[1] / values[0]:4.1f}" if len(values) == 2 and values[0] > 0 else ""
+        print(f"  {label:<34}{cells}{ratio}" + (f"   goal {goal}" if goal else ""))
+
+    print(f"{'':<36}" + "".join(f"{name:>13}" for name, _ in roots))
+    for flag in ("--version", "--help"):
+        row(f"ggscope {flag}", [command_time(root, [flag], 5) for _, root in roots], "< 300 ms")
     if shutil.which("tmux") is None:
         print("tmux is not installed: no first-paint figures")
         return 0
@@ -112,12 +125,13 @@ def main(argv=None) -> int:
         tmux("new-session", "-d", "-s", session, "-x", cols, "-y", rows, "sleep 1000")
         tmux("set-option", "-t", session, "remain-on-exit", "on")
         try:
-            print(f"first paint in tmux {cols}x{rows}, from process start (median of {args.runs}):")
+            print(f"first paint in tmux {cols}x{rows}, from process start, median of {args.runs} "
+                  f"(window: the footer is drawn; filled: the summary shows the tensor count)")
             for label, path in files:
-                runs = [first_paint(session, path) for _ in range(args.runs)]
-                paint = statistics.median(r[0] for r in runs)
-                filled = statistics.median(r[1] for r in runs)
-                print(f"  {label:<24} window {paint * 1e3:6.0f} ms   filled {filled * 1e3:6.0f} ms  (goal: window < 1000)")
+                results = {name: [first_paint(root, session, path) for _ in range(args.runs)]
+                           for name, root in roots}
+                row(f"{label}: window", [statistics.median(r[0] for r in results[n]) for n, _ in roots], "< 1000 ms")
+                row(f"{label}: filled", [statistics.median(r[1] for r in results[n]) for n, _ in roots], "")
         finally:
             subprocess.run(["tmux", "-L", "ggscope-bench", "kill-server"], capture_output=True)
     return 0
