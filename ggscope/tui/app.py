@@ -56,12 +56,13 @@ HEX_8 = 46              # the same with 8 bytes a row
 
 
 def left_width(terminal: int, shift: int = 0) -> int:
-    """The left pane's width.  Wide terminals give the hex view 16-byte rows and the
-    rest (up to 60 %) to the left; narrower ones 8-byte rows; the left keeps at least
-    30 columns (half of a very narrow terminal).  ``shift`` is what ``+``/``-`` added."""
+    """The left pane's width.  Wide terminals (the left keeps 50 columns beside them)
+    give the hex view 16-byte rows and the rest, up to 60 %, to the left; narrower ones
+    8-byte rows; the left keeps at least 30 columns (half of a very narrow terminal).
+    ``shift`` is what ``+``/``-`` added."""
     if terminal < 60:
         width = terminal // 2
-    elif terminal - HEX_16 >= 36:
+    elif terminal - HEX_16 >= 50:
         width = min(terminal - HEX_16, terminal * 3 // 5)
     else:
         width = max(30, min(terminal - HEX_8, terminal * 3 // 5))
