@@ -270,3 +270,21 @@ def test_unreadable_path_exits_2_from_the_loader(tmp_path):
         return app.return_code, app.load_error
     code, said = run(flow())
     assert code == 2 and said.startswith("ggscope: cannot read") and "gone.gguf" in said
+
+
+def test_cli_opens_the_browser_on_a_path(q8, monkeypatch):
+    """`ggscope FILE` through cli.main: the app starts with the path, parses it in its
+    loader and shows the file; q quits with status 0."""
+    from textual.app import App
+    seen = {}
+
+    async def auto(pilot):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        seen["summary"] = text_of(pilot.app, "#summary")
+        await pilot.press("q")
+
+    monkeypatch.setattr(GGScopeApp, "run", lambda self, **kw: App.run(self, headless=True, size=SIZE,
+                                                                       auto_pilot=auto))
+    assert cli.main([str(q8)]) == 0
+    assert f"{len(gguf.GGUFReader(q8).tensors)} tensors" in seen["summary"]
