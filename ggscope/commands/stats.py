@@ -40,7 +40,7 @@ def add_arguments(p) -> None:
     p.add_argument("file", help="model file (GGUF, GGML/GGMF/GGJT, rwkv.cpp, chatglm.cpp, BIT1)")
     p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64, ggscope.stats.DEFAULT_BINS)")
+    p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64)")
     p.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
     add_color_argument(p)
 

@@ -22,9 +22,10 @@ examples:
   ggscope model.gguf            same as `ggscope tui model.gguf`
   ggscope                       open the bundled example (a tiny llama, Q8_0)
 
-keys: 1-5 switch panes (overview, metadata, tensors, findings, structure), g go to offset, / search (key, tensor, text or x:47 47),
-n next match, c copy the value, s / x start / cancel statistics, home / end first /
-last byte, + / - pane width, z zoom the focused pane, q quit.  Mouse works too.
+keys: 1-5 switch panes (overview, metadata, tensors, findings, structure),
+g go to offset, / search (key, tensor, text or x:47 47), n next match, c copy the
+value, [ / ] page through a long value, s / x start / cancel statistics, home / end
+first / last byte, + / - pane width, z zoom the focused pane, q quit.  Mouse works too.
 exit status: 0 ok, 2 unreadable or unknown file."""
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"

@@ -58,4 +58,4 @@ def test_stats_help_names_the_library_default():
     import argparse
     p = argparse.ArgumentParser()
     stats_command.add_arguments(p)
-    assert f"default {DEFAULT_BINS}," in p.format_help()
+    assert f"(default {DEFAULT_BINS})" in p.format_help()
