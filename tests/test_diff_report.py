@@ -106,3 +106,15 @@ def test_legacy_header_words_compare_under_their_gguf_keys(tmp_path, shared_fixt
                 "llama.rope.dimension_count", "general.file_type"):
         assert key not in changed and key not in removed, key
     assert not any(k.startswith("ggjt.n_embd") for k in removed | changed)
+
+
+def test_json_carries_both_summaries(q8_q4):
+    doc = render.as_json(q8_q4)
+    for side, path in (("a", Q8), ("b", Q4)):
+        r, bpw, ft = _reader_facts(path)
+        s = doc["summary"][side]
+        assert s["file_type"] == ft and s["bits_per_weight"] == pytest.approx(bpw)
+        assert s["n_params"] == sum(int(t.n_elements) for t in r.tensors)
+        assert sum(t["tensors"] for t in s["tensor_types"]) == len(r.tensors)
+    shown = {t["name"]: t["shown_as"] for t in doc["tensors"]}
+    assert {render.display_status(t) for t in q8_q4.tensors} == set(shown.values())
