@@ -39,6 +39,8 @@ def add_arguments(p) -> None:
 def _refusal(path: str) -> str | None:
     """Why ``path`` cannot be shown (unreadable, or no known format), from its head."""
     import os
+    if "://" in path:             # not a local file: the app's loader opens it (or says why not)
+        return None
     from ..detect import detect, known_formats
     from ..errors import UnknownFormat
     try:
