@@ -355,9 +355,14 @@ class GGScopeApp(App):
         node = self.selected
         if node is None:
             return
-        text = short_value(node.value, 1 << 20) if node.value is not None else f"{node.start:#x}"
+        key = self.meta_by_path.get(node.path)
+        value = self.mf.metadata.get(key) if key is not None else node.value
+        if isinstance(value, str):
+            text = value                       # the text itself, for pasting elsewhere
+        else:
+            text = short_value(value, 1 << 20) if value is not None else f"{node.start:#x}"
         self.copy_to_clipboard(text)
-        self.notify(f"copied {node.path or '/'}", timeout=2)
+        self.notify(f"copied {file_text(key) if key is not None else node.path or '/'}", timeout=2)
 
     # --- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="validate", exit_on_error=False)

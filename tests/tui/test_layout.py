@@ -189,3 +189,17 @@ def test_stats_columns_fit_their_values_and_the_bar_completes(q8):
         assert all(c not in ("…", "n/a") for c in cells), label
         assert width >= max(len(c) for c in cells), (label, width, cells)
     assert progress == total == len(gguf.GGUFReader(q8).tensors)
+
+
+def test_copy_takes_the_metadata_value(q8):
+    reader = gguf.GGUFReader(q8)
+    keys = [k for k in reader.fields if not k.startswith("GGUF.")]
+
+    async def flow():
+        app = GGScopeApp(ggscope.open(q8), auto_stats=False)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("2", *["down"] * keys.index("general.name"), "c")
+            await pilot.pause()
+            return app.clipboard
+    assert run(flow()) == reader.fields["general.name"].contents()
