@@ -17,7 +17,9 @@ Contract
   (``ggscope.summary.gguf_key``: ``ggjt.n_embd`` is ``llama.embedding_length``), so a
   GGJT file and its GGUF conversion compare like with like; ``MetaChange.key_a`` /
   ``key_b`` (and ``MetaEntry.source_key``) keep the names the files use.  Across two
-  formats a value type alone (the header's int32 against GGUF's uint32) is no change.  Arrays compare item by item: the
+  formats a value type alone (the header's int32 against GGUF's uint32) is no change.
+  Their tensors pair up the same way: a legacy llama file compared with a GGUF file is
+  keyed by the GGUF tensor names (``tensors_by_name``).  Arrays compare item by item: the
   change carries both lengths, the count of differing positions (over the common
   length) and the first ``FIRST_ITEMS`` differences.
 * Tensors, in ``a``'s order then ``b``'s new ones, each one ``TensorDiff`` with a
@@ -56,7 +58,7 @@ from .ggml_types import LAYOUTS
 from .modelfile import ModelFile, TensorInfo
 from .quant import dequantize
 
-__all__ = ["diff_files", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
+__all__ = ["diff_files", "tensors_by_name", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
            "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES"]
 
 CHUNK_ELEMS = 1 << 19        # elements per comparison window: 2 MiB float32 per side
@@ -469,17 +471,50 @@ def _only(t: TensorInfo, status: str) -> TensorDiff:
                       **{f"shape_{side}": tuple(t.shape), f"type_{side}": t.type, f"offset_{side}": t.offset})
 
 
+def _gguf_tensor_names() -> list[tuple["re.Pattern[str]", str]]:
+    """(legacy name pattern, GGUF name template) for llama.cpp's 2023 llama files."""
+    import re
+    from .forward.llama import _LEGACY_NAMES      # the one table of those names
+    out = []
+    for gguf_name, legacy in _LEGACY_NAMES.items():
+        pat = re.escape(legacy).replace(re.escape("{i}"), r"(?P<i>\d+)")
+        out.append((re.compile(pat + "$"), gguf_name))
+    return out
+
+
+def tensors_by_name(mf: ModelFile, other: ModelFile) -> dict[str, TensorInfo]:
+    """Name -> tensor (the first of a duplicated name).  A legacy llama.cpp file compared
+    with a file of another family is keyed by the GGUF names its tensors got on
+    conversion (``layers.0.attention.wq.weight`` is ``blk.0.attn_q.weight``), so the
+    tensors of a GGJT file and of its GGUF conversion pair up."""
+    from .summary import LEGACY_FORMATS, is_legacy_llama
+    by_name = first_by_name(mf.tensors)
+    if not is_legacy_llama(mf) or other.format in LEGACY_FORMATS:
+        return by_name
+    table = _gguf_tensor_names()
+    out: dict[str, TensorInfo] = {}
+    for name, t in by_name.items():
+        for pat, template in table:
+            m = pat.match(name)
+            if m:
+                name = template.replace("{i}", m.groupdict().get("i") or "")
+                break
+        out.setdefault(name, t)
+    return out
+
+
 def tensor_names(a: ModelFile, b: ModelFile) -> list[str]:
     """The order tensors are compared and reported in: A's names, then B's new ones."""
-    by_a = first_by_name(a.tensors)
-    return list(by_a) + [n for n in first_by_name(b.tensors) if n not in by_a]
+    by_a = tensors_by_name(a, b)
+    return list(by_a) + [n for n in tensors_by_name(b, a) if n not in by_a]
 
 
 def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iterator[TensorDiff]:
     """One ``TensorDiff`` per name of ``tensor_names(a, b)``, each as soon as it is done
     (the TUI fills its rows from this); ``DiffCancelled`` before a tensor if ``cancel``."""
-    by_a = first_by_name(a.tensors)
-    by_b = first_by_name(b.tensors)
+    from dataclasses import replace
+    by_a = tensors_by_name(a, b)
+    by_b = tensors_by_name(b, a)
     ra, rb = _Reader(a), _Reader(b)
     try:
         for name in tensor_names(a, b):
@@ -487,11 +522,12 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
                 raise DiffCancelled()
             ta, tb = by_a.get(name), by_b.get(name)
             if tb is None:
-                yield _only(ta, "removed")  # type: ignore[arg-type]
+                td = _only(ta, "removed")  # type: ignore[arg-type]
             elif ta is None:
-                yield _only(tb, "added")
+                td = _only(tb, "added")
             else:
-                yield diff_tensor(ta, tb, ra, rb, cancel)
+                td = diff_tensor(ta, tb, ra, rb, cancel)
+            yield td if td.name == name else replace(td, name=name)
     finally:
         ra.close()
         rb.close()

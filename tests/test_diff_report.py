@@ -118,3 +118,31 @@ def test_json_carries_both_summaries(q8_q4):
         assert sum(t["tensors"] for t in s["tensor_types"]) == len(r.tensors)
     shown = {t["name"]: t["shown_as"] for t in doc["tensors"]}
     assert {render.display_status(t) for t in q8_q4.tensors} == set(shown.values())
+
+
+def test_legacy_tensors_pair_with_their_gguf_names(tmp_path, shared_fixtures):
+    """A GGJT llama file against a GGUF whose tensors carry the names llama.cpp's
+    converter gives them (blk.N.attn_q.weight for layers.N.attention.wq.weight): every
+    tensor pairs up, none is added or removed."""
+    tiny = shared_fixtures / "llama-legacy" / "llama-tiny-ggjt-v1-f16.bin"
+    if not tiny.is_file():
+        pytest.skip("legacy llama fixtures absent")
+    legacy_to_gguf = {"tok_embeddings": "token_embd", "norm": "output_norm", "output": "output",
+                      "attention_norm": "attn_norm", "attention.wq": "attn_q", "attention.wk": "attn_k",
+                      "attention.wv": "attn_v", "attention.wo": "attn_output", "ffn_norm": "ffn_norm",
+                      "feed_forward.w1": "ffn_gate", "feed_forward.w2": "ffn_down", "feed_forward.w3": "ffn_up"}
+    j = ggscope.open(tiny)
+    specs = []
+    for t in j.tensors:
+        stem = t.name.removesuffix(".weight")
+        if stem.startswith("layers."):
+            _, i, rest = stem.split(".", 2)
+            name = f"blk.{i}.{legacy_to_gguf[rest]}.weight"
+        else:
+            name = f"{legacy_to_gguf[stem]}.weight"
+        specs.append(TensorSpec(name, T.F32, np.zeros(t.np_shape, np.float32)))
+    conv = write_gguf_py(tmp_path / "conv.gguf", tensors=specs)
+    r = diff_files(j, ggscope.open(conv))
+    statuses = {t.name: t.status for t in r.tensors}
+    assert set(statuses) == {t.name for t in GGUFReader(conv).tensors}
+    assert "added" not in statuses.values() and "removed" not in statuses.values()

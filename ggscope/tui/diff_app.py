@@ -85,8 +85,8 @@ class DiffApp(App):
         super().__init__()
         self.a, self.b = a, b
         self.diffs: dict[str, TensorDiff] = pending_diffs(a, b)
-        self.by_a = diffmod.first_by_name(a.tensors)
-        self.by_b = diffmod.first_by_name(b.tensors)
+        self.by_a = diffmod.tensors_by_name(a, b)
+        self.by_b = diffmod.tensors_by_name(b, a)
         self.header: tuple[HeaderChange, ...] | None = None
         self.metadata: MetadataDiff | None = None
         self.n_done = 0

@@ -18,7 +18,7 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, first_by_name, tensor_names
+from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, tensor_names, tensors_by_name
 from ...modelfile import ModelFile
 from ...report.diff import STATUS_STYLE, display_status, number, shape_text, value_text
 from ..format import file_text
@@ -65,7 +65,7 @@ SORTS: tuple[tuple[str, Callable[[TensorDiff], Any] | None], ...] = (
 
 def pending_diffs(a: ModelFile, b: ModelFile) -> dict[str, TensorDiff]:
     """A placeholder per tensor name in ``diff_files``'s order, from the indexes alone."""
-    by_a, by_b = first_by_name(a.tensors), first_by_name(b.tensors)
+    by_a, by_b = tensors_by_name(a, b), tensors_by_name(b, a)
     out: dict[str, TensorDiff] = {}
     for name in tensor_names(a, b):
         ta, tb = by_a.get(name), by_b.get(name)
