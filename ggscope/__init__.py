@@ -13,8 +13,12 @@ import importlib
 import os
 import re
 
+from typing import TYPE_CHECKING
+
 from .errors import DamagedFile, GGScopeError, UnknownFormat, UnreadableFile
-from .modelfile import ModelFile, TensorInfo
+
+if TYPE_CHECKING:
+    from .modelfile import ModelFile, TensorInfo
 
 __all__ = ["open", "open_bytes", "ModelFile", "TensorInfo", "GGScopeError", "UnknownFormat", "UnreadableFile",
            "DamagedFile", "__version__"]
@@ -25,7 +29,15 @@ _STEP_MAX = (2 << 20) - (64 << 10)   # GGUF read-ahead past what the parse needs
                                       # block rounding at most header + 2 MiB is transferred
 
 
-def open(path: str | os.PathLike) -> ModelFile:  # noqa: A001 - the natural name
+def __getattr__(name: str):
+    # ModelFile and TensorInfo pull in numpy: `ggscope --version` must not pay for it
+    if name in ("ModelFile", "TensorInfo"):
+        from . import modelfile
+        return getattr(modelfile, name)
+    raise AttributeError(f"module 'ggscope' has no attribute {name!r}")
+
+
+def open(path: str | os.PathLike) -> "ModelFile":  # noqa: A001 - the natural name
     """Parse the model file at ``path``.
 
     Raises ``UnreadableFile`` (cannot open) or ``UnknownFormat`` (no format matches).  A
@@ -38,14 +50,14 @@ def open(path: str | os.PathLike) -> ModelFile:  # noqa: A001 - the natural name
     return _open_source(open_source(path), path)
 
 
-def open_bytes(data: bytes, name: str = "<memory>") -> ModelFile:
+def open_bytes(data: bytes, name: str = "<memory>") -> "ModelFile":
     """Like ``open`` for bytes already in memory (tests, fuzzing, network buffers)."""
     from .source import ByteSource
 
     return _open_source(ByteSource(data, name), name)
 
 
-def _open_source(source, path: str) -> ModelFile:
+def _open_source(source, path: str) -> "ModelFile":
     from .detect import detect, known_formats
     from .spec import parse
 

@@ -1,7 +1,8 @@
 """Hostile input, fuzzed: mutated, truncated and spliced files of every format never break ggscope.
 
 For each example ``ggscope.open_bytes`` + ``validate`` (all rules, ``deep=True``) must
-not raise, must finish in under a second, must yield no GG000 (a crashing rule), and -
+not raise, must stay within a bounded amount of work (function calls counted by
+tests/work_budget.py, not the clock: CI machines are busy), must yield no GG000 (a crashing rule), and -
 measured with tracemalloc - must keep peak Python memory under a small bound that does
 not depend on any count the file claims.  Seeds are small valid files written by gguf-py
 (tests/gguf_writers.py); hypothesis is derandomized so CI runs the same examples.
@@ -9,12 +10,12 @@ not depend on any count the file claims.  Seeds are small valid files written by
 from __future__ import annotations
 
 import struct
-import time
 import tracemalloc
 
 import numpy as np
 import pytest
 from gguf_writers import KV, GArray, T, TensorSpec, V, quantized_tensor, write_gguf_py
+from work_budget import call_budget
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
@@ -24,6 +25,7 @@ import ggscope  # noqa: E402
 from ggscope.validate import selected_rules, validate  # noqa: E402
 
 PEAK_BOUND = 32 * 2**20          # 32 MiB, whatever the file claims
+CALL_BUDGET = 1_000_000          # a seed costs a few thousand calls, whatever the file claims
 RULES = selected_rules(deep=True)
 
 
@@ -84,19 +86,17 @@ def _mutate(data: bytes, ops) -> bytes:
 def test_mutated_files_never_break(seeds, which, ops):
     data = _mutate(seeds[which], ops)
     tracemalloc.start()
-    t0 = time.perf_counter()
     try:
-        try:
-            mf = ggscope.open_bytes(data, "fuzz.gguf")
-        except ggscope.UnknownFormat:
-            return                  # a mutated magic: "not a model file" is a clean refusal
-        found = validate(mf, RULES)
-        elapsed = time.perf_counter() - t0
+        with call_budget(CALL_BUDGET):
+            try:
+                mf = ggscope.open_bytes(data, "fuzz.gguf")
+            except ggscope.UnknownFormat:
+                return              # a mutated magic: "not a model file" is a clean refusal
+            found = list(validate(mf, RULES))
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert not [f for f in found if f.code == "GG000"], found
-    assert elapsed < 1.0, f"{elapsed:.2f} s"
     assert peak < PEAK_BOUND, f"peak {peak / 2**20:.1f} MiB"
     if mf.damage is not None:       # what open() calls damaged, validate calls an error
         assert any(f.severity.value == "error" for f in found), (mf.damage.path, mf.damage.error)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GGScopeError, UnknownFormat, UnreadableFile
-from ..modelfile import ModelFile
+
+if TYPE_CHECKING:
+    from ..modelfile import ModelFile
 
 __all__ = ["open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
 

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..diff import DiffCancelled, diff_files
 from ..errors import GGScopeError
-from ..report import diff as render
 from .common import add_color_argument, console, error, open_or_report, use_rich
 
 HELP = "compare two model files: metadata, tensor set, and numeric error per tensor"
@@ -100,6 +98,8 @@ def _logits(args, a, b):
 
 
 def run(args) -> int:
+    from ..diff import DiffCancelled, diff_files     # numpy and the spec engine: only now
+    from ..report import diff as render
     a = open_or_report(args.a)
     if a is None:
         return 2

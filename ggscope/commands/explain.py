@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import sys
 
-from ..rules import REDIRECTS, RULES, by_code
 from .common import error
 
 HELP = "show one rule's full explanation"
@@ -41,6 +40,7 @@ def render(rule) -> str:
 
 
 def suggestions(query: str) -> list[str]:
+    from ..rules import RULES
     q = query.strip()
     pool = {r.code: r for r in RULES} | {r.name: r for r in RULES}
     hits = difflib.get_close_matches(q.upper(), [r.code for r in RULES], n=3, cutoff=0.6)
@@ -54,6 +54,7 @@ def suggestions(query: str) -> list[str]:
 
 
 def run(args) -> int:
+    from ..rules import REDIRECTS, by_code
     rule = by_code(args.rule.strip())
     if rule is None:
         close = suggestions(args.rule)

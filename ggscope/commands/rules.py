@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 
-from ..rules import FAMILIES
 from .common import error
 
 HELP = "list the validator's rules: code, name, severity, family, summary"
@@ -35,7 +34,7 @@ COLUMNS = ("code", "name", "severity", "family", "summary", "source")
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON array of rules")
-    p.add_argument("--family", metavar="F", help=f"only this family ({', '.join(FAMILIES)})")
+    p.add_argument("--family", metavar="F", help="only this family (the family column of `ggscope rules`)")
 
 
 def as_json(rule) -> dict:
@@ -52,6 +51,7 @@ def table(rules) -> str:
 
 
 def run(args) -> int:
+    from ..rules import FAMILIES
     from ..report.rules_doc import ordered
     rules = ordered()
     if args.family:

@@ -11,10 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from ..errors import GGScopeError
-from ..report.escape import escape_text
 from .common import error, open_or_report
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
@@ -78,6 +75,7 @@ def _labeller(mf, tok):
 
 
 def _run(args) -> int:
+    import numpy as np
     from .. import forward as F
     from ..forward.logits import check_logits, log_softmax
     from ..tokenizer import escape_text

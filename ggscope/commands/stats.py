@@ -11,9 +11,7 @@ import fnmatch
 import json
 import sys
 
-from ..report import stats as render
 from ..report.escape import escape_text
-from ..stats import DEFAULT_BINS, tensor_stats
 from .common import add_color_argument, console, error, open_or_report, use_rich
 
 
@@ -48,7 +46,7 @@ def add_arguments(p) -> None:
     p.add_argument("file", help="model file (GGUF, GGML/GGMF/GGJT, rwkv.cpp, chatglm.cpp, BIT1)")
     p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--bins", type=int, default=DEFAULT_BINS, help=f"histogram bins (default {DEFAULT_BINS})")
+    p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64)")
     p.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
     add_color_argument(p)
 
@@ -69,6 +67,10 @@ def _select(mf, patterns: list[str]):
 
 
 def run(args) -> int:
+    from ..report import stats as render
+    from ..stats import DEFAULT_BINS, tensor_stats
+    if args.bins is None:
+        args.bins = DEFAULT_BINS
     if not 1 <= args.bins <= 1 << 20:
         error(f"--bins must be between 1 and {1 << 20}")
         return 2

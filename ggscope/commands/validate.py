@@ -14,7 +14,6 @@ import sys
 
 from ..config import FORMATS, ConfigError, load
 from ..errors import GGScopeError
-from ..report import findings_json, findings_text
 from .common import add_color_argument, error
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
@@ -142,6 +141,7 @@ def _choose_format(cli: str | None, configured: str | None) -> str:
 
 
 def run(args) -> int:
+    from ..report import findings_json, findings_text
     try:
         cfg = load()
     except ConfigError as exc:

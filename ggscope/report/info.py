@@ -28,6 +28,10 @@ def human_bytes(n: int) -> str:
 
 
 def summarize_value(v: Any, limit: int = 120) -> str:
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        hexed = b[:limit // 3].hex(" ")
+        return f"{len(b)} bytes: {hexed}" + (" …" if len(b) > limit // 3 else "") if b else "0 bytes"
     if isinstance(v, str):
         s = v.encode("utf-8", "backslashreplace").decode("utf-8")
         s = s.replace("\n", "\\n")
@@ -43,6 +47,19 @@ def summarize_value(v: Any, limit: int = 120) -> str:
     return str(v)
 
 
+def _extra_text(v: Any) -> str:
+    """A format-specific fact as a phrase: nothing for an empty one, no Python reprs."""
+    if v is None or (hasattr(v, "__len__") and not isinstance(v, (str, bytes)) and len(v) == 0) or v == "":
+        return ""
+    if isinstance(v, str):
+        return v.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n")
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_extra_text(x) or 'none'}" for k, x in v.items())
+    if isinstance(v, (list, tuple)) and all(isinstance(x, (bytes, bytearray)) for x in v):
+        return f"{len(v)} entries (exact bytes; --json lists them)"
+    return summarize_value(v)
+
+
 def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
     facts = [("file", escape_text(mf.path)), ("format", mf.format), ("version", str(mf.version)),
              ("endian", mf.endian), ("size", f"{mf.file_size} bytes ({human_bytes(mf.file_size)})")]
@@ -51,7 +68,9 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
     if mf.data_offset is not None:
         facts.append(("data offset", f"{mf.data_offset} ({mf.data_offset:#x})"))
     for k, v in mf.extra.items():
-        facts.append((k.replace("_", " "), summarize_value(v)))
+        text = _extra_text(v)
+        if text:
+            facts.append((k.replace("_", " "), text))
     facts.append(("metadata", f"{len(mf.metadata)} keys"))
     n_params = sum(t.n_elements for t in mf.tensors)
     facts.append(("tensors", f"{len(mf.tensors)} ({n_params:,} elements, "

@@ -213,7 +213,10 @@ class _Engine:
                     break
             else:
                 if strict:
-                    raise ValueError(f"byte order switch matched no case ({on!r})")
+                    if on is None:
+                        raise ValueError(f"the bytes that decide it are missing: the data ends at offset "
+                                         f"{io.base + io.size} ({io.base + io.size:#x})")
+                    raise ValueError(f"the value it is decided by, {on}, matches none of the spec's cases")
                 return False
         return True
 
@@ -296,7 +299,7 @@ class _Engine:
             return None   # raw bytes, as Kaitai does
         enum_name = ""
         raise self.fail(f, name, path, "switch", io.base + io.pos,
-                        f"no case of the switch matches {on!r}{enum_name}: unknown or invalid type code")
+                        f"no case of the switch matches {_show(on)}{enum_name}: unknown or invalid type code")
 
     def _size(self, f: FieldSpec, ctx: Ctx, io: Stream, name: str, path: str, ktype: str) -> int:
         start = io.base + io.pos
@@ -306,7 +309,7 @@ class _Engine:
             except (ExprError, Fail, ArithmeticError, TypeError) as exc:
                 raise self.fail(f, name, path, ktype, start, f"cannot evaluate size: {_reason(exc)}")
             if not isinstance(n, (int, np.integer)) or n < 0:
-                raise self.fail(f, name, path, ktype, start, f"size {n!r} is not a byte count")
+                raise self.fail(f, name, path, ktype, start, f"size {_show(n)} is not a byte count")
             n = int(n)
             if n > io.remaining:
                 raise self.fail(f, name, path, ktype, start,
@@ -342,7 +345,7 @@ class _Engine:
                 got = self.source.read(start, start + min(n, io.remaining))
                 if got != f.contents:
                     raise self.fail(f, name, path, "contents", start,
-                                    f"expected {f.contents!r}, found {got!r}")
+                                    f"expected {_show(f.contents)}, found {_show(got)}")
                 io.pos += n
                 return got, Node(name, path, "contents", start, start + n, got, f.doc, f.spec_path)
             if f.terminator is not None and f.size is None and not f.size_eos:
@@ -395,7 +398,7 @@ class _Engine:
             except (ExprError, Fail, ArithmeticError, TypeError) as exc:
                 raise self.fail(f, name, path, tref.name, start, f"cannot evaluate repeat-expr: {_reason(exc)}")
             if not isinstance(n, (int, np.integer)) or n < 0:
-                raise self.fail(f, name, path, tref.name, start, f"element count {n!r} is not a count")
+                raise self.fail(f, name, path, tref.name, start, f"element count {_show(n)} is not a count")
             n = int(n)
         if tref.kind == "prim" and f.enum is None and f.repeat != "until":
             return self._prim_array(f, tref, obj, io, name, path, n)
@@ -592,6 +595,19 @@ class _Engine:
         except Fail as exc:
             root = exc.node
             return ParseResult(root, None, exc.error)
+
+
+def _show(v: Any) -> str:
+    """A value inside a finding's sentence: bytes as hex and text, nothing as words."""
+    if v is None:
+        return "no value (the bytes it comes from are missing)"
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        if not b:
+            return "no bytes (the data ends here)"
+        text = "".join(chr(c) if 0x20 <= c < 0x7F else "." for c in b[:16])
+        return f"{b[:16].hex(' ')}{' …' if len(b) > 16 else ''} (\"{text}\")"
+    return str(v)
 
 
 def _reason(exc: BaseException) -> str:
