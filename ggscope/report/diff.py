@@ -33,14 +33,11 @@ __all__ = ["as_json", "plain", "rich_renderables", "summary_line", "logits_json"
            "METRICS", "STATUS_STYLE", "number", "shape_text", "display_status", "summary_rows", "worst_line",
            "value_text", "counts_line"]
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}
-_CONTROL.update({0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"})
-
-
 def _text(s: Any) -> str:
-    """File-provided text on its way to a terminal, control characters escaped (the one
-    place to swap for a shared escaping helper)."""
-    return str(s).translate(_CONTROL)
+    """File-provided text on its way to a terminal: control characters escaped by the
+    one escaping helper (``ggscope.report.escape``)."""
+    from .escape import escape_text as escape_file_text
+    return escape_file_text(str(s))
 
 
 def display_status(t: TensorDiff) -> str:
@@ -88,12 +85,12 @@ def logits_json(d: LogitsDiff) -> dict[str, Any]:
             "max_abs_logit": d.max_abs_logit, "n_nonfinite": d.n_nonfinite,
             "positions": [{"index": p.index, "token": p.token, "kl": p.kl, "top1_a": p.top1_a,
                            "top1_b": p.top1_b, "max_abs_logit": p.max_abs_logit,
-                           **({"token_text": _text(d, p.token), "top1_a_text": _text(d, p.top1_a),
-                               "top1_b_text": _text(d, p.top1_b)} if d.pieces else {})}
+                           **({"token_text": _piece_text(d, p.token), "top1_a_text": _piece_text(d, p.top1_a),
+                               "top1_b_text": _piece_text(d, p.top1_b)} if d.pieces else {})}
                           for p in d.positions]}
 
 
-def _text(d: LogitsDiff, tid: int) -> str:
+def _piece_text(d: LogitsDiff, tid: int) -> str:
     return d.pieces.get(tid, b"").decode("utf-8", "replace")
 
 
