@@ -5,8 +5,8 @@ Why: a histogram in numpy is a chain of whole-array passes ending in ``bincount`
 "centred moments + absolute sum + zero count".  One loop over a cache-sized piece does
 all of it for about 0.45 ns per element.  And a type with 16-bit codes (F16, BF16, I16)
 has only 65,536 values, so counting its codes (0.26 ns per element) gives every
-statistic exactly, without decoding.  numba compiles these loops once (cached on disk
-next to this module) and they release the GIL, so ``ggscope.stats`` runs them on both
+statistic exactly, without decoding.  numba compiles these loops once (cached on disk in the user's cache
+directory, see ``ggscope.jit``) and they release the GIL, so ``ggscope.stats`` runs them on both
 cores.
 
 Contract:
@@ -38,7 +38,7 @@ are computed, so the other commands start without it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 __all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
 

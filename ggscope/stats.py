@@ -9,17 +9,18 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
   codes are counted (``kernels.count_codes``) and every statistic is read off the table
   of at most 65,536 (code, count) pairs, with the values from the one dequantizer of
   the layout.  One pass, no decoding; the histogram is ``numpy.histogram``'s exactly.
-* *Fused* (Q4_0, Q8_0, Q4_K, Q6_K, IQ4_XS chunks whose scales are all finite):
-  ``ggscope.fused`` finds the range from the block scales and the few blocks that can
-  reach it, then decodes in registers while binning and centring; nothing decoded is
-  stored.  With no sum from pass one, pass two centres on the middle of the range and
-  runs once more around the mean if that middle lies more than a standard deviation
-  from it.
-* *Decoded* (everything else, and fused-layout chunks with a NaN/Inf scale): pass one
+* *Fused* (every block layout, chunks whose values are all finite): ``ggscope.fused``
+  decodes each piece of blocks into an L1-sized buffer and consumes it at once -- pass
+  one min, max and sum, pass two bins and centred moments; nothing decoded is stored.
+* *Decoded* (one-element layouts above 16 bits, and chunks with a NaN/Inf value): pass one
   decodes each chunk with the numpy codecs and takes its min, max and sum; pass two
   bins and centres it (``kernels.bin_pairs``, ``kernels.moments``).  Pass two reuses
   the decoded chunks when the whole tensor fits ``CACHE_BYTES`` of float32 and decodes
   again otherwise, so memory stays bounded on any tensor.
+
+Below ``JIT_MIN_ELEMS`` elements, while numba is not loaded yet, the codes and decoded
+routes run on ``ggscope.kernels_numpy`` (same results) instead of the compiled kernels:
+a one-shot command on a small tensor does not pay numba's import and cache loading.
 
 Contract of ``tensor_stats(t, *, bins=64, chunk_elems=1<<20, threads=2, progress=None,
 cancel=None)`` -> ``dict``:
@@ -77,7 +78,19 @@ DEFAULT_BINS = 64
 DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
 STREAM_BYTES = 256 << 20            # larger tensors are read with pread instead of through the map
 CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
+JIT_MIN_ELEMS = 1 << 22             # smaller tensors skip numba unless it is loaded already
 _SCALE_FIELD = re.compile(r"(\d+): (f16|f32) d\b")
+
+
+def _kernels(n_elements: int) -> Any:
+    """The compiled kernels (``ggscope.kernels``, numba), or their numpy twin for a small
+    tensor while numba is not loaded: importing it and loading the kernels costs more
+    than numpy spends on ``JIT_MIN_ELEMS`` elements."""
+    if n_elements < JIT_MIN_ELEMS and "numba" not in sys.modules:
+        from . import kernels_numpy
+        return kernels_numpy
+    from . import kernels
+    return kernels
 
 
 class StatsCancelled(Exception):
@@ -110,6 +123,14 @@ class _Chunks:
         self.total = passes * t.n_elements
         self.local = threading.local()
         self.pool: ThreadPoolExecutor | None = None
+        self.kernels = _kernels(t.n_elements)
+
+    def fused(self) -> Any:
+        """``ggscope.fused`` when the compiled kernels are in use, else None."""
+        if self.kernels.__name__.endswith("kernels_numpy"):
+            return None
+        from . import fused
+        return fused
 
     def close(self) -> None:
         if self.pool is not None:
@@ -246,13 +267,11 @@ class _Scales:
         if codes is None:
             self.floats.append(_scale_part(self.field, blocks))
             return
-        from .kernels import count_codes
-
         def make() -> np.ndarray:
             table = np.zeros(1 << 16, np.int64)
             self.tables.append(table)
             return table
-        count_codes(codes, self.chunks.scratch("scale_table", make))
+        self.chunks.kernels.count_codes(codes, self.chunks.scratch("scale_table", make))
 
     def summary(self) -> dict[str, Any] | None:
         if self.field is None or (not self.tables and not self.floats):
@@ -301,7 +320,7 @@ def _code_values(layout: str, byteorder: str) -> np.ndarray:
 
 
 def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
-    from .kernels import count_codes
+    count_codes = ch.kernels.count_codes
     dtype = np.uint16 if lay.block_bytes == 2 else np.uint8
     tables: list[np.ndarray] = []
 
@@ -375,7 +394,7 @@ def _histogram_wide(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
 
 
 def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
-    from .kernels import PIECE, bin_pairs, moments
+    PIECE, bin_pairs, moments = ch.kernels.PIECE, ch.kernels.bin_pairs, ch.kernels.moments
     rows = min(ch.step, ch.n_blocks)
     # F32 in the machine's order is read in place: nothing to decode, nothing to cache
     direct = t.layout == "F32" and byteorder == sys.byteorder and ch.fd is None and ch.blocks.flags.aligned
@@ -397,9 +416,9 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
             decode_into(t.layout, part, out, byteorder)
         return out.reshape(-1)
 
-    from . import fused
     big = byteorder == "big"
-    fusable = t.layout in fused.LAYOUTS
+    fused = ch.fused()
+    fusable = fused is not None and t.layout in fused.LAYOUTS
     # ones for BLAS sums on the numpy route; a fused layout's chunk only falls back to
     # it with non-finite values, which are summed without them
     ones = None if fusable else np.ones(rows * lay.block_elems, np.float32)
@@ -410,7 +429,7 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
             r = fused.range_pass(t.layout, part, big)
             if r is not None:
                 scales.add(part)
-                return _Pass1(part.shape[0] * lay.block_elems, math.nan, r[0], r[1], 0, 0, fused=True)
+                return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, fused=True)
         return _first_pass(decode(i, True), ones)
 
     firsts: list[_Pass1] = ch.run(first, 0)
@@ -422,12 +441,9 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
                        scales.summary())
     lo = min(p.lo for p in firsts)
     hi = max(p.hi for p in firsts)
-    # The centre only conditions the float32 sums: the mean when pass one summed, else
-    # the middle of the range, and pass two runs again around the mean if that middle
-    # turns out more than a standard deviation away from it (a skewed tensor).
+    # The centre conditions the float32 sums of pass two: the mean of pass one
     total = sum(p.total for p in firsts)
-    estimated = math.isnan(total)
-    centre = np.float32((lo + hi) / 2 if estimated else total / n)
+    centre = np.float32(total / n)
     h_lo, h_hi, edges = _edges(lo, hi, bins)
     scale32 = np.float32(bins / (h_hi - h_lo))
     # float32 arithmetic of the bin index must not overflow (hostile ranges near +-3.4e38)
@@ -443,7 +459,7 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
 
     def second(i: int) -> tuple[float, float, float, int, int]:
         p1 = firsts[i // ch.step]
-        table, idx = ch.scratch(f"bins{attempt}", make)
+        table, idx = ch.scratch("bins", make)
         if p1.fused and pairs:
             s1, s2, sa, z = fused.bin_pass(t.layout, ch.raw(i), big, np.float32(h_lo), scale32, np.int32(bins - 1),
                                      centre, table, idx)
@@ -459,16 +475,12 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         s1, s2, sa, z = moments(x, centre)
         return s1, s2, sa, int(z), int(lone)
 
-    for attempt in range(2):
-        seconds = ch.run(second, t.n_elements)
-        s1 = sum(s[0] for s in seconds)
-        s2 = sum(s[1] for s in seconds)
-        r = s1 / n
-        mean = float(centre) + r
-        m2 = s2 - n * r * r
-        if not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
-            break
-        centre, tables = np.float32(mean), []
+    seconds = ch.run(second, t.n_elements)
+    s1 = sum(s[0] for s in seconds)
+    s2 = sum(s[1] for s in seconds)
+    r = s1 / n
+    mean = float(centre) + r
+    m2 = s2 - n * r * r
     table = np.sum(tables, axis=0) if tables else np.zeros(1 << 16 if pairs else bins, np.int64)
     if pairs:
         square = table.reshape(256, 256)
