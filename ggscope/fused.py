@@ -15,8 +15,8 @@ writes its values; the family's fixed facts -- field offsets, nibble order, bias
 are constant arguments), and the two passes written once (``_range_driver``,
 ``_bins_driver``).  numba caches only module-level functions that do not take another
 compiled function as an argument, so the pair of entry points of each layout is
-instantiated from one template (``_ENTRY``) into this module, named ``_range_<layout>``
-and ``_bins_<layout>``; each compiles (or loads from the cache) the first time a
+instantiated from one template (``_ENTRY``) into this module, named ``_stats_<layout>``
+(both passes, chosen by its first argument); each compiles (or loads from the cache) the first time a
 tensor of that layout is measured, so a command pays only for the layouts it meets.
 
 Only chunks whose values are all finite take this route: pass one checks the bits of
@@ -105,8 +105,10 @@ def _dec_nibbles(blocks, b, big, lut, g1, g2, out, o, d_at, wide, m_at, qh_at, q
         c = np.int32(blocks[b, qs_at + j])
         p0 = 2 * j if inter else j
         p1 = 2 * j + 1 if inter else j + half
-        c0 = (c & 0xF) | (np.int32((qh >> np.uint32(p0)) & np.uint32(1)) << 4)
-        c1 = (c >> 4) | (np.int32((qh >> np.uint32(p1)) & np.uint32(1)) << 4)
+        c0, c1 = c & 0xF, c >> 4
+        if qh_at >= 0:
+            c0 |= np.int32((qh >> np.uint32(p0)) & np.uint32(1)) << 4
+            c1 |= np.int32((qh >> np.uint32(p1)) & np.uint32(1)) << 4
         v0 = np.float32(c0 - bias) * d
         v1 = np.float32(c1 - bias) * d
         if m_at >= 0:
@@ -500,17 +502,16 @@ for _old, _same in (("Q4_0_RWKV100", "Q4_0_QNT0"), ("Q4_1_RWKV100", "Q4_1_QNT0")
     _SPECS[_old] = _SPECS[_same]
 
 _ENTRY = """
-@njit(nogil=True, cache=True)
+@njit(nogil=True, inline="always")
 def _decode_{key}(blocks, b, big, lut, g1, g2, out, o):
     {dec}(blocks, b, big, lut, g1, g2, out, o{args})
 
 @njit(nogil=True, cache=True)
-def _range_{key}(blocks, big, lut, g1, g2):
-    return _range_driver(_decode_{key}, {n}, blocks, big, lut, g1, g2)
-
-@njit(nogil=True, cache=True)
-def _bins_{key}(blocks, big, lut, g1, g2, lo, scale, top, shift, table, idx):
-    return _bins_driver(_decode_{key}, {n}, blocks, big, lut, g1, g2, lo, scale, top, shift, table, idx)
+def _stats_{key}(bins, blocks, big, lut, g1, g2, lo, scale, top, shift, table, idx):
+    if bins:
+        return _bins_driver(_decode_{key}, {n}, blocks, big, lut, g1, g2, lo, scale, top, shift, table, idx)
+    a, b, t, ok = _range_driver(_decode_{key}, {n}, blocks, big, lut, g1, g2)
+    return np.float64(a), np.float64(b), t, np.int64(ok)
 """
 
 
@@ -559,19 +560,24 @@ def _tables(kind: str) -> tuple[np.ndarray, np.ndarray]:
     return iquants._grid_f32(kind), iquants._sign_f32_byte()
 
 
-def _entry(prefix: str, layout: str):
-    return globals()[f"_{prefix}_{_key(layout)}"]
+def _entry(layout: str):
+    return globals()[f"_stats_{_key(layout)}"]
+
+
+_NO_TABLE = np.zeros(1, np.int64)
+_NO_IDX = np.zeros(1, np.uint8)
 
 
 def range_pass(layout: str, blocks: np.ndarray, big: bool) -> tuple[float, float, float] | None:
     g1, g2 = _tables(_SPECS[layout][2])
-    lo, hi, total, ok = _entry("range", layout)(blocks, int(big), code_values("F16", "little"), g1, g2)
-    return (float(lo), float(hi), float(total)) if ok else None
+    lo, hi, total, ok = _entry(layout)(False, blocks, int(big), code_values("F16", "little"), g1, g2, np.float32(0),
+                                       np.float32(0), np.int32(0), np.float32(0), _NO_TABLE, _NO_IDX)
+    return (lo, hi, total) if ok else None
 
 
 def bin_pass(layout: str, blocks: np.ndarray, big: bool, lo: np.float32, scale: np.float32,
              top: np.int32, shift: np.float32, table: np.ndarray, idx: np.ndarray
              ) -> tuple[float, float, float, int]:
     g1, g2 = _tables(_SPECS[layout][2])
-    return _entry("bins", layout)(blocks, int(big), code_values("F16", "little"), g1, g2,
-                                  lo, scale, top, shift, table, idx)
+    return _entry(layout)(True, blocks, int(big), code_values("F16", "little"), g1, g2,
+                          np.float32(lo), np.float32(scale), np.int32(top), np.float32(shift), table, idx)

@@ -3,8 +3,8 @@
 Why: importing numba and loading the compiled kernels from the cache costs about half
 a second per process, and compiling them on a fresh install several seconds; a one-shot
 ``ggscope stats FILE TENSOR`` on a small tensor is done in numpy in less.
-``ggscope.stats`` uses this module when numba is not loaded yet and the tensor is
-small (``stats.JIT_MIN_ELEMS``).  Results agree with the compiled kernels: bins by the
+``ggscope.stats`` uses this module while numba is not loaded yet and the process has
+measured few elements (``stats.JIT_MIN_ELEMS``).  Results agree with the compiled kernels: bins by the
 same float32 formula, counts exactly; the float32 partial sums over pieces of
 ``PIECE`` values are summed pairwise here rather than in sequence (at least as
 accurate).

@@ -18,9 +18,10 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
   the decoded chunks when the whole tensor fits ``CACHE_BYTES`` of float32 and decodes
   again otherwise, so memory stays bounded on any tensor.
 
-Below ``JIT_MIN_ELEMS`` elements, while numba is not loaded yet, the codes and decoded
-routes run on ``ggscope.kernels_numpy`` (same results) instead of the compiled kernels:
-a one-shot command on a small tensor does not pay numba's import and cache loading.
+Until a process has measured ``JIT_MIN_ELEMS`` elements, and while numba is not loaded,
+the codes and decoded routes run on ``ggscope.kernels_numpy`` (same results) instead of
+the compiled kernels: a one-shot command on a small tensor does not pay numba's import,
+initialisation and, on a fresh install, compilation.
 
 Contract of ``tensor_stats(t, *, bins=64, chunk_elems=1<<20, threads=2, progress=None,
 cancel=None)`` -> ``dict``:
@@ -78,15 +79,22 @@ DEFAULT_BINS = 64
 DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
 STREAM_BYTES = 256 << 20            # larger tensors are read with pread instead of through the map
 CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
-JIT_MIN_ELEMS = 1 << 22             # smaller tensors skip numba unless it is loaded already
+JIT_MIN_ELEMS = 1 << 23             # per process: elements measured without numba before loading it
 _SCALE_FIELD = re.compile(r"(\d+): (f16|f32) d\b")
 
 
+_numpy_spent = 0                     # elements this process measured on the numpy kernels
+
+
 def _kernels(n_elements: int) -> Any:
-    """The compiled kernels (``ggscope.kernels``, numba), or their numpy twin for a small
-    tensor while numba is not loaded: importing it and loading the kernels costs more
-    than numpy spends on ``JIT_MIN_ELEMS`` elements."""
-    if n_elements < JIT_MIN_ELEMS and "numba" not in sys.modules:
+    """The compiled kernels (``ggscope.kernels``, numba), or their numpy twin while numba
+    is not loaded and this process has measured fewer than ``JIT_MIN_ELEMS`` elements
+    with them: loading numba costs about 0.7 s warm (import, target initialisation) and
+    seconds per layout on a fresh cache, which numpy beats on that many elements; past
+    that budget a command (TUI, every tensor of a model) gets the compiled speed."""
+    global _numpy_spent
+    if "numba" not in sys.modules and _numpy_spent + n_elements < JIT_MIN_ELEMS:
+        _numpy_spent += n_elements
         from . import kernels_numpy
         return kernels_numpy
     from . import kernels
@@ -271,7 +279,8 @@ class _Scales:
             table = np.zeros(1 << 16, np.int64)
             self.tables.append(table)
             return table
-        self.chunks.kernels.count_codes(codes, self.chunks.scratch("scale_table", make))
+        # one code per block: numpy's bincount is cheap here and needs no compiled kernel
+        self.chunks.scratch("scale_table", make)[:] += np.bincount(codes, minlength=1 << 16)
 
     def summary(self) -> dict[str, Any] | None:
         if self.field is None or (not self.tables and not self.floats):

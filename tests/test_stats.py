@@ -258,3 +258,13 @@ def test_a_small_tensor_does_not_load_numba(model):
             "print('numba' in sys.modules, len(s))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", str(len(model.tensors))]
+
+
+def test_numba_is_loaded_once_the_numpy_budget_is_spent(monkeypatch):
+    import ggscope.stats as S
+    monkeypatch.setattr(S, "JIT_MIN_ELEMS", 1000)
+    monkeypatch.setattr(S, "_numpy_spent", 0)
+    monkeypatch.delitem(__import__("sys").modules, "numba", raising=False)   # as in a fresh process
+    assert S._kernels(600).__name__ == "ggscope.kernels_numpy"
+    assert S._kernels(300).__name__ == "ggscope.kernels_numpy"
+    assert S._kernels(600).__name__ == "ggscope.kernels"
