@@ -174,3 +174,10 @@ def test_a_skewed_tensor_is_centred_again(tmp_path):
     assert (s["min"], s["max"]) == (x.min(), x.max())
     assert s["mean"] == pytest.approx(x.mean(), rel=1e-9)
     assert s["std"] == pytest.approx(x.std(), rel=1e-6)
+
+
+def test_every_decodable_block_layout_is_fused():
+    """Each layout with a codec and more than one element per block has a fused path
+    (one-element layouts are the codes route or read in place)."""
+    want = {name for name, lay in LAYOUTS.items() if lay.codec is not None and lay.block_elems > 1}
+    assert fused.LAYOUTS == want
