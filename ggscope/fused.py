@@ -27,8 +27,9 @@ Contract (``blocks`` is a ``(n_blocks, block_bytes)`` uint8 array with contiguou
 ``big`` true for big-endian files):
 
 * ``range_pass(layout, blocks, big) -> (lo, hi, total) | None``: min, max and the
-  (float32-per-block, float64-across) sum of the decoded values; ``None`` when a value
-  is not finite.
+  (float32-per-piece, float64-across) sum of the decoded values; ``None`` when a value
+  is not finite.  For the layouts of ``scale_range`` (Q4_0, Q8_0, Q4_K, Q6_K, IQ4_XS)
+  the range comes from the block scales, faster, and ``total`` is NaN (no sum).
 * ``bin_pass(layout, blocks, big, lo, scale, top, shift, table, idx) -> (s1, s2, sa,
   zeros)``: bins every value as ``kernels.bin_pairs`` does (same float32 arithmetic,
   pairs counted into ``table``) and returns the sums of ``x - shift`` and its square,
@@ -39,10 +40,12 @@ Contract (``blocks`` is a ``(n_blocks, block_bytes)`` uint8 array with contiguou
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 
+from . import scale_range
 from .jit import njit
 from .kernels import PIECE, count_pairs
 from .quant import code_values
@@ -569,6 +572,9 @@ _NO_IDX = np.zeros(1, np.uint8)
 
 
 def range_pass(layout: str, blocks: np.ndarray, big: bool) -> tuple[float, float, float] | None:
+    if layout in scale_range.LAYOUTS:
+        r = scale_range.range_pass(layout, blocks, big)
+        return None if r is None else (r[0], r[1], math.nan)
     g1, g2 = _tables(_SPECS[layout][2])
     lo, hi, total, ok = _entry(layout)(False, blocks, int(big), code_values("F16", "little"), g1, g2, np.float32(0),
                                        np.float32(0), np.int32(0), np.float32(0), _NO_TABLE, _NO_IDX)

@@ -12,6 +12,10 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
 * *Fused* (every block layout, chunks whose values are all finite): ``ggscope.fused``
   decodes each piece of blocks into an L1-sized buffer and consumes it at once -- pass
   one min, max and sum, pass two bins and centred moments; nothing decoded is stored.
+  For Q4_0, Q8_0, Q4_K, Q6_K and IQ4_XS pass one reads the range off the block scales
+  instead (``ggscope.scale_range``) and has no sum: pass two then centres on the middle
+  of the range and runs once more around the mean if that middle lies more than a
+  standard deviation from it.
 * *Decoded* (one-element layouts above 16 bits, and chunks with a NaN/Inf value): pass one
   decodes each chunk with the numpy codecs and takes its min, max and sum; pass two
   bins and centres it (``kernels.bin_pairs``, ``kernels.moments``).  Pass two reuses
@@ -450,9 +454,13 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
                        scales.summary())
     lo = min(p.lo for p in firsts)
     hi = max(p.hi for p in firsts)
-    # The centre conditions the float32 sums of pass two: the mean of pass one
+    # The centre only conditions the float32 sums: the mean when pass one summed, else
+    # (range read from the block scales, ``fused.range_pass``) the middle of the range,
+    # and pass two runs again around the mean if that middle turns out more than a
+    # standard deviation away from it (a skewed tensor).
     total = sum(p.total for p in firsts)
-    centre = np.float32(total / n)
+    estimated = math.isnan(total)
+    centre = np.float32((lo + hi) / 2 if estimated else total / n)
     h_lo, h_hi, edges = _edges(lo, hi, bins)
     scale32 = np.float32(bins / (h_hi - h_lo))
     # float32 arithmetic of the bin index must not overflow (hostile ranges near +-3.4e38)
@@ -468,7 +476,7 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
 
     def second(i: int) -> tuple[float, float, float, int, int]:
         p1 = firsts[i // ch.step]
-        table, idx = ch.scratch("bins", make)
+        table, idx = ch.scratch(f"bins{attempt}", make)
         if p1.fused and pairs:
             s1, s2, sa, z = fused.bin_pass(t.layout, ch.raw(i), big, np.float32(h_lo), scale32, np.int32(bins - 1),
                                      centre, table, idx)
@@ -484,12 +492,16 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         s1, s2, sa, z = moments(x, centre)
         return s1, s2, sa, int(z), int(lone)
 
-    seconds = ch.run(second, t.n_elements)
-    s1 = sum(s[0] for s in seconds)
-    s2 = sum(s[1] for s in seconds)
-    r = s1 / n
-    mean = float(centre) + r
-    m2 = s2 - n * r * r
+    for attempt in range(2):
+        seconds = ch.run(second, t.n_elements)
+        s1 = sum(s[0] for s in seconds)
+        s2 = sum(s[1] for s in seconds)
+        r = s1 / n
+        mean = float(centre) + r
+        m2 = s2 - n * r * r
+        if not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
+            break
+        centre, tables = np.float32(mean), []
     table = np.sum(tables, axis=0) if tables else np.zeros(1 << 16 if pairs else bins, np.int64)
     if pairs:
         square = table.reshape(256, 256)
