@@ -152,22 +152,25 @@ def _dec_crumbs(blocks, b, big, lut, g1, g2, out, o, d_at, qs_at, n, bits, row):
 
 
 @njit(nogil=True, inline="always")
-def _trit(byte, n):  # pragma: no cover - compiled
-    q = (np.int32(byte) * (1, 3, 9, 27, 81)[n]) & 0xFF
+def _trit(byte, pw):  # pragma: no cover - compiled
+    """Digit n of a base-3 byte (pw = 3^n), minus 1: ((byte * 3^n mod 256) * 3) >> 8."""
+    q = (np.int32(byte) * pw) & 0xFF
     return ((q * 3) >> 8) - 1
 
 
 @njit(nogil=True, inline="always")
 def _dec_tq1_0(blocks, b, big, lut, g1, g2, out, o):  # pragma: no cover - compiled
     d = _f16(blocks, b, 52, big, lut)
+    pw = np.int32(1)
     for n in range(5):
         for m in range(32):
-            out[o + 32 * n + m] = np.float32(_trit(blocks[b, m], n)) * d
+            out[o + 32 * n + m] = np.float32(_trit(blocks[b, m], pw)) * d
         for m in range(16):
-            out[o + 160 + 16 * n + m] = np.float32(_trit(blocks[b, 32 + m], n)) * d
-    for n in range(4):
-        for m in range(4):
-            out[o + 240 + 4 * n + m] = np.float32(_trit(blocks[b, 48 + m], n)) * d
+            out[o + 160 + 16 * n + m] = np.float32(_trit(blocks[b, 32 + m], pw)) * d
+        if n < 4:
+            for m in range(4):
+                out[o + 240 + 4 * n + m] = np.float32(_trit(blocks[b, 48 + m], pw)) * d
+        pw *= 3
 
 
 @njit(nogil=True, inline="always")
