@@ -30,7 +30,8 @@ Contract:
 * ``count_pairs(pairs, table)``: ``table[p] += 1`` for every uint16 ``p`` of ``pairs``
   (two uint8 bin indices viewed as one): the counting step of ``bin_pairs``.
 * ``count_codes(codes, counts)``: ``counts[c] += 1`` for every code ``c`` of the 1-D
-  uint8 or uint16 array ``codes`` (any stride); ``counts`` is int64 and long enough.
+  uint8 or uint16 array ``codes`` (any stride); ``counts`` is int32 or int64 and long
+  enough (the caller keeps counts below the type's limit).
 
 Importing this module imports numba; ``ggscope.stats`` imports it only when statistics
 are computed, so the other commands start without it.
