@@ -5,8 +5,8 @@ Why: a histogram in numpy is a chain of whole-array passes ending in ``bincount`
 "centred moments + absolute sum + zero count".  One loop over a cache-sized piece does
 all of it for about 0.45 ns per element.  And a type with 16-bit codes (F16, BF16, I16)
 has only 65,536 values, so counting its codes (0.26 ns per element) gives every
-statistic exactly, without decoding.  numba compiles these loops once (cached on disk
-next to this module) and they release the GIL, so ``ggscope.stats`` runs them on both
+statistic exactly, without decoding.  numba compiles these loops once (cached on disk in the user's cache
+directory, see ``ggscope.jit``) and they release the GIL, so ``ggscope.stats`` runs them on both
 cores.
 
 Contract:
@@ -30,7 +30,8 @@ Contract:
 * ``count_pairs(pairs, table)``: ``table[p] += 1`` for every uint16 ``p`` of ``pairs``
   (two uint8 bin indices viewed as one): the counting step of ``bin_pairs``.
 * ``count_codes(codes, counts)``: ``counts[c] += 1`` for every code ``c`` of the 1-D
-  uint8 or uint16 array ``codes`` (any stride); ``counts`` is int64 and long enough.
+  uint8 or uint16 array ``codes`` (any stride); ``counts`` is int32 or int64 and long
+  enough (the caller keeps counts below the type's limit).
 
 Importing this module imports numba; ``ggscope.stats`` imports it only when statistics
 are computed, so the other commands start without it.
@@ -38,7 +39,7 @@ are computed, so the other commands start without it.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 __all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
 

@@ -227,3 +227,44 @@ def test_all_nan_tensor(tmp_path):
             s = mf.tensor(name).stats()
             assert (s["finite"], s["nan"], s["min"], s["mean"]) == (0, 100, None, None)
             assert sum(s["histogram"]["counts"]) == 0
+
+
+def test_numpy_kernels_give_the_compiled_results(model, monkeypatch):
+    """Small tensors skip numba (kernels_numpy); both kernel sets give the same statistics."""
+    import ggscope.kernels as compiled
+    import ggscope.kernels_numpy as plain
+    import ggscope.stats as S
+    for t in model.tensors:
+        got = {}
+        for k in (compiled, plain):
+            monkeypatch.setattr(S, "_kernels", lambda n, k=k: k)
+            got[k] = tensor_stats(t, chunk_elems=1000, threads=2)
+        a, b = got[compiled], got[plain]
+        for key in ("count", "finite", "nan", "inf", "zeros", "min", "max", "histogram", "block_scales"):
+            assert a[key] == b[key], (t.name, key)
+        if a["finite"]:
+            assert abs(a["mean"] - b["mean"]) <= 1e-6 * b["std"], t.name
+            for key in ("std", "abs_mean"):
+                assert a[key] == pytest.approx(b[key], rel=1e-6), (t.name, key)
+
+
+def test_a_small_tensor_does_not_load_numba(model):
+    """A one-shot ``ggscope stats`` of a small tensor must not pay numba's import."""
+    import subprocess
+    import sys
+    code = ("import sys, ggscope\n"
+            f"mf = ggscope.open({str(model.path)!r})\n"
+            "s = [t.stats() for t in mf.tensors]\n"
+            "print('numba' in sys.modules, len(s))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", str(len(model.tensors))]
+
+
+def test_numba_is_loaded_once_the_numpy_budget_is_spent(monkeypatch):
+    import ggscope.stats as S
+    monkeypatch.setattr(S, "JIT_MIN_ELEMS", 1000)
+    monkeypatch.setattr(S, "_numpy_spent", 0)
+    monkeypatch.delitem(__import__("sys").modules, "numba", raising=False)   # as in a fresh process
+    assert S._kernels(600).__name__ == "ggscope.kernels_numpy"
+    assert S._kernels(300).__name__ == "ggscope.kernels_numpy"
+    assert S._kernels(600).__name__ == "ggscope.kernels"

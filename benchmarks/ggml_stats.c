@@ -1,0 +1,117 @@
+// The peer of benchmarks/stats_vs_ggml.py: ggml's own C, one thread.
+//
+//   ggml_stats quantize TYPE ROWS COLS in.f32 out.bin   quantize float32 rows with ggml
+//   ggml_stats stats TYPE N data.bin REPEAT              min/max/mean/std of N elements
+//
+// "stats" decodes the blocks with ggml's to_float (ggml_get_type_traits) a chunk of
+// 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
+// each chunk (min, max, and double sums of x and x^2): the cheapest way ggml's C gets
+// these four numbers.  It prints one JSON line: the best seconds of REPEAT runs
+// over the data, already read into memory, and the statistics.
+// Built by the benchmark script against ggml-base from ggml's source; not part of ggscope.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ggml.h"
+
+#define CHUNK (1 << 16)
+
+static enum ggml_type type_named(const char * name) {
+    for (int t = 0; t < GGML_TYPE_COUNT; t++) {
+        const struct ggml_type_traits * tr = ggml_get_type_traits((enum ggml_type) t);
+        if (tr->type_name && strcmp(tr->type_name, name) == 0) {
+            return (enum ggml_type) t;
+        }
+    }
+    fprintf(stderr, "unknown ggml type %s\n", name);
+    exit(2);
+}
+
+static void * slurp(const char * path, size_t size) {
+    FILE * f = fopen(path, "rb");
+    void * buf = malloc(size ? size : 1);
+    if (!f || !buf || fread(buf, 1, size, f) != size) {
+        fprintf(stderr, "cannot read %zu bytes of %s\n", size, path);
+        exit(2);
+    }
+    fclose(f);
+    return buf;
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static int cmp(const void * a, const void * b) {
+    double x = *(const double *) a, y = *(const double *) b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char ** argv) {
+    if (argc == 7 && strcmp(argv[1], "quantize") == 0) {
+        enum ggml_type t = type_named(argv[2]);
+        int64_t rows = atoll(argv[3]), cols = atoll(argv[4]);
+        float * x = slurp(argv[5], (size_t) (rows * cols) * sizeof(float));
+        size_t size = ggml_row_size(t, cols) * rows;
+        void * q = malloc(size);
+        float * imatrix = NULL;
+        if (ggml_quantize_requires_imatrix(t)) {            // a flat importance matrix
+            imatrix = malloc(cols * sizeof(float));
+            for (int64_t i = 0; i < cols; i++) imatrix[i] = 1.0f;
+        }
+        size_t got = ggml_quantize_chunk(t, x, q, 0, rows, cols, imatrix);
+        FILE * f = fopen(argv[6], "wb");
+        if (got != size || !f || fwrite(q, 1, size, f) != size) {
+            fprintf(stderr, "quantize %s failed\n", argv[2]);
+            return 1;
+        }
+        fclose(f);
+        return 0;
+    }
+    if (argc != 6 || strcmp(argv[1], "stats") != 0) {
+        fprintf(stderr, "usage: %s quantize TYPE ROWS COLS in.f32 out.bin | stats TYPE N data.bin REPEAT\n", argv[0]);
+        return 2;
+    }
+    enum ggml_type t = type_named(argv[2]);
+    const struct ggml_type_traits * tr = ggml_get_type_traits(t);
+    int64_t n = atoll(argv[3]);
+    int repeat = atoi(argv[5]);
+    size_t row = ggml_row_size(t, CHUNK);
+    const char * data = slurp(argv[4], ggml_row_size(t, n));
+    float * buf = malloc(CHUNK * sizeof(float));
+    double * times = malloc(repeat * sizeof(double));
+    double mean = 0, std = 0;
+    float lo = 0, hi = 0;
+    for (int r = 0; r < repeat; r++) {
+        double t0 = now(), s1 = 0, s2 = 0;
+        lo = INFINITY;
+        hi = -INFINITY;
+        for (int64_t i = 0; i < n; i += CHUNK) {
+            int64_t k = n - i < CHUNK ? n - i : CHUNK;
+            if (t == GGML_TYPE_F32) {
+                memcpy(buf, data + (i / CHUNK) * row, k * sizeof(float));
+            } else {
+                tr->to_float(data + (i / CHUNK) * row, buf, k);
+            }
+            for (int64_t j = 0; j < k; j++) {
+                float v = buf[j];
+                lo = v < lo ? v : lo;
+                hi = v > hi ? v : hi;
+                s1 += v;
+                s2 += (double) v * v;
+            }
+        }
+        mean = s1 / n;
+        std = sqrt(s2 / n - mean * mean);
+        times[r] = now() - t0;
+    }
+    qsort(times, repeat, sizeof(double), cmp);
+    printf("{\"seconds\": %.6f, \"min\": %.9g, \"max\": %.9g, \"mean\": %.9g, \"std\": %.9g}\n",
+           times[0], lo, hi, mean, std);
+    return 0;
+}

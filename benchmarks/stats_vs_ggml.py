@@ -1,0 +1,244 @@
+"""Tensor statistics: ggscope (two threads) vs ggml's C ``to_float`` (one thread) vs gguf-py.
+
+Why: issue 18's goal -- ggscope's statistics of a tensor on two cores at least as fast
+as ggml's own C decoding on one core, for every type people publish, and at least 5x
+gguf-py's ``dequantize`` + numpy.  All three measure the same 32 Mi-element tensor in
+the same run: ggscope's ``tensor_stats`` (min, max, mean, std, abs-mean, zeros, NaN/Inf
+counts, 64-bin histogram, block-scale summary) on a GGUF file; ggml's ``to_float`` plus
+a plain min/max/sum/sum-of-squares loop in C (``ggml_stats.c``, chunks of 64 Ki
+elements in L2, data already in memory); gguf-py's ``GGUFReader`` + ``dequantize`` +
+numpy ``min``/``max``/``mean``/``std``.  Figures are elements per second, best of
+``--repeat`` rounds; each round runs every side once after a warm-up (the machine is
+shared: rounds spread a busy spell over all sides, and the best run is the one least
+disturbed).
+
+The tensor: normal float32 data quantized by ggml's own quantizer (the C harness; a
+flat importance matrix for the IQ types that require one), 4 Mi elements tiled to the
+full size; without a C compiler, by gguf-py where it can quantize.  The C side is built
+from ggml's source with cmake: ``--ggml`` names a source checkout or a git directory
+(its HEAD is extracted), default ``$GGML_SRC``; without it, or without cmake and a C
+compiler, the ggml column is skipped and the reason printed.  Nothing of ggml is
+written into the repository: sources, build and data go to ``--work`` (default a
+directory under the system temp dir, reused across runs).
+
+    python benchmarks/stats_vs_ggml.py [--ggml DIR] [--types Q4_K,Q8_0] [--elems 33554432]
+                                       [--repeat 3] [--threads 2] [--work DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+TYPES = ("F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K", "Q5_0", "Q5_1", "Q4_1", "Q2_K", "Q3_K",
+         "IQ4_XS", "IQ4_NL", "IQ3_S", "IQ2_XXS", "TQ1_0", "MXFP4")
+COLS = 4096
+TILE_ROWS = 1024                    # 4 Mi elements quantized, then tiled
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- the C side
+
+def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
+    """(path of the built harness, "") or (None, why not)."""
+    if not ggml:
+        return None, "no ggml source (--ggml or $GGML_SRC)"
+    for tool in ("cmake", "cc"):
+        if shutil.which(tool) is None:
+            return None, f"no {tool} on PATH"
+    src = Path(ggml)
+    if not (src / "CMakeLists.txt").is_file():
+        try:
+            commit = subprocess.run(["git", f"--git-dir={src}", "rev-parse", "HEAD"], check=True,
+                                    capture_output=True, text=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None, f"{src} is neither a ggml checkout nor a git directory"
+        tree = work / f"ggml-{commit[:12]}"
+        if not (tree / "CMakeLists.txt").is_file():
+            tree.mkdir(parents=True, exist_ok=True)
+            archive = subprocess.run(["git", f"--git-dir={src}", "archive", "HEAD"], check=True,
+                                     capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+        src = tree
+    build = work / ("build-" + hashlib.sha1(str(src.resolve()).encode()).hexdigest()[:12])
+    lib = next(build.glob("src/libggml-base.so*"), None) if build.is_dir() else None
+    if lib is None:
+        log(f"building ggml-base from {src} in {build} (minutes, once)")
+        try:
+            subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                            "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF"],
+                           check=True, capture_output=True)
+            subprocess.run(["cmake", "--build", str(build), "--target", "ggml-base", "-j2"],
+                           check=True, capture_output=True)
+        except subprocess.CalledProcessError as exc:
+            return None, f"cmake failed: {exc.stderr.decode(errors='replace')[-400:]}"
+    exe = build / "ggml_stats"
+    try:
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "ggml_stats.c"), f"-I{src / 'include'}",
+                        f"-L{build / 'src'}", "-lggml-base", "-lm", f"-Wl,-rpath,{build / 'src'}"],
+                       check=True, capture_output=True)
+    except subprocess.CalledProcessError as exc:
+        return None, f"compiling the harness failed: {exc.stderr.decode(errors='replace')[-400:]}"
+    return exe, ""
+
+
+# ---------------------------------------------------------------- the data
+
+def ggml_name(qname: str) -> str:
+    """ggml's type_name ("q4_K") of a type, from ggscope's one type table."""
+    sys.path.insert(0, str(REPO))
+    from ggscope.ggml_types import TYPES_BY_NAME
+    return TYPES_BY_NAME[qname].type_name
+
+
+def tile_blocks(qname: str, harness: Path | None, work: Path) -> np.ndarray | None:
+    """TILE_ROWS x COLS normal values as ``qname`` rows (uint8), or None when nothing here
+    can quantize that type."""
+    from gguf import GGMLQuantizationType as Q
+    from gguf.quants import quantize
+    x = np.random.default_rng(7).standard_normal((TILE_ROWS, COLS), dtype=np.float32) * np.float32(0.02)
+    if qname == "F16":
+        return x.astype(np.float16).view(np.uint8)
+    if harness is not None:
+        raw, out = work / "tile.f32", work / f"tile.{qname}"
+        if not out.is_file():
+            x.tofile(raw)
+            subprocess.run([str(harness), "quantize", ggml_name(qname), str(TILE_ROWS), str(COLS), str(raw), str(out)],
+                           check=True)
+        return np.fromfile(out, np.uint8).reshape(TILE_ROWS, -1)
+    try:
+        return quantize(x, Q[qname])
+    except NotImplementedError:
+        return None
+
+
+def write_gguf(path: Path, qname: str, tile: np.ndarray, elems: int) -> None:
+    from gguf import GGMLQuantizationType as Q
+    from gguf import GGUFWriter
+    rows = elems // COLS
+    data = np.tile(tile, (rows // TILE_ROWS, 1))
+    g = GGUFWriter(str(path), "llama")
+    g.add_tensor("w", data, raw_dtype=Q[qname])
+    g.write_header_to_file()
+    g.write_kv_data_to_file()
+    g.write_tensors_to_file()
+    g.close()
+
+
+# ---------------------------------------------------------------- the Python sides (child process)
+
+def best_time(fn, repeat: int) -> tuple[float, object]:
+    out = fn()                               # warm-up: page cache, compiled kernels
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), out
+
+
+def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
+    sys.path.insert(0, tree)
+    import ggscope
+    from ggscope.stats import tensor_stats
+
+    mf = ggscope.open(path)
+    t = mf.tensor("w")
+    ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
+    if not peer:
+        return {"ggscope": ours, "n": t.n_elements, "ours": [s["min"], s["max"], s["mean"], s["std"]]}
+
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+
+    def peer():
+        r = GGUFReader(path)
+        rt = r.tensors[0]
+        x = dequantize(rt.data, rt.tensor_type)
+        return float(x.min()), float(x.max()), float(x.mean()), float(x.std())
+    theirs, p = best_time(peer, repeat)
+    mf.close()
+    return {"ggscope": ours, "gguf_py": theirs, "n": t.n_elements,
+            "ours": [s["min"], s["max"], s["mean"], s["std"]], "peer": list(p)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ggml", default=os.environ.get("GGML_SRC"))
+    ap.add_argument("--types", default=",".join(TYPES))
+    ap.add_argument("--elems", type=int, default=32 << 20)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ggscope-bench-ggml"))
+    ap.add_argument("--before", help="another ggscope source tree (e.g. a worktree of an older commit) "
+                                     "measured in the same run, as a column of its own")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--tree", default=str(REPO), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(a.child, a.repeat, a.threads, a.tree, a.tree == str(REPO))))
+        return
+    if a.elems % (COLS * TILE_ROWS):
+        ap.error(f"--elems must be a multiple of {COLS * TILE_ROWS}")
+    work = Path(a.work)
+    work.mkdir(parents=True, exist_ok=True)
+    harness, why = build_harness(a.ggml, work)
+    if harness is None:
+        log(f"ggml C column skipped: {why}")
+    before = f"{'before':>9} " if a.before else ""
+    print(f"{'type':8} {before}{'ggscope':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'vs gguf-py':>10}   (elements/s; "
+          f"ggscope {a.threads} threads, C 1 thread, {a.elems / 2**20:.0f} Mi elements)")
+    for qname in a.types.split(","):
+        tile = tile_blocks(qname, harness, work)
+        if tile is None:
+            print(f"{qname:8} skipped: no quantizer for it here")
+            continue
+        path = work / f"{qname}.gguf"
+        write_gguf(path, qname, tile, a.elems)
+        def measure(tree: str) -> dict:
+            return json.loads(subprocess.run([sys.executable, __file__, "--child", str(path), "--repeat", "1",
+                                              "--threads", str(a.threads), "--tree", tree],
+                                             check=True, capture_output=True, text=True).stdout)
+        raw = work / f"{qname}.bin"
+        if harness is not None:
+            np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
+        # rounds: every side once per round, so a busy spell of the machine hits all alike
+        old_t, ours_t, peer_t, c_t = [], [], [], []
+        for _ in range(a.repeat):
+            if a.before:
+                old_t.append(measure(a.before)["ggscope"])
+            res = measure(str(REPO))
+            ours_t.append(res["ggscope"])
+            peer_t.append(res["gguf_py"])
+            n = res["n"]
+            if harness is not None:
+                c = json.loads(subprocess.run([str(harness), "stats", ggml_name(qname), str(n), str(raw), "2"],
+                                              check=True, capture_output=True, text=True).stdout)
+                c_t.append(c["seconds"])
+                if [c["min"], c["max"]] != [np.float32(v) for v in res["ours"][:2]]:
+                    log(f"{qname}: min/max differ: ggscope {res['ours'][:2]}, ggml {c['min']}, {c['max']}")
+        raw.unlink(missing_ok=True)
+        path.unlink()
+        g, p = n / min(ours_t), n / min(peer_t)
+        cg = f"{n / min(c_t) / 1e9:8.2f}G" if c_t else f"{'-':>9}"
+        vs_c = f"{g / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
+        before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
+        print(f"{qname:8} {before}{g / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {g / p:9.1f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()
