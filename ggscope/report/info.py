@@ -6,14 +6,15 @@ terminal).  Long arrays are summarised as their count and first items.
 """
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, TextIO
 
 import numpy as np
 
 from ..modelfile import ModelFile
-from .jsonable import jsonable
+from .jsonable import json_text, jsonable
 
-__all__ = ["as_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
+__all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
 
 ARRAY_PREVIEW = 6
 
@@ -59,6 +60,36 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
 
 
 def as_json(mf: ModelFile) -> dict[str, Any]:
+    out = _summary(mf)
+    out["metadata"] = {k: jsonable(v) for k, v in mf.metadata.items()}
+    return out
+
+
+def write_json(mf: ModelFile, out: TextIO) -> None:
+    """Write ``json.dumps(as_json(mf), ensure_ascii=False, allow_nan=False)`` to ``out``,
+    character for character, in pieces: string arrays go straight from their bytes
+    (``jsonable.json_text``) and no one string of the whole document is built."""
+    def dumps(x: Any) -> str:
+        return json.dumps(x, ensure_ascii=False, allow_nan=False)
+
+    sep = "{"
+    for key, value in _summary(mf).items():
+        out.write(f"{sep}{dumps(key)}: ")
+        sep = ", "
+        if key != "metadata":
+            out.write(dumps(value))
+            continue
+        inner = "{"
+        for k, v in mf.metadata.items():
+            out.write(f"{inner}{dumps(str(k))}: ")
+            out.write(json_text(v))
+            inner = ", "
+        out.write("{}" if inner == "{" else "}")
+    out.write("}")
+
+
+def _summary(mf: ModelFile) -> dict[str, Any]:
+    """Everything of ``as_json`` except converted metadata values (a placeholder keeps the key order)."""
     return {
         "file": mf.path,
         "format": mf.format,
@@ -67,7 +98,7 @@ def as_json(mf: ModelFile) -> dict[str, Any]:
         "alignment": mf.alignment,
         "data_offset": mf.data_offset,
         **({"extra": jsonable(mf.extra)} if mf.extra else {}),
-        "metadata": {k: jsonable(v) for k, v in mf.metadata.items()},
+        "metadata": None,
         "metadata_types": dict(mf.metadata_types),
         "tensors": [{"name": t.name, "shape": list(t.shape), "type": t.type, "offset": t.offset,
                      "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {})}

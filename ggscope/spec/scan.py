@@ -187,21 +187,27 @@ class StringArray(Sequence):
         parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
         return parts[1:]
 
+    def joined(self) -> np.ndarray:
+        """All string bytes, each string preceded by one NUL byte (a copy)."""
+        return self._joined() if len(self) else np.zeros(0, np.uint8)
+
     def _joined(self) -> np.ndarray:
         """All string bytes, each string preceded by one NUL byte."""
         n = len(self)
         first = int(self.starts[0])
         last = int(self.starts[-1]) + self.width + int(self.lens[-1])
-        region = self._arr[first:last].copy()
         rel = self.starts - first
-        keep = np.ones(len(region), dtype=bool)
+        keep = np.ones(last - first, dtype=bool)
         for k in range(self.width - 1):       # drop all but one byte of each prefix ...
             keep[rel + k] = False
-        region[rel + self.width - 1] = 0       # ... which becomes the NUL separator
         tail = int(self.starts[1] - self.starts[0] - self.width - self.lens[0]) if n > 1 else 0
         for k in range(tail):                  # and every byte of the fixed-size fields
             keep[rel[:-1] + self.width + self.lens[:-1] + k] = False
-        return region[keep]
+        out = self._arr[first:last][keep]      # a new array: the file is never written
+        sep = np.zeros(n, dtype=np.int64)      # ... the byte kept becomes the NUL separator
+        np.cumsum(self.lens[:-1] + 1, out=sep[1:])
+        out[sep] = 0
+        return out
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, StringArray):
