@@ -40,13 +40,13 @@ Contract
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .chunked import RangeReader
 from .ggml_types import LAYOUTS
 from .modelfile import ModelFile, TensorInfo
 from .quant import dequantize
@@ -265,42 +265,6 @@ def diff_header(a: ModelFile, b: ModelFile) -> tuple[HeaderChange, ...]:
 
 # ------------------------------------------------------------------------ tensor data
 
-class _Reader:
-    """Reads byte ranges of one file into a reused buffer, without mapping the file.
-
-    Files opened from disk are read with ``readinto`` (page cache, not process RSS);
-    in-memory files (``open_bytes``) are sliced from their buffer.
-    """
-
-    def __init__(self, mf: ModelFile) -> None:
-        self.mf = mf
-        self.fh = None
-        if getattr(mf.source, "_mmap", None) is not None and os.path.isfile(mf.path):
-            self.fh = open(mf.path, "rb", buffering=0)
-        self.buf = np.empty(0, np.uint8)
-
-    def read(self, start: int, nbytes: int) -> np.ndarray:
-        if self.fh is None:
-            return self.mf.source.view(start, start + nbytes)
-        if self.buf.size < nbytes:
-            self.buf = np.empty(nbytes, np.uint8)
-        out = self.buf[:nbytes]
-        self.fh.seek(start)
-        got = self.fh.readinto(memoryview(out))
-        while got is not None and got < nbytes:
-            more = self.fh.readinto(memoryview(out[got:]))
-            if not more:
-                break
-            got += more
-        if got != nbytes:
-            raise OSError(f"{self.mf.path}: short read at offset {start}")
-        return out
-
-    def close(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-
-
 def _cancelled(cancel: Any) -> bool:
     if cancel is None:
         return False
@@ -320,7 +284,7 @@ def _windows(ta: TensorInfo, tb: TensorInfo, n: int) -> Iterator[tuple[int, int,
                tb.offset + e // lb.block_elems * lb.block_bytes, k // lb.block_elems * lb.block_bytes, k)
 
 
-def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any) -> bool:
+def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> bool:
     for sa, na, sb, nb, _ in _windows(ta, tb, ta.n_elements):
         if _cancelled(cancel):
             raise DiffCancelled()
@@ -381,7 +345,7 @@ class _Acc:
         return {"max_abs": self.max_abs, "rmse": rmse, "rel_rmse": rel, "cosine": cos, "snr_db": snr}
 
 
-def _numeric(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any) -> _Acc:
+def _numeric(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> _Acc:
     acc = _Acc()
     ea, eb = ta.file.endian, tb.file.endian  # type: ignore[union-attr]
     for sa, na, sb, nb, k in _windows(ta, tb, ta.n_elements):
@@ -402,7 +366,7 @@ def _in_file(t: TensorInfo) -> str | None:
     return None
 
 
-def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any = None) -> TensorDiff:
+def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any = None) -> TensorDiff:
     """Compare one tensor present in both files."""
     changes = tuple(c for c, x, y in (("shape", ta.shape, tb.shape), ("type", ta.type, tb.type),
                                       ("offset", ta.offset, tb.offset)) if x != y)
@@ -446,7 +410,7 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
     (the TUI fills its rows from this); ``DiffCancelled`` before a tensor if ``cancel``."""
     by_a = first_by_name(a.tensors)
     by_b = first_by_name(b.tensors)
-    ra, rb = _Reader(a), _Reader(b)
+    ra, rb = RangeReader(a), RangeReader(b)
     try:
         for name in tensor_names(a, b):
             if _cancelled(cancel):

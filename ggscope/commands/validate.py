@@ -8,6 +8,7 @@ worker processes; findings still come out in the order the files were given.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import os
 import sys
@@ -79,20 +80,21 @@ def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool):
+def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ..validate import validate_file
     if not os.path.isfile(path):
         return None, f"cannot read {path}: no such file"
     try:
-        return validate_file(path, select=select, ignore=ignore, deep=deep), None
+        return validate_file(path, select=select, ignore=ignore, deep=deep,
+                             options={"progress": progress} if progress else None), None
     except (GGScopeError, OSError) as exc:
         return None, str(exc)
 
 
-def _check_all(files: list[str], select, ignore, deep: bool, jobs: int):
+def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, progress=None):
     if jobs <= 1 or len(files) <= 1:
-        return [_check_one(f, select, ignore, deep) for f in files]
+        return [_check_one(f, select, ignore, deep, progress) for f in files]
     from concurrent.futures import ProcessPoolExecutor
     # The first file is checked here: it imports the rules and compiles the format's
     # spec once, and forked workers inherit both instead of repeating the work.
@@ -102,6 +104,21 @@ def _check_all(files: list[str], select, ignore, deep: bool, jobs: int):
     with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
         return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n,
                                  chunksize=max(1, n // (jobs * 4)))]
+
+
+@contextlib.contextmanager
+def _deep_progress(show: bool):
+    """A progress bar on stderr for the rules that read tensor data (a terminal only:
+    nothing is drawn when stderr is piped), as a ``(done, total, description)`` callback."""
+    if not show:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import Progress
+    bar = Progress(console=Console(stderr=True), transient=True)
+    task = bar.add_task("reading tensor data", total=None)
+    with bar:
+        yield lambda done, total, desc: bar.update(task, completed=done, total=total, description=desc)
 
 
 def _choose_format(cli: str | None, configured: str | None) -> str:
@@ -130,7 +147,9 @@ def run(args) -> int:
         error(f"no file matches {pat}")
         status = 2
     findings = []
-    for found, problem in _check_all(files, select, ignore, deep, jobs):
+    with _deep_progress(deep and sys.stderr.isatty()) as progress:
+        checked = _check_all(files, select, ignore, deep, jobs, progress)
+    for found, problem in checked:
         if problem is not None:
             error(problem)
             status = 2

@@ -4,8 +4,14 @@ Why: a file can be structurally valid and still hold NaN weights (a diverged tra
 run, a broken conversion) or quantized blocks whose scale is NaN, Inf or zero (a
 quantizer bug: every weight of the block becomes NaN or 0).  Finding those needs the
 data itself, so these rules read it - streamed in bounded chunks
-(``ggscope.quant.iter_dequantized`` and fixed-size block windows), so peak memory does not
-grow with tensor size.
+through ``ggscope.chunked.RangeReader`` (never through the file's memory map, whose
+pages would pile up in the process), so peak memory does not grow with tensor or file
+size (a sparse 20 GB file: benchmarks/deep_memory.py).  GG1001 counts NaN/Inf with
+``ggscope.stats.tensor_stats``, the fused decode-and-count kernels on both cores; only
+a tensor that has some is streamed once more to name the first.
+
+Progress: ``ctx.options["progress"]``, when given, is called as ``(done, total,
+description)`` while a rule reads data (``validate --deep`` draws it on a terminal).
 
 Contract: ``needs_tensor_data = True``; tensors whose data lies past the end of the
 file or whose layout ggscope cannot decode are skipped (other rules report those).
@@ -22,8 +28,9 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..chunked import RangeReader, release_pages
 from ..ggml_types import LAYOUTS
-from ..quant import iter_dequantized
+from ..quant import dequantize
 from .base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "ForwardCheck", "scale_field",
@@ -54,6 +61,39 @@ def _tnode(ctx: CheckContext, t):
     return ctx.node(t.node_path) if t.node_path else None
 
 
+class _Progress:
+    """Progress of one rule over its tensors, in elements, for ``ctx.options["progress"]``."""
+
+    def __init__(self, ctx: CheckContext, tensors: list) -> None:
+        self.cb = ctx.options.get("progress")
+        self.label = f"{ctx.rule.code} {ctx.rule.name}"
+        self.total = sum(int(t.n_elements) for t in tensors)
+        self.base = 0
+
+    def tensor(self, t):
+        """A ``(done, total)`` callback for the work on tensor ``t``."""
+        if self.cb is None:
+            return None
+        base, n = self.base, int(t.n_elements)
+        self.base += n
+        desc = f"{self.label}: {t.name}"
+        return lambda done, total: self.cb(base + (n * done // total if total else n), self.total, desc)
+
+
+def _first_nonfinite(ctx: CheckContext, t) -> int:
+    """Index of the first NaN/Inf element of ``t``, streamed in bounded chunks."""
+    lay = LAYOUTS[t.layout]
+    step = max(1, CHUNK_ELEMS // lay.block_elems) * lay.block_elems
+    with RangeReader(ctx.mf) as reader:
+        for e in range(0, t.n_elements, step):
+            k = min(step, t.n_elements - e)
+            raw = reader.read(t.offset + e // lay.block_elems * lay.block_bytes, k // lay.block_elems * lay.block_bytes)
+            nf = ~np.isfinite(dequantize(t.layout, raw, k, ctx.mf.endian, name=t.name))
+            if nf.any():
+                return e + int(np.argmax(nf))
+    return -1
+
+
 class NonFiniteValues(Rule):
     """What it checks: no float tensor (F32, F16, BF16, F64) holds NaN or infinity.
 
@@ -70,20 +110,18 @@ class NonFiniteValues(Rule):
     needs_tensor_data = True
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for t in ctx.mf.tensors:
-            if t.type not in _FLOAT_TYPES or not _readable(ctx, t) or LAYOUTS[t.layout].codec is None:
-                continue
-            bad, first, pos = 0, None, 0
-            data = ctx.mf.source.view(t.offset, t.offset + t.nbytes)
-            for chunk in iter_dequantized(t.layout, data, t.n_elements, CHUNK_ELEMS, ctx.mf.endian, name=t.name):
-                nf = ~np.isfinite(chunk)
-                n = int(nf.sum())
-                if n:
-                    if first is None:
-                        first = pos + int(np.argmax(nf))
-                    bad += n
-                pos += chunk.size
+        from ..stats import tensor_stats
+        todo = [t for t in ctx.mf.tensors
+                if t.type in _FLOAT_TYPES and _readable(ctx, t) and LAYOUTS[t.layout].codec is not None]
+        progress = _Progress(ctx, todo)
+        for t in todo:
+            try:
+                st = tensor_stats(t, bins=1, progress=progress.tensor(t))
+            finally:
+                release_pages(ctx.mf, t.offset, t.offset + t.nbytes)   # tensors stats read through the map
+            bad = st["nan"] + st["inf"]
             if bad:
+                first = _first_nonfinite(ctx, t)
                 yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}) has {bad} NaN/Inf values, "
                              f"the first at element {first}")
 
@@ -106,20 +144,24 @@ class BadBlockScales(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         order = "<" if ctx.mf.endian == "little" else ">"
-        for t in ctx.mf.tensors:
-            field = scale_field(t.layout)
-            if field is None or not _readable(ctx, t):
-                continue
-            off, kind = field
+        todo = [t for t in ctx.mf.tensors if scale_field(t.layout) is not None and _readable(ctx, t)]
+        progress = _Progress(ctx, todo)
+        with RangeReader(ctx.mf) as reader:
+            yield from self._check_tensors(ctx, todo, order, progress, reader)
+
+    @staticmethod
+    def _check_tensors(ctx, todo, order, progress, reader) -> Iterator[Finding]:
+        for t in todo:
+            off, kind = scale_field(t.layout)
             lay = LAYOUTS[t.layout]
             n_blocks = t.nbytes // lay.block_bytes
             dt = np.dtype(order + ("f2" if kind == "f16" else "f4"))
             nonfinite = zero = 0
             first_nf = None
+            report = progress.tensor(t)
             for b0 in range(0, n_blocks, CHUNK_BLOCKS):
                 b1 = min(n_blocks, b0 + CHUNK_BLOCKS)
-                raw = np.frombuffer(ctx.mf.source.read(t.offset + b0 * lay.block_bytes,
-                                                       t.offset + b1 * lay.block_bytes), dtype=np.uint8)
+                raw = reader.read(t.offset + b0 * lay.block_bytes, (b1 - b0) * lay.block_bytes)
                 blocks = raw.reshape(b1 - b0, lay.block_bytes)
                 d = np.ascontiguousarray(blocks[:, off:off + dt.itemsize]).view(dt).reshape(-1)
                 nf = ~np.isfinite(d)
@@ -128,6 +170,8 @@ class BadBlockScales(Rule):
                         first_nf = b0 + int(np.argmax(nf))
                     nonfinite += int(nf.sum())
                 zero += int((d == 0).sum())
+                if report is not None:
+                    report(b1, n_blocks)
             if nonfinite:
                 yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): {nonfinite} of {n_blocks} "
                              f"block scales are NaN/Inf, the first in block {first_nf}")

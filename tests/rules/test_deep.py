@@ -23,3 +23,54 @@ def test_block_scales(tmp_path):
     fs = {(f.code, f.severity.value, f.message.split("'")[1]) for f in findings(p, deep=True) if f.code.startswith("GG10")}
     assert ("GG1002", "error", "q") in fs and ("GG1002", "warning", "z") in fs
     assert not [x for x in fs if x[2] == "ok"]
+
+
+def _sparse_gguf(path, tensors):
+    """A GGUF v3 header for ``tensors`` [(name, ggml type id, ne0, ne1, nbytes)], then a hole."""
+    import struct
+
+    def s(x):
+        return struct.pack("<Q", len(x)) + x.encode()
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0)
+    off = 0
+    for name, code, ne0, ne1, nbytes in tensors:
+        head += s(name) + struct.pack("<IQQIQ", 2, ne0, ne1, code, off)
+        off += nbytes
+    head += b"\0" * (-len(head) % 32)
+    path.write_bytes(head)
+    import os
+    os.truncate(path, len(head) + off)
+    return path
+
+
+CHILD = """
+import json, resource, sys
+from ggscope.validate import validate_file
+seen = []
+fs = validate_file(sys.argv[1], select=("GG1001", "GG1002"), deep=True,
+                   options={"progress": lambda d, t, desc: seen.append((d, t, desc))})
+print(json.dumps({"rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "codes": sorted(f.code for f in fs), "last": seen[-1] if seen else None,
+                  "monotone": all(a[0] <= b[0] for a, b in zip(seen, seen[1:]) if a[2] == b[2])}))
+"""
+
+
+def test_deep_memory_is_bounded_by_chunks_not_tensors(tmp_path):
+    """--deep streams: a 512 MiB F16 and a 142 MB Q8_0 tensor (a sparse file) are checked
+    in well under their size of RSS (before: every page read stayed mapped, ~700 MB), and
+    the progress hook sees every element."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+    path = _sparse_gguf(tmp_path / "sparse.gguf", [("w", 1, 8192, 32768, 8192 * 32768 * 2),
+                                                    ("q", 8, 8192, 16384, 8192 * 16384 // 32 * 34)])
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["codes"] == ["GG1002"]               # all-zero Q8_0 scales: the warning, nothing else
+    assert got["rss_mib"] < 300, got
+    done, total, desc = got["last"]
+    assert done == total == 8192 * 16384 and desc.startswith("GG1002") and got["monotone"]
