@@ -197,12 +197,21 @@ class StringArray(Sequence):
         first = int(self.starts[0])
         last = int(self.starts[-1]) + self.width + int(self.lens[-1])
         rel = self.starts - first
-        keep = np.ones(last - first, dtype=bool)
-        for k in range(self.width - 1):       # drop all but one byte of each prefix ...
-            keep[rel + k] = False
-        tail = int(self.starts[1] - self.starts[0] - self.width - self.lens[0]) if n > 1 else 0
-        for k in range(tail):                  # and every byte of the fixed-size fields
-            keep[rel[:-1] + self.width + self.lens[:-1] + k] = False
+        gaps = rel[1:] - rel[:-1] - self.width - self.lens[:-1]   # bytes between strings
+        tail = int(gaps[0]) if n > 1 else 0
+        if n > 1 and bool((gaps != tail).any()):
+            # strings at irregular places (a column of records): keep each one's last
+            # prefix byte and its string bytes, found with one running sum
+            marks = np.zeros(last - first + 1, dtype=np.int8)
+            marks[rel + self.width - 1] = 1
+            np.subtract.at(marks, rel + self.width + self.lens, 1)
+            keep = np.cumsum(marks[:-1], dtype=np.int8).astype(bool)
+        else:
+            keep = np.ones(last - first, dtype=bool)
+            for k in range(self.width - 1):       # drop all but one byte of each prefix ...
+                keep[rel + k] = False
+            for k in range(tail):                  # and every byte of the fixed-size fields
+                keep[rel[:-1] + self.width + self.lens[:-1] + k] = False
         out = self._arr[first:last][keep]      # a new array: the file is never written
         sep = np.zeros(n, dtype=np.int64)      # ... the byte kept becomes the NUL separator
         np.cumsum(self.lens[:-1] + 1, out=sep[1:])
