@@ -306,27 +306,16 @@ class _Acc:
     nonfinite_mismatch: int = 0
 
     def add(self, x32: np.ndarray, y32: np.ndarray) -> None:
-        # einsum, not np.dot: it never hands work to a BLAS thread pool, whose
-        # start-up costs 20-50x on a loaded machine for vectors of this size.
-        x, y = x32.astype(np.float64), y32.astype(np.float64)
-        aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
-        if not (math.isfinite(aa) and math.isfinite(bb)):     # squares of finite f32 never overflow f64
-            fin = np.isfinite(x) & np.isfinite(y)
-            bad = ~fin
-            self.nonfinite += int(bad.sum())
-            xb, yb = x[bad], y[bad]
-            same = (np.isnan(xb) & np.isnan(yb)) | (xb == yb)
-            self.nonfinite_mismatch += int((~same).sum())
-            x, y = x[fin], y[fin]
-            aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
+        from .diff_sums import pair_sums     # compiled: imported only when values are compared
+        aa, bb, ab, dd, mx, n, bad, mismatch = pair_sums(x32, y32)
         self.aa += aa
         self.bb += bb
-        self.ab += float(np.einsum("i,i->", x, y))
-        d = np.subtract(y, x, out=y)
-        self.dd += float(np.einsum("i,i->", d, d))
-        if d.size:
-            self.max_abs = max(self.max_abs, float(d.max()), float(-d.min()))
-        self.n += int(x.size)
+        self.ab += ab
+        self.dd += dd
+        self.max_abs = max(self.max_abs, mx)
+        self.n += n
+        self.nonfinite += bad
+        self.nonfinite_mismatch += mismatch
 
     def metrics(self) -> dict[str, float]:
         rmse = math.sqrt(self.dd / self.n) if self.n else 0.0
