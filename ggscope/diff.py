@@ -23,7 +23,9 @@ Contract
   never compared numerically) or "error" (the data cannot be read).  ``changes`` names
   what else moved: "shape" (same element count, compared in ggml element order),
   "type", "offset".
-* Numeric metrics, accumulated in float64 over positions finite in both files:
+* Numeric metrics, accumulated in float64 over positions finite in both files (one
+  compiled pass per window, ``diff_sums``; the windows of a tensor shared by
+  ``THREADS`` threads, so sums are reassociated: equal to numpy's to rounding):
   ``max_abs`` = max|b-a|, ``rmse`` = sqrt(mean((b-a)^2)), ``rel_rmse`` = ||b-a|| / ||a||,
   ``cosine`` = a.b / (||a|| ||b||), ``snr_db`` = 10 log10(||a||^2 / ||b-a||^2).  Zero
   error gives rel_rmse 0, cosine 1 and snr_db +inf.  ``n_nonfinite`` counts positions
@@ -31,8 +33,8 @@ Contract
   the tensor "changed".
 * Memory stays bounded whatever the tensor size: data are read in windows of whole
   blocks of both layouts (``CHUNK_ELEMS`` elements) with ``readinto`` into reused
-  buffers, so file pages are never mapped into the process and peak RSS does not grow
-  with file size.
+  buffers (``chunked.RangeReader``, one pair per thread), so file pages are never
+  mapped into the process and peak RSS does not grow with file size.
 * ``progress(done, total, name)`` is called before each tensor; ``cancel()`` (a
   callable, or an object with ``is_set()`` such as ``threading.Event``) is polled per
   window and raises ``DiffCancelled``.
@@ -41,6 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +58,7 @@ __all__ = ["diff_files", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange"
            "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES"]
 
 CHUNK_ELEMS = 1 << 19        # elements per comparison window: 2 MiB float32 per side
+THREADS = 2                  # threads comparing windows of one tensor
 FIRST_ITEMS = 5              # differing array items kept per metadata change
 STATUSES = ("identical", "equal", "changed", "shape-changed", "added", "removed", "error")
 
@@ -317,6 +321,16 @@ class _Acc:
         self.nonfinite += bad
         self.nonfinite_mismatch += mismatch
 
+    def merge(self, other: "_Acc") -> None:
+        self.aa += other.aa
+        self.bb += other.bb
+        self.ab += other.ab
+        self.dd += other.dd
+        self.max_abs = max(self.max_abs, other.max_abs)
+        self.n += other.n
+        self.nonfinite += other.nonfinite
+        self.nonfinite_mismatch += other.nonfinite_mismatch
+
     def metrics(self) -> dict[str, float]:
         rmse = math.sqrt(self.dd / self.n) if self.n else 0.0
         if self.dd == 0.0:
@@ -335,9 +349,32 @@ class _Acc:
 
 
 def _numeric(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> _Acc:
+    """The metric sums over every window, the windows shared out between ``THREADS``
+    threads (decoding and the compiled sums release the GIL); each thread has its own
+    readers and sums, merged at the end."""
+    windows = list(_windows(ta, tb, ta.n_elements))
+    if THREADS < 2 or len(windows) < 2:
+        return _numeric_part(ta, tb, ra, rb, cancel, windows)
+
+    def part(k: int) -> _Acc:
+        if k == 0:
+            return _numeric_part(ta, tb, ra, rb, cancel, windows[0::THREADS])
+        with RangeReader(ta.file) as ra2, RangeReader(tb.file) as rb2:  # type: ignore[arg-type]
+            return _numeric_part(ta, tb, ra2, rb2, cancel, windows[k::THREADS])
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        parts = list(pool.map(part, range(THREADS)))
+    acc = parts[0]
+    for other in parts[1:]:
+        acc.merge(other)
+    return acc
+
+
+def _numeric_part(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any,
+                  windows: list[tuple[int, int, int, int, int]]) -> _Acc:
     acc = _Acc()
     ea, eb = ta.file.endian, tb.file.endian  # type: ignore[union-attr]
-    for sa, na, sb, nb, k in _windows(ta, tb, ta.n_elements):
+    for sa, na, sb, nb, k in windows:
         if _cancelled(cancel):
             raise DiffCancelled()
         x = dequantize(ta.layout, ra.read(sa, na), k, ea, name=ta.name)
