@@ -578,9 +578,7 @@ class _Engine:
 
         def element(i: int, offsets: np.ndarray) -> tuple[KStruct, Node]:
             hit = cache.get(i)
-            if hit is None:
-                if len(cache) > 4096:
-                    cache.clear()
+            if hit is None:                  # kept: rules walk every record, often more than once
                 sub = Stream(io.base, io.size, int(offsets[i, 0]) - io.base)
                 try:
                     hit = cache[i] = self.parse_type(t, sub, obj, obj._root, f"[{i}]", f"{path}[{i}]", [], f)
