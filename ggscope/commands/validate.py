@@ -114,11 +114,12 @@ def _deep_progress(show: bool):
         yield None
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import Progress
     bar = Progress(console=Console(stderr=True), transient=True)
     task = bar.add_task("reading tensor data", total=None)
     with bar:
-        yield lambda done, total, desc: bar.update(task, completed=done, total=total, description=desc)
+        yield lambda done, total, desc: bar.update(task, completed=done, total=total, description=escape(desc))
 
 
 def _choose_format(cli: str | None, configured: str | None) -> str:

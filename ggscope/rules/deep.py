@@ -76,7 +76,8 @@ class _Progress:
             return None
         base, n = self.base, int(t.n_elements)
         self.base += n
-        desc = f"{self.label}: {t.name}"
+        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in t.name)
+        desc = f"{self.label}: {shown}"           # file-provided text: no control characters
         return lambda done, total: self.cb(base + (n * done // total if total else n), self.total, desc)
 
 

@@ -74,3 +74,30 @@ def test_deep_memory_is_bounded_by_chunks_not_tensors(tmp_path):
     assert got["rss_mib"] < 300, got
     done, total, desc = got["last"]
     assert done == total == 8192 * 16384 and desc.startswith("GG1002") and got["monotone"]
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
+    """validate --deep draws a progress bar on a terminal (file-provided names escaped)
+    and adds nothing to stderr when it is piped."""
+    import io
+    import sys
+
+    from ggscope.cli import main
+    a = np.ones(4096, np.float16)
+    a[7] = np.nan
+    p = gguf(tmp_path, tensors=[TensorSpec("w\x1b]0;t\x07[bold]", T.F16, a)])
+    assert main(["validate", "--deep", "--select", "GG1001", str(p)]) == 1
+    piped = capsys.readouterr().err
+    assert "━" not in piped and "\r" not in piped and "GG1001 non-finite" not in piped
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    main(["validate", "--deep", "--select", "GG1001", str(p)])
+    drawn = term.getvalue()
+    assert "GG1001 non-finite-values" in drawn and "\\x1b]0;t\\x07[bold]" in drawn
+    assert "\x07" not in drawn
