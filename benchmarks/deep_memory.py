@@ -8,7 +8,7 @@ written as a header plus a sparse hole (zeros), so making it costs no disk and n
 exit code are printed, then the file is deleted.  ``--tensors 10`` makes a 5 GB file
 (for measuring an old version without filling the page cache with 20 GB).
 
-    python benchmarks/deep_memory.py [--tensors 40] [--dir /tmp]
+    python benchmarks/deep_memory.py [--tensors 40] [--dir /tmp] [--ggscope DIR]
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ CHILD = """
 import resource, subprocess, sys, time
 t = time.perf_counter()
 rc = subprocess.run([sys.executable, "-m", "ggscope", "validate", "--deep", sys.argv[1]],
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=sys.argv[2]).returncode
 dt = time.perf_counter() - t
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, dt, rc)
 """
@@ -56,12 +56,14 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tensors", type=int, default=40, help="F16 tensors of 32768x8192 (default 40: 21.5 GB)")
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to make the sparse file")
+    ap.add_argument("--ggscope", default=None, help="a checkout of ggscope to run instead of this one "
+                    "(e.g. the commit before: `git archive 57d7c50 ggscope | tar -x -C DIR`)")
     args = ap.parse_args(argv)
     path = os.path.join(args.dir, f"ggscope-deepbench-{os.getpid()}.gguf")
     try:
         size = write_sparse(path, args.tensors)
-        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        out = subprocess.run([sys.executable, "-c", CHILD, path], check=True, capture_output=True,
+        env = dict(os.environ, PYTHONPATH=args.ggscope or os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        out = subprocess.run([sys.executable, "-c", CHILD, path, args.dir], check=True, capture_output=True,
                              text=True, env=env).stdout.split()
         rss_kib, secs, rc = int(out[0]), float(out[1]), int(out[2])
         print(f"validate --deep on a sparse {size / 1e9:.1f} GB GGUF ({args.tensors} F16 tensors of "

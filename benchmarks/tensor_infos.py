@@ -11,7 +11,7 @@ the tensor list; for gguf-py: ``GGUFReader`` and its ``tensors``), median of
 ``--runs``, and the process's peak RSS.  Printed: microseconds per tensor info and
 MiB, side by side, and the ratio.
 
-Run: python benchmarks/tensor_infos.py [--counts 1000,10000,100000] [--runs 3] [--ggscope DIR]
+Run: python benchmarks/tensor_infos.py [--counts 1000,10000,100000] [--runs 3] [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ print(json.dumps({"s": statistics.median(times), "n": n,
 def measure(path: Path, tool: str, runs: int, checkout: str | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=checkout or str(Path(__file__).resolve().parents[1]))
     out = subprocess.run([sys.executable, "-c", MEASURE, str(path), tool, str(runs)], check=True,
-                         capture_output=True, text=True, env=env).stdout
+                         capture_output=True, text=True, env=env, cwd=path.parent).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -82,8 +82,13 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-gguf-py", action="store_true")
     ap.add_argument("--ggscope", default=None, help="a checkout of ggscope to time instead of this one "
                     "(e.g. an older commit, from `git archive`)")
+    ap.add_argument("--baseline", default=None, help="also time this checkout of ggscope (e.g. the "
+                    "commit before issue 18: `git archive 57d7c50 ggscope | tar -x -C DIR`)")
     args = ap.parse_args(argv)
-    print(f"{'tensor infos':>12}  {'ggscope µs/info':>15} {'MiB':>6}   {'gguf-py µs/info':>15} {'MiB':>6}   ratio")
+    head = f"{'tensor infos':>12}  {'ggscope µs/info':>15} {'MiB':>6}"
+    if args.baseline:
+        head += f"   {'baseline µs/info':>16} {'MiB':>6}"
+    print(head + f"   {'gguf-py µs/info':>15} {'MiB':>6}   ratio")
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(x) for x in args.counts.split(",")):
             path = Path(tmp) / f"infos-{n}.gguf"
@@ -91,6 +96,9 @@ def main(argv=None) -> int:
             ours = measure(path, "ggscope", args.runs, args.ggscope)
             assert ours["n"] == n, ours
             line = f"{n:>12,}  {ours['s'] / n * 1e6:>15.2f} {ours['rss_mib']:>6.0f}"
+            if args.baseline:
+                base = measure(path, "ggscope", args.runs, args.baseline)
+                line += f"   {base['s'] / n * 1e6:>16.2f} {base['rss_mib']:>6.0f}"
             if not args.skip_gguf_py:
                 peer = measure(path, "gguf-py", args.runs)
                 line += (f"   {peer['s'] / n * 1e6:>15.2f} {peer['rss_mib']:>6.0f}   "

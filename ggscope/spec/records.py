@@ -136,12 +136,14 @@ class Ragged:
         return out
 
 
-class RecordArray(Sequence):
+class RecordArray:
     """The records of a scanned array: columns read in bulk, structures made on demand.
 
     ``column(id)`` is a numpy array (numbers), a ``StringArray`` (strings) or a
     ``Ragged`` (arrays of numbers), each made once from the field offsets.  Indexing
     gives record i's structure (what expressions read), made by the engine's ``make``.
+    Not a ``Sequence`` of those structures on purpose: displays that list a sequence's
+    first items would show their internals; ``str()`` is the count and the field names.
     """
 
     def __init__(self, arr: np.ndarray, offsets: np.ndarray, end: int, plan: Sequence[FieldPlan],
@@ -206,6 +208,13 @@ class RecordArray(Sequence):
         pos = np.repeat(at - firsts * f.size, counts) + np.arange(total, dtype=np.int64) * f.size
         raw = self._arr[pos[:, None] + np.arange(f.size)] if total else np.zeros((0, f.size), np.uint8)
         return Ragged(raw.view(f.dtype).reshape(total), counts)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __str__(self) -> str:
+        return f"[{len(self)}] records of {', '.join(f.id for f in self.plan)}"
 
     def __repr__(self) -> str:
         return f"RecordArray({len(self)} records of {', '.join(f.id for f in self.plan)})"
