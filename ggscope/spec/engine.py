@@ -10,7 +10,10 @@ Semantics follow Kaitai Struct, with three deliberate additions for hostile inpu
   bytes left divided by the element type's minimum size before anything is allocated;
   arrays of fixed-size numbers become numpy views on the file (no copy, no objects);
   arrays of length-prefixed strings are scanned in bulk (``scan.py``) into a lazy
-  ``StringArray``.  Zero-size elements are capped, so nothing loops without consuming.
+  ``StringArray``; arrays of records made of strings, numbers and counted number
+  arrays (GGUF tensor infos) are scanned in bulk (``records.py``) into a lazy
+  ``RecordArray`` whose element nodes are made on demand.  Zero-size elements are
+  capped, so nothing loops without consuming.
 * **Nesting is bounded** (``MAX_DEPTH``), so nested GGUF arrays cannot exhaust the stack.
 
 A switch-on over element types is resolved once per array unless it mentions ``_index``
