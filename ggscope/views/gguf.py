@@ -192,9 +192,11 @@ def _gc_paused():
 def _tensor_info_maker():
     """``TensorInfo(**fields)`` for every field given, without the frozen dataclass's
     nine ``object.__setattr__`` calls (a third of the cost per tensor at 100k tensors);
-    the plain constructor if the class ever gets slots or a ``__post_init__``."""
+    the plain constructor if the class ever gets slots, a ``__post_init__`` or fields
+    other than the ones given here."""
     names = {f.name for f in dataclasses.fields(TensorInfo)}
-    if hasattr(TensorInfo, "__slots__") or hasattr(TensorInfo, "__post_init__"):
+    if (hasattr(TensorInfo, "__slots__") or hasattr(TensorInfo, "__post_init__")
+            or names != {"name", "shape", "type", "offset", "nbytes", "layout", "type_id", "node_path", "file"}):
         return TensorInfo
     new = object.__new__
 
@@ -202,5 +204,4 @@ def _tensor_info_maker():
         ti = new(TensorInfo)
         ti.__dict__.update(kw)
         return ti
-    assert names == {"name", "shape", "type", "offset", "nbytes", "layout", "type_id", "node_path", "file"}
     return make
