@@ -107,3 +107,27 @@ def test_progress_bar_on_a_terminal_only(tmp_path, monkeypatch, capsys):
     drawn = term.getvalue()
     assert "GG1001 non-finite-values" in drawn and "\\x1b]0;t\\x07[bold]" in drawn
     assert "\x07" not in drawn
+
+
+@pytest.mark.parametrize("endian", ["little", "big"])
+def test_nonfinite_in_every_float_type_across_chunks(tmp_path, monkeypatch, endian):
+    """Counts and the first index are exact for F32, F64 and BF16 (raw), in either byte
+    order, when the values sit in later chunks of several threads; a huge finite F64 is
+    finite (no float32 rounding to Inf)."""
+    from ggscope.rules import deep
+    monkeypatch.setattr(deep, "CHUNK_ELEMS", 64)
+    f32 = np.ones(1000, np.float32)
+    f32[[700, 130, 999]] = [np.inf, np.nan, -np.inf]
+    f64 = np.full(1000, 1e300)
+    f64[513] = np.nan
+    bf = np.ones(1000, np.float32)
+    bf[[200, 201]] = [np.nan, -np.inf]
+    order = "<" if endian == "little" else ">"
+    bf16 = (bf.astype(order + "f4").view(order + "u4") >> 16).astype(order + "u2").view(np.uint8)
+    p = gguf(tmp_path, endian=endian, tensors=[TensorSpec("a", T.F32, f32), TensorSpec("b", T.F64, f64),
+                                               TensorSpec("c", T.BF16, bf16)])
+    got = {f.message.split("'")[1]: f.message for f in findings(p, deep=True, select=("GG1001",))}
+    assert set(got) == {"a", "b", "c"}
+    assert "3 NaN/Inf values, the first at element 130" in got["a"]
+    assert "1 NaN/Inf values, the first at element 513" in got["b"]
+    assert "2 NaN/Inf values, the first at element 200" in got["c"]
