@@ -16,7 +16,7 @@ import sys
 from ..config import FORMATS, ConfigError, load
 from ..errors import GGScopeError
 from ..report import findings_json, findings_text
-from .common import add_color_argument, error
+from .common import add_color_argument, error, progress_bar
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
 DESCRIPTION = """\
@@ -106,22 +106,6 @@ def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, progress
                                  chunksize=max(1, n // (jobs * 4)))]
 
 
-@contextlib.contextmanager
-def _deep_progress(show: bool):
-    """A progress bar on stderr for the rules that read tensor data (a terminal only:
-    nothing is drawn when stderr is piped), as a ``(done, total, description)`` callback."""
-    if not show:
-        yield None
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.progress import Progress
-    bar = Progress(console=Console(stderr=True), transient=True)
-    task = bar.add_task("reading tensor data", total=None)
-    with bar:
-        yield lambda done, total, desc: bar.update(task, completed=done, total=total, description=escape(desc))
-
-
 def _choose_format(cli: str | None, configured: str | None) -> str:
     if cli:
         return cli
@@ -148,7 +132,7 @@ def run(args) -> int:
         error(f"no file matches {pat}")
         status = 2
     findings = []
-    with _deep_progress(deep and sys.stderr.isatty()) as progress:
+    with (progress_bar("reading tensor data") if deep else contextlib.nullcontext()) as progress:
         checked = _check_all(files, select, ignore, deep, jobs, progress)
     for found, problem in checked:
         if problem is not None:
