@@ -16,7 +16,7 @@ the diff now (one compiled pass per chunk pair, ``ggscope.diff_sums``), the diff
 before (float64 copies and four ``einsum`` passes per chunk, the old ``_Acc.add``), and
 decoding both files' chunks alone (the floor).
 
-    python benchmarks/diff_memory.py --f16-q8 [--tensors 32] [--dir /tmp]
+    python benchmarks/diff_memory.py --f16-q8 [--tensors 32] [--dir /tmp] [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -148,11 +148,14 @@ def f16_q8(args) -> int:
         write_f16_q8(a, b, args.tensors)
         print(f"wrote F16 ({os.path.getsize(a) / 2**30:.2f} GiB) and Q8_0 ({os.path.getsize(b) / 2**30:.2f} GiB), "
               f"{args.tensors} tensors of {NE0}x{NE1}, in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-        for mode in ("now", "before", "decode-only"):
+        runs = [("now", "now", env), ("before", "before", env), ("decode-only", "decode-only", env)]
+        if args.baseline:     # the code of another checkout, as it was (one thread, numpy sums)
+            runs.append(("baseline", "now", dict(env, PYTHONPATH=args.baseline)))
+        for label, mode, run_env in runs:
             out = subprocess.run([sys.executable, "-c", TIMED, a, b, mode], check=True, capture_output=True,
-                                 text=True, env=env).stdout.split()
+                                 text=True, env=run_env, cwd=args.dir).stdout.split()
             rss, secs, n, rel = int(out[0]), float(out[1]), int(out[2]), float(out[3])
-            print(f"{mode:>12}: {secs:6.2f} s for {n / 1e6:.0f} M element pairs "
+            print(f"{label:>12}: {secs:6.2f} s for {n / 1e6:.0f} M element pairs "
                   f"({n / secs / 1e9:.2f} G pairs/s), peak RSS {rss / 1024:.0f} MiB, max rel_rmse {rel:.3g}")
     finally:
         for p in (a, b):
@@ -167,6 +170,8 @@ def main() -> int:
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the two files")
     ap.add_argument("--f16-q8", action="store_true", help="time F16 against Q8_0 (see above)")
     ap.add_argument("--tensors", type=int, default=32, help="tensors of 4096x4096 for --f16-q8 (default 32)")
+    ap.add_argument("--baseline", default=None, help="with --f16-q8, also time this checkout of ggscope "
+                    "(e.g. `git archive 57d7c50 ggscope | tar -x -C DIR`)")
     args = ap.parse_args()
     if args.f16_q8:
         return f16_q8(args)
