@@ -14,6 +14,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .errors import GGScopeError
+
 __all__ = ["main", "COMMANDS"]
 
 # name -> module in ggscope.commands, in the order --help lists them
@@ -81,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ggscope: interrupted", file=sys.stderr)
         return 130
+    except GGScopeError as exc:   # e.g. a remote read that fails while tensor data streams
+        print(f"ggscope: {exc}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0
 

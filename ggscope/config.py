@@ -99,8 +99,14 @@ def parse(table: dict, where: str = "[tool.ggscope]") -> Config:
     jobs = table.get("jobs", 1)
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ConfigError(f"{where}: jobs must be a positive integer, not {jobs!r}")
-    return Config(_codes(table.get("select", []), "select", where), _codes(table.get("ignore", []), "ignore", where),
-                  deep, fmt, jobs, where)
+    select, ignore = _codes(table.get("select", []), "select", where), _codes(table.get("ignore", []), "ignore", where)
+    from .validate import UnknownSelector, check_selectors
+    try:
+        check_selectors(select, "select")
+        check_selectors(ignore, "ignore")
+    except UnknownSelector as exc:
+        raise ConfigError(f"{where}: [tool.ggscope] {exc}") from None
+    return Config(select, ignore, deep, fmt, jobs, where)
 
 
 def load(start: str | os.PathLike | None = None) -> Config:

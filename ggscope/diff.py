@@ -12,7 +12,14 @@ Contract
   a time, in the order of ``tensor_names(a, b)``, for callers that show rows as they
   finish (the TUI's diff screen).
 * Metadata: keys only in ``b`` are *added*, only in ``a`` *removed*; a key in both is
-  *changed* when its value type or value differs.  Arrays compare item by item: the
+  *changed* when its value type or value differs.  A legacy llama.cpp file's header
+  words are compared under the GGUF keys llama.cpp's converter gave them
+  (``ggscope.summary.gguf_key``: ``ggjt.n_embd`` is ``llama.embedding_length``), so a
+  GGJT file and its GGUF conversion compare like with like; ``MetaChange.key_a`` /
+  ``key_b`` (and ``MetaEntry.source_key``) keep the names the files use.  Across two
+  formats a value type alone (the header's int32 against GGUF's uint32) is no change.
+  Their tensors pair up the same way: a legacy llama file compared with a GGUF file is
+  keyed by the GGUF tensor names (``tensors_by_name``).  Arrays compare item by item: the
   change carries both lengths, the count of differing positions (over the common
   length) and the first ``FIRST_ITEMS`` differences.
 * Tensors, in ``a``'s order then ``b``'s new ones, each one ``TensorDiff`` with a
@@ -22,7 +29,7 @@ Contract
   and no dequantizer exists: ``error`` says so), "shape-changed" (element counts differ:
   never compared numerically) or "error" (the data cannot be read).  ``changes`` names
   what else moved: "shape" (same element count, compared in ggml element order),
-  "type", "offset".
+  "type", "offset" (a tensor whose only change is its offset is shown as *moved*).
 * Numeric metrics, accumulated in float64 over positions finite in both files (one
   compiled pass per window, ``diff_sums``; the windows of a tensor shared by
   ``THREADS`` threads, so sums are reassociated: equal to numpy's to rounding):
@@ -50,11 +57,11 @@ from typing import Any
 import numpy as np
 
 from .chunked import RangeReader
-from .ggml_types import LAYOUTS
+from .ggml_types import LAYOUTS, tensor_layout
 from .modelfile import ModelFile, TensorInfo
 from .quant import dequantize
 
-__all__ = ["diff_files", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
+__all__ = ["diff_files", "tensors_by_name", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
            "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES"]
 
 CHUNK_ELEMS = 1 << 19        # elements per comparison window: 2 MiB float32 per side
@@ -80,6 +87,7 @@ class MetaEntry:
     key: str
     type: str
     value: Any
+    source_key: str = ""          # the file's own name when ``key`` is its GGUF name
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,8 @@ class MetaChange:
     len_b: int | None = None
     n_differing: int | None = None
     first: tuple[ItemDiff, ...] = ()
+    key_a: str = ""               # the files' own names when ``key`` is a legacy word's GGUF name
+    key_b: str = ""
 
     @property
     def type_changed(self) -> bool:
@@ -156,6 +166,8 @@ class DiffResult:
     metadata: MetadataDiff
     tensors: tuple[TensorDiff, ...]
     metadata_only: bool = False
+    summary_a: Any = None          # ggscope.summary.Summary of each file (what it is)
+    summary_b: Any = None
 
     @property
     def identical(self) -> bool:
@@ -235,26 +247,50 @@ def _array_change(key: str, ta: str, tb: str, va: Any, vb: Any) -> MetaChange | 
     return MetaChange(key, ta, tb, is_array=True, len_a=la, len_b=lb, n_differing=n_diff, first=first)
 
 
+def _by_gguf_key(mf: ModelFile, other_format: str) -> dict[str, str]:
+    """GGUF key -> the file's own key, for every metadata key of ``mf``.  A legacy word
+    without a GGUF key (n_mult) is named as in the other file when that is legacy too."""
+    from .summary import LEGACY_FORMATS, gguf_key, is_legacy_llama
+    arch = str(mf.metadata.get("general.architecture", "llama"))
+    llama = is_legacy_llama(mf)
+    out = {}
+    for k in mf.metadata:
+        g = gguf_key(mf.format, k, arch) if llama else k
+        if g == k and mf.format in LEGACY_FORMATS and other_format in LEGACY_FORMATS \
+                and k.startswith(mf.format + "."):
+            g = other_format + k[len(mf.format):]
+        out[g] = k
+    return out
+
+
 def diff_metadata(a: ModelFile, b: ModelFile) -> MetadataDiff:
     """Added, removed and changed keys of ``b`` relative to ``a``."""
+    ka_of, kb_of = _by_gguf_key(a, a.format), _by_gguf_key(b, a.format)
     ma, mb = a.metadata, b.metadata
     ta, tb = a.metadata_types, b.metadata_types
-    added = tuple(MetaEntry(k, tb.get(k, "?"), mb[k]) for k in mb if k not in ma)
-    removed = tuple(MetaEntry(k, ta.get(k, "?"), ma[k]) for k in ma if k not in mb)
+    cross = a.format != b.format
+
+    def own(name: str, key: str) -> str:
+        return "" if name == key else name
+    added = tuple(MetaEntry(k, tb.get(kb_of[k], "?"), mb[kb_of[k]], own(kb_of[k], k)) for k in kb_of if k not in ka_of)
+    removed = tuple(MetaEntry(k, ta.get(ka_of[k], "?"), ma[ka_of[k]], own(ka_of[k], k)) for k in ka_of
+                    if k not in kb_of)
     changed = []
-    for k in ma:
-        if k not in mb:
+    for k, name_a in ka_of.items():
+        if k not in kb_of:
             continue
-        va, vb, ka, kb = ma[k], mb[k], ta.get(k, "?"), tb.get(k, "?")
+        name_b = kb_of[k]
+        va, vb, typ_a, typ_b = ma[name_a], mb[name_b], ta.get(name_a, "?"), tb.get(name_b, "?")
+        names = {"key_a": own(name_a, k), "key_b": own(name_b, k)}
         if _is_array(va) or _is_array(vb):
             if _is_array(va) and _is_array(vb):
-                ch = _array_change(k, ka, kb, va, vb)
+                ch = _array_change(k, typ_a, typ_b, va, vb)
                 if ch is not None:
                     changed.append(ch)
             else:
-                changed.append(MetaChange(k, ka, kb, a=va, b=vb))
-        elif ka != kb or not _scalar_equal(va, vb):
-            changed.append(MetaChange(k, ka, kb, a=_py(va), b=_py(vb)))
+                changed.append(MetaChange(k, typ_a, typ_b, a=va, b=vb, **names))
+        elif (typ_a != typ_b and not cross) or not _scalar_equal(va, vb):
+            changed.append(MetaChange(k, typ_a, typ_b, a=_py(va), b=_py(vb), **names))
     return MetadataDiff(added, removed, tuple(changed))
 
 
@@ -277,9 +313,14 @@ def _cancelled(cancel: Any) -> bool:
     return bool(cancel())
 
 
+def _tensor_layout(t: TensorInfo):
+    """``t``'s block layout, known to exist (``_in_file`` checked the name)."""
+    return tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1)
+
+
 def _windows(ta: TensorInfo, tb: TensorInfo, n: int) -> Iterator[tuple[int, int, int, int, int]]:
     """(bytes_start_a, nbytes_a, bytes_start_b, nbytes_b, n_elems) windows of whole blocks."""
-    la, lb = LAYOUTS[ta.layout], LAYOUTS[tb.layout]
+    la, lb = _tensor_layout(ta), _tensor_layout(tb)
     unit = math.lcm(la.block_elems, lb.block_elems)
     step = max(unit, CHUNK_ELEMS // unit * unit)
     for e in range(0, n, step):
@@ -292,7 +333,7 @@ def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReade
     for sa, na, sb, nb, _ in _windows(ta, tb, ta.n_elements):
         if _cancelled(cancel):
             raise DiffCancelled()
-        if not np.array_equal(ra.read(sa, na), rb.read(sb, nb)):
+        if not np.array_equal(ra.read(sa, na, ta.file), rb.read(sb, nb, tb.file)):
             return False
     return True
 
@@ -353,7 +394,8 @@ def _numeric(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, c
     threads (decoding and the compiled sums release the GIL); each thread has its own
     readers and sums, merged at the end."""
     windows = list(_windows(ta, tb, ta.n_elements))
-    if THREADS < 2 or len(windows) < 2:
+    remote = ta.file.source.remote or tb.file.source.remote  # type: ignore[union-attr]
+    if THREADS < 2 or len(windows) < 2 or remote:             # a remote source: one reader at a time
         return _numeric_part(ta, tb, ra, rb, cancel, windows)
 
     def part(k: int) -> _Acc:
@@ -377,8 +419,8 @@ def _numeric_part(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeRead
     for sa, na, sb, nb, k in windows:
         if _cancelled(cancel):
             raise DiffCancelled()
-        x = dequantize(ta.layout, ra.read(sa, na), k, ea, name=ta.name)
-        y = dequantize(tb.layout, rb.read(sb, nb), k, eb, name=tb.name)
+        x = dequantize(_tensor_layout(ta), ra.read(sa, na, ta.file), k, ea, name=ta.name)
+        y = dequantize(_tensor_layout(tb), rb.read(sb, nb, tb.file), k, eb, name=tb.name)
         acc.add(x, y)
     return acc
 
@@ -425,17 +467,50 @@ def _only(t: TensorInfo, status: str) -> TensorDiff:
                       **{f"shape_{side}": tuple(t.shape), f"type_{side}": t.type, f"offset_{side}": t.offset})
 
 
+def _gguf_tensor_names() -> list[tuple["re.Pattern[str]", str]]:
+    """(legacy name pattern, GGUF name template) for llama.cpp's 2023 llama files."""
+    import re
+    from .forward.traits import LEGACY_NAMES      # the one table of those names
+    out = []
+    for gguf_name, legacy in LEGACY_NAMES["llama"].items():
+        pat = re.escape(legacy).replace(re.escape("{i}"), r"(?P<i>\d+)")
+        out.append((re.compile(pat + "$"), gguf_name))
+    return out
+
+
+def tensors_by_name(mf: ModelFile, other: ModelFile) -> dict[str, TensorInfo]:
+    """Name -> tensor (the first of a duplicated name).  A legacy llama.cpp file compared
+    with a file of another family is keyed by the GGUF names its tensors got on
+    conversion (``layers.0.attention.wq.weight`` is ``blk.0.attn_q.weight``), so the
+    tensors of a GGJT file and of its GGUF conversion pair up."""
+    from .summary import LEGACY_FORMATS, is_legacy_llama
+    by_name = first_by_name(mf.tensors)
+    if not is_legacy_llama(mf) or other.format in LEGACY_FORMATS:
+        return by_name
+    table = _gguf_tensor_names()
+    out: dict[str, TensorInfo] = {}
+    for name, t in by_name.items():
+        for pat, template in table:
+            m = pat.match(name)
+            if m:
+                name = template.replace("{i}", m.groupdict().get("i") or "")
+                break
+        out.setdefault(name, t)
+    return out
+
+
 def tensor_names(a: ModelFile, b: ModelFile) -> list[str]:
     """The order tensors are compared and reported in: A's names, then B's new ones."""
-    by_a = first_by_name(a.tensors)
-    return list(by_a) + [n for n in first_by_name(b.tensors) if n not in by_a]
+    by_a = tensors_by_name(a, b)
+    return list(by_a) + [n for n in tensors_by_name(b, a) if n not in by_a]
 
 
 def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iterator[TensorDiff]:
     """One ``TensorDiff`` per name of ``tensor_names(a, b)``, each as soon as it is done
     (the TUI fills its rows from this); ``DiffCancelled`` before a tensor if ``cancel``."""
-    by_a = first_by_name(a.tensors)
-    by_b = first_by_name(b.tensors)
+    from dataclasses import replace
+    by_a = tensors_by_name(a, b)
+    by_b = tensors_by_name(b, a)
     ra, rb = RangeReader(a), RangeReader(b)
     try:
         for name in tensor_names(a, b):
@@ -443,11 +518,12 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
                 raise DiffCancelled()
             ta, tb = by_a.get(name), by_b.get(name)
             if tb is None:
-                yield _only(ta, "removed")  # type: ignore[arg-type]
+                td = _only(ta, "removed")  # type: ignore[arg-type]
             elif ta is None:
-                yield _only(tb, "added")
+                td = _only(tb, "added")
             else:
-                yield diff_tensor(ta, tb, ra, rb, cancel)
+                td = diff_tensor(ta, tb, ra, rb, cancel)
+            yield td if td.name == name else replace(td, name=name)
     finally:
         ra.close()
         rb.close()
@@ -456,10 +532,12 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
 def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
                progress: Callable[[int, int, str], Any] | None = None, cancel: Any = None) -> DiffResult:
     """Everything that differs from ``a`` (the reference) to ``b``; see the module contract."""
+    from .summary import summarize
     header = diff_header(a, b)
     meta = diff_metadata(a, b)
+    sums = {"summary_a": summarize(a), "summary_b": summarize(b)}
     if metadata_only:
-        return DiffResult(a.path, b.path, header, meta, (), metadata_only=True)
+        return DiffResult(a.path, b.path, header, meta, (), metadata_only=True, **sums)
     names = tensor_names(a, b)
     out: list[TensorDiff] = []
     if progress is not None and names:
@@ -470,7 +548,7 @@ def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
             progress(i, len(names), names[i] if i < len(names) else "")
     if progress is not None and not names:
         progress(0, 0, "")
-    return DiffResult(a.path, b.path, header, meta, tuple(out))
+    return DiffResult(a.path, b.path, header, meta, tuple(out), **sums)
 
 
 def first_by_name(tensors: Sequence[TensorInfo]) -> dict[str, TensorInfo]:

@@ -22,9 +22,15 @@ class UnknownFormat(GGScopeError):
         self.path = path
         self.head = head
         self.known = known
-        super().__init__(
-            f"{path}: unknown format: first bytes {head[:16].hex(' ')} "
-            f"({head[:8]!r}) match none of the formats ggscope knows: {', '.join(known)}")
+        names = ", ".join(dict.fromkeys(k.split(" (")[0] for k in known))
+        if not head:
+            msg = f"{path}: unknown format: the file is empty (0 bytes); ggscope reads {names} files"
+        else:
+            text = "".join(chr(b) if 0x20 <= b < 0x7F else "." for b in head[:8])
+            msg = (f"{path}: unknown format: the first bytes, {head[:16].hex(' ')} (\"{text}\" as text), "
+                   f"match the magic of none of the formats ggscope reads ({names}); "
+                   f"`ggscope --help` lists them")
+        super().__init__(msg)
 
 
 class DamagedFile(GGScopeError):

@@ -14,7 +14,10 @@ Contract
 * ``LAYOUTS``: block layouts keyed by name.  Every current type's layout is keyed by its
   type name ("Q4_K"); historical byte layouts have their own names ("Q4_0_QNT0", ...).
   ``Layout.codec`` names the module of ``ggscope.quant`` whose ``DEQUANTIZERS`` decodes
-  it (``None``: no decoder, e.g. the repacked AArch64 layouts).
+  it (``None``: no decoder, e.g. the repacked AArch64 layouts).  ``BIT1_PACKED`` is not
+  a ggml layout: BIT1 files' sign bits, 64 per u64 word, each row padded to whole
+  words; ``tensor_layout(name, ne0)`` gives the layout of one tensor, which for such
+  row-padded layouts with a ragged last word is one block per row.
 * ``type_by_id``, ``type_by_name`` (case-insensitive, "q4_k" works), ``layout``,
   ``tensor_nbytes(type_or_layout, ne)`` and ``resolve_type(format, version, code)``
   which maps a stored type code to ``(type name, layout name)`` or raises ``ValueError``
@@ -37,7 +40,7 @@ from dataclasses import dataclass
 from typing import Iterable, Union
 
 __all__ = [
-    "GGMLType", "Layout", "TYPES", "TYPES_BY_NAME", "LAYOUTS", "QK_K",
+    "GGMLType", "Layout", "TYPES", "TYPES_BY_NAME", "LAYOUTS", "QK_K", "tensor_layout",
     "GGML_FTYPE", "GGML_FTYPE_HISTORICAL", "LLAMA_FTYPE", "RWKV_TYPES", "FORMATS",
     "type_by_id", "type_by_name", "layout", "tensor_nbytes", "resolve_type",
 ]
@@ -82,6 +85,7 @@ class Layout:
     codec: str | None
     era: str = "current"
     source: str = "ggml-types.md §2"
+    row_padded: bool = False     # rows end on a whole block (BIT1): see tensor_layout
 
 
 # --- the type table -------------------------------------------------------------------
@@ -245,6 +249,14 @@ _HISTORICAL_ROWS: tuple[tuple, ...] = (
 )
 
 
+# BIT1 sign bits (legacy-formats.md §8; the exporter's pack_bits_rows in
+# ../shared/seeds/bit1-export.txt): element j of a row is bit j % 64 of u64 word j // 64,
+# little-endian, bit 1 = +1 and bit 0 = -1; each row starts on a new word.
+BIT1_LAYOUT = Layout("BIT1_PACKED", "BIT1_PACKED", 64, 8,
+                     "0: u64 sign bits, LSB first (1 = +1, 0 = -1); rows padded to whole words",
+                     "bit1", "BIT1 exporter v18", "legacy-formats.md §8", row_padded=True)
+
+
 def _build_layouts() -> dict[str, Layout]:
     out: dict[str, Layout] = {}
     for t in TYPES:
@@ -254,7 +266,21 @@ def _build_layouts() -> dict[str, Layout]:
         out[t.name] = Layout(t.name, t.name, t.block_elems, t.block_bytes, fields, codec)
     for row in _HISTORICAL_ROWS:
         out[row[0]] = Layout(*row)
+    out[BIT1_LAYOUT.name] = BIT1_LAYOUT
     return out
+
+
+def tensor_layout(name: str, ne0: int) -> Layout | None:
+    """The layout of one tensor of layout ``name`` with rows of ``ne0`` elements: the
+    table's entry, except that a row-padded layout (BIT1) whose rows end inside a block
+    becomes one block per row (``ne0`` elements in the padded row's bytes); None for an
+    unknown name."""
+    lay = LAYOUTS.get(name)
+    if lay is None or not lay.row_padded or ne0 <= 0 or ne0 % lay.block_elems == 0:
+        return lay
+    blocks = -(-int(ne0) // lay.block_elems)
+    return Layout(lay.name, lay.type_name, int(ne0), blocks * lay.block_bytes, lay.fields,
+                  lay.codec, lay.era, lay.source, row_padded=True)
 
 
 LAYOUTS: dict[str, Layout] = _build_layouts()

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .ggml_types import LAYOUTS, Layout
+from .ggml_types import Layout, tensor_layout
 from .quant import code_values, decode_into, dequantizer
 
 if TYPE_CHECKING:
@@ -95,8 +95,12 @@ class _Chunks:
                  passes: int) -> None:
         self.t, self.lay = t, lay
         self.n_blocks = t.n_elements // lay.block_elems
-        raw = t.raw()
         need = self.n_blocks * lay.block_bytes
+        src = t.file.source if t.file is not None else None
+        # a large tensor of a remote file is fetched chunk by chunk in ``raw`` (and given back)
+        self.src = src if src is not None and src.remote and need > STREAM_BYTES else None
+        raw = (src.array[max(0, t.offset):max(0, min(t.offset + t.nbytes, src.size))]   # not fetched yet
+               if self.src is not None else t.raw())
         if raw.size != need:
             raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
                              f"the file holds {raw.size}")
@@ -132,6 +136,14 @@ class _Chunks:
 
     def raw(self, i: int) -> np.ndarray:
         part = self.blocks[i:i + self.step]
+        if self.src is not None:
+            start = self.t.offset + i * self.lay.block_bytes
+            self.src.ensure(start, start + part.nbytes)
+            buf = self.scratch("rbuf", lambda: np.empty((min(self.step, self.n_blocks), self.lay.block_bytes),
+                                                        np.uint8))[:part.shape[0]]
+            np.copyto(buf, part)
+            self.src.release(start, start + part.nbytes)
+            return buf
         if self.fd is None:
             return part
         buf = self.scratch("rbuf", lambda: np.empty((min(self.step, self.n_blocks), self.lay.block_bytes), np.uint8))
@@ -378,7 +390,8 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
     from .kernels import PIECE, bin_pairs, moments
     rows = min(ch.step, ch.n_blocks)
     # F32 in the machine's order is read in place: nothing to decode, nothing to cache
-    direct = t.layout == "F32" and byteorder == sys.byteorder and ch.fd is None and ch.blocks.flags.aligned
+    mapped = ch.fd is None and ch.src is None          # chunks are views of the map, not a reused buffer
+    direct = t.layout == "F32" and byteorder == sys.byteorder and mapped and ch.blocks.flags.aligned
     cache = (np.empty((ch.n_blocks, lay.block_elems), np.float32)
              if not direct and ch.fd is None and t.n_elements * 4 <= CACHE_BYTES else None)
     scales = _Scales(lay, byteorder, ch)
@@ -492,7 +505,7 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         raise ValueError(f"bins must be an integer in 1..{1 << 20}, not {bins!r}")
     if not isinstance(chunk_elems, int) or chunk_elems < 1:
         raise ValueError(f"chunk_elems must be a positive integer, not {chunk_elems!r}")
-    lay = LAYOUTS.get(t.layout)
+    lay = tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1)
     if lay is None:
         raise ValueError(f"tensor {t.name!r}: unknown block layout {t.layout!r}")
     byteorder = getattr(t.file, "endian", "little") if t.file is not None else "little"

@@ -14,16 +14,26 @@ module only translates GGUF metadata into a ``tokenizers.Tokenizer``:
   regexes llama.cpp picks for ``tokenizer.ggml.pre`` (``PRE_TOKENIZER_REGEXES``, copied
   from llama.cpp's ``src/llama-vocab.cpp``), applied in sequence as llama.cpp's
   ``unicode_regex_split`` does, then GPT-2's byte-to-unicode map and the merges.
+* ``tokenizer.ggml.model == "bert"`` (WordPiece): the converter stored word-initial
+  pieces with a leading "▁" and continuation pieces without their "##"; turned back,
+  they feed ``tokenizers``' WordPiece model behind llama.cpp's preprocessing (NFD
+  without combining marks, lower case, split at whitespace, punctuation, ASCII symbols and CJK characters;
+  ``llm_tokenizer_wpm_session::preprocess`` in ``src/llama-vocab.cpp``).
+* Early llama.cpp files (GGML/GGMF/GGJT) carry LLaMA's SentencePiece vocabulary as the
+  converter of the time wrote it: "▁" as a plain space, byte pieces as the raw byte
+  (ids 3..258), no token types.  It is turned back into SentencePiece pieces
+  (``_legacy_pieces``) so that the file tokenizes as llama.cpp tokenizes LLaMA today.
 * rwkv.cpp files carry no vocabulary: their tiny models are byte-level, id = byte.
 
 User-defined tokens (token_type 4) are matched in the text as whole pieces, as llama.cpp
-does even without special-token parsing; control tokens are not.  Anything else (BERT
-WordPiece, Unigram, an unknown ``pre``) raises ``TokenizerError`` saying what is
-supported.
+does even without special-token parsing; control tokens are not.  Anything else
+(Unigram, an unknown ``pre``) raises ``TokenizerError`` saying what is supported.
 
 Contract: ``load(model) -> Tokenizer``; ``Tokenizer.encode(text, add_bos=None)`` gives a
 list of ints (``add_bos=None`` follows the file's ``tokenizer.ggml.add_bos_token``),
-``decode(ids)`` gives text.
+``decode(ids)`` gives text; ``piece_bytes(id)`` is one token's text as llama.cpp's
+``token_to_piece`` (special tokens rendered) gives it, ``piece(id)`` the same as str and
+``label(id)`` a terminal-safe quoted form (``escape_text``) for listing candidates.
 """
 from __future__ import annotations
 
@@ -35,7 +45,8 @@ from .errors import GGScopeError
 if TYPE_CHECKING:
     from .modelfile import ModelFile
 
-__all__ = ["Tokenizer", "TokenizerError", "PRE_TOKENIZER_REGEXES", "load", "supported_models"]
+__all__ = ["Tokenizer", "TokenizerError", "PRE_TOKENIZER_REGEXES", "load", "supported_models",
+           "escape_text"]
 
 
 class TokenizerError(GGScopeError):
@@ -77,22 +88,103 @@ PRE_TOKENIZER_REGEXES: dict[str, tuple[str, ...]] = {
 # pre-tokenizers for which llama.cpp looks a whole pre-token up in the vocab before merging
 _IGNORE_MERGES = {"llama3", "llama-v3", "llama-bpe", "falcon3"}
 
-TOKEN_TYPE_USER_DEFINED = 4
+# llama_token_type (gguf-py TokenType): NORMAL 1, UNKNOWN 2, CONTROL 3, USER_DEFINED 4,
+# UNUSED 5, BYTE 6
+TOKEN_TYPE_NORMAL, TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_CONTROL = 1, 2, 3
+TOKEN_TYPE_USER_DEFINED, TOKEN_TYPE_BYTE = 4, 6
+SPM_SPACE = "\u2581"             # "▁"
 
 
 def supported_models() -> str:
-    return ('tokenizer.ggml.model "llama" (SentencePiece BPE) and "gpt2" (byte-level BPE; '
-            f'pre: {", ".join(sorted(PRE_TOKENIZER_REGEXES))}); rwkv.cpp files (bytes)')
+    return ('tokenizer.ggml.model "llama" (SentencePiece BPE), "bert" (WordPiece) and "gpt2" '
+            f'(byte-level BPE; pre: {", ".join(sorted(PRE_TOKENIZER_REGEXES))}); '
+            'rwkv.cpp files (bytes)')
+
+
+_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_text(raw: bytes | str) -> str:
+    """Text safe for a terminal: control, format and separator characters, lone
+    surrogates and bytes that are not UTF-8 become escapes (\\n, \\xNN, \\uNNNN);
+    backslash and double quote are escaped so that the result can be quoted."""
+    import unicodedata
+    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+    out = []
+    for c in text:
+        o = ord(c)
+        if c in _NAMED_ESCAPES:
+            out.append(_NAMED_ESCAPES[c])
+        elif 0xDC80 <= o <= 0xDCFF:                    # a byte that was not UTF-8
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):
+            out.append(f"\\x{o:02x}" if o < 0x100 else
+                       f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-to-unicode table, reversed (the pieces of byte-level BPE)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + n)] = b
+            n += 1
+    return chars
 
 
 @dataclass(frozen=True)
 class Tokenizer:
     """A ready tokenizer: ``hf`` is a ``tokenizers.Tokenizer`` or None for byte-level."""
-    kind: str                  # "llama", "gpt2" or "bytes"
+    kind: str                  # "llama", "bert", "gpt2" or "bytes"
     hf: Any
     bos_id: int | None
     add_bos: bool
     n_vocab: int
+    tokens: tuple[str, ...] = ()   # the vocabulary as the tokenizer reads it
+    types: tuple[int, ...] = ()    # llama_token_type of each token
+
+    def piece_bytes(self, tid: int) -> bytes:
+        """Token ``tid``'s text, as llama.cpp's ``token_to_piece`` with special tokens
+        rendered: control, unknown and user-defined tokens as stored; normal tokens
+        with "▁" as space (SentencePiece, WordPiece) or through GPT-2's byte table
+        (byte-level BPE); byte tokens as their byte.  b"" for an id it does not know."""
+        tid = int(tid)
+        if self.kind == "bytes" or not self.tokens:
+            return bytes([tid]) if 0 <= tid < 256 else b""
+        if not 0 <= tid < len(self.tokens):
+            return b""
+        text = self.tokens[tid]
+        ttype = self.types[tid] if tid < len(self.types) else TOKEN_TYPE_NORMAL
+        if ttype in (TOKEN_TYPE_CONTROL, TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_USER_DEFINED):
+            return text.encode("utf-8", "surrogateescape")
+        if self.kind == "gpt2":
+            if ttype != TOKEN_TYPE_NORMAL:
+                return b""
+            table = _BYTE_DECODER
+            return b"".join(bytes([table[c]]) if c in table else c.encode("utf-8", "surrogateescape")
+                            for c in text)
+        if ttype == TOKEN_TYPE_BYTE and len(text) == 6 and text.startswith("<0x"):
+            try:
+                return bytes([int(text[3:5], 16)])
+            except ValueError:
+                return b""
+        if ttype != TOKEN_TYPE_NORMAL:
+            return b""
+        return text.replace(SPM_SPACE, " ").encode("utf-8", "surrogateescape")
+
+    def piece(self, tid: int) -> str:
+        """``piece_bytes`` as text (bytes that are not UTF-8 as U+FFFD)."""
+        return self.piece_bytes(tid).decode("utf-8", "replace")
+
+    def label(self, tid: int) -> str:
+        """Token ``tid``'s text quoted and escaped for a terminal, e.g. ``" world"``."""
+        return '"' + escape_text(self.piece_bytes(tid)) + '"'
 
     def encode(self, text: str, add_bos: bool | None = None) -> list[int]:
         if self.hf is None:
@@ -108,6 +200,9 @@ class Tokenizer:
         if self.hf is None:
             return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
         return self.hf.decode(list(ids), skip_special_tokens=False)
+
+
+_BYTE_DECODER = _byte_decoder()
 
 
 def _meta_list(meta: dict, key: str) -> list:
@@ -134,6 +229,65 @@ def _spm_merges(tokens: list[str], scores: list[float], vocab: dict[str, int]) -
 
 def _user_defined(tokens: list[str], types: list[int]) -> list[str]:
     return [t for t, ty in zip(tokens, types) if ty == TOKEN_TYPE_USER_DEFINED]
+
+
+def _legacy_pieces(tokens: list[str]) -> tuple[list[str], list[int]]:
+    """An early llama.cpp vocabulary (GGML/GGMF/GGJT) as SentencePiece pieces and types.
+
+    Its converter (``convert-pth-to-ggml.py`` of 2023-03) wrote each piece's text with
+    "▁" turned into a space, ``<unk>`` as " ⁇ ", ``<s>``/``</s>`` empty and the 256
+    byte pieces (ids 3..258, right after the three specials) as the raw byte, which the
+    parser shows as that character or U+FFFD; the loader of the time mapped byte b to
+    id b + 3 (legacy-formats.md; llama-legacy/MANIFEST.md "Vocab text").  Files whose
+    ids 3..258 do not look like that keep their pieces and get only the space fix.
+    """
+    pieces = [t.replace(" ", SPM_SPACE) for t in tokens]
+    types = [TOKEN_TYPE_NORMAL] * len(tokens)
+    bytes_at_3 = len(tokens) >= 259 and all(
+        tokens[3 + b] in (chr(b), "\ufffd") for b in range(256))
+    if not bytes_at_3:
+        return pieces, types
+    for i, (name, ttype) in enumerate((("<unk>", TOKEN_TYPE_UNKNOWN), ("<s>", TOKEN_TYPE_CONTROL),
+                                       ("</s>", TOKEN_TYPE_CONTROL))):
+        pieces[i], types[i] = name, ttype
+    for b in range(256):
+        pieces[3 + b], types[3 + b] = f"<0x{b:02X}>", TOKEN_TYPE_BYTE
+    return pieces, types
+
+
+# llama.cpp's WordPiece preprocessing: a code point is its own word when it is
+# punctuation (Unicode P*), an ASCII symbol (S* below 0x7F) or a CJK ideograph
+# (llm_tokenizer_wpm_session::is_chinese_char).
+_WPM_SPLIT = (r"[\p{P}]|[\$\+<=>\^`\|~]|[\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}"
+              r"\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}\x{2B740}-\x{2B81F}"
+              r"\x{2B920}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]")
+
+
+def _build_bert(meta: dict, tokens: list[str], types: list[int]):
+    from tokenizers import Regex, Tokenizer as HF, decoders, models, normalizers, pre_tokenizers
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        if types[i] in (TOKEN_TYPE_CONTROL, TOKEN_TYPE_UNKNOWN) or (t.startswith("[") and t.endswith("]")):
+            wp = t
+        elif t.startswith(SPM_SPACE):
+            wp = t[1:]                              # word-initial piece
+        else:
+            wp = "##" + t                           # continuation piece
+        vocab.setdefault(wp, i)
+    unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))
+    unk_piece = tokens[unk] if 0 <= unk < len(tokens) else "[UNK]"
+    hf = HF(models.WordPiece(vocab=vocab, unk_token=unk_piece, continuing_subword_prefix="##",
+                             max_input_chars_per_word=1 << 30))
+    # llama.cpp: NFD, drop NUL / U+FFFD / control characters and the combining marks
+    # NFD split off (its vectors: "Führer" -> "fu", "##hrer"), lower case
+    hf.normalizer = normalizers.Sequence([
+        normalizers.NFD(), normalizers.Replace(Regex(r"[\x00\x{FFFD}\p{Cc}\p{Cf}]"), ""),
+        normalizers.StripAccents(), normalizers.Lowercase()])
+    hf.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Split(Regex(_WPM_SPLIT), behavior="isolated")])
+    hf.decoder = decoders.WordPiece(prefix="##")
+    return hf
 
 
 def _build_llama(meta: dict, tokens: list[str], types: list[int]):
@@ -192,12 +346,15 @@ def load(model: "ModelFile") -> Tokenizer:
         return Tokenizer("bytes", None, None, False, 256)
     tokens = [str(t) for t in _meta_list(meta, "tokenizer.ggml.tokens")]
     kind = meta.get("tokenizer.ggml.model")
-    if kind is None and tokens and model.format in ("ggml", "ggmf", "ggjt"):
+    legacy = kind is None and bool(tokens) and model.format in ("ggml", "ggmf", "ggjt")
+    if legacy:
         kind = "llama" if "tokenizer.ggml.scores" in meta else "bytes-vocab"
     if not tokens:
         raise TokenizerError(f"{model.path}: the file has no vocabulary "
                              f"(tokenizer.ggml.tokens); pass token ids with --tokens")
     types = [int(t) for t in _meta_list(meta, "tokenizer.ggml.token_type")] or [1] * len(tokens)
+    if legacy and kind == "llama":
+        tokens, types = _legacy_pieces(tokens)
     bos = meta.get("tokenizer.ggml.bos_token_id")
     bos = int(bos) if bos is not None else None
     try:
@@ -209,6 +366,11 @@ def load(model: "ModelFile") -> Tokenizer:
         elif kind == "gpt2":
             hf = _build_gpt2(meta, tokens, types, model.path)
             add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
+        elif kind == "bert":
+            hf = _build_bert(meta, tokens, types)
+            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
+            if bos is None and meta.get("tokenizer.ggml.cls_token_id") is not None:
+                bos = int(meta["tokenizer.ggml.cls_token_id"])    # llama.cpp: BERT's BOS is [CLS]
         elif kind == "bytes-vocab" and len(tokens) == 256:
             return Tokenizer("bytes", None, None, False, 256)
         else:
@@ -222,4 +384,4 @@ def load(model: "ModelFile") -> Tokenizer:
         if isinstance(exc, TokenizerError):
             raise
         raise TokenizerError(f"{model.path}: cannot build the tokenizer: {exc}") from None
-    return Tokenizer(str(kind), hf, bos, add_bos, len(tokens))
+    return Tokenizer(str(kind), hf, bos, add_bos, len(tokens), tuple(tokens), tuple(types))

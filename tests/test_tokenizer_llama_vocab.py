@@ -3,8 +3,8 @@
 Oracle: ../shared/fixtures/llama-vocab (MANIFEST.md there): for each real vocabulary
 ``ggml-vocab-<name>.gguf``, llama.cpp's ``.inp`` texts (separated by lines
 ``__ggml_vocab_test__``) and the ids llama.cpp's tokenizer produced, one line per text
-in ``.out`` (no BOS).  Every pair with an ``.inp``/``.out`` is a case; the five the
-issue names must pass; a vocabulary ggscope does not support is an xfail naming why.
+in ``.out`` (no BOS).  Every pair with an ``.inp``/``.out`` is a case and must pass;
+the ones the issues name are required in the reproduced count.
 ``test_report_reproduced_count`` prints how many vocabularies are reproduced exactly.
 """
 from __future__ import annotations
@@ -17,9 +17,7 @@ import ggscope
 from ggscope.tokenizer import TokenizerError, load
 
 VOCAB = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "llama-vocab"
-REQUIRED = {"llama-spm", "gpt-2", "falcon", "starcoder", "deepseek-coder"}
-# vocabularies ggscope does not tokenize, with the reason
-UNSUPPORTED = {"bert-bge": "WordPiece (tokenizer.ggml.model 'bert') is not supported"}
+REQUIRED = {"llama-spm", "gpt-2", "falcon", "starcoder", "deepseek-coder", "bert-bge"}
 SEP = "\n__ggml_vocab_test__\n"
 
 
@@ -51,17 +49,13 @@ def mismatches(name: str) -> list[tuple[str, list[int], list[int]]]:
 
 @pytest.mark.parametrize("name", _names())
 def test_llama_cpp_vectors(name, shared_fixtures):
-    if name in UNSUPPORTED:
-        with pytest.raises(TokenizerError):
-            load(ggscope.open(VOCAB / f"ggml-vocab-{name}.gguf"))
-        pytest.xfail(UNSUPPORTED[name])
     bad = mismatches(name)
     assert not bad, f"{len(bad)} texts differ from llama.cpp, first: {bad[0]!r}"
 
 
 def test_report_reproduced_count(shared_fixtures, capsys):
     names = _names()
-    exact = [n for n in names if n not in UNSUPPORTED and not mismatches(n)]
+    exact = [n for n in names if not mismatches(n)]
     with capsys.disabled():
         print(f"\nllama-vocab: ggscope reproduces {len(exact)} of {len(names)} vocabularies "
               f"exactly: {', '.join(exact)}")

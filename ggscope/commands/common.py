@@ -9,10 +9,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import GGScopeError, UnknownFormat, UnreadableFile
-from ..modelfile import ModelFile
+
+if TYPE_CHECKING:
+    from ..modelfile import ModelFile
 
 __all__ = ["open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
 
@@ -24,16 +26,19 @@ def error(msg: str) -> None:
 def damage_message(mf: ModelFile) -> str:
     d = mf.damage
     assert d is not None
-    return (f"{mf.path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
-            f"in field {d.path or '/'}: {d.error}. Everything before that offset parsed; "
-            f"run `ggscope validate {mf.path}` for every finding.")
+    from ..report.escape import escape_text
+    path = escape_text(mf.path)
+    return (f"{path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
+            f"in field {escape_text(d.path) or '/'}: {escape_text(d.error)}. Everything before that offset "
+            f"parsed; run `ggscope validate {path}` for every finding.")
 
 
 def open_or_report(path: str, *, allow_damage: bool = False) -> ModelFile | None:
-    """Open ``path``; on failure print one paragraph and return None."""
-    import ggscope
+    """Open ``path`` (a shard opens its whole split model); on failure print one paragraph
+    and return None."""
+    from ..split import open_model
     try:
-        mf = ggscope.open(path)
+        mf = open_model(path)
     except UnreadableFile as exc:
         error(f"cannot read {exc}")
         return None

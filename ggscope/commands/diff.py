@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..diff import DiffCancelled, diff_files
 from ..errors import GGScopeError
-from ..report import diff as render
 from .common import add_color_argument, console, error, open_or_report, progress_bar, use_rich
 
 HELP = "compare two model files: metadata, tensor set, and numeric error per tensor"
@@ -34,8 +32,8 @@ next-token distributions P_A and P_B after every prefix: KL(P_A || P_B) in nats 
 equal, never negative: how far B's predictions drift from A's; the quantity
 llama.cpp's `llama-perplexity --kl-divergence` reports) and top-1 agreement (the
 fraction of positions where both files' most likely next token is the same).  This
-loads both files' weights as float32 in memory.  Supported architectures: llama, qwen2, gpt2 and
-RWKV v4-v7; any other is reported (exit 2).  With --metadata-only the per-tensor
+loads both files' weights as float32 in memory.  Supported architectures: those of
+`ggscope run` (llama, qwen2/3, gemma2/3, phi3, deepseek2 ...); any other is reported (exit 2).  With --metadata-only the per-tensor
 comparison is skipped and only metadata and logits are compared."""
 EPILOG = """\
 examples:
@@ -91,10 +89,17 @@ def _logits(args, a, b):
         ids, notes = tokens_for(a, b, args.logits)
     else:
         ids, notes = parse_ids(args.logits_tokens, "--logits-tokens"), ()
-    return compare_logits(a, b, ids, notes=notes)
+    result = compare_logits(a, b, ids, notes=notes)
+    from ..tokenizer import TokenizerError, load as load_tokenizer
+    try:
+        return result.with_pieces(load_tokenizer(a).piece_bytes)    # candidates as text
+    except TokenizerError:
+        return result
 
 
 def run(args) -> int:
+    from ..diff import DiffCancelled, diff_files     # numpy and the spec engine: only now
+    from ..report import diff as render
     a = open_or_report(args.a)
     if a is None:
         return 2

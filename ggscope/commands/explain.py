@@ -10,13 +10,13 @@ from __future__ import annotations
 import difflib
 import sys
 
-from ..rules import REDIRECTS, RULES, by_code
 from .common import error
 
 HELP = "show one rule's full explanation"
 DESCRIPTION = """\
 Print one rule's code, name, severity, family and its full explanation: what it
-checks, why it matters, an example file that triggers it, and the spec reference."""
+checks, why it matters, an example file that triggers it, the reference, and its
+source: the reader or writer behaviour the rule mirrors."""
 EPILOG = """\
 examples:
   ggscope explain GG101
@@ -34,11 +34,13 @@ def render(rule) -> str:
     deep = "; runs only with validate --deep" if rule.needs_tensor_data else ""
     head = f"{rule.code} {rule.name}"
     return (f"{head}\n{'=' * len(head)}\n"
-            f"severity: {rule.severity.value}; family: {rule.family}; formats: {', '.join(rule.formats)}{deep}\n\n"
+            f"severity: {rule.severity.value}; family: {rule.family}; formats: {', '.join(rule.formats)}{deep}\n"
+            f"source: {rule.source_text()}\n\n"
             f"{rule.summary}\n\n{rule.explanation()}\n")
 
 
 def suggestions(query: str) -> list[str]:
+    from ..rules import RULES
     q = query.strip()
     pool = {r.code: r for r in RULES} | {r.name: r for r in RULES}
     hits = difflib.get_close_matches(q.upper(), [r.code for r in RULES], n=3, cutoff=0.6)
@@ -52,6 +54,7 @@ def suggestions(query: str) -> list[str]:
 
 
 def run(args) -> int:
+    from ..rules import REDIRECTS, by_code
     rule = by_code(args.rule.strip())
     if rule is None:
         close = suggestions(args.rule)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import sys
 
-from ..report import info as render
 from .common import add_color_argument, console, open_or_report, use_rich
 
 HELP = "show a file's header, metadata and tensor table"
@@ -30,6 +29,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    from ..report import info as render
     mf = open_or_report(args.file)
     if mf is None:
         return 2

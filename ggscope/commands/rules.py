@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import sys
 
-from ..rules import FAMILIES
 from .common import error
 
 HELP = "list the validator's rules: code, name, severity, family, summary"
 DESCRIPTION = """\
 List every rule `ggscope validate` knows: its stable code, its name (both work in
---select/--ignore and in `ggscope explain`), default severity, family and a one-line
-summary.  Rules marked deep read tensor data and run only with `validate --deep`."""
+--select/--ignore and in `ggscope explain`), default severity, family, a one-line
+summary and its source - the reader or writer behaviour it mirrors (ggml's gguf.cpp,
+llama.cpp's model loader, gguf-py, the spec).  Rules marked deep read tensor data and
+run only with `validate --deep`."""
 EPILOG = """\
 examples:
   ggscope rules
@@ -24,31 +25,33 @@ examples:
   ggscope rules --json | jq -r '.[] | select(.severity == "error") | .code'
   ggscope explain GG101
 
-JSON: one array of {"code", "name", "severity", "family", "summary", "formats",
-"deep"}.
+JSON: one array of {"code", "name", "severity", "family", "summary", "source",
+"formats", "deep"}.
 exit status: 0 ok, 2 unknown family."""
 
-COLUMNS = ("code", "name", "severity", "family", "summary")
+COLUMNS = ("code", "name", "severity", "family", "summary", "source")
 
 
 def add_arguments(p) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON array of rules")
-    p.add_argument("--family", metavar="F", help=f"only this family ({', '.join(FAMILIES)})")
+    p.add_argument("--family", metavar="F", help="only this family (the family column of `ggscope rules`)")
 
 
 def as_json(rule) -> dict:
     return {"code": rule.code, "name": rule.name, "severity": rule.severity.value, "family": rule.family,
-            "summary": rule.summary, "formats": list(rule.formats), "deep": bool(rule.needs_tensor_data)}
+            "summary": rule.summary, "source": rule.source_text(), "formats": list(rule.formats),
+            "deep": bool(rule.needs_tensor_data)}
 
 
 def table(rules) -> str:
     rows = [COLUMNS] + [(r.code, r.name + (" (deep)" if r.needs_tensor_data else ""), r.severity.value,
-                         r.family, r.summary) for r in rules]
+                         r.family, r.summary, r.source_text()) for r in rules]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS) - 1)]
     return "".join("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[-1] + "\n" for row in rows)
 
 
 def run(args) -> int:
+    from ..rules import FAMILIES
     from ..report.rules_doc import ordered
     rules = ordered()
     if args.family:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from ..errors import GGScopeError
 from .common import error, open_or_report
 
@@ -22,8 +20,10 @@ Run the numpy reference forward pass of a model file on a prompt and print the
 next-token distribution after its last token (top-k ids, logits, probabilities).
 The prompt is tokenized with the file's own vocabulary (SentencePiece or byte-level
 BPE from the GGUF metadata; bytes for rwkv.cpp files); --tokens passes ids directly.
-Supported architectures: llama, qwen2, gpt2 (GGUF and early ggml files) and RWKV v4-v7
-(rwkv.cpp files); any other architecture is reported, not guessed."""
+Supported architectures: llama, qwen2, qwen3, qwen3moe, gemma2, gemma3, phi3,
+starcoder2, deepseek2 and gpt2 (GGUF; llama and gpt2 also early ggml files), mamba
+(GGUF), RWKV v4-v7 (rwkv.cpp files) and RWKV v6/v7 (GGUF); any other architecture is
+reported, not guessed.  Candidates are listed with their text, escaped."""
 EPILOG = """\
 examples:
   ggscope run model.gguf --prompt "Hello"
@@ -33,7 +33,8 @@ examples:
   ggscope run model.gguf --prompt "Hello" --check      # logits finite? entropy?
 
 JSON: one object {"architecture", "tokens": [ids fed], "logits": [n_vocab floats after
-the last token], "top": [{"id", "token", "logit", "prob"}], "generated": [ids] (with
+the last token], "top": [{"id", "token" (its text as llama.cpp's token_to_piece gives
+it; null without a vocabulary), "logit", "prob"}], "generated": [ids] (with
 --generate), "check": {"finite", "n_nonfinite", "entropy_nats", "max_entropy_nats", "top1"} (with
 --check; entropy of the next-token distribution in nats, log(n_vocab) = uniform)}.
 exit status: 0 ok, 1 --check found non-finite logits, 2 unreadable file, unsupported
@@ -61,13 +62,23 @@ def parse_ids(text: str, option: str = "--tokens") -> list[int]:
         raise GGScopeError(f"{option} wants integers separated by commas or spaces: {exc}") from None
 
 
-def _piece(pieces: list[str] | None, tid: int) -> str:
-    return pieces[tid] if pieces is not None and 0 <= tid < len(pieces) else ""
+def _labeller(mf, tok):
+    """The tokenizer that names candidates: the prompt's, else the file's own if it has
+    one (--tokens); None when the file has no vocabulary ggscope can read."""
+    if tok is not None:
+        return tok
+    from ..tokenizer import TokenizerError, load as load_tokenizer
+    try:
+        return load_tokenizer(mf)
+    except TokenizerError:
+        return None
 
 
 def _run(args) -> int:
+    import numpy as np
     from .. import forward as F
     from ..forward.logits import check_logits, log_softmax
+    from ..tokenizer import escape_text
     mf = open_or_report(args.file)
     if mf is None:
         return 2
@@ -81,16 +92,14 @@ def _run(args) -> int:
         ids = parse_ids(args.tokens)
     weights = module.load(mf)
     logits, state = module.forward(weights, ids)
-    raw = mf.metadata.get("tokenizer.ggml.tokens")
-    pieces = [str(p) for p in raw.tolist()] if hasattr(raw, "tolist") else (
-        [str(p) for p in raw] if raw is not None else None)
+    names = _labeller(mf, tok)
     sanity = check_logits(logits, arch=F.architecture(mf), tokens=ids)
     finite = sanity.finite
     probs = np.exp(log_softmax(logits)) if finite else np.full(logits.shape, np.nan)
     k = max(0, min(args.top_k, logits.size))
     order = np.argsort(-np.nan_to_num(logits, nan=-np.inf), kind="stable")[:k]
-    top = [{"id": int(i), "token": _piece(pieces, int(i)), "logit": float(logits[i]),
-            "prob": float(probs[i])} for i in order]
+    top = [{"id": int(i), "token": names.piece(int(i)) if names is not None else None,
+            "logit": float(logits[i]), "prob": float(probs[i])} for i in order]
     generated: list[int] = []
     last = logits
     for _ in range(max(0, args.generate)):
@@ -109,18 +118,20 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        json.dump(out, sys.stdout, ensure_ascii=False, allow_nan=False)
+        from ..report.jsonable import jsonable
+        json.dump(jsonable(out), sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:
         w = sys.stdout.write
         w(f"architecture: {out['architecture']}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
         w("rank  id        logit      prob  token\n")
         for r, t in enumerate(top, 1):
-            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  {t['token']!r}\n")
+            text = names.label(t["id"]) if names is not None else "(no vocabulary)"
+            w(f"{r:>4}  {t['id']:<8} {t['logit']:>9.4f} {t['prob']:>9.5f}  {text}\n")
         if args.generate:
             w(f"generated: {' '.join(map(str, generated))}\n")
             if tok is not None:
-                w(f"generated text: {out['generated_text']!r}\n")
+                w(f"generated text: \"{escape_text(out['generated_text'])}\"\n")
         if args.check:
             c = out["check"]
             w(f"check: logits {'finite' if finite else 'NOT finite'} "

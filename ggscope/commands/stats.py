@@ -11,9 +11,13 @@ import fnmatch
 import json
 import sys
 
-from ..report import stats as render
-from ..stats import DEFAULT_BINS, tensor_stats
+from ..report.escape import escape_text
 from .common import add_color_argument, console, error, open_or_report, use_rich
+
+
+def _markup_escape(text: str) -> str:
+    from rich.markup import escape
+    return escape(text)
 
 HELP = "per-tensor statistics: min, max, mean, std, zeros, NaN/Inf, histogram, block scales"
 DESCRIPTION = """\
@@ -42,7 +46,7 @@ def add_arguments(p) -> None:
     p.add_argument("file", help="model file (GGUF, GGML/GGMF/GGJT, rwkv.cpp, chatglm.cpp, BIT1)")
     p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--bins", type=int, default=DEFAULT_BINS, help=f"histogram bins (default {DEFAULT_BINS})")
+    p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64)")
     p.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
     add_color_argument(p)
 
@@ -63,6 +67,10 @@ def _select(mf, patterns: list[str]):
 
 
 def run(args) -> int:
+    from ..report import stats as render
+    from ..stats import DEFAULT_BINS, tensor_stats
+    if args.bins is None:
+        args.bins = DEFAULT_BINS
     if not 1 <= args.bins <= 1 << 20:
         error(f"--bins must be between 1 and {1 << 20}")
         return 2
@@ -83,13 +91,16 @@ def run(args) -> int:
         progress.start()
     try:
         for t in chosen:
-            task = progress.add_task(t.name, total=2 * max(t.n_elements, 1)) if progress else None
+            task = progress.add_task(_markup_escape(escape_text(t.name)), total=2 * max(t.n_elements, 1)) \
+                if progress else None
             cb = (lambda done, total, task=task: progress.update(task, completed=done, total=total)) \
                 if progress else None
             try:
                 results.append(tensor_stats(t, bins=args.bins, threads=args.threads, progress=cb))
             except (ValueError, NotImplementedError) as exc:
                 errors.append((t.name, str(exc)))
+            if t.file is not None:          # a remote file's fetched pages go back after each tensor
+                t.file.source.release(t.offset, t.offset + t.nbytes)
             if progress:
                 progress.remove_task(task)
     finally:
@@ -102,7 +113,8 @@ def run(args) -> int:
         con = console(args)
         con.print(render.rich_table(results))
         for name, msg in errors:
-            con.print(f"[red]{name}[/]: {msg}")
+            from rich.text import Text
+            con.print(Text.assemble((escape_text(name), "red"), ": ", escape_text(msg)))
     else:
         sys.stdout.write(render.plain(results, errors) + "\n")
     return 1 if errors else 0

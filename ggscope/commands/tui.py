@@ -2,13 +2,15 @@
 
 With no FILE the bundled example model opens.  A damaged file still opens (the tree
 shows the error node, the findings pane lists it); a file that cannot be read or is
-no ggml-family format prints one paragraph on stderr and exits 2.
+no ggml-family format prints one paragraph on stderr and exits 2 -- checked from its
+first bytes before the window opens, so the window never flashes for a wrong path.
+The file itself is parsed inside the app, after the window is up.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
-from .common import open_or_report
+from .common import error
 
 HELP = "browse a file interactively (the default when the first argument is a file)"
 DESCRIPTION = """\
@@ -20,9 +22,10 @@ examples:
   ggscope model.gguf            same as `ggscope tui model.gguf`
   ggscope                       open the bundled example (a tiny llama, Q8_0)
 
-keys: 1-4 switch panes, g go to offset, / search (key, tensor, text or x:47 47),
-n next match, c copy the value, s / x start / cancel statistics, home / end first /
-last byte, + / - pane width, z zoom the focused pane, q quit.  Mouse works too.
+keys: 1-5 switch panes (overview, metadata, tensors, findings, structure),
+g go to offset, / search (key, tensor, text or x:47 47), n next match, c copy the
+value, [ / ] page through a long value, s / x start / cancel statistics, home / end
+first / last byte, + / - pane width, z zoom the focused pane, q quit.  Mouse works too.
 exit status: 0 ok, 2 unreadable or unknown file."""
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
@@ -33,9 +36,31 @@ def add_arguments(p) -> None:
                    help=f"model file (default: the bundled example {EXAMPLE.name})")
 
 
+def _refusal(path: str) -> str | None:
+    """Why ``path`` cannot be shown (unreadable, or no known format), from its head."""
+    import os
+    if "://" in path:             # not a local file: the app's loader opens it (or says why not)
+        return None
+    from ..detect import detect, known_formats
+    from ..errors import UnknownFormat
+    try:
+        with open(path, "rb") as fh:       # read-only, like ByteSource; no numpy before the window
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(4096)
+    except IsADirectoryError:
+        return f"cannot read {path}: is a directory"
+    except OSError as exc:
+        return f"cannot read {path}: {exc.strerror or exc}"
+    if detect(head, size) is None:
+        return str(UnknownFormat(path, head, known_formats()))
+    return None
+
+
 def run(args) -> int:
-    mf = open_or_report(args.file or str(EXAMPLE), allow_damage=True)
-    if mf is None:
+    path = args.file or str(EXAMPLE)
+    why = _refusal(path)
+    if why is not None:
+        error(why)
         return 2
     from ..tui.run import run_app
-    return run_app(mf)
+    return run_app(path)

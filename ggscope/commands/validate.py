@@ -15,7 +15,6 @@ import sys
 
 from ..config import FORMATS, ConfigError, load
 from ..errors import GGScopeError
-from ..report import findings_json, findings_text
 from .common import add_color_argument, error, progress_bar
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
@@ -31,6 +30,9 @@ examples:
   ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
+  ggscope validate https://host/model.gguf hf://OWNER/REPO/model-Q4_K_M.gguf@main
+  ggscope validate --scheduler local --jobs 8 --from-list urls.txt      Dask LocalCluster
+  ggscope validate --scheduler tcp://scheduler:8786 --from-list urls.txt
 
 text: one line per finding, `file:start: severity CODE [name] message (path)`.
 json: one array of {"code", "severity", "file", "message", "path", "start", "end"}.
@@ -53,7 +55,13 @@ def _positive(s: str) -> int:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("files", nargs="+", metavar="FILE", help="model files or glob patterns (** recurses)")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="model files, glob patterns (** recurses), http(s):// or hf:// URLs")
+    p.add_argument("--from-list", metavar="LIST", default=None,
+                   help="also check the paths or URLs in LIST, one a line ('#' comments; - reads stdin)")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="check on a Dask distributed cluster at ADDRESS, or 'local' for a LocalCluster of "
+                        "--jobs workers (needs ggscope[dask])")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="output format (default text; github inside GitHub Actions)")
     p.add_argument("--select", default=None, help="comma-separated codes, code prefixes, names or families to run")
@@ -82,9 +90,16 @@ def _split(s: str) -> list[str]:
 
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
+    from ..remote import is_remote
+    from ..source import check_regular_file
     from ..validate import validate_file
-    if not os.path.isfile(path):
-        return None, f"cannot read {path}: no such file"
+    if not is_remote(path):
+        try:
+            check_regular_file(path)        # a FIFO or device must not block the gate
+        except GGScopeError as exc:
+            hint = (f" (to check the files in it, give a glob: '{os.path.join(path, '**', '*.gguf')}')"
+                    if os.path.isdir(path) else "")
+            return None, f"cannot read {exc}{hint}"
     try:
         return validate_file(path, select=select, ignore=ignore, deep=deep,
                              options={"progress": progress} if progress else None), None
@@ -92,7 +107,21 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
         return None, str(exc)
 
 
-def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, progress=None):
+def _read_list(name: str) -> list[str]:
+    if name == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        with open(name, encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    return [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
+
+
+def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
+               progress=None):
+    if scheduler:
+        from ..cluster import check_on_cluster, stderr_progress
+        return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
+                                jobs=max(jobs, 1), progress=stderr_progress())
     if jobs <= 1 or len(files) <= 1:
         return [_check_one(f, select, ignore, deep, progress) for f in files]
     from concurrent.futures import ProcessPoolExecutor
@@ -115,6 +144,7 @@ def _choose_format(cli: str | None, configured: str | None) -> str:
 
 
 def run(args) -> int:
+    from ..report import findings_json, findings_text
     try:
         cfg = load()
     except ConfigError as exc:
@@ -125,20 +155,45 @@ def run(args) -> int:
     deep = cfg.deep if args.deep is None else args.deep
     jobs = args.jobs or cfg.jobs
     fmt = _choose_format(args.format, cfg.format)
+    from ..validate import UnknownSelector, check_selectors
+    try:
+        check_selectors(select, "--select" if args.select is not None else f"{cfg.source}: select")
+        check_selectors(ignore, "--ignore" if args.ignore is not None else f"{cfg.source}: ignore")
+    except UnknownSelector as exc:
+        error(str(exc))
+        return 2
 
+    listed = []
+    if args.from_list:
+        try:
+            listed = _read_list(args.from_list)
+        except (OSError, UnicodeDecodeError) as exc:
+            error(f"cannot read the list {args.from_list}: {exc}")
+            return 2
+    if not args.files and not listed:
+        error("no files to check: give FILE arguments or --from-list")
+        return 2
     files, missing = _expand(args.files)
+    files += listed
     status = 0
     for pat in missing:
         error(f"no file matches {pat}")
         status = 2
     findings = []
-    with (progress_bar("reading tensor data") if deep else contextlib.nullcontext()) as progress:
-        checked = _check_all(files, select, ignore, deep, jobs, progress)
-    for found, problem in checked:
+    checked = 0
+    try:
+        with (progress_bar("reading tensor data") if deep and not args.scheduler else contextlib.nullcontext()) \
+                as progress:
+            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress)
+    except GGScopeError as exc:
+        error(str(exc))
+        return 2
+    for found, problem in results:
         if problem is not None:
             error(problem)
             status = 2
         else:
+            checked += 1
             findings.extend(found)
 
     if fmt == "json":
@@ -149,12 +204,12 @@ def run(args) -> int:
     elif fmt == "github":
         from ..report import github
         sys.stdout.write(github.render(findings))
-        print(findings_text.summary(findings, len(files)), file=sys.stderr)
+        print(findings_text.summary(findings, checked), file=sys.stderr)
     else:
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
                                             and not os.environ.get("NO_COLOR"))
         sys.stdout.write(findings_text.render(findings, colour))
-        print(findings_text.summary(findings, len(files)), file=sys.stderr)
+        print(findings_text.summary(findings, checked), file=sys.stderr)
     if status:
         return status
     return 1 if any(f.severity.value == "error" for f in findings) else 0

@@ -1,8 +1,10 @@
 """Reference forward passes: which architectures ggscope can run, and how weights load.
 
 Why: ``ggscope run`` sanity-checks what a file *computes*, not only how it is laid
-out.  Each supported architecture is one small numpy module (``rwkv4.py`` ...) with
-the same two functions::
+out.  Every transformer decoder (llama, qwen2/3, gemma2/3, phi3, starcoder2, deepseek2,
+gpt2 ...) runs through one engine, ``decoder.py``, whose per-architecture differences
+are a table of traits; the recurrent families keep a module each (``rwkv4.py`` ...).
+Every module has the same two functions::
 
     load(model: ModelFile) -> Weights          # name + shape checked, float32
     forward(weights, tokens, state=None) -> (logits_last[n_vocab] float32, state)
@@ -50,12 +52,23 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("rwkv4", "rwkv4", ("rwkv.cpp",), "RWKV v4 (rwkv.cpp file)"),
     Architecture("rwkv5.1", "rwkv5", ("rwkv.cpp",), "RWKV v5.1 (rwkv.cpp file)"),
     Architecture("rwkv5.2", "rwkv5", ("rwkv.cpp",), "RWKV v5.2 (rwkv.cpp file)"),
-    Architecture("rwkv6", "rwkv6", ("rwkv.cpp",), "RWKV v6 'Finch' (rwkv.cpp file)"),
-    Architecture("rwkv7", "rwkv7", ("rwkv.cpp",), "RWKV v7 'Goose' (rwkv.cpp file)"),
-    Architecture("llama", "llama", ("gguf", "ggml", "ggmf", "ggjt"),
-                 "LLaMA-family: GQA, RMSNorm, rotary, SwiGLU (GGUF; early llama.cpp files)"),
-    Architecture("qwen2", "llama", ("gguf",), "Qwen2: llama with q/k/v biases, NeoX rotary"),
-    Architecture("gpt2", "gpt2", ("gguf", "ggml"), "GPT-2 (GGUF; ggml gpt-2 example files)"),
+    Architecture("rwkv6", "rwkv6", ("rwkv.cpp", "gguf"), "RWKV v6 'Finch' (rwkv.cpp or GGUF file)"),
+    Architecture("rwkv7", "rwkv7", ("rwkv.cpp", "gguf"), "RWKV v7 'Goose' (rwkv.cpp or GGUF file)"),
+    Architecture("mamba", "mamba", ("gguf",), "Mamba: selective state-space scan (GGUF)"),
+    Architecture("llama", "decoder", ("gguf", "ggml", "ggmf", "ggjt"),
+                 "LLaMA-family: GQA, RMSNorm, rotary, SwiGLU, Mixtral-style experts (GGUF; early llama.cpp files)"),
+    Architecture("qwen2", "decoder", ("gguf",), "Qwen2: llama with q/k/v biases, NeoX rotary"),
+    Architecture("qwen3", "decoder", ("gguf",), "Qwen3: per-head q/k RMSNorm, NeoX rotary"),
+    Architecture("qwen3moe", "decoder", ("gguf",), "Qwen3-MoE: qwen3 with softmax top-k experts"),
+    Architecture("gemma2", "decoder", ("gguf",),
+                 "Gemma 2: sandwich norms, soft-capping, alternating sliding window, GELU"),
+    Architecture("gemma3", "decoder", ("gguf",),
+                 "Gemma 3: q/k norms, 5:1 sliding window with its own rotary base"),
+    Architecture("phi3", "decoder", ("gguf",), "Phi-3: fused QKV and gate/up, NeoX rotary"),
+    Architecture("starcoder2", "decoder", ("gguf",), "StarCoder2: LayerNorm, biases, GELU MLP"),
+    Architecture("deepseek2", "decoder", ("gguf",),
+                 "DeepSeek-V2/V3: latent attention, sigmoid/softmax routing, shared experts"),
+    Architecture("gpt2", "decoder", ("gguf", "ggml"), "GPT-2 (GGUF; ggml gpt-2 example files)"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 
@@ -158,7 +171,8 @@ class WeightMapper:
     ``take(name, shape)`` wants ``shape`` in numpy order (ggml's ``ne`` reversed) and
     accepts a stored tensor whose dimensions equal it once size-1 axes are dropped
     (converters disagree on those: rwkv.cpp writes v7 ``w0`` as ne [C, 1, 1]).  The
-    array comes back as a float32 copy (it outlives the file) of exactly ``shape``.
+    array comes back as the one float32 array the decoder filled (it outlives the file;
+    no second copy is made) reshaped to exactly ``shape``.
     """
 
     def __init__(self, model: "ModelFile", arch: str) -> None:
@@ -212,8 +226,8 @@ class WeightMapper:
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} ({info.type}) could not be "
                 f"decoded: {exc}") from None
-        # A copy: the weights must outlive the file's memory map.
-        data = np.array(data, dtype=np.float32, copy=True)
+        # dequantize() decodes into a fresh float32 array in bounded work units, never a
+        # view of the file's memory map, so it outlives the file without a second copy.
         if data.size != int(np.prod(shape, dtype=np.int64)):
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} decoded to {data.size} values, "

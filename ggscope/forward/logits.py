@@ -32,8 +32,8 @@ Contract
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -132,6 +132,14 @@ class LogitsDiff:
     tokens: tuple[int, ...]
     positions: tuple[PositionDiff, ...]
     notes: tuple[str, ...] = ()
+    # token id -> its text (llama.cpp's token_to_piece, from A's vocabulary) for the ids
+    # shown; empty when A has no vocabulary ggscope reads.  Filled by ``with_pieces``.
+    pieces: Mapping[int, bytes] = field(default_factory=dict)
+
+    def with_pieces(self, piece_bytes: Callable[[int], bytes]) -> "LogitsDiff":
+        """This comparison with the text of every token it shows, from ``piece_bytes``."""
+        ids = set(self.tokens) | {p.top1_a for p in self.positions} | {p.top1_b for p in self.positions}
+        return replace(self, pieces={i: piece_bytes(i) for i in sorted(ids)})
 
     @property
     def n_nonfinite(self) -> int:

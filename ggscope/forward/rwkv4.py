@@ -29,7 +29,7 @@ import numpy as np
 from . import WeightError, WeightMapper, check_tokens
 from .ops import layer_norm, lerp, linear, relu_squared, sigmoid
 
-__all__ = ["Sizes", "Ends", "ChannelMix", "Config", "Layer", "Weights", "LayerState",
+__all__ = ["mapper_for", "Sizes", "Ends", "ChannelMix", "Config", "Layer", "Weights", "LayerState",
            "State", "load", "forward", "initial_state"]
 
 LN_EPS = 1e-5          # LayerNorm eps of every RWKV version (rwkv.cpp rwkv_layer_norm)
@@ -37,6 +37,15 @@ PP_EMPTY = -1e30       # "no tokens yet" log-scale of the v4 WKV state (rwkv.cpp
 
 
 # ---- parts shared with later versions ---------------------------------------------
+
+def mapper_for(model, arch: str) -> WeightMapper:
+    """The weight mapper for ``model``: rwkv.cpp names as stored, or (GGUF files, v6/v7)
+    the same names answered through ``rwkv_gguf``'s table of llama.cpp's names."""
+    if model.format == "gguf":
+        from .rwkv_gguf import GGUFMapper
+        return GGUFMapper(model, arch)
+    return WeightMapper(model, arch)
+
 
 @dataclass(frozen=True)
 class Sizes:
@@ -48,6 +57,9 @@ class Sizes:
 
     @classmethod
     def read(cls, mapper: WeightMapper) -> "Sizes":
+        own = getattr(mapper, "sizes", None)        # GGUF files: rwkv_gguf.GGUFMapper
+        if own is not None:
+            return own()
         meta = mapper.model.metadata
         try:
             n_vocab = int(meta["rwkv_cpp.n_vocab"])

@@ -34,7 +34,7 @@ import numpy as np
 from . import WeightError, WeightMapper
 from .ops import (decay_from_log, group_norm, layer_norm, linear, relu_squared,
                   sigmoid, silu, token_shift)
-from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens
+from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state"]
@@ -52,6 +52,7 @@ class Config:
     decay_rank: int          # D', the low-rank width of the decay correction
     ln_eps: float
     gn_eps: float
+    rescale_every: int = 0   # GGUF rescale_every_n_layers: x /= 2 after every n-th layer
 
 
 @dataclass(frozen=True)
@@ -106,12 +107,20 @@ def _config(m: WeightMapper, s: Sizes) -> Config:
         raise WeightError(
             f"{m.model.path}: cannot read the v6 low-rank widths: time_maa_w1 ne "
             f"{list(w1)} (want [C, 5*D]), time_decay_w1 ne {list(d1)} (want [C, D'])")
-    return Config(s, n_head, head_size, w1[1] // N_MIX, d1[1], LN_EPS, GN_EPS)
+    return Config(s, n_head, head_size, w1[1] // N_MIX, d1[1], getattr(m, "ln_eps", LN_EPS),
+                  GN_EPS, getattr(m, "rescale_every", 0))
+
+
+def _mixes(m: WeightMapper, p: str, C: int) -> np.ndarray:
+    """The five static mixes [5, C]: one fused tensor in GGUF files, else five."""
+    if m.has(p + "att.time_maa_fused"):
+        return m.take(p + "att.time_maa_fused", (N_MIX, 1, 1, C)).reshape(N_MIX, C)
+    return np.stack([m.take(p + f"att.time_maa_{c}", (C,)) for c in "wkvrg"])
 
 
 def load(model) -> Weights:
-    """Map an rwkv.cpp v6 file's tensors to float32 arrays, checking names and shapes."""
-    m = WeightMapper(model, "rwkv6")
+    """Map an rwkv.cpp or GGUF v6 file's tensors to float32 arrays, checking names and shapes."""
+    m = mapper_for(model, "rwkv6")
     s = Sizes.read(m)
     cfg = _config(m, s)
     C, F, H, S = s.n_embed, s.n_ffn, cfg.n_head, cfg.head_size
@@ -122,7 +131,7 @@ def load(model) -> Weights:
         layers.append(Layer(
             ln1_w=m.take(p + "ln1.weight", (C,)), ln1_b=m.take(p + "ln1.bias", (C,)),
             maa_x=m.take(p + "att.time_maa_x", (C,)),
-            maa=np.stack([m.take(p + f"att.time_maa_{c}", (C,)) for c in "wkvrg"]),
+            maa=_mixes(m, p, C),
             maa_w1=m.take(p + "att.time_maa_w1", (N_MIX * D, C)),
             maa_w2=m.take(p + "att.time_maa_w2", (N_MIX, C, D)),
             decay=m.take(p + "att.time_decay", (H, S)).reshape(C),
@@ -183,12 +192,14 @@ def step(w: Weights, token: int, state: State) -> tuple[np.ndarray, State]:
     cfg = w.config
     x = w.ends.embed(token, cfg.ln_eps)                                      # [C]
     new = []
-    for L, st in zip(w.layers, state):
+    for i, (L, st) in enumerate(zip(w.layers, state)):
         xa = layer_norm(x, L.ln1_w, L.ln1_b, cfg.ln_eps)                     # [C]
         out, heads = time_mix(cfg, L, xa, st)
         x = x + out                                                          # [C]
         xf = layer_norm(x, L.ln2_w, L.ln2_b, cfg.ln_eps)                     # [C]
         x = x + channel_mix(L, xf, st.ffn_x)                                 # [C]
+        if cfg.rescale_every and (i + 1) % cfg.rescale_every == 0:
+            x = (x * np.float32(0.5)).astype(np.float32)                     # llama.cpp rwkv6.cpp
         new.append(LayerState(xa, heads, xf))
     return w.ends.logits(x, cfg.ln_eps), tuple(new)
 

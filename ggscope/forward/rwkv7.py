@@ -34,7 +34,7 @@ import numpy as np
 
 from . import WeightMapper
 from .ops import group_norm, l2_normalize, layer_norm, linear, relu_squared, sigmoid, token_shift
-from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens
+from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state"]
@@ -42,6 +42,7 @@ __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward
 GN_EPS = 64e-5             # ln_x GroupNorm eps (BlinkDL's v7 reference)
 NORM_EPS = 1e-12           # floor of the L2 norm of kk (torch F.normalize default)
 DECAY_SCALE = np.exp(-0.5)  # w = exp(-DECAY_SCALE * sigmoid(.)): decay factor in (0.545, 1)
+DECAY_SCALE_LLAMA_CPP = 0.606531  # the same constant as llama.cpp's rwkv7-base.cpp spells it
 N_MIX = 6                  # token-shift mixes in att.x_rwkvag: r w k v a g
 
 
@@ -53,6 +54,7 @@ class Config:
     ln_eps: float
     gn_eps: float
     norm_eps: float
+    decay_scale: float = float(DECAY_SCALE)
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ class Layer:
     a_lora: Lora             # identity inside
     v0: np.ndarray | None    # [C]     None in layer 0
     v_lora: Lora | None      # identity inside; None in layer 0
-    g_lora: Lora             # sigmoid inside
+    g_lora: Lora | None      # sigmoid inside; None: no output gate (llama.cpp allows it)
     k_k: np.ndarray          # [C]
     k_a: np.ndarray          # [C]
     r_k: np.ndarray          # [H, S]
@@ -81,8 +83,8 @@ class Layer:
     value: np.ndarray        # [C, C]
     receptance: np.ndarray   # [C, C]
     output: np.ndarray       # [C, C]
-    ln_x_w: np.ndarray       # [C]
-    ln_x_b: np.ndarray       # [C]
+    ln_x_w: np.ndarray | None  # [C]  None: no GroupNorm (llama.cpp allows it)
+    ln_x_b: np.ndarray | None  # [C]
     ln2_w: np.ndarray        # [C]
     ln2_b: np.ndarray        # [C]
     ffn_x_k: np.ndarray      # [C]
@@ -109,7 +111,9 @@ State = tuple[LayerState, ...]
 
 def _config(m: WeightMapper, s: Sizes) -> Config:
     n_head, head_size = m.heads()
-    return Config(s, n_head, head_size, LN_EPS, GN_EPS, NORM_EPS)
+    gguf = m.model.format == "gguf"
+    return Config(s, n_head, head_size, getattr(m, "ln_eps", LN_EPS), GN_EPS, NORM_EPS,
+                  DECAY_SCALE_LLAMA_CPP if gguf else float(DECAY_SCALE))
 
 
 def _lora(m: WeightMapper, p: str, c: str, C: int) -> Lora:
@@ -119,8 +123,8 @@ def _lora(m: WeightMapper, p: str, c: str, C: int) -> Lora:
 
 
 def load(model) -> Weights:
-    """Map an rwkv.cpp v7 file's tensors to float32 arrays, checking names and shapes."""
-    m = WeightMapper(model, "rwkv7")
+    """Map an rwkv.cpp or GGUF v7 file's tensors to float32 arrays, checking names and shapes."""
+    m = mapper_for(model, "rwkv7")
     s = Sizes.read(m)
     cfg = _config(m, s)
     C, F, H, S = s.n_embed, s.n_ffn, cfg.n_head, cfg.head_size
@@ -128,6 +132,9 @@ def load(model) -> Weights:
     for i in range(s.n_layer):
         p = f"blocks.{i}."
         first = i == 0
+        # llama.cpp loads g1/g2 and ln_x as optional (time_mix_g1 == NULL: no gate)
+        gated = m.has(p + "att.g1") or m.model.format != "gguf"
+        normed = m.has(p + "att.ln_x.weight") or m.model.format != "gguf"
         layers.append(Layer(
             ln1_w=m.take(p + "ln1.weight", (C,)), ln1_b=m.take(p + "ln1.bias", (C,)),
             mix=m.take(p + "att.x_rwkvag", (N_MIX, 1, C)).reshape(N_MIX, C),
@@ -135,15 +142,15 @@ def load(model) -> Weights:
             a0=m.take(p + "att.a0", (C,)), a_lora=_lora(m, p, "a", C),
             v0=None if first else m.take(p + "att.v0", (C,)),
             v_lora=None if first else _lora(m, p, "v", C),
-            g_lora=_lora(m, p, "g", C),
+            g_lora=_lora(m, p, "g", C) if gated else None,
             k_k=m.take(p + "att.k_k", (C,)), k_a=m.take(p + "att.k_a", (C,)),
             r_k=m.take(p + "att.r_k", (H, S)),
             key=m.take(p + "att.key.weight", (C, C)),
             value=m.take(p + "att.value.weight", (C, C)),
             receptance=m.take(p + "att.receptance.weight", (C, C)),
             output=m.take(p + "att.output.weight", (C, C)),
-            ln_x_w=m.take(p + "att.ln_x.weight", (C,)),
-            ln_x_b=m.take(p + "att.ln_x.bias", (C,)),
+            ln_x_w=m.take(p + "att.ln_x.weight", (C,)) if normed else None,
+            ln_x_b=m.take(p + "att.ln_x.bias", (C,)) if normed else None,
             ln2_w=m.take(p + "ln2.weight", (C,)), ln2_b=m.take(p + "ln2.bias", (C,)),
             ffn_x_k=m.take(p + "ffn.x_k", (C,)),
             ffn_key=m.take(p + "ffn.key.weight", (F, C)),
@@ -168,9 +175,8 @@ def time_mix(cfg: Config, L: Layer, x: np.ndarray, st: LayerState, v_first):
     k = linear(L.key, xk)                                                   # [C]
     v = linear(L.value, xv)                                                 # [C]
     lw = L.w0 + linear(L.w_lora.up, np.tanh(linear(L.w_lora.down, xw)))    # [C]
-    w = np.exp(-DECAY_SCALE * sigmoid(lw)).astype(np.float32)               # [C]
+    w = np.exp(-np.float32(cfg.decay_scale) * sigmoid(lw)).astype(np.float32)  # [C]
     a = sigmoid(L.a0 + linear(L.a_lora.up, linear(L.a_lora.down, xa)))     # [C]
-    g = linear(L.g_lora.up, sigmoid(linear(L.g_lora.down, xg)))            # [C]
     kk = l2_normalize((k * L.k_k).reshape(H, S), cfg.norm_eps)              # [H, S]
     k = k * (1 + (a - 1) * L.k_a)                                           # [C]
     if L.v_lora is None:
@@ -184,10 +190,14 @@ def time_mix(cfg: Config, L: Layer, x: np.ndarray, st: LayerState, v_first):
     s = (s * w[:, None, :] + sa[:, :, None] * (kk * a)[:, None, :]
          + v[:, :, None] * k[:, None, :]).astype(np.float32)                # [H, S, S]
     out = np.einsum("hij,hj->hi", s, r)                                     # [H, S]
-    out = group_norm(out.reshape(-1), L.ln_x_w, L.ln_x_b, H, cfg.gn_eps)    # [C]
+    out = out.reshape(-1)                                                   # [C]
+    if L.ln_x_w is not None:
+        out = group_norm(out, L.ln_x_w, L.ln_x_b, H, cfg.gn_eps)            # [C]
     bonus = (r * k * L.r_k).sum(axis=-1, keepdims=True) * v                 # [H, S]
     out = out + bonus.reshape(-1)                                           # [C]
-    return linear(L.output, out * g), s, v_first                            # [C]
+    if L.g_lora is not None:
+        out = out * linear(L.g_lora.up, sigmoid(linear(L.g_lora.down, xg)))  # [C]
+    return linear(L.output, out), s, v_first                                # [C]
 
 
 def channel_mix(L: Layer, x: np.ndarray, x_prev: np.ndarray) -> np.ndarray:

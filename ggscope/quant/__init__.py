@@ -9,7 +9,8 @@ ggml oracle files in ../shared/fixtures/ggml).
 Contract
 --------
 * ``dequantize(layout, data, n_elements, byteorder="little")`` -> 1-D float32 of
-  ``n_elements`` (ggml element order).  ``data`` is bytes-like or a numpy array holding
+  ``n_elements`` (ggml element order); ``layout`` is a name or one tensor's ``Layout``
+  (``ggml_types.tensor_layout``: BIT1 rows padded to whole words).  ``data`` is bytes-like or a numpy array holding
   exactly ``n_elements / block_elems * block_bytes`` bytes.
 * ``iter_dequantized(layout, data, n_elements, chunk_elems=..., byteorder=...)`` yields
   float32 chunks of whole blocks, each at most ``max(chunk_elems, block_elems)``
@@ -34,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ggml_types import LAYOUTS, Layout
+from ..ggml_types import LAYOUTS, Layout, tensor_layout
 
 if TYPE_CHECKING:
     from ..modelfile import TensorInfo
@@ -49,7 +50,9 @@ _Codec = Callable[..., np.ndarray]
 _cache: dict[str, tuple[_Codec, bool]] = {}
 
 
-def _layout(name: str, what: str) -> Layout:
+def _layout(name: "str | Layout", what: str) -> Layout:
+    if isinstance(name, Layout):                 # one tensor's layout (ggml_types.tensor_layout)
+        return name
     lay = LAYOUTS.get(name)
     if lay is None:
         raise ValueError(f"{what}: unknown block layout {name!r}")
@@ -132,15 +135,15 @@ def decode_into(layout: str, blocks: np.ndarray, out: np.ndarray, byteorder: str
     return out
 
 
-def dequantize(layout: str, data, n_elements: int, byteorder: str = "little",
+def dequantize(layout: "str | Layout", data, n_elements: int, byteorder: str = "little",
                *, name: str | None = None) -> np.ndarray:
     """All elements of ``data`` (stored in ``layout``) as a 1-D float32 array."""
-    what = f"tensor {name!r} ({layout})" if name else layout
-    lay = _layout(layout, what)
+    lay = _layout(layout, f"tensor {name!r} ({layout})" if name else str(layout))
+    what = f"tensor {name!r} ({lay.name})" if name else lay.name
     blocks = _blocks(lay, data, n_elements, what)
-    fn, full = dequantizer(layout)
+    fn, full = dequantizer(lay.name)
     out = np.empty(int(n_elements), dtype=np.float32)
-    _fill(fn, full, blocks, out.reshape(blocks.shape[0], lay.block_elems), byteorder, layout)
+    _fill(fn, full, blocks, out.reshape(blocks.shape[0], lay.block_elems), byteorder, lay.name)
     assert out.dtype == np.float32 and out.shape == (int(n_elements),)
     return out
 
@@ -161,27 +164,28 @@ def code_values(layout: str, byteorder: str) -> np.ndarray:
     return out
 
 
-def iter_dequantized(layout: str, data, n_elements: int, chunk_elems: int = DEFAULT_CHUNK_ELEMS,
+def iter_dequantized(layout: "str | Layout", data, n_elements: int, chunk_elems: int = DEFAULT_CHUNK_ELEMS,
                      byteorder: str = "little", *, name: str | None = None) -> Iterator[np.ndarray]:
     """Yield the elements as consecutive 1-D float32 chunks of whole blocks.
 
     Each chunk has at most ``max(chunk_elems, block_elems)`` elements; sizes are checked
     before the first chunk is produced.
     """
-    what = f"tensor {name!r} ({layout})" if name else layout
-    lay = _layout(layout, what)
+    lay = _layout(layout, f"tensor {name!r} ({layout})" if name else str(layout))
+    what = f"tensor {name!r} ({lay.name})" if name else lay.name
     blocks = _blocks(lay, data, n_elements, what)
-    fn, full = dequantizer(layout)
+    fn, full = dequantizer(lay.name)
     step = max(1, int(chunk_elems) // lay.block_elems)
     for i in range(0, blocks.shape[0], step):
         part = blocks[i:i + step]
         out = np.empty((part.shape[0], lay.block_elems), dtype=np.float32)
-        _fill(fn, full, part, out, byteorder, layout)
+        _fill(fn, full, part, out, byteorder, lay.name)
         yield out.reshape(-1)
 
 
 def dequantize_tensor(t: "TensorInfo") -> np.ndarray:
     """A tensor's values as float32 with numpy shape ``t.np_shape`` (ggml order reversed)."""
     endian = getattr(t.file, "endian", "little") if t.file is not None else "little"
-    flat = dequantize(t.layout, t.raw(), t.n_elements, endian, name=t.name)
+    lay = tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1) or t.layout
+    flat = dequantize(lay, t.raw(), t.n_elements, endian, name=t.name)
     return flat.reshape(t.np_shape)

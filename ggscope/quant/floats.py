@@ -112,7 +112,8 @@ def dequantize_bf16(blocks: np.ndarray, byteorder: str = "little", out: np.ndarr
 def _plain(kind: str):
     def dequantize(blocks: np.ndarray, byteorder: str = "little", out: np.ndarray | None = None) -> np.ndarray:
         out = new_out(out, blocks.shape[0], 1)
-        out[...] = blocks.view(_code(byteorder) + kind)
+        with np.errstate(over="ignore"):     # an F64 beyond float32's range becomes inf, as in C
+            out[...] = blocks.view(_code(byteorder) + kind)
         return out
     dequantize.__name__ = f"dequantize_{kind}"
     dequantize.__doc__ = f"numpy '{kind}' elements -> float32 (round to nearest even)."

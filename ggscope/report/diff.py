@@ -8,6 +8,14 @@ text renderings; JSON lists every tensor.  Added/removed arrays show their lengt
 first items, never a whole vocabulary.  Each takes an optional ``LogitsDiff``
 (``ggscope diff --logits``): JSON gains a "logits" object, the text renderings a
 per-position table and a summary line.
+
+The text renderings open with what each file is (format, file type, size, bits per
+weight: ``ggscope.summary``), the tensor counts and the worst error; a tensor whose
+only change is its offset is *moved*; ``general.file_type`` values carry llama.cpp's
+names (Q8_0 (7) → Q4_K_S (14)); a legacy header word compared under its GGUF key
+shows both names.  On a terminal the tensor table keeps to the console's width by
+dropping the least important columns first (``TENSOR_COLUMNS``' priorities).  Every
+string from a file passes ``_text`` (control characters escaped).
 """
 from __future__ import annotations
 
@@ -17,11 +25,26 @@ from typing import Any
 from .. import __version__
 from ..diff import DiffResult, MetaChange, MetaEntry, TensorDiff
 from ..forward.logits import LogitsDiff
+from ..tokenizer import escape_text
 from .info import summarize_value
 from .jsonable import jsonable
 
 __all__ = ["as_json", "plain", "rich_renderables", "summary_line", "logits_json", "logits_summary",
-           "METRICS", "STATUS_STYLE", "number", "shape_text"]
+           "METRICS", "STATUS_STYLE", "number", "shape_text", "display_status", "summary_rows", "worst_line",
+           "value_text", "counts_line"]
+
+def _text(s: Any) -> str:
+    """File-provided text on its way to a terminal: control characters escaped by the
+    one escaping helper (``ggscope.report.escape``)."""
+    from .escape import escape_text as escape_file_text
+    return escape_file_text(str(s))
+
+
+def display_status(t: TensorDiff) -> str:
+    """The status as shown: "moved" for a tensor whose only change is its offset."""
+    if t.status == "identical" and t.changes == ("offset",):
+        return "moved"
+    return t.status
 
 PREVIEW = 8
 METRICS = ("max_abs", "rmse", "rel_rmse", "cosine", "snr_db")
@@ -46,7 +69,7 @@ def _change_json(c: MetaChange) -> dict[str, Any]:
 
 
 def _tensor_json(t: TensorDiff) -> dict[str, Any]:
-    return {"name": t.name, "status": t.status, "changes": list(t.changes),
+    return {"name": t.name, "status": t.status, "shown_as": display_status(t), "changes": list(t.changes),
             "shape_a": list(t.shape_a) if t.shape_a is not None else None,
             "shape_b": list(t.shape_b) if t.shape_b is not None else None,
             "type_a": t.type_a, "type_b": t.type_b, "offset_a": t.offset_a, "offset_b": t.offset_b,
@@ -61,7 +84,21 @@ def logits_json(d: LogitsDiff) -> dict[str, Any]:
             "kl_mean": d.kl_mean, "kl_max": d.kl_max, "top1_agreement": d.top1_agreement,
             "max_abs_logit": d.max_abs_logit, "n_nonfinite": d.n_nonfinite,
             "positions": [{"index": p.index, "token": p.token, "kl": p.kl, "top1_a": p.top1_a,
-                           "top1_b": p.top1_b, "max_abs_logit": p.max_abs_logit} for p in d.positions]}
+                           "top1_b": p.top1_b, "max_abs_logit": p.max_abs_logit,
+                           **({"token_text": _piece_text(d, p.token), "top1_a_text": _piece_text(d, p.top1_a),
+                               "top1_b_text": _piece_text(d, p.top1_b)} if d.pieces else {})}
+                          for p in d.positions]}
+
+
+def _piece_text(d: LogitsDiff, tid: int) -> str:
+    return d.pieces.get(tid, b"").decode("utf-8", "replace")
+
+
+def _label(d: LogitsDiff, tid: int) -> str:
+    """``id "text"`` with the text escaped for a terminal, or the id alone."""
+    if tid not in d.pieces:
+        return str(tid)
+    return f'{tid} "{escape_text(d.pieces[tid])}"'
 
 
 def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
@@ -71,8 +108,18 @@ def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
     return out
 
 
+def _summary_json(sm: Any) -> dict[str, Any] | None:
+    if sm is None:
+        return None
+    return {"format": sm.format, "version": sm.version, "architecture": sm.architecture, "name": sm.name,
+            "file_type": sm.file_type, "n_params": sm.n_params, "file_size": sm.file_size,
+            "tensor_bytes": sm.tensor_bytes, "bits_per_weight": sm.bpw,
+            "tensor_types": [{"type": t, "tensors": n, "bytes": b} for t, n, b in sm.census]}
+
+
 def _result_json(r: DiffResult) -> dict[str, Any]:
     return {"version": __version__, "a": r.path_a, "b": r.path_b, "identical": r.identical,
+            "summary": {"a": _summary_json(r.summary_a), "b": _summary_json(r.summary_b)},
             "header": [{"field": h.field, "a": jsonable(h.a), "b": jsonable(h.b)} for h in r.header],
             "metadata": {"added": [_entry_json(e) for e in r.metadata.added],
                          "removed": [_entry_json(e) for e in r.metadata.removed],
@@ -112,26 +159,89 @@ def _what(t: TensorDiff) -> str:
             parts.append(str(a))
         else:
             parts.append(f"{a} → {b}")
-    if "offset" in t.changes:
+    if "offset" in t.changes and t.offset_a is not None and t.offset_b is not None:
         parts.append(f"@{t.offset_a:#x} → {t.offset_b:#x}")
     return " ".join(parts)
 
 
+def value_text(key: str, v: Any, limit: int = 120) -> str:
+    """A metadata value as shown: file types by name, file text escaped."""
+    if key == "general.file_type" and isinstance(v, int) and not isinstance(v, bool):
+        from ..summary import file_type_name
+        return f"{file_type_name(v)} ({v})"
+    return _text(summarize_value(v, limit))
+
+
+def _key(key: str, *own: str) -> str:
+    names = [n for n in own if n and n != key]
+    return _text(key) + (f" ({' / '.join(dict.fromkeys(names))})" if names else "")
+
+
 def change_lines(r: DiffResult) -> list[str]:
-    lines = [f"header {h.field}: {h.a} → {h.b}" for h in r.header]
-    lines += [f"+ {e.key} ({e.type}) = {summarize_value(e.value)}" for e in r.metadata.added]
-    lines += [f"- {e.key} ({e.type}) = {summarize_value(e.value)}" for e in r.metadata.removed]
+    lines = [f"header {h.field}: {_header_value(h.a)} → {_header_value(h.b)}" for h in r.header]
+    lines += [f"+ {_key(e.key, e.source_key)} ({e.type}) = {value_text(e.key, e.value)}" for e in r.metadata.added]
+    lines += [f"- {_key(e.key, e.source_key)} ({e.type}) = {value_text(e.key, e.value)}" for e in r.metadata.removed]
     for c in r.metadata.changed:
         types = c.type_a if not c.type_changed else f"{c.type_a} → {c.type_b}"
+        key = _key(c.key, c.key_a, c.key_b)
         if c.is_array:
-            lens = f"{c.len_a}" if c.len_a == c.len_b else f"{c.len_a} → {c.len_b} items"
-            first = ", ".join(f"[{d.index}] {summarize_value(d.a, 24)} → {summarize_value(d.b, 24)}"
+            lens = f"{c.len_a}" if c.len_a == c.len_b else f"{c.len_a} → {c.len_b}"
+            first = ", ".join(f"[{d.index}] {value_text(c.key, d.a, 24)} → {value_text(c.key, d.b, 24)}"
                               for d in c.first)
-            lines.append(f"~ {c.key} ({types}): {lens} items, {c.n_differing} differ"
+            lines.append(f"~ {key} ({types}): {lens} items, {c.n_differing} differ"
                          + (f": {first}" if first else ""))
         else:
-            lines.append(f"~ {c.key} ({types}): {summarize_value(c.a)} → {summarize_value(c.b)}")
+            lines.append(f"~ {key} ({types}): {value_text(c.key, c.a)} → {value_text(c.key, c.b)}")
     return lines
+
+
+def _header_value(v: Any) -> str:
+    return "not set" if v is None else _text(v)
+
+
+def _bpw(sm: Any) -> str:
+    return "-" if sm is None or sm.bpw is None else f"{sm.bpw:.2f}"
+
+
+def summary_rows(r: DiffResult) -> list[tuple[str, str, str]]:
+    """(what, A, B) for the summary that opens the report; empty without summaries."""
+    a, b = r.summary_a, r.summary_b
+    if a is None or b is None:
+        return []
+    from .info import human_bytes
+    from ..summary import human_count
+
+    def size(sm: Any) -> str:
+        return f"{human_bytes(sm.file_size)}"
+    return [("format", f"{a.format} v{a.version}", f"{b.format} v{b.version}"),
+            ("architecture", _text(a.architecture or "-"), _text(b.architecture or "-")),
+            ("file type", a.file_type or "-", b.file_type or "-"),
+            ("parameters", human_count(a.n_params), human_count(b.n_params)),
+            ("size", size(a), size(b)),
+            ("bits/weight", _bpw(a), _bpw(b))]
+
+
+def _compared(r: DiffResult) -> list[TensorDiff]:
+    return [t for t in r.tensors if t.rel_rmse is not None and not math.isnan(t.rel_rmse)]
+
+
+def worst_line(r: DiffResult) -> str:
+    """The tensor with the largest relative error, or "" when none was compared."""
+    compared = [t for t in _compared(r) if t.rel_rmse > 0]
+    if not compared:
+        return ""
+    t = max(compared, key=lambda t: t.rel_rmse)
+    return (f"worst: {_text(t.name)}: rel RMSE {number(t.rel_rmse, 'rel_rmse')}, "
+            f"cosine {number(t.cosine, 'cosine')}")
+
+
+def counts_line(r: DiffResult) -> str:
+    counts: dict[str, int] = {}
+    for t in r.tensors:
+        s = display_status(t)
+        counts[s] = counts.get(s, 0) + 1
+    order = ("changed", "shape-changed", "added", "removed", "moved", "equal", "identical", "error")
+    return "tensors: " + ", ".join(f"{counts[s]} {s}" for s in order if counts.get(s))
 
 
 def summary_line(r: DiffResult) -> str:
@@ -139,15 +249,14 @@ def summary_line(r: DiffResult) -> str:
         return "files are identical" if not r.metadata_only else "metadata is identical"
     m = r.metadata
     parts = [f"metadata: {len(m.added)} added, {len(m.removed)} removed, {len(m.changed)} changed"]
-    if not r.metadata_only:
-        c = r.counts()
-        parts.append("tensors: " + ", ".join(f"{n} {s}" for s, n in c.items() if n))
+    if not r.metadata_only and r.tensors:
+        parts.append(counts_line(r))
     return "; ".join(parts)
 
 
 def _rows(r: DiffResult) -> list[list[str]]:
-    return [[t.name, t.status, _what(t), *(number(getattr(t, m), m) for m in METRICS),
-             t.error or ""] for t in r.tensors if not t.same]
+    return [[_text(t.name), display_status(t), _what(t), *(number(getattr(t, m), m) for m in METRICS),
+             _text(t.error or "")] for t in r.tensors if not t.same]
 
 
 HEAD = ["tensor", "status", "shape / type", "max|Δ|", "rmse", "rel rmse", "cosine", "snr dB", "note"]
@@ -164,8 +273,8 @@ def logits_summary(d: LogitsDiff) -> str:
 
 
 def _logits_rows(d: LogitsDiff) -> list[list[str]]:
-    return [[str(p.index), str(p.token), number(p.kl, "kl"), str(p.top1_a),
-             str(p.top1_b) + ("" if p.agree else " ≠"), number(p.max_abs_logit, "max_abs")]
+    return [[str(p.index), _label(d, p.token), number(p.kl, "kl"), _label(d, p.top1_a),
+             _label(d, p.top1_b) + ("" if p.agree else " ≠"), number(p.max_abs_logit, "max_abs")]
             for p in d.positions]
 
 
@@ -180,8 +289,24 @@ def _logits_plain(d: LogitsDiff) -> list[str]:
     return out
 
 
+def _summary_plain(r: DiffResult) -> list[str]:
+    rows = summary_rows(r)
+    if not rows:
+        return []
+    w0 = max(len(x) for x, _, _ in rows)
+    w1 = max(len("A"), *(len(a) for _, a, _ in rows))
+    out = [f"{'':<{w0}}  {'A':<{w1}}  B"]
+    out += [f"{x:<{w0}}  {a:<{w1}}  {b}" + ("" if a == b else "  *") for x, a, b in rows]
+    if r.tensors:
+        out.append(counts_line(r))
+    if worst_line(r):
+        out.append(worst_line(r))
+    return out
+
+
 def plain(r: DiffResult, logits: LogitsDiff | None = None) -> str:
-    out = [f"--- {r.path_a}", f"+++ {r.path_b}"]
+    out = [f"--- {_text(r.path_a)}", f"+++ {_text(r.path_b)}"]
+    out += _summary_plain(r)
     out += change_lines(r)
     rows = _rows(r)
     if rows:
@@ -197,31 +322,95 @@ def plain(r: DiffResult, logits: LogitsDiff | None = None) -> str:
     return "\n".join(out)
 
 
-STATUS_STYLE = {"identical": "green", "equal": "green", "changed": "yellow", "shape-changed": "red",
-          "added": "cyan", "removed": "magenta", "error": "bold red"}
+STATUS_STYLE = {"identical": "green", "equal": "green", "moved": "green", "changed": "yellow",
+                "shape-changed": "red", "added": "cyan", "removed": "magenta", "error": "bold red"}
+
+# (heading, right-aligned, priority: lower survives a narrow terminal longer)
+TENSOR_COLUMNS = (("tensor", False, 0), ("status", False, 1), ("type", False, 2), ("shape", False, 6),
+                  ("max|Δ|", True, 5), ("rmse", True, 7), ("rel rmse", True, 3), ("cosine", True, 4),
+                  ("snr dB", True, 8), ("note", False, 9))
+
+
+def _pair(a: Any, b: Any, status: str) -> str:
+    if status == "added":
+        return str(b)
+    if status == "removed" or a == b:
+        return str(a)
+    return f"{a} → {b}"
+
+
+def _rich_rows(r: DiffResult) -> list[list[str]]:
+    return [[_text(t.name), display_status(t), _pair(t.type_a, t.type_b, t.status),
+             _pair(shape_text(t.shape_a), shape_text(t.shape_b), t.status),
+             *(number(getattr(t, m), m) for m in METRICS), _text(t.error or "")]
+            for t in r.tensors if not t.same]
+
+
+class _FittingTable:
+    """A rich renderable: the tensor table with as many columns as the width allows,
+    dropped in ``TENSOR_COLUMNS`` priority order; long names and notes fold."""
+
+    def __init__(self, rows: list[list[str]], title: str) -> None:
+        self.rows, self.title = rows, title
+
+    def __rich_console__(self, console, options):
+        from rich.table import Table
+        from rich.text import Text
+        widths = [max(len(h), *(len(row[i]) for row in self.rows)) for i, (h, _, _) in enumerate(TENSOR_COLUMNS)]
+        widths[0] = min(widths[0], 24)           # a name may fold; keep room for numbers
+        keep = sorted(range(len(TENSOR_COLUMNS)), key=lambda i: TENSOR_COLUMNS[i][2])
+        chosen: list[int] = []
+        used = 4                                   # the table's outer border
+        for i in keep:
+            if not any(row[i] for row in self.rows) and TENSOR_COLUMNS[i][0] == "note":
+                continue
+            if used + widths[i] + 3 <= options.max_width or not chosen:
+                chosen.append(i)
+                used += widths[i] + 3
+        chosen.sort()
+        dropped = [TENSOR_COLUMNS[i][0] for i in range(len(TENSOR_COLUMNS))
+                   if i not in chosen and any(row[i] for row in self.rows)]
+        table = Table(title=self.title, caption=("left out for width: " + ", ".join(dropped)
+                                                 + "; --json has every column") if dropped else None,
+                      caption_justify="left")
+        for i in chosen:
+            h, right, _ = TENSOR_COLUMNS[i]
+            table.add_column(h, justify="right" if right else "left",
+                             overflow="fold", no_wrap=right, min_width=min(widths[i], 10) if i == 0 else None)
+        for row in self.rows:
+            cells = [Text(row[i], style=STATUS_STYLE.get(row[i], "")) if i == 1 else row[i] for i in chosen]
+            table.add_row(*cells)
+        yield table
 
 
 def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[Any]:
     from rich.table import Table
     from rich.text import Text
-    out: list[Any] = [Text(f"--- {r.path_a}\n+++ {r.path_b}", style="bold")]
+    out: list[Any] = [Text(f"--- {_text(r.path_a)}\n+++ {_text(r.path_b)}", style="bold")]
+    srows = summary_rows(r)
+    if srows:
+        summ = Table(box=None, pad_edge=False, header_style="bold")
+        summ.add_column("", style="bold cyan", no_wrap=True)
+        summ.add_column("A", overflow="fold")
+        summ.add_column("B", overflow="fold")
+        for what, a, b in srows:
+            summ.add_row(what, a, Text(b, style="yellow" if a != b else ""))
+        out.append(summ)
+        if r.tensors:
+            out.append(Text(counts_line(r)))
+        if worst_line(r):
+            out.append(Text(worst_line(r), style="yellow"))
     lines = change_lines(r)
     if lines:
         meta = Table(title="metadata and header", show_header=False, box=None)
-        meta.add_column()
+        meta.add_column(overflow="fold")
         style = {"+": "cyan", "-": "magenta", "~": "yellow", "h": "yellow"}
         for ln in lines:
             meta.add_row(Text(ln, style=style.get(ln[:1], "")))
         out.append(meta)
-    rows = _rows(r)
+    rows = _rich_rows(r)
     if rows:
-        table = Table(title="tensors (b relative to a)")
-        for h in HEAD:
-            table.add_column(h, justify="right" if h in ("max|Δ|", "rmse", "rel rmse", "cosine", "snr dB")
-                             else "left", overflow="fold")
-        for row in rows:
-            table.add_row(row[0], Text(row[1], style=STATUS_STYLE.get(row[1], "")), *row[2:])
-        out.append(table)
+        out.append(_FittingTable(rows, "tensors (B relative to A)"))
     n_same = sum(t.same for t in r.tensors)
     if n_same and not r.identical:
         out.append(Text(f"({n_same} identical tensors not shown)", style="dim"))
@@ -232,7 +421,7 @@ def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[An
         for h in LOGITS_HEAD:
             table.add_column(h, justify="right")
         for p, row in zip(logits.positions, _logits_rows(logits)):
-            table.add_row(*row, style="" if p.agree else "yellow")
+            table.add_row(*(Text(c) for c in row), style="" if p.agree else "yellow")  # token text is not markup
         out.append(table)
         out += [Text(f"note: {n}", style="dim") for n in logits.notes]
         out.append(Text(logits_summary(logits), style="green" if logits.same else "yellow"))

@@ -8,9 +8,10 @@ import json
 from collections.abc import Iterable
 
 from ..rules import Finding
+from .jsonable import jsonable
 
 __all__ = ["render"]
 
 
 def render(findings: Iterable[Finding]) -> str:
-    return json.dumps([f.as_dict() for f in findings], ensure_ascii=False)
+    return json.dumps([jsonable(f.as_dict()) for f in findings], ensure_ascii=False)

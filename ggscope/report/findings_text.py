@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..rules import Finding
+from .escape import escape_text
 
 __all__ = ["line", "render", "summary"]
 
@@ -18,9 +19,9 @@ def line(f: Finding, colour: bool = False) -> str:
     sev = f.severity.value
     if colour:
         sev = f"{_COLOURS[sev]}{sev}\x1b[0m"
-    where = f"{f.file}:{f.start if f.start is not None else 0}"
-    path = f" ({f.path})" if f.path else ""
-    return f"{where}: {sev} {f.code} [{f.rule}] {f.message}{path}"
+    where = f"{escape_text(f.file)}:{f.start if f.start is not None else 0}"
+    path = f" ({escape_text(f.path)})" if f.path else ""
+    return f"{where}: {sev} {f.code} [{f.rule}] {escape_text(f.message)}{path}"
 
 
 def render(findings: Iterable[Finding], colour: bool = False) -> str:

@@ -12,7 +12,8 @@ from typing import Any, TextIO
 import numpy as np
 
 from ..modelfile import ModelFile
-from .jsonable import json_text, jsonable
+from .escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
+from .jsonable import jsonable, value_json
 
 __all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
 
@@ -28,6 +29,10 @@ def human_bytes(n: int) -> str:
 
 
 def summarize_value(v: Any, limit: int = 120) -> str:
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        hexed = b[:limit // 3].hex(" ")
+        return f"{len(b)} bytes: {hexed}" + (" …" if len(b) > limit // 3 else "") if b else "0 bytes"
     if isinstance(v, str):
         s = v.encode("utf-8", "backslashreplace").decode("utf-8")
         s = s.replace("\n", "\\n")
@@ -43,15 +48,30 @@ def summarize_value(v: Any, limit: int = 120) -> str:
     return str(v)
 
 
+def _extra_text(v: Any) -> str:
+    """A format-specific fact as a phrase: nothing for an empty one, no Python reprs."""
+    if v is None or (hasattr(v, "__len__") and not isinstance(v, (str, bytes)) and len(v) == 0) or v == "":
+        return ""
+    if isinstance(v, str):
+        return v.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n")
+    if isinstance(v, dict):
+        return "; ".join(f"{k}: {_extra_text(x) or 'none'}" for k, x in v.items())
+    if isinstance(v, (list, tuple)) and all(isinstance(x, (bytes, bytearray)) for x in v):
+        return f"{len(v)} entries (exact bytes; --json lists them)"
+    return summarize_value(v)
+
+
 def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
-    facts = [("file", mf.path), ("format", mf.format), ("version", str(mf.version)),
+    facts = [("file", escape_text(mf.path)), ("format", mf.format), ("version", str(mf.version)),
              ("endian", mf.endian), ("size", f"{mf.file_size} bytes ({human_bytes(mf.file_size)})")]
     if mf.alignment is not None:
         facts.append(("alignment", str(mf.alignment)))
     if mf.data_offset is not None:
         facts.append(("data offset", f"{mf.data_offset} ({mf.data_offset:#x})"))
     for k, v in mf.extra.items():
-        facts.append((k.replace("_", " "), summarize_value(v)))
+        text = _extra_text(v)
+        if text:
+            facts.append((k.replace("_", " "), text))
     facts.append(("metadata", f"{len(mf.metadata)} keys"))
     n_params = sum(t.n_elements for t in mf.tensors)
     facts.append(("tensors", f"{len(mf.tensors)} ({n_params:,} elements, "
@@ -60,15 +80,18 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
 
 
 def as_json(mf: ModelFile) -> dict[str, Any]:
+    """Everything, as valid UTF-8 JSON: file text that is not valid UTF-8 is written as
+    ``{"bytes": hex}``; a metadata key that is not is escaped and its exact bytes are
+    listed under ``metadata_key_bytes`` (see ``report.escape``)."""
     out = _summary(mf)
-    out["metadata"] = {k: jsonable(v) for k, v in mf.metadata.items()}
+    out["metadata"] = {json_key(k): jsonable(v) for k, v in mf.metadata.items()}
     return out
 
 
 def write_json(mf: ModelFile, out: TextIO) -> None:
     """Write ``json.dumps(as_json(mf), ensure_ascii=False, allow_nan=False)`` to ``out``,
     character for character, in pieces: string arrays go straight from their bytes
-    (``jsonable.json_text``) and no one string of the whole document is built."""
+    (``jsonable.value_json``) and no one string of the whole document is built."""
     def dumps(x: Any) -> str:
         return json.dumps(x, ensure_ascii=False, allow_nan=False)
 
@@ -81,8 +104,8 @@ def write_json(mf: ModelFile, out: TextIO) -> None:
             continue
         inner = "{"
         for k, v in mf.metadata.items():
-            out.write(f"{inner}{dumps(str(k))}: ")
-            out.write(json_text(v))
+            out.write(f"{inner}{dumps(json_key(str(k)))}: ")
+            out.write(value_json(v))
             inner = ", "
         out.write("{}" if inner == "{" else "}")
     out.write("}")
@@ -90,8 +113,10 @@ def write_json(mf: ModelFile, out: TextIO) -> None:
 
 def _summary(mf: ModelFile) -> dict[str, Any]:
     """Everything of ``as_json`` except converted metadata values (a placeholder keeps the key order)."""
+    bad_keys = {json_key(k): raw_bytes(k).hex() for k in mf.metadata if not is_valid_utf8(k)}
     return {
-        "file": mf.path,
+        **({"metadata_key_bytes": bad_keys} if bad_keys else {}),
+        "file": json_text(mf.path),
         "format": mf.format,
         "version": mf.version,
         "endian": mf.endian,
@@ -99,29 +124,39 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
         "data_offset": mf.data_offset,
         **({"extra": jsonable(mf.extra)} if mf.extra else {}),
         "metadata": None,
-        "metadata_types": dict(mf.metadata_types),
-        "tensors": [{"name": t.name, "shape": list(t.shape), "type": t.type, "offset": t.offset,
-                     "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {})}
+        "metadata_types": {json_key(k): v for k, v in mf.metadata_types.items()},
+        "tensors": [{"name": json_text(t.name), "shape": list(t.shape), "type": t.type, "offset": t.offset,
+                     "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {}),
+                     **({"shard": _shard(mf, t)} if "shards" in mf.extra else {})}
                     for t in mf.tensors],
     }
+
+
+def _shard(mf: ModelFile, t) -> int | None:
+    """1-based shard number of ``t`` in a split model (``split.open_model``)."""
+    path = t.file.path if t.file is not None else None
+    return mf.extra["shards"].index(path) + 1 if path in mf.extra["shards"] else None
 
 
 def plain(mf: ModelFile) -> str:
     lines = [f"{k}: {v}" for k, v in header_facts(mf)]
     lines.append("")
     lines.append("metadata:")
-    width = max((len(k) for k in mf.metadata), default=0)
+    keys = {k: escape_text(k) for k in mf.metadata}
+    width = max((len(k) for k in keys.values()), default=0)
     for k, v in mf.metadata.items():
-        lines.append(f"  {k:<{width}}  {mf.metadata_types.get(k, ''):<14} {summarize_value(v)}")
+        lines.append(f"  {keys[k]:<{width}}  {mf.metadata_types.get(k, ''):<14} {summarize_value(v)}")
     lines.append("")
     lines.append("tensors:")
     if mf.tensors:
-        nw = max(len(t.name) for t in mf.tensors)
+        names = [escape_text(t.name) for t in mf.tensors]
+        nw = max(len(n) for n in names)
         lines.append(f"  {'name':<{nw}}  {'shape':<22} {'type':<10} {'offset':>14} {'bytes':>14}")
-        for t in mf.tensors:
+        for t, name in zip(mf.tensors, names):
             shape = "×".join(str(d) for d in t.shape)
             typ = t.type if t.layout == t.type else f"{t.type} ({t.layout})"
-            lines.append(f"  {t.name:<{nw}}  {shape:<22} {typ:<10} {t.offset:>14} {t.nbytes:>14}")
+            shard = f"  shard {_shard(mf, t)}" if "shards" in mf.extra else ""
+            lines.append(f"  {name:<{nw}}  {shape:<22} {typ:<10} {t.offset:>14} {t.nbytes:>14}{shard}")
     return "\n".join(lines)
 
 
@@ -133,13 +168,13 @@ def rich_renderables(mf: ModelFile) -> list[Any]:
     head.add_column(style="bold cyan")
     head.add_column()
     for k, v in header_facts(mf):
-        head.add_row(k, v)
+        head.add_row(Text(k), Text(v))
     meta = Table(title="metadata", title_justify="left", expand=False, show_lines=False)
     meta.add_column("key", style="cyan", no_wrap=True)
     meta.add_column("type", style="magenta", no_wrap=True)
     meta.add_column("value", overflow="fold")
     for k, v in mf.metadata.items():
-        meta.add_row(k, mf.metadata_types.get(k, ""), Text(summarize_value(v)))
+        meta.add_row(Text(escape_text(k)), Text(mf.metadata_types.get(k, "")), Text(summarize_value(v)))
     tens = Table(title="tensors", title_justify="left")
     tens.add_column("name", style="cyan", no_wrap=True)
     tens.add_column("shape", no_wrap=True)
@@ -148,5 +183,6 @@ def rich_renderables(mf: ModelFile) -> list[Any]:
     tens.add_column("bytes", justify="right")
     for t in mf.tensors:
         typ = t.type if t.layout == t.type else f"{t.type} ({t.layout})"
-        tens.add_row(t.name, "×".join(str(d) for d in t.shape), typ, f"{t.offset:#x}", f"{t.nbytes:,}")
+        tens.add_row(Text(escape_text(t.name)), "×".join(str(d) for d in t.shape), Text(typ), f"{t.offset:#x}",
+                     f"{t.nbytes:,}")
     return [head, meta, tens]

@@ -1,13 +1,16 @@
-"""One conversion of ggscope values to JSON-compatible Python values.
+"""One conversion of ggscope values to JSON-compatible Python values, and their JSON text.
 
 numpy arrays and StringArrays become lists, bytes become hex strings, and non-finite
 floats become the strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers,
-and silently writing ``NaN`` makes output that strict parsers reject).
+and silently writing ``NaN`` makes output that strict parsers reject).  Text that is not
+valid UTF-8 becomes ``{"bytes": "<hex>"}`` and such a key is escaped
+(``report.escape``), so the output is always valid UTF-8 JSON.
 
 Why the bulk paths: a Llama-3 header holds 408,000 strings and 256,000 numbers in
-arrays; converting a column at once (``tolist()`` of a numpy array, one decode of a
-``StringArray``) costs a few milliseconds where one Python call per element costs ten
-times that (issue 18, item 5).
+arrays; converting a column at once (``tolist()`` of a numpy array, one decode and one
+UTF-8 check of a ``StringArray``) costs a few milliseconds where one Python call per
+element costs ten times that, and ``value_json`` writes a string array that needs no
+escaping straight from its bytes (issue 18, item 5).
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from typing import Any
 import numpy as np
 
 from ..spec.scan import StringArray
+from .escape import json_key, json_text
 
-__all__ = ["jsonable", "json_text"]
+__all__ = ["jsonable", "value_json"]
 
 
 def _float(x: float) -> Any:
@@ -29,28 +33,34 @@ def _float(x: float) -> Any:
     return "NaN" if math.isnan(x) else ("Infinity" if x > 0 else "-Infinity")
 
 
-def _array(v: np.ndarray) -> list:
-    if v.dtype.kind == "f" and not np.isfinite(v).all():
-        return [_float(x) for x in v.tolist()]
-    return v.tolist()
+def _strings(v: StringArray) -> list:
+    items = v.tolist()
+    if v.encoding is None:
+        return [bytes(x).hex() for x in items]
+    if not v.invalid_utf8():               # one strict decode of all the bytes
+        return items
+    return [json_text(x) for x in items]
 
 
 def jsonable(v: Any) -> Any:
-    if v is None or isinstance(v, (bool, int, str)):
+    if isinstance(v, str):
+        return json_text(v)
+    if v is None or isinstance(v, (bool, int)):
         return v
     if isinstance(v, float):
         return _float(v)
     if isinstance(v, StringArray):
-        items = v.tolist()
-        return items if v.encoding is not None else [bytes(x).hex() for x in items]
+        return _strings(v)
     if isinstance(v, np.ndarray):
-        return _array(v)
+        if v.dtype.kind == "f":
+            return [_float(float(x)) for x in v.tolist()] if not np.isfinite(v).all() else v.tolist()
+        return v.tolist()
     if isinstance(v, np.generic):
         return jsonable(v.item())
     if isinstance(v, (bytes, bytearray, memoryview)):
         return bytes(v).hex()
     if isinstance(v, Mapping):
-        return {str(k): jsonable(x) for k, x in v.items()}
+        return {json_key(str(k)): jsonable(x) for k, x in v.items()}
     if hasattr(v, "tolist"):
         return [jsonable(x) for x in v.tolist()]
     if isinstance(v, Sequence):
@@ -75,7 +85,7 @@ def _string_array_text(v: StringArray) -> str | None:
         return None
 
 
-def json_text(v: Any) -> str:
+def value_json(v: Any) -> str:
     """``json.dumps(jsonable(v), ensure_ascii=False, allow_nan=False)``, character for
     character; string arrays that need no escaping are written from their bytes without
     a Python string per element."""

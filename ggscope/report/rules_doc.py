@@ -45,11 +45,11 @@ def render() -> str:
            f"{len(rules)} rules.  `ggscope rules` lists them, `ggscope explain CODE` shows one; "
            "codes, names and family names all work in `--select` / `--ignore`.  Rules marked "
            "*deep* read tensor data and run only with `ggscope validate --deep`.", "",
-           "| code | name | severity | family | summary |", "|---|---|---|---|---|"]
+           "| code | name | severity | family | summary | source |", "|---|---|---|---|---|---|"]
     for r in rules:
         deep = " *(deep)*" if r.needs_tensor_data else ""
         out.append(f"| [{r.code}](#{r.code.lower()}-{r.name}) | `{r.name}`{deep} | {r.severity.value} | "
-                   f"{r.family} | {_cell(r.summary)} |")
+                   f"{r.family} | {_cell(r.summary)} | {_cell(r.source_text())} |")
     for family in FAMILIES:
         members = [r for r in rules if r.family == family]
         if not members:
@@ -59,6 +59,7 @@ def render() -> str:
             deep = "; needs `--deep`" if r.needs_tensor_data else ""
             out += ["", f"### {r.code} {r.name}", "",
                     f"*{r.severity.value}; formats: {', '.join(r.formats)}{deep}*  ", r.summary, "",
+                    f"**Source:** {r.source_text()}", "",
                     _body(r.explanation())]
     others = [r for r in rules if r.family not in FAMILIES]
     if others:

@@ -96,4 +96,5 @@ def as_sarif(findings: Iterable[Finding]) -> dict:
 
 
 def render(findings: Iterable[Finding]) -> str:
-    return json.dumps(as_sarif(findings), ensure_ascii=False, indent=2)
+    from .jsonable import jsonable
+    return json.dumps(jsonable(as_sarif(findings)), ensure_ascii=False, indent=2)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .escape import escape_text
 from .jsonable import jsonable
 
 __all__ = ["COLUMNS", "row", "plain", "as_json", "rich_table"]
@@ -27,7 +28,7 @@ def _num(v: Any) -> str:
 def row(s: Mapping[str, Any]) -> list[str]:
     """One tensor's statistics as the strings of ``COLUMNS``."""
     bs = s.get("block_scales") or {}
-    return [str(s["name"]), str(s["type"]), *(_num(s[k]) for k in COLUMNS[2:11]),
+    return [escape_text(s["name"]), str(s["type"]), *(_num(s[k]) for k in COLUMNS[2:11]),
             _num(bs.get("min")), _num(bs.get("max"))]
 
 
@@ -36,23 +37,24 @@ def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] 
     widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
     lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
              for r in rows]
-    lines += [f"{name}: {msg}" for name, msg in errors]
+    lines += [f"{escape_text(name)}: {escape_text(msg)}" for name, msg in errors]
     return "\n".join(lines)
 
 
 def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
     from .. import __version__
-    return {"version": __version__, "file": path, "tensors": [jsonable(dict(s)) for s in stats],
-            "errors": [{"name": n, "error": m} for n, m in errors]}
+    return {"version": __version__, "file": jsonable(path), "tensors": [jsonable(dict(s)) for s in stats],
+            "errors": [{"name": jsonable(n), "error": escape_text(m)} for n, m in errors]}
 
 
 def rich_table(stats: Sequence[Mapping[str, Any]]):
     from rich.table import Table
+    from rich.text import Text
     table = Table(title="tensor statistics", show_lines=False)
     for i, c in enumerate(COLUMNS):
         table.add_column(c, justify="left" if i < 2 else "right", no_wrap=i < 2)
     for s in stats:
         r = row(s)
         bad = (s.get("nan") or 0) + (s.get("inf") or 0) or (s.get("block_scales") or {}).get("nonfinite")
-        table.add_row(*r, style="bold red" if bad else None)
+        table.add_row(*(Text(c) for c in r), style="bold red" if bad else None)
     return table

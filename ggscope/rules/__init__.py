@@ -12,7 +12,7 @@ from .base import CheckContext, Finding, Rule, Severity
 __all__ = ["RULES", "REDIRECTS", "by_code", "Finding", "Rule", "Severity", "CheckContext"]
 
 RULES: list[type[Rule]] = []
-REDIRECTS: dict[str, str] = {}
+REDIRECTS: dict[str, str] = {"GG603": "GG1103"}   # arch-required-key -> missing-hparam (llama.cpp's own list)
 
 
 def _register(module_name: str) -> None:
@@ -23,7 +23,7 @@ def _register(module_name: str) -> None:
 
 # the families, in catalogue order; each module exports RULES = [RuleClass, ...]
 FAMILIES: tuple[str, ...] = ("structure", "values", "alignment", "naming", "schema", "tensors",
-                             "tokenizer", "filename", "legacy", "deep")
+                             "tokenizer", "filename", "legacy", "deep", "loader")
 for _family in FAMILIES:
     try:
         _register(_family)

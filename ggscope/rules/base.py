@@ -2,7 +2,8 @@
 
 A rule is a small class in its family module: it declares ``code`` (stable, e.g.
 "GG501"), ``name`` (kebab-case, e.g. "duplicate-tensor-name"), ``severity``, a one-line
-``summary`` and whether it ``needs_tensor_data`` (only ``--deep`` runs those), and its
+``summary``, its ``source`` (the reader or writer behaviour it mirrors; by default the
+docstring's Reference section) and whether it ``needs_tensor_data`` (only ``--deep`` runs those), and its
 ``check(ctx)`` yields ``Finding``s.  Its docstring has ruff's sections - What it checks,
 Why it matters, Example, Reference - which ``ggscope explain CODE`` prints.
 
@@ -83,6 +84,7 @@ class Rule:
     family: ClassVar[str]
     formats: ClassVar[tuple[str, ...]] = ("gguf",)      # ModelFile.format values it applies to
     needs_tensor_data: ClassVar[bool] = False
+    source: ClassVar[str] = ""     # the reader or writer behaviour it mirrors (else: the docstring's Reference)
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         raise NotImplementedError
@@ -90,3 +92,12 @@ class Rule:
     @classmethod
     def explanation(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or cls.summary)
+
+    @classmethod
+    def source_text(cls) -> str:
+        """Where the rule's behaviour comes from: ``source``, else the docstring's Reference."""
+        if cls.source:
+            return cls.source
+        text = cls.explanation()
+        i = text.find("Reference:")
+        return " ".join(text[i + len("Reference:"):].split()) if i >= 0 else ""

@@ -117,7 +117,7 @@ def _nonfinite(ctx: CheckContext, t, report) -> tuple[int, int]:
 
     bad, first, done = 0, -1, 0
     try:
-        with ThreadPoolExecutor(THREADS) as pool:
+        with ThreadPoolExecutor(1 if ctx.mf.source.remote else THREADS) as pool:   # remote: one reader
             for e, (c, f) in zip(range(0, n, CHUNK_ELEMS), pool.map(chunk, range(0, n, CHUNK_ELEMS))):
                 bad += c
                 if f >= 0 and first < 0:
@@ -224,7 +224,7 @@ class ForwardCheck(Rule):
     """What it checks: the reference forward pass (``ggscope run``) gives finite logits.
 
     The file's BOS token (or token 0) and the id after it go through the numpy reference
-    forward pass of its architecture (llama, qwen2, gpt2, RWKV v4-v7); every logit after
+    forward pass of its architecture (any that ``ggscope run`` supports); every logit after
     them must be finite.  Files of other architectures, and damaged files, are not
     checked.  The pass holds all weights as float32, so a file whose weights would need
     more than 1 GiB that way is skipped with an info finding; a weight the pass cannot

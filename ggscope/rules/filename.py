@@ -6,10 +6,11 @@ agree with the metadata it is derived from.  A split model (``-00001-of-00003``,
 ``split.*`` keys, written by llama.cpp's gguf-split) only loads when every shard is
 there and the shards agree; given one shard, the set is checked.
 
-Contract: ``GGUF_FILENAME_RE`` is the spec's regular expression (§1.1.1), translated
-from JavaScript (``(?<n>`` -> ``(?P<n>``, ASCII classes); ``parse_filename(name)``
-returns the named parts (Version defaults to "v1.0", as the spec's reference code does)
-or None.  The shard rule opens sibling files header-only (never tensor data).
+Contract: ``GGUF_FILENAME_RE`` is the convention's regular expression (ggml docs/gguf.md
+§"Validating Above Naming Convention"), translated from JavaScript (``(?<n>`` ->
+``(?P<n>``, ASCII classes), with the optional Sidecar prefix (``mmproj-``, ``mtp-``) from
+``ggscope.upstream_overlay``; ``parse_filename(name)`` returns the named parts (Version
+defaults to "v1.0", as the spec's reference code does) or None.  The shard rule opens sibling files header-only (never tensor data).
 """
 from __future__ import annotations
 
@@ -17,24 +18,26 @@ import os
 import re
 from collections.abc import Iterator
 
-from ..ggml_types import LLAMA_FTYPE
+from .. import upstream
+from ..upstream_overlay import FILENAME_PREFIXES
+from ..split import SHARD_RE, shard_paths
 from .base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
            "FilenameMetadataMismatch", "SplitSetIncomplete"]
 
-# gguf-spec.txt §1.1.1 "Validating Above Naming Convention" (the Node.js ggufRegex)
+# ggml docs/gguf.md "Validating Above Naming Convention" (the Node.js ggufRegex)
+_SIDECAR = "|".join(re.escape(p.rstrip("-")) for p in FILENAME_PREFIXES)
 GGUF_FILENAME_RE = re.compile(
-    r"^(?P<BaseName>[A-Za-z0-9\s]*(?:(?:-(?:(?:[A-Za-z\s][A-Za-z0-9\s]*)|(?:[0-9\s]*)))*))"
+    rf"^(?:(?P<Sidecar>{_SIDECAR})-)?"
+    r"(?P<BaseName>[A-Za-z0-9\s]*(?:(?:-(?:(?:[A-Za-z\s][A-Za-z0-9\s]*)|(?:[0-9\s]*)))*))"
     r"-(?:(?P<SizeLabel>(?:\d+x)?(?:\d+\.)?\d+[A-Za-z](?:-[A-Za-z]+(\d+\.)?\d+[A-Za-z]+)?)"
     r"(?:-(?P<FineTune>[A-Za-z0-9\s-]+))?)?"
     r"-(?:(?P<Version>v\d+(?:\.\d+)*))"
     r"(?:-(?P<Encoding>(?!LoRA|vocab)[\w_]+))?"
     r"(?:-(?P<Type>LoRA|vocab))?"
     r"(?:-(?P<Shard>\d{5}-of-\d{5}))?\.gguf$", re.ASCII)
-# llama.cpp's split naming (llama_split_path: "%s-%05d-of-%05d.gguf")
-SHARD_RE = re.compile(r"^(?P<prefix>.*)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
-_PARTS = ("BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard")
+_PARTS = ("Sidecar", "BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard")
 MAX_SHARDS_OPENED = 256          # bound the work a claimed split.count can cause
 
 
@@ -55,7 +58,8 @@ def _node(ctx: CheckContext, key: str):
 
 
 def _on_disk(ctx: CheckContext) -> bool:
-    return bool(ctx.mf.path) and os.path.isfile(ctx.mf.path)
+    from ..remote import is_remote
+    return bool(ctx.mf.path) and (os.path.isfile(ctx.mf.path) or is_remote(ctx.mf.path))
 
 
 class FilenameConvention(Rule):
@@ -67,7 +71,7 @@ class FilenameConvention(Rule):
 
     Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` passes.
 
-    Reference: gguf-spec.txt §1.1, §1.1.1.
+    Reference: gguf-spec.txt §1.1, §1.1.1; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
     """
     code, name, severity, family = "GG801", "filename-convention", Severity.INFO, "filename"
     summary = "The file name does not follow the GGUF naming convention."
@@ -93,7 +97,8 @@ class FilenameMetadataMismatch(Rule):
 
     Example: ``Llama-7B-v1.0-Q4_0.gguf`` whose ``general.file_type`` is MOSTLY_Q8_0.
 
-    Reference: gguf-spec.txt §1.1 (components and where each is derived from).
+    Reference: gguf-spec.txt §1.1 (components and where each is derived from); file
+    types from gguf-py ``LlamaFileType``.
     """
     code, name, severity, family = "GG802", "filename-metadata-mismatch", Severity.WARNING, "filename"
     summary = "A part of the file name disagrees with the metadata."
@@ -117,11 +122,12 @@ class FilenameMetadataMismatch(Rule):
                          f"file name version {parts['Version']!r}, general.version {ver!r}")
         ft = md.get("general.file_type")
         enc = parts["Encoding"]
-        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in LLAMA_FTYPE:
-            ftname = LLAMA_FTYPE[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
+        ftypes = upstream.file_types()
+        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in ftypes:
+            ftname = ftypes[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
             if ftname != "SOME_F16" and enc.upper() != ftname.upper():
                 yield ctx.at(_node(ctx, "general.file_type"),
-                             f"file name encoding {enc!r}, general.file_type {ft} ({LLAMA_FTYPE[ft]})")
+                             f"file name encoding {enc!r}, general.file_type {ft} ({ftypes[ft]})")
         if parts["Shard"]:
             no, count = (int(x) for x in parts["Shard"].split("-of-"))
             sno, scount = md.get("split.no"), md.get("split.count")
@@ -134,12 +140,17 @@ class FilenameMetadataMismatch(Rule):
 class SplitSetIncomplete(Rule):
     """What it checks: given one shard of a split model, the whole set.
 
-    Every shard ``<prefix>-0000i-of-0000n.gguf`` exists next to it, each says the same
-    ``split.count`` and its own ``split.no``, the tensor counts add up to
-    ``split.tensors.count``, and no tensor name appears in two shards.
+    Every shard ``<prefix>-0000i-of-0000n.gguf`` exists next to it (a sibling file, or
+    the sibling URL for a remote shard), each says the same ``split.count`` and its own
+    ``split.no`` (which every shard after the first must have), the tensor counts add up
+    to the first shard's ``split.tensors.count``, no tensor name appears in two shards,
+    and shards that name an architecture name the same one.
 
-    Why it matters: llama.cpp loads all shards from the first one's name; a missing or
-    stale shard fails the load (or, with a duplicate tensor, silently uses one copy).
+    Why it matters: llama.cpp's model loader starts from the first shard, derives the
+    others' names, refuses a shard whose ``split.no`` is missing or wrong ("invalid
+    split file idx"), a tensor in two shards ("tensor is duplicated") and a total that
+    differs from ``split.tensors.count`` ("corrupted model"); it reads metadata only
+    from the first shard, so a shard of another model (another architecture) is a mix-up.
 
     Example: ``m-00001-of-00003.gguf`` and ``m-00003-of-00003.gguf`` without the second.
 
@@ -151,10 +162,11 @@ class SplitSetIncomplete(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         import ggscope
-        m = SHARD_RE.match(ctx.mf.path or "")
-        if m is None or not _on_disk(ctx):
+        from ..remote import RemoteError, is_remote
+        paths = shard_paths(ctx.mf.path or "")
+        if paths is None or not _on_disk(ctx):
             return
-        count = int(m.group("count"))
+        count = len(paths)
         md = ctx.mf.metadata
         scount = md.get("split.count")
         if isinstance(scount, int) and not isinstance(scount, bool) and scount != count:
@@ -162,27 +174,45 @@ class SplitSetIncomplete(Rule):
         if count == 0:
             yield ctx.at(None, "shard total is 0")
             return
-        prefix = m.group("prefix")
         seen: dict[str, int] = {}
         n_tensors = 0
         missing: list[int] = []
-        for i in range(1, count + 1):
-            path = f"{prefix}-{i:05d}-of-{count:05d}.gguf"
-            if not os.path.isfile(path):
+        arch: tuple[int, str] | None = None
+        first_total = None
+        for i, path in enumerate(paths, 1):
+            if not is_remote(path) and not os.path.isfile(path):
                 missing.append(i)
                 continue
             if len(seen) > 10**7 or i > MAX_SHARDS_OPENED:
                 continue
             try:
-                shard = ctx.mf if os.path.abspath(path) == os.path.abspath(ctx.mf.path) else ggscope.open(path)
+                shard = ctx.mf if path == ctx.mf.path or (not is_remote(path) and os.path.abspath(path)
+                                                          == os.path.abspath(ctx.mf.path)) else ggscope.open(path)
+            except RemoteError as exc:
+                if "not found" in str(exc):
+                    missing.append(i)
+                else:
+                    yield ctx.at(None, f"shard {i} ({_base(path)}) could not be read: {exc}")
+                continue
             except Exception as exc:  # noqa: BLE001 - an unreadable sibling is a finding
-                yield ctx.at(None, f"shard {i} ({os.path.basename(path)}) could not be opened: {exc}")
+                yield ctx.at(None, f"shard {i} ({_base(path)}) could not be opened: {exc}")
                 continue
             sc, sn = shard.metadata.get("split.count"), shard.metadata.get("split.no")
             if sc is not None and sc != count:
                 yield ctx.at(None, f"shard {i} says split.count = {sc}, the set has {count}")
             if sn is not None and sn != i - 1:
                 yield ctx.at(None, f"shard {i} says split.no = {sn}, expected {i - 1}")
+            elif sn is None and count > 1:      # llama.cpp: "missing key split.no in GGUF split"
+                yield ctx.at(None, f"shard {i} ({_base(path)}) has no split.no; llama.cpp refuses the set")
+            if i == 1:
+                first_total = shard.metadata.get("split.tensors.count")
+            a = shard.metadata.get("general.architecture")
+            if isinstance(a, str):
+                if arch is None:
+                    arch = (i, a)
+                elif a != arch[1]:
+                    yield ctx.at(None, f"shard {i} says general.architecture = {a!r}, shard {arch[0]} "
+                                       f"says {arch[1]!r}")
             n_tensors += len(shard.tensors)
             for t in shard.tensors:
                 if t.name in seen:
@@ -193,10 +223,15 @@ class SplitSetIncomplete(Rule):
             shown = ", ".join(str(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
             yield ctx.at(None, f"{len(missing)} of {count} shards missing: {shown}")
             return
-        total = md.get("split.tensors.count")
+        # llama.cpp reads split.tensors.count from the first shard (the one it loads from)
+        total = md.get("split.tensors.count") if first_total is None else first_total
         if isinstance(total, int) and count <= MAX_SHARDS_OPENED and total != n_tensors:
-            yield ctx.at(_node(ctx, "split.tensors.count"),
-                         f"split.tensors.count = {total}, the shards hold {n_tensors} tensors")
+            where = _node(ctx, "split.tensors.count") if md.get("split.tensors.count") == total else None
+            yield ctx.at(where, f"split.tensors.count = {total}, the shards hold {n_tensors} tensors")
+
+
+def _base(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 RULES = [FilenameConvention, FilenameMetadataMismatch, SplitSetIncomplete]

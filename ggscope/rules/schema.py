@@ -1,9 +1,10 @@
 """Metadata schema rules (GG6xx): standard keys, their types, and what each model needs.
 
-Why: a file can be structurally perfect and still unusable - ``llama.block_count``
-stored as a string, no ``general.architecture``, quantized tensors without
-``general.quantization_version``.  The facts come from one table,
-``ggscope.gguf_schema`` (transcribed from the GGUF spec, sections cited there).
+Why: a file can be structurally perfect and still deviate from what llama.cpp writes -
+``llama.block_count`` stored as a string, no ``general.architecture``, quantized tensors
+without ``general.quantization_version``.  The facts come from gguf-py at run time
+(``ggscope.upstream`` via ``ggscope.gguf_schema``); what llama.cpp's loader refuses (a
+required key missing, a key read with another type) is the loader family's (GG11xx).
 
 Contract: rules read ``mf.metadata``/``metadata_types``/``tensors`` and point at the
 key's kv entry (``metadata_kv[i]``), or at the whole file for a missing key.
@@ -14,10 +15,11 @@ from collections import Counter
 from collections.abc import Iterator
 
 from .. import gguf_schema as schema
-from ..ggml_types import LLAMA_FTYPE, TYPES_BY_NAME
+from .. import upstream
+from ..ggml_types import TYPES_BY_NAME
 from .base import CheckContext, Finding, Rule, Severity
 
-__all__ = ["RULES", "FTYPE_MAIN_TYPE", "StandardKeyType", "ArchitectureName", "ArchRequiredKey",
+__all__ = ["RULES", "FTYPE_MAIN_TYPE", "StandardKeyType", "ArchitectureName",
            "QuantizationVersionMissing", "FileTypeMismatch"]
 
 # general.file_type value name -> the ggml type its majority of tensors has (llama.cpp's
@@ -32,7 +34,8 @@ FTYPE_MAIN_TYPE: dict[str, str] = {
     "MOSTLY_IQ3_XS": "IQ3_S", "MOSTLY_IQ3_XXS": "IQ3_XXS", "MOSTLY_IQ1_S": "IQ1_S",
     "MOSTLY_IQ4_NL": "IQ4_NL", "MOSTLY_IQ3_S": "IQ3_S", "MOSTLY_IQ3_M": "IQ3_S", "MOSTLY_IQ2_S": "IQ2_S",
     "MOSTLY_IQ2_M": "IQ2_S", "MOSTLY_IQ4_XS": "IQ4_XS", "MOSTLY_IQ1_M": "IQ1_M", "MOSTLY_BF16": "BF16",
-    "MOSTLY_TQ1_0": "TQ1_0", "MOSTLY_TQ2_0": "TQ2_0",
+    "MOSTLY_TQ1_0": "TQ1_0", "MOSTLY_TQ2_0": "TQ2_0", "MOSTLY_MXFP4_MOE": "MXFP4", "MOSTLY_NVFP4": "NVFP4",
+    "MOSTLY_Q1_0": "Q1_0", "MOSTLY_Q2_0": "Q2_0",
 }
 
 
@@ -47,21 +50,21 @@ def _arch(ctx: CheckContext) -> str | None:
 
 
 class StandardKeyType(Rule):
-    """What it checks: a key the spec standardizes has the type the spec gives it.
+    """What it checks: a key gguf-py defines has the type gguf-py's writer gives it.
 
-    Why it matters: readers fetch standard keys with a typed getter; ggml's
-    ``gguf_get_val_u32`` aborts on a key of another type, llama.cpp refuses to load.
-    Another kind of value (a string for a number) is an error; another width of the same
-    kind is a warning, except that integer counts may be any width (the spec: "Some
-    models may use uint32 ... readers support both") and ``general.alignment`` must be
-    exactly uint32.
+    Why it matters: tools read standard keys with typed getters; a value of another type
+    means a hand-made or foreign writer.  gguf-py (llama.cpp's own package) is the source
+    of the expected types, read at run time from ``GGUFWriter``'s ``add_*`` methods.  Where
+    llama.cpp's loader itself reads the key and refuses the file, GG1104 reports the error;
+    this rule reports the deviation for every standard key.
 
-    Example: ``general.alignment`` stored as uint64; ``llama.block_count`` as a string.
+    Example: ``general.file_type`` stored as uint64; ``llama.block_count`` as a string.
 
-    Reference: gguf-spec.txt §2.1-§2.4.
+    Reference: gguf-py ``gguf/gguf_writer.py`` (``add_uint32(Keys.LLM.CONTEXT_LENGTH...)``), ``gguf/constants.py`` ``Keys``.
     """
-    code, name, severity, family = "GG601", "standard-key-type", Severity.ERROR, "schema"
-    summary = "A standard metadata key has a type other than the spec's."
+    code, name, severity, family = "GG601", "standard-key-type", Severity.WARNING, "schema"
+    summary = "A standard metadata key has another type than gguf-py writes."
+    source = "gguf-py gguf_writer.py GGUFWriter.add_* (installed package)"
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         arch = _arch(ctx)
@@ -72,63 +75,31 @@ class StandardKeyType(Rule):
             verdict = schema.type_matches(want, ftype)
             if verdict == "ok":
                 continue
-            if verdict == "width":
-                if key != "general.alignment" and (want in ("uint64", "uint32") and schema.kind(want) == "int"):
-                    if want == "uint64" or ftype.startswith("uint"):
-                        continue        # any unsigned width for counts/ids; uint64 counts any int
-                sev = Severity.ERROR if key == "general.alignment" else Severity.WARNING
-            else:
-                sev = Severity.ERROR
-            yield ctx.at(_node(ctx, key), f"{key} is {ftype}, the spec says {want}", severity=sev)
+            how = "another width of the same kind" if verdict == "width" else "another kind of value"
+            yield ctx.at(_node(ctx, key), f"{key} is {ftype}, gguf-py writes {want} ({how})")
 
 
 class ArchitectureName(Rule):
-    """What it checks: ``general.architecture`` is present and matches ``[a-z0-9]+``.
+    """What it checks: ``general.architecture`` is present and a string.
 
-    Why it matters: it is the one required key; every loader picks its code path by it,
-    and all ``[llm].*`` keys are prefixed with it.
+    Why it matters: it is the one required key; llama.cpp's loader reads it first and
+    picks every code path by it (an architecture it does not know is GG1101).
 
-    Example: no ``general.architecture``; ``general.architecture = "Llama-2"``.
+    Example: no ``general.architecture``.
 
-    Reference: gguf-spec.txt §2.1.1.
+    Reference: gguf-spec §2.1.1; llama.cpp src/llama-model-loader.cpp (``general.architecture``).
     """
     code, name, severity, family = "GG602", "architecture-name", Severity.ERROR, "schema"
-    summary = "general.architecture is missing or not lowercase [a-z0-9]+."
+    summary = "general.architecture is missing or not a string."
+    source = "llama.cpp src/llama-model-loader.cpp llama_model_loader (reads general.architecture)"
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if ctx.mf.damage is not None:
             return                  # the key may sit past the damage
         if "general.architecture" not in ctx.mf.metadata:
             yield ctx.at(None, "general.architecture is missing (required)")
-            return
-        a = ctx.mf.metadata["general.architecture"]
-        if isinstance(a, str) and not schema.ARCH_NAME_RE.fullmatch(a):
-            yield ctx.at(_node(ctx, "general.architecture"),
-                         f"general.architecture {a!r} is not lowercase [a-z0-9]+", severity=Severity.WARNING)
-
-
-class ArchRequiredKey(Rule):
-    """What it checks: a file of an architecture the spec lists has all its required keys.
-
-    Why it matters: the spec says of each architecture "each key specified must be
-    present"; a loader without ``llama.block_count`` cannot build the model.  Files with
-    no tensors (vocabulary-only files, the naming convention's ``vocab`` type) are not
-    models and are skipped.
-
-    Example: a llama file without ``llama.attention.layer_norm_rms_epsilon``.
-
-    Reference: gguf-spec.txt §2.2.4.1-§2.2.4.10.
-    """
-    code, name, severity, family = "GG603", "arch-required-key", Severity.ERROR, "schema"
-    summary = "A key the spec requires for the file's architecture is missing."
-
-    def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        arch = _arch(ctx)
-        if arch not in schema.ARCH_REQUIRED or not ctx.mf.tensors or ctx.mf.damage is not None:
-            return
-        missing = [f"{arch}.{k}" for k in schema.ARCH_REQUIRED[arch] if f"{arch}.{k}" not in ctx.mf.metadata]
-        for key in missing:
-            yield ctx.at(_node(ctx, "general.architecture"), f"{key} is missing (required for {arch})")
+        elif not isinstance(ctx.mf.metadata["general.architecture"], str):
+            yield ctx.at(_node(ctx, "general.architecture"), "general.architecture is not a string")
 
 
 class QuantizationVersionMissing(Rule):
@@ -164,7 +135,7 @@ class FileTypeMismatch(Rule):
 
     Example: ``general.file_type = 7`` (MOSTLY_Q8_0) in a file of F16 tensors.
 
-    Reference: gguf-spec.txt §2.1.2 ``general.file_type``.
+    Reference: gguf-spec.txt §2.1.2 ``general.file_type``; gguf-py ``LlamaFileType`` (+ ggscope.upstream_overlay).
     """
     code, name, severity, family = "GG605", "file-type-mismatch", Severity.WARNING, "schema"
     summary = "general.file_type is unknown or its main tensor type is absent."
@@ -174,7 +145,7 @@ class FileTypeMismatch(Rule):
         if not isinstance(ft, int) or isinstance(ft, bool) or not ctx.mf.tensors:
             return
         node = _node(ctx, "general.file_type")
-        name = LLAMA_FTYPE.get(ft)
+        name = upstream.file_types().get(ft)
         if name is None:
             yield ctx.at(node, f"general.file_type {ft} is not a known file type")
             return
@@ -191,4 +162,4 @@ class FileTypeMismatch(Rule):
                          f"(types: {', '.join(sorted(types))})")
 
 
-RULES = [StandardKeyType, ArchitectureName, ArchRequiredKey, QuantizationVersionMissing, FileTypeMismatch]
+RULES = [StandardKeyType, ArchitectureName, QuantizationVersionMissing, FileTypeMismatch]

@@ -7,11 +7,14 @@ ggml's own verdicts: every file ggml refuses gets an error here, every file it a
 gets nothing here.  What the spec forbids but ggml lets through lives in ``values``.
 
 Contract: a damaged file is seen through ``mf.damage`` (the error node) plus the
-partial tree; ``damage_kind(mf)`` maps each kind of damage to one rule.  The header
+partial tree; ``damage_kind(mf)`` maps each kind of damage to exactly one rule, for
+every format (the damage rules GG101, GG103, GG104, GG117, GG118 and the legacy GG902
+together cover whatever any format's parse stops at, so ``validate`` calls a file
+damaged exactly when ``ggscope.open`` and ``info`` do).  The header
 facts ggml computes (its alignment, the expected offset of each tensor, the size of the
 data section) are computed once here by ``ggml_layout(mf)`` and shared with the
 alignment and tensors families.  Damage of a tensor's *data* range is not header
-damage: GG118/GG119 and the tensors family judge it.
+damage: GG116 and the tensors family judge it.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .. import ggml_types
+from ..upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
 from .base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "GGMLLayout", "ggml_layout", "damage_kind", "kv_nodes", "tensor_nodes",
@@ -30,7 +34,6 @@ GGUF_VERSION = 3              # the newest version ggml reads
 GGML_MAX_DIMS = 4
 GGML_MAX_NAME = 64            # ggml refuses names of 64 bytes or more (room for the NUL)
 GGUF_DEFAULT_ALIGNMENT = 32
-GGUF_MAX_ALIGNMENT = 1 << 20  # recent ggml refuses larger alignments
 INT64_MAX = (1 << 63) - 1
 SIZE_MAX = (1 << 64) - 1
 GGUF_TYPE_UINT32, GGUF_TYPE_ARRAY = 4, 9
@@ -156,34 +159,74 @@ def ggml_layout(mf) -> GGMLLayout:
 _NUM = re.compile(r"\d+")
 
 
+_NEED_REASONS = (re.compile(r"^\d+ (?:elements|strings) .*?need (?:at least )?(\d+) bytes"),
+                 re.compile(r"^size (\d+) runs past"))
+# A count or length whose bytes exceed the whole file this many times over is no file cut
+# short (a truncated file's counts were written for a file somewhat longer than the cut)
+# but a corrupt or hostile value: 2**32 - 1 tokens in a 1 MB file, a 2**60-element array.
+HOSTILE_FACTOR = 1024
+
+
+def claimed_bytes(reason: str) -> int | None:
+    """The bytes a count or length in a damage reason needs, if the reason names one."""
+    for pat in _NEED_REASONS:
+        m = pat.match(reason)
+        if m:
+            return int(m.group(1))
+    return None
+
+
 def damage_kind(mf) -> str | None:
-    """Which structure rule owns ``mf.damage``: a rule name, or None (no header damage)."""
+    """Which rule owns ``mf.damage``: a rule name, or None (no damage, or data damage).
+
+    A count or length is hostile (count-cannot-fit) when the bytes it needs exceed the
+    whole file ``HOSTILE_FACTOR`` times over, or when the elements it counts take no
+    bytes at all; a count whose bytes merely stop early is a truncation (a GGUF file cut
+    to 30 bytes, whose entry count asks for a few hundred bytes, is truncated).
+    """
     d = mf.damage
     if d is None:
         return None
-    if re.fullmatch(r"tensor_infos\[\d+\]/data", d.path):
-        return None                       # a data range, judged by GG118/GG119 and GG5xx
+    gguf = mf.format == "gguf"
+    if gguf and re.fullmatch(r"tensor_infos\[\d+\]/data", d.path):
+        return None                       # a data range, judged by GG116 and GG5xx
     reason = d.error or ""
-    if d.path == "magic":
+    if gguf and d.path == "magic":
         return "bad-magic"
-    if "no case of the switch" in reason:
+    if gguf and ("no case of the switch" in reason or reason.startswith("nesting deeper than")):
         return "invalid-value-type"
-    m = re.search(r"need (\d+) bytes", reason) or re.search(r"size (\d+) runs past", reason)
-    if m and int(m.group(1)) > mf.source.size:
+    if mf.extra.get("damage_type_error"):
+        return "legacy-type-invalid"      # the record's type code has no size (GG902)
+    if "consume no bytes" in reason:
         return "count-cannot-fit"
-    return "truncated-file"
+    need = claimed_bytes(reason)
+    if need is not None and need > HOSTILE_FACTOR * max(mf.source.size, 1):
+        return "count-cannot-fit"
+    if need is not None or "(truncated)" in reason:
+        return "truncated-file"
+    return "unreadable-field"
 
 
 class _DamageRule(Rule):
     kind: str = ""
+    formats = ("*",)
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if damage_kind(ctx.mf) == self.name:
             d = ctx.mf.damage
-            yield ctx.at(d, self.message(d), start=d.start, end=d.start)
+            yield ctx.at(d, self.message(d, ctx.mf), start=d.start, end=d.start)
 
-    def message(self, d) -> str:
-        return f"ggml refuses this file: {d.path or 'the file'}: {d.error}"
+    def message(self, d, mf) -> str:
+        return f"{_reader(mf)} refuses this file: {d.path or 'the file'}: {d.error}"
+
+
+_READERS = {"gguf": "ggml", "ggml": "the GGML loader", "ggmf": "llama.cpp's legacy loader",
+            "ggjt": "llama.cpp's legacy loader", "rwkv.cpp": "rwkv.cpp", "chatglm.cpp": "chatglm.cpp",
+            "bit1": "the BIT1 reader"}
+
+
+def _reader(mf) -> str:
+    return _READERS.get(mf.format, "its reader")
 
 
 class BadMagic(_DamageRule):
@@ -198,7 +241,7 @@ class BadMagic(_DamageRule):
     """
     code, name, severity, family = "GG101", "bad-magic", Severity.ERROR, "structure"
     summary = "The file does not start with the GGUF magic."
-    formats = ("gguf",)
+    formats = ("gguf",)   # other formats are told by their magic: a wrong one is no known format
 
     @classmethod
     def finding_for(cls, path: str, first: bytes) -> Finding:
@@ -257,8 +300,9 @@ class CountCannotFit(_DamageRule):
                 return
         yield from super().check(ctx)
 
-    def message(self, d) -> str:
-        return f"{d.path}: {d.error}; the count or length cannot fit the file"
+    def message(self, d, mf) -> str:
+        return (f"{d.path}: {d.error}; the count or length cannot fit the {mf.source.size}-byte file, "
+                f"{_reader(mf)} refuses it")
 
 
 class InvalidValueType(Rule):
@@ -278,6 +322,16 @@ class InvalidValueType(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if damage_kind(ctx.mf) == self.name:
             d = ctx.mf.damage
+            if (d.error or "").startswith("nesting deeper than"):
+                kv = ctx.node(d.path.split("/", 1)[0])      # the entry, not a path 64 levels long
+                key = kv.child("key") if kv is not None else None
+                name = key.child("data") if key is not None else None
+                what = f"key {name.value!r}" if name is not None and name.value is not None else "an entry"
+                yield ctx.at(kv if kv is not None else d,
+                             f"{what} holds arrays nested {d.path.count('elems[')} levels deep and more "
+                             f"(parsing stops at offset {d.start}: {d.error}); ggml refuses nested arrays",
+                             start=d.start, end=d.start)
+                return
             t = ctx.node(d.path.rsplit("/", 1)[0] + "/type") if "/" in d.path else None
             code = f" {t.value}" if t is not None and t.value is not None else ""
             yield ctx.at(d, f"unknown GGUF value type{code}; ggml refuses it", start=d.start, end=d.start)
@@ -331,11 +385,12 @@ class DuplicateKey(Rule):
 
 class InvalidAlignment(Rule):
     """What it checks: ``general.alignment``, when present, is a uint32 that is a
-    non-zero power of two no larger than 1 MiB.
+    non-zero power of two.
 
     Why it matters: ggml refuses any other type ("must be of type u32"), zero, or a
-    value that is not a power of two; recent ggml also refuses alignments above 1 MiB.
-    Every tensor offset is padded to this value, so a wrong one moves every tensor.
+    value that is not a power of two ("alignment N is not a power of 2"); it sets no upper
+    limit (a 2 MiB alignment loads).  Every tensor offset is padded to this value, so a
+    wrong one moves every tensor.
 
     Example: ggml test-gguf's KV_BAD_ALIGN (13) and KV_WRONG_TYPE_ALIGN (int32) files.
 
@@ -356,8 +411,6 @@ class InvalidAlignment(Rule):
             a = int(kv["value"].value)
             if a == 0 or a & (a - 1):
                 yield ctx.at(kv["value"], f"general.alignment {a} is not a power of two")
-            elif a > GGUF_MAX_ALIGNMENT:
-                yield ctx.at(kv["value"], f"general.alignment {a} exceeds ggml's maximum {GGUF_MAX_ALIGNMENT}")
             return
 
 
@@ -600,23 +653,93 @@ class TruncatedTensorData(Rule):
 
 
 class TruncatedFile(_DamageRule):
-    """What it checks: the header (magic, counts, metadata, tensor infos) is complete.
+    """What it checks: the file holds every field its header and records announce - in
+    GGUF the header, metadata and tensor infos; in the formats before GGUF every
+    hyper-parameter, vocabulary entry and tensor record, data included.
 
     Why it matters: a file cut short - an interrupted download or copy - cannot be read
-    past the cut; ggml refuses it ("failed to read ...").
+    past the cut.  ggml refuses it ("failed to read ..."); llama.cpp's legacy loader
+    (``llama_file::read_raw``: "unexpectedly reached end of file"), rwkv.cpp
+    (``rwkv_fread_*`` fail, "Failed to read ...") and chatglm.cpp's loader
+    (``ModelLoader::read_*``) stop the same way.
 
-    Example: any GGUF file truncated inside its metadata.
+    Example: any GGUF file truncated inside its metadata; an rwkv.cpp file cut inside
+    the data of its last parameter.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: gguf-spec §1.2 ``gguf_file_t``; ggml src/gguf.cpp, gguf_init_from_file;
+    legacy-formats.md §1-8.
     """
     code, name, severity, family = "GG117", "truncated-file", Severity.ERROR, "structure"
-    summary = "The file ends inside its header."
+    summary = "The file ends inside a field its header or records announce."
 
-    def message(self, d) -> str:
+    def message(self, d, mf) -> str:
         return f"the file ends inside {d.path or 'the header'} at offset {d.start}: {d.error}"
+
+
+class UnreadableField(_DamageRule):
+    """What it checks: every field the format's layout defines can be read - its value
+    decides the next field's place, size or type in a way the format allows.
+
+    Why it matters: when a field cannot be interpreted (a byte-order word that is
+    neither byte order, a size expression that cannot be evaluated), the format's own
+    reader cannot go on either, and everything after that field is unreadable.
+
+    Example: a GGUF file whose version word reads as neither little- nor big-endian.
+
+    Reference: the format's Kaitai spec in formats/*.ksy; design.md (damage is a node).
+    """
+    code, name, severity, family = "GG118", "unreadable-field", Severity.ERROR, "structure"
+    summary = "Parsing stops at a field that cannot be interpreted."
+
+    def message(self, d, mf) -> str:
+        return f"parsing stops at {d.path or 'the file'} (offset {d.start}): {d.error}"
+
+
+class ReaderLimitExceeded(Rule):
+    """What it checks: no string is longer than 1 GiB and no array has more than 2^30
+    elements.
+
+    Why it matters: ggml's reader refuses them outright (``GGUF_MAX_STRING_LENGTH``,
+    ``GGUF_MAX_ARRAY_ELEMENTS``, both 1024*1024*1024, since 2026-02-27: "string length N
+    exceeds maximum"), even when the file holds the bytes; gguf-py reads such files, so
+    a file can pass one reader and fail ggml's.
+
+    Example: a token list of 1,073,741,825 one-byte strings.
+
+    Reference: ggml src/gguf.cpp ``gguf_reader::read`` (ggml 4773cde1, 2026-02-27); ggscope.upstream_overlay.
+    """
+    code, name, severity, family = "GG120", "reader-limit-exceeded", Severity.ERROR, "structure"
+    summary = "A string is over 1 GiB or an array over 2^30 elements (ggml refuses)."
+    source = "ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH / GGUF_MAX_ARRAY_ELEMENTS (2026-02-27)"
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        for kv in kv_nodes(ctx.mf):
+            key = kv["key"]["data"].value
+            for node in (kv["key"]["len"], kv["value"].child("len")):
+                if node is not None and node.value is not None and int(node.value) > GGUF_MAX_STRING_LENGTH:
+                    yield ctx.at(node, f"key {_printable(key)}: string length {int(node.value)} exceeds ggml's "
+                                 f"maximum {GGUF_MAX_STRING_LENGTH}")
+            if kv["type"].value != GGUF_TYPE_ARRAY:
+                continue
+            n = kv["value"].child("num_elems")
+            if n is not None and n.value is not None and int(n.value) > GGUF_MAX_ARRAY_ELEMENTS:
+                yield ctx.at(n, f"key {_printable(key)}: {int(n.value)} array elements exceed ggml's maximum "
+                             f"{GGUF_MAX_ARRAY_ELEMENTS}")
+                continue
+            elems = kv["value"].child("elems")
+            lens = getattr(elems.value, "lens", None) if elems is not None else None
+            if lens is not None and len(lens) and elems.end - elems.start > GGUF_MAX_STRING_LENGTH:
+                longest = int(lens.max())
+                if longest > GGUF_MAX_STRING_LENGTH:
+                    yield ctx.at(elems, f"key {_printable(key)}: an element string of {longest} bytes exceeds "
+                                 f"ggml's maximum {GGUF_MAX_STRING_LENGTH}")
+
+
+def _printable(key) -> str:
+    return repr(key if isinstance(key, str) else str(key))[:80]
 
 
 RULES = [BadMagic, UnsupportedVersion, CountCannotFit, InvalidValueType, EmptyKey, DuplicateKey,
          InvalidAlignment, TensorNameTooLong, DuplicateTensorName, TooManyDims, BadDimension,
          UnknownTensorType, RowNotBlockMultiple, UnexpectedTensorOffset, DataSectionPastEnd,
-         TruncatedTensorData, TruncatedFile]
+         TruncatedTensorData, TruncatedFile, UnreadableField, ReaderLimitExceeded]

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from .base import CheckContext, Finding, Rule, Severity
 from .structure import _nbytes as ggml_nbytes
 from .structure import ggml_layout, tensor_nodes
-from .tensor_names import ARCH_TENSORS, is_standard
+from .tensor_names import is_standard
 
-__all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors"]
+__all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors", "TrailingBytes"]
 
 _MAX_NAMED = 5
 
@@ -36,11 +36,9 @@ def _arch(mf) -> str | None:
 
 
 class NonstandardTensorName(Rule):
-    """What it checks: in a file whose ``general.architecture`` is one ggscope knows
-    (llama, gpt2, falcon, mpt, gptneox, gptj, bloom, qwen2, phi2, phi3, gemma,
-    starcoder, starcoder2, refact, baichuan, bert, mamba, rwkv6), every tensor name is
-    one of that architecture's standard names (``token_embd.weight``,
-    ``blk.N.attn_q.weight``, ...).
+    """What it checks: in a file whose ``general.architecture`` gguf-py knows, every
+    tensor name is one of that architecture's standard names (``token_embd.weight``,
+    ``blk.N.attn_q.weight``, ...) in gguf-py's ``MODEL_TENSORS``.
 
     Why it matters: llama.cpp finds weights by these names and refuses a model with a
     tensor it does not expect ("wrong number of tensors") or without one it needs; a
@@ -57,7 +55,7 @@ class NonstandardTensorName(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         arch = _arch(ctx.mf)
-        if arch not in ARCH_TENSORS:
+        if arch is None or is_standard(arch, "token_embd.weight") is None:
             return
         for ti in tensor_nodes(ctx.mf):
             n = _name(ti)
@@ -143,4 +141,34 @@ class OverlappingTensors(Rule):
                 reach, owner = end, ti
 
 
-RULES = [NonstandardTensorName, TensorDataPastEnd, OverlappingTensors]
+class TrailingBytes(Rule):
+    """What it checks: the file ends where its data section ends - the last tensor's data
+    padded to the alignment (or, with no tensors, the header padded to it).
+
+    Why it matters: ggml reads exactly the data section and ignores what follows, so
+    the file loads; but bytes nobody reads mean a writer that lost count, a second file
+    concatenated onto this one, or something hidden in the model.  A warning: no reader
+    refuses the file.
+
+    Example: a GGUF file with 4 KiB of zeros appended.
+
+    Reference: gguf-spec §1.2 ``gguf_file_t`` (the data section is the file's last
+    part); ggml src/gguf.cpp, gguf_init_from_file (reads ``data_size`` bytes and stops).
+    """
+    code, name, severity, family = "GG504", "trailing-bytes", Severity.WARNING, "tensors"
+    summary = "Bytes follow the end of the data section."
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        if ctx.mf.damage is not None:
+            return
+        lay = ggml_layout(ctx.mf)
+        if lay.data_start is None or (lay.expected and lay.data_size is None):
+            return
+        end = lay.data_start + (lay.data_size or 0)
+        size = ctx.mf.source.size
+        if size > end:
+            yield ctx.at(None, f"{size - end} bytes follow the end of the data section at {end}; "
+                         "no reader reads them", start=end, end=size)
+
+
+RULES = [NonstandardTensorName, TensorDataPastEnd, OverlappingTensors, TrailingBytes]

@@ -37,7 +37,7 @@ from .scan import ScanStop, StringArray, scan_length_prefixed
 __all__ = ["parse", "parse_spec", "ParseResult", "KStruct", "MAX_DEPTH"]
 
 MAX_DEPTH = 64
-MAX_ZERO_SIZE_ELEMENTS = 1 << 16
+MAX_ZERO_SIZE_ELEMENTS = 1 << 10   # elements that consume no bytes: the bytes back no count
 EAGER_STR_LIMIT = 1 << 24   # longer strings stay raw bytes (a memoryview) until asked for
 
 
@@ -217,7 +217,10 @@ class _Engine:
                     break
             else:
                 if strict:
-                    raise ValueError(f"byte order switch matched no case ({on!r})")
+                    if on is None:
+                        raise ValueError(f"the bytes that decide it are missing: the data ends at offset "
+                                         f"{io.base + io.size} ({io.base + io.size:#x})")
+                    raise ValueError(f"the value it is decided by, {on}, matches none of the spec's cases")
                 return False
         return True
 
@@ -300,7 +303,7 @@ class _Engine:
             return None   # raw bytes, as Kaitai does
         enum_name = ""
         raise self.fail(f, name, path, "switch", io.base + io.pos,
-                        f"no case of the switch matches {on!r}{enum_name}: unknown or invalid type code")
+                        f"no case of the switch matches {_show(on)}{enum_name}: unknown or invalid type code")
 
     def _size(self, f: FieldSpec, ctx: Ctx, io: Stream, name: str, path: str, ktype: str) -> int:
         start = io.base + io.pos
@@ -310,7 +313,7 @@ class _Engine:
             except (ExprError, Fail, ArithmeticError, TypeError) as exc:
                 raise self.fail(f, name, path, ktype, start, f"cannot evaluate size: {_reason(exc)}")
             if not isinstance(n, (int, np.integer)) or n < 0:
-                raise self.fail(f, name, path, ktype, start, f"size {n!r} is not a byte count")
+                raise self.fail(f, name, path, ktype, start, f"size {_show(n)} is not a byte count")
             n = int(n)
             if n > io.remaining:
                 raise self.fail(f, name, path, ktype, start,
@@ -346,7 +349,7 @@ class _Engine:
                 got = self.source.read(start, start + min(n, io.remaining))
                 if got != f.contents:
                     raise self.fail(f, name, path, "contents", start,
-                                    f"expected {f.contents!r}, found {got!r}")
+                                    f"expected {_show(f.contents)}, found {_show(got)}")
                 io.pos += n
                 return got, Node(name, path, "contents", start, start + n, got, f.doc, f.spec_path)
             if f.terminator is not None and f.size is None and not f.size_eos:
@@ -399,7 +402,7 @@ class _Engine:
             except (ExprError, Fail, ArithmeticError, TypeError) as exc:
                 raise self.fail(f, name, path, tref.name, start, f"cannot evaluate repeat-expr: {_reason(exc)}")
             if not isinstance(n, (int, np.integer)) or n < 0:
-                raise self.fail(f, name, path, tref.name, start, f"element count {n!r} is not a count")
+                raise self.fail(f, name, path, tref.name, start, f"element count {_show(n)} is not a count")
             n = int(n)
         if tref.kind == "prim" and f.enum is None and f.repeat != "until":
             return self._prim_array(f, tref, obj, io, name, path, n)
@@ -643,9 +646,15 @@ class _Engine:
             kids.append(node)
             i += 1
             zero_run = zero_run + 1 if io.pos == before else 0
-            if zero_run > MAX_ZERO_SIZE_ELEMENTS or (f.repeat == "eos" and io.pos == before):
+            if zero_run and (f.repeat == "eos" or zero_run > MAX_ZERO_SIZE_ELEMENTS
+                             or (n is not None and n - i > MAX_ZERO_SIZE_ELEMENTS)):
+                # a count of elements that take no bytes is not backed by the file: stop
+                # before work or memory grows with it
+                claimed = f"{n} elements" if n is not None else "elements until the end"
                 raise self.fail(f, name, path, tref.name, io.base + io.pos,
-                                "elements consume no bytes: refusing to loop")
+                                f"{claimed} claimed, but the elements consume no bytes (element "
+                                f"[{i - 1}] is empty): expected at least 1 byte per element, so the "
+                                f"file's bytes cannot back the count; refusing to loop")
             if f.repeat == "until":
                 ectx.under = v
                 try:
@@ -680,6 +689,19 @@ class _Engine:
         except Fail as exc:
             root = exc.node
             return ParseResult(root, None, exc.error)
+
+
+def _show(v: Any) -> str:
+    """A value inside a finding's sentence: bytes as hex and text, nothing as words."""
+    if v is None:
+        return "no value (the bytes it comes from are missing)"
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        b = bytes(v)
+        if not b:
+            return "no bytes (the data ends here)"
+        text = "".join(chr(c) if 0x20 <= c < 0x7F else "." for c in b[:16])
+        return f"{b[:16].hex(' ')}{' …' if len(b) > 16 else ''} (\"{text}\")"
+    return str(v)
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,17 +1,26 @@
-"""``GGScopeApp``: browse one parsed model file.
+"""``GGScopeApp``: browse one model file.
 
-Left, switchable tabs (1-4): the structure tree, metadata, tensors and findings.
-Right: the hex view over the whole file and a detail pane for the selection.  Panes
-post the messages of ``messages.py``; this app routes them (a node selected anywhere
--> its bytes highlighted in the hex view; the hex cursor moved -> the deepest node
-under it shown in the detail pane).  Tensor statistics run in a cancellable thread
-worker that reports progress by message.  State shows as CSS classes on the app:
+The window comes up before the file is parsed: ``GGScopeApp(path)`` paints its frame
+at once and a thread worker opens the file (detection, the spec engine, the view),
+then the panes are filled in (``FileLoaded``).  ``GGScopeApp(modelfile)`` shows an
+already parsed file directly (tests, the API).
+
+Left, switchable tabs (1-5): the overview (what the file is), metadata, tensors,
+findings and the structure tree.  Right: the hex view over the whole file and a detail
+pane for the selection.  The left pane's width follows the terminal's (``+``/``-``
+shift it); ``z`` gives the focused pane the whole screen.  Panes post the messages of
+``messages.py``; this app routes them (a node selected anywhere -> its bytes
+highlighted in the hex view; the hex cursor moved -> the deepest node under it shown
+in the detail pane).  Tensor statistics run in a cancellable thread worker that
+reports each tensor as it finishes.  State shows as CSS classes on the app:
 ``-damaged`` when the file did not parse to the end, ``-stats-running`` while the
 worker runs.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -20,26 +29,48 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from ..modelfile import ModelFile
-from ..node import Node, deepest_at
-from .format import human_bytes, short_value
-from .messages import (CursorMoved, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
+from .format import file_text, human_bytes, short_value
+from .messages import (CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
                        StatsFinished, StatsProgressed)
-from .regions import Regions
 from .screens.prompt import PromptScreen
-from .search import parse_offset, search
 from .widgets.detail import DetailPane
-from .widgets.hex_view import HexView
-from .widgets.node_tree import NodeTree
-from .widgets.tables import FindingsTable, MetadataTable, TensorTable
+from .widgets.overview import OverviewPane
 
-__all__ = ["GGScopeApp", "AUTO_STATS_BYTES"]
+if TYPE_CHECKING:
+    from ..modelfile import ModelFile
+    from ..node import Node
+
+__all__ = ["GGScopeApp", "AUTO_STATS_BYTES", "TABS", "left_width"]
 
 # statistics start by themselves when all tensor data together is at most this big;
 # above it (a 20 GB model) the user starts them with `s`.
 AUTO_STATS_BYTES = 64 << 20
 
-TABS = ("structure", "metadata", "tensors", "findings")
+TABS = ("overview", "metadata", "tensors", "findings", "structure")
+TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 Tensors",
+              "findings": "4 Findings …", "structure": "5 Structure"}
+FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
+         "tensors": "#tensor-table", "findings": "#findings-table"}
+HEX_16 = 82             # a 16-byte hex row with a 10-digit offset, the scrollbar and the border
+HEX_8 = 46              # the same with 8 bytes a row
+
+
+def left_width(terminal: int, shift: int = 0) -> int:
+    """The left pane's width.  Wide terminals (the left keeps 50 columns beside them)
+    give the hex view 16-byte rows and the rest, up to 60 %, to the left; narrower ones
+    8-byte rows; the left keeps at least 30 columns (half of a very narrow terminal).
+    ``shift`` is what ``+``/``-`` added."""
+    if terminal < 60:
+        width = terminal // 2
+    elif terminal - HEX_16 >= 50:
+        width = min(terminal - HEX_16, terminal * 3 // 5)
+    else:
+        width = max(30, min(terminal - HEX_8, terminal * 3 // 5))
+    return max(10, min(terminal - 10, width + shift))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def _findings(mf: ModelFile) -> list:
@@ -49,16 +80,30 @@ def _findings(mf: ModelFile) -> list:
     try:
         found = list(validate(mf))
     except Exception as exc:  # noqa: BLE001 - the browser must open whatever the rules do
-        found = [Finding("GG000", Severity.ERROR, mf.path, f"validator failed: {type(exc).__name__}: {exc}")]
+        found = [Finding("GG000", Severity.ERROR, mf.path,
+                         f"the validator stopped with an internal error ({type(exc).__name__}): {exc}")]
     d = mf.damage
     if d is not None and not any(f.start == d.start for f in found):
-        found.insert(0, Finding("GG001", Severity.ERROR, mf.path, f"parsing stopped: {d.error}",
+        found.insert(0, Finding("GG001", Severity.ERROR, mf.path,
+                                f"parsing stopped at offset {d.start:#x} in {d.path or '/'}: {d.error}",
                                 path=d.path, start=d.start, end=d.start + 1))
     return found
 
 
+def _open(path: str) -> tuple[Any, str]:
+    """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown)."""
+    import ggscope
+    from ..errors import GGScopeError, UnreadableFile
+    try:
+        return ggscope.open(path), ""
+    except UnreadableFile as exc:
+        return None, f"ggscope: cannot read {exc}"
+    except GGScopeError as exc:
+        return None, f"ggscope: {exc}"
+
+
 class GGScopeApp(App):
-    """The browser; ``GGScopeApp(mf).run()``."""
+    """The browser; ``GGScopeApp(path_or_modelfile).run()``."""
 
     CSS_PATH = "ggscope.tcss"
     TITLE = "ggscope"
@@ -78,119 +123,209 @@ class GGScopeApp(App):
         *(Binding(str(i + 1), f"tab('{t}')", t.title(), show=False) for i, t in enumerate(TABS)),
     ]
 
-    def __init__(self, mf: ModelFile, *, auto_stats: bool | None = None) -> None:
+    def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None) -> None:
         super().__init__()
-        self.mf = mf
+        if isinstance(mf, (str, os.PathLike)):
+            self.path, self.mf = os.fspath(mf), None
+        else:
+            self.path, self.mf = mf.path, mf
         self.findings: list = []        # filled by the validator worker
-        total = sum(t.nbytes for t in mf.tensors)
-        self.auto_stats = total <= AUTO_STATS_BYTES if auto_stats is None else auto_stats
+        self._auto_stats = auto_stats
+        self.auto_stats = False
         self.stats: dict[str, object] = {}
         self.selected: Node | None = None
         self.last_query = ""
-        self.left_width = 60
-        self.sub_title = Path(mf.path).name
+        self.shift = 0                  # +/- moves the pane border by this much
+        self.load_error = ""            # why the loader could not open the file
+        self.meta_by_path: dict[str, str] = {}
+        self.tensor_by_path: dict[str, Any] = {}
+        self.sub_title = Path(self.path).name
 
     # --- layout -----------------------------------------------------------------------
-    def compose(self) -> ComposeResult:
+    def _summary(self) -> str:
         mf = self.mf
-        summary = (f" {Path(mf.path).name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
-                   f"{human_bytes(mf.source.size)}  ·  {len(mf.metadata)} keys  ·  {len(mf.tensors)} tensors"
-                   )
+        name = file_text(Path(self.path).name)
+        if mf is None:
+            return f" {name}  ·  parsing …"
+        text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
+                f"{human_bytes(mf.source.size)}  ·  {_count(len(mf.metadata), 'key')}  ·  "
+                f"{_count(len(mf.tensors), 'tensor')}")
         if mf.damage is not None:
-            summary += f"  ·  DAMAGED at {mf.damage.start:#x}"
-        yield Static(summary, id="summary")
+            text += f"  ·  DAMAGED at {mf.damage.start:#x}"
+        return text
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._summary(), id="summary")
+        panes = self._panes(self.mf) if self.mf is not None else {}
         with Horizontal(id="main"):
-            with TabbedContent(id="left", initial="structure"):
-                with TabPane("1 Structure", id="structure"):
-                    yield NodeTree(mf.root, id="tree")
-                with TabPane("2 Metadata", id="metadata"):
-                    yield MetadataTable(mf, id="metadata-table")
-                with TabPane("3 Tensors", id="tensors"):
-                    with Vertical():
-                        yield TensorTable(mf, id="tensor-table")
-                        yield ProgressBar(total=max(1, len(mf.tensors)), id="stats-progress",
-                                          show_eta=False)
-                with TabPane("4 Findings …", id="findings"):
-                    yield FindingsTable(self.findings, id="findings-table")
+            with TabbedContent(id="left", initial="overview"):
+                for tab in TABS:
+                    with TabPane(TAB_LABELS[tab], id=tab):
+                        if tab == "overview":
+                            yield OverviewPane(self.path, id="overview")
+                        elif tab in panes:
+                            yield from panes[tab]
+                        else:
+                            yield Static("parsing …", classes="placeholder")
             with Vertical(id="right"):
-                yield HexView(mf.source, Regions.from_tree(mf.root), id="hex")
+                if "hex" in panes:
+                    yield from panes["hex"]
+                else:
+                    yield Static("", id="hex-placeholder", classes="placeholder")
                 yield DetailPane(id="detail")
         yield Footer()
 
+    def _panes(self, mf: ModelFile) -> dict[str, list]:
+        from .regions import Regions
+        from .widgets.hex_view import HexView
+        from .widgets.node_tree import NodeTree
+        from .widgets.tables import FindingsTable, MetadataTable, TensorTable
+        self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
+        self.tensor_by_path = {t.node_path: t for t in mf.tensors if t.node_path}
+        names = {**self.meta_by_path, **{p: t.name for p, t in self.tensor_by_path.items()}}
+        return {
+            "metadata": [MetadataTable(mf, id="metadata-table")],
+            "tensors": [Vertical(TensorTable(mf, id="tensor-table"),
+                                 ProgressBar(total=max(1, len(mf.tensors)), id="stats-progress", show_eta=False),
+                                 id="tensors-box")],
+            "findings": [FindingsTable(self.findings, id="findings-table")],
+            "structure": [NodeTree(mf.root, names, id="tree")],
+            "hex": [HexView(mf.source, Regions.from_tree(mf.root), id="hex")],
+        }
+
     def on_mount(self) -> None:
-        self.set_class(self.mf.damage is not None, "-damaged")
-        self.query_one("#left").styles.width = self.left_width
-        self.query_one("#tree").focus()
-        if self.mf.damage is not None:
-            self.show_node(self.mf.damage)
-            self.call_after_refresh(self.query_one(NodeTree).reveal, self.mf.damage)
+        self.query_one("#left").styles.width = left_width(self.size.width, self.shift)
+        self.query_one("#overview").focus()
+        if self.mf is not None:
+            self._file_ready()
+        else:
+            self.call_after_refresh(self.load_file)
+
+    def on_resize(self, event) -> None:
+        self.query_one("#left").styles.width = left_width(event.size.width, self.shift)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def load_file(self) -> None:
+        mf, error = _open(self.path)
+        self.post_message(FileLoaded(mf, error))
+
+    async def on_file_loaded(self, message: FileLoaded) -> None:
+        if message.mf is None:
+            self.load_error = message.error      # printed by run_app once the screen is restored
+            self.exit(return_code=2)
+            return
+        self.mf = message.mf
+        panes = self._panes(self.mf)
+        for tab in ("metadata", "tensors", "findings", "structure"):
+            pane = self.query_one(f"#{tab}", TabPane)
+            await pane.query(".placeholder").remove()
+            await pane.mount_all(panes[tab])
+        await self.query(".placeholder").remove()
+        await self.query_one("#right").mount_all(panes["hex"], before=0)
+        self.query_one("#summary", Static).update(self._summary())
+        self._file_ready()
+
+    def _file_ready(self) -> None:
+        mf = self.mf
+        total = sum(t.nbytes for t in mf.tensors)
+        self.auto_stats = total <= AUTO_STATS_BYTES if self._auto_stats is None else self._auto_stats
+        self.set_class(mf.damage is not None, "-damaged")
+        self.refresh_bindings()
+        self.query_one(OverviewPane).show_file(mf)
+        if mf.damage is not None:       # after the hex view's first cursor report
+            from .widgets.node_tree import NodeTree
+            self.call_after_refresh(self.show_node, mf.damage)
+            self.call_after_refresh(self.query_one(NodeTree).reveal, mf.damage)
         self.run_validator()
-        if self.auto_stats and self.mf.tensors:
+        if self.auto_stats and mf.tensors:
             self.compute_stats()
 
     # --- routing ------------------------------------------------------------------------
-    def show_node(self, node: Node, *, move_cursor: bool = True) -> None:
+    def _hex(self):
+        from .widgets.hex_view import HexView
+        return self.query_one(HexView)
+
+    def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None) -> None:
+        """Highlight ``node``'s bytes and describe it: a metadata entry by its key and
+        whole value, a tensor by its facts and statistics."""
         self.selected = node
-        self.query_one(HexView).select_range(node.start, node.end, move_cursor=move_cursor)
-        self.query_one(DetailPane).show_node(node)
+        self._hex().select_range(node.start, node.end, move_cursor=move_cursor)
+        detail = self.query_one(DetailPane)
+        key = self.meta_by_path.get(node.path)
+        t = self.tensor_by_path.get(node.path)
+        if key is not None and finding is None:
+            detail.show_node(node, key=key, value=self.mf.metadata.get(key),
+                             vtype=self.mf.metadata_types.get(key, ""))
+        elif t is not None and finding is None:
+            detail.show_tensor(t, self.stats.get(t.name), self._stats_note(t))
+        else:
+            detail.show_node(node, finding=finding)
 
     def on_node_selected(self, message: NodeSelected) -> None:
-        node = message.node
-        if message.source == "tensors":
-            t = next((t for t in self.mf.tensors if t.node_path == node.path), None)
-            self.show_node(node)
-            if t is not None:
-                self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t))
-            return
-        self.show_node(node)
+        self.show_node(message.node)
 
     def on_range_requested(self, message: RangeRequested) -> None:
+        from ..node import deepest_at
+        if self.mf is None:
+            return
         start = message.start
         node = deepest_at(self.mf.root, start) if start < self.mf.source.size else None
-        self.query_one(HexView).select_range(start, message.end)
+        self._hex().select_range(start, message.end)
         if node is not None:
             self.selected = node
-            self.query_one(DetailPane).show_node(node)
+            self.query_one(DetailPane).show_node(node, finding=message.finding)
         if message.label:
-            self.notify(message.label, timeout=2)
+            self.notify(file_text(message.label), timeout=2)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
+        from ..node import deepest_at
         node = deepest_at(self.mf.root, message.offset)
-        hexview = self.query_one(HexView)
         self.selected = node
-        hexview.select_range(node.start, node.end, move_cursor=False)
+        self._hex().select_range(node.start, node.end, move_cursor=False)
         self.query_one(DetailPane).show_node(node)
 
     # --- actions --------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        # before the file is parsed only quitting, tabs, zoom and resizing make sense
+        if self.mf is None and action not in ("quit", "tab", "resize", "toggle_maximize", "command_palette"):
+            return False
+        return True
+
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
-        focus = {"structure": "#tree", "metadata": "#metadata-table", "tensors": "#tensor-table",
-                 "findings": "#findings-table"}[tab]
-        self.query_one(focus).focus()
+        widgets = self.query(FOCUS[tab])
+        if widgets:
+            widget = widgets.first()
+            widget.focus()
+            if hasattr(widget, "announce"):      # the detail pane follows the tab's cursor
+                widget.announce()
 
     def action_resize(self, delta: int) -> None:
-        self.left_width = max(20, min(self.size.width - 20, self.left_width + delta))
-        self.query_one("#left").styles.width = self.left_width
-        self.query_one("#tree").focus()
+        """Move the border between the panes; the current tab and focus stay."""
+        width = self.size.width
+        self.shift = max(-width, min(width, self.shift + delta))
+        self.query_one("#left").styles.width = left_width(width, self.shift)
 
     def action_toggle_maximize(self) -> None:
         if self.screen.maximized is not None:
             self.screen.minimize()
         elif self.focused is not None:
-            self.screen.maximize(self.focused)
+            self.screen.maximize(self.focused, container=False)
 
     def action_page(self, delta: int) -> None:
         self.query_one(DetailPane).turn_page(delta)
 
     def action_goto(self) -> None:
+        from .search import parse_offset
+
         def done(answer: str | None) -> None:
             if answer is None:
                 return
             off = parse_offset(answer, self.mf.source.size)
             if off is None:
-                self.notify(f"not an offset in this file: {answer!r}", severity="warning")
+                self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning")
                 return
-            hexview = self.query_one(HexView)
+            hexview = self._hex()
             hexview.focus()
             hexview.set_cursor(off)
         self.push_screen(PromptScreen("Go to offset", "0x1c8, 456, -16 (from the end), end"), done)
@@ -208,9 +343,10 @@ class GGScopeApp(App):
             self._search(self.selected.start if self.selected is not None else -1)
 
     def _search(self, after: int) -> None:
+        from .search import search
         hit = search(self.mf, self.last_query, after)
         if hit is None:
-            self.notify(f"not found: {self.last_query!r}", severity="warning")
+            self.notify(f"not found: {file_text(self.last_query)}", severity="warning")
             return
         start, end, label = hit
         self.post_message(RangeRequested(start, end, label))
@@ -219,9 +355,14 @@ class GGScopeApp(App):
         node = self.selected
         if node is None:
             return
-        text = short_value(node.value, 1 << 20) if node.value is not None else f"{node.start:#x}"
+        key = self.meta_by_path.get(node.path)
+        value = self.mf.metadata.get(key) if key is not None else node.value
+        if isinstance(value, str):
+            text = value                       # the text itself, for pasting elsewhere
+        else:
+            text = short_value(value, 1 << 20) if value is not None else f"{node.start:#x}"
         self.copy_to_clipboard(text)
-        self.notify(f"copied {node.path or '/'}", timeout=2)
+        self.notify(f"copied {file_text(key) if key is not None else node.path or '/'}", timeout=2)
 
     # --- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="validate", exit_on_error=False)
@@ -229,8 +370,12 @@ class GGScopeApp(App):
         self.post_message(FindingsReady(_findings(self.mf)))
 
     def on_findings_ready(self, message: FindingsReady) -> None:
-        self.findings = message.findings
-        self.query_one(FindingsTable).set_findings(message.findings)
+        from .widgets.tables import FindingsTable
+        rank = {"error": 0, "warning": 1, "info": 2}        # worst first, then by offset
+        self.findings = sorted(message.findings, key=lambda f: (
+            rank.get(getattr(f.severity, "value", str(f.severity)), 3), f.start is None, f.start or 0))
+        self.query_one(FindingsTable).set_findings(self.findings)
+        self.query_one(OverviewPane).set_findings(self.findings)
         self.query_one(TabbedContent).get_tab("findings").label = f"4 Findings ({len(message.findings)})"
 
     # --- statistics worker ---------------------------------------------------------------
@@ -257,10 +402,8 @@ class GGScopeApp(App):
                 continue
             try:
                 stats, err = t.stats(), ""
-            except ImportError:   # TEMPORARY guard until ggscope/stats.py lands
-                stats, err = None, "statistics unavailable"
             except Exception as exc:  # noqa: BLE001 - damaged data must not kill the app
-                stats, err = None, f"statistics unavailable: {exc}"
+                stats, err = None, f"no statistics: {exc}"
             self.post_message(StatsComputed(t.name, stats, err))
             self.post_message(StatsProgressed(i + 1, len(tensors)))
         self.post_message(StatsFinished(cancelled))
@@ -270,6 +413,7 @@ class GGScopeApp(App):
             self.stats[message.name] = message.stats
         else:
             self.__dict__.setdefault("_stats_errors", {})[message.name] = message.error
+        from .widgets.tables import TensorTable
         table = self.query_one(TensorTable)
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:

@@ -41,9 +41,9 @@ from textual.worker import get_current_worker
 from .. import diff as diffmod
 from ..diff import DiffCancelled, HeaderChange, MetadataDiff, TensorDiff
 from ..modelfile import ModelFile
-from ..report.diff import STATUS_STYLE
+from ..report.diff import STATUS_STYLE, display_status
 from .messages import DiffFinished, DiffRowSelected, MetadataDiffed, TensorDiffed
-from .format import human_bytes
+from .format import file_text, human_bytes
 from .widgets.diff_detail import DiffDetail
 from .widgets.diff_tables import PENDING, DiffMetadataTable, DiffTensorTable, pending_diffs
 
@@ -53,11 +53,14 @@ TABS = ("tensors", "metadata")
 
 
 def _side(label: str, mf: ModelFile) -> Text:
+    from ..summary import summarize
+    s = summarize(mf)
     t = Text()
     t.append(f"{label}  ", style="bold")
-    t.append(str(mf.path), style="bold")
-    t.append(f"\n{mf.format} v{mf.version} · {mf.endian}-endian · {len(mf.tensors)} tensors · "
-             f"{len(mf.metadata)} keys · {human_bytes(mf.source.size)}")
+    t.append(file_text(Path(mf.path).name), style="bold")
+    bpw = f" · {s.bpw:.2f} bpw" if s.bpw is not None else ""
+    t.append(f"\n{mf.format} v{mf.version} · {s.file_type or 'file type not stated'} · "
+             f"{human_bytes(mf.source.size)}{bpw} · {len(mf.tensors)} tensors")
     if mf.damage is not None:
         t.append(f" · DAMAGED at {mf.damage.start:#x}", style="bold red")
     return t
@@ -82,8 +85,8 @@ class DiffApp(App):
         super().__init__()
         self.a, self.b = a, b
         self.diffs: dict[str, TensorDiff] = pending_diffs(a, b)
-        self.by_a = diffmod.first_by_name(a.tensors)
-        self.by_b = diffmod.first_by_name(b.tensors)
+        self.by_a = diffmod.tensors_by_name(a, b)
+        self.by_b = diffmod.tensors_by_name(b, a)
         self.header: tuple[HeaderChange, ...] | None = None
         self.metadata: MetadataDiff | None = None
         self.n_done = 0
@@ -212,6 +215,16 @@ class DiffApp(App):
                 out[td.status] += 1
         return out
 
+    def shown_counts(self) -> dict[str, int]:
+        """The same as shown: "moved" apart from "identical", statuses with none left out."""
+        out: dict[str, int] = {}
+        for td in self.diffs.values():
+            if td.status != PENDING:
+                shown = display_status(td)
+                out[shown] = out.get(shown, 0) + 1
+        order = ("changed", "shape-changed", "added", "removed", "error", "moved", "equal", "identical")
+        return {s: out[s] for s in order if out.get(s)}
+
     def _update_labels(self) -> None:
         total = len(self.diffs)
         line = Text()
@@ -219,9 +232,9 @@ class DiffApp(App):
                  "failed" if self.failed else "stopped" if self.cancelled else
                  "done" if self.finished else "starting")
         line.append(f" tensors {self.n_done}/{total} {state}: ", style="bold")
-        for i, (status, n) in enumerate(self.counts().items()):
+        for i, (status, n) in enumerate(self.shown_counts().items()):
             line.append(" · " if i else "")
-            line.append(f"{n} {status}", style=STATUS_STYLE[status] if n else "dim")
+            line.append(f"{n} {status}", style=STATUS_STYLE.get(status, ""))
         if self.metadata is not None:
             m = self.metadata
             line.append("   metadata: ", style="bold")

@@ -1,12 +1,32 @@
-"""Short text forms of values for the browser's labels and tables."""
+"""Text forms of values for the browser's labels, tables and detail pane.
+
+Every string that comes from the inspected file passes ``file_text`` before it is
+drawn: control characters (which a terminal would obey) become visible escapes.
+``file_text`` is the one place to swap for ggscope's shared escaping helper.
+"""
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 
-__all__ = ["short_value", "human_bytes"]
+def _is_array(value: Any) -> bool:
+    # numpy arrays without importing numpy: the browser paints before numpy loads
+    return hasattr(value, "dtype") and hasattr(value, "shape") and getattr(value, "ndim", 0) > 0
+
+
+__all__ = ["short_value", "human_bytes", "file_text", "value_pages", "PAGE_CHARS"]
+
+PAGE_CHARS = 2000            # a long string is shown this many characters a page
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F)}
+_CONTROL.update({0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"})
+_CONTROL.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
+
+
+def file_text(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` from a file, with control characters shown as escapes (\\n, \\x1b)."""
+    table = _CONTROL if not keep_newlines else {k: v for k, v in _CONTROL.items() if k != 0x0A}
+    return str(text).translate(table)
 
 
 def short_value(value: Any, width: int = 60) -> str:
@@ -15,22 +35,21 @@ def short_value(value: Any, width: int = 60) -> str:
         b = bytes(value[:16])
         text = b.hex(" ") + (" …" if len(value) > 16 else "")
     elif isinstance(value, str):
-        text = repr(value)
-    elif isinstance(value, np.ndarray) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
+        text = f'"{file_text(value)}"'
+    elif _is_array(value) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
         n = len(value)
-        head = ", ".join(repr(x) if isinstance(x, str) else _num(x) for x in list(value[:8]))
+        head = ", ".join(f'"{file_text(x)}"' if isinstance(x, str) else _num(x) for x in list(value[:8]))
         text = f"[{n}] {head}" + (", …" if n > 8 else "")
     else:
         text = _num(value)
-    text = text.replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _num(x: Any) -> str:
-    if isinstance(x, (float, np.floating)):
-        return f"{float(x):.6g}"
-    if isinstance(x, np.generic):
-        return str(x.item())
+    if hasattr(x, "dtype") and hasattr(x, "item"):       # a numpy scalar
+        x = x.item()
+    if isinstance(x, float):
+        return f"{x:.6g}"
     return str(x)
 
 
@@ -40,3 +59,31 @@ def human_bytes(n: int) -> str:
             return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return str(n)
+
+
+def value_pages(value: Any, page_items: int = 64) -> list[list[str]]:
+    """A value in full, as pages of lines: a string in pieces of at most ``PAGE_CHARS``
+    characters, ended at a line break where one is near (newlines kept, other control
+    characters escaped), an array ``page_items`` items a page with
+    their indexes, bytes as hex lines of 16, anything else one line."""
+    if isinstance(value, str):
+        text = file_text(value, keep_newlines=True)
+        chunks, i = [], 0
+        while i < len(text):               # pages end at a line break when one is near
+            end = min(len(text), i + PAGE_CHARS)
+            cut = text.rfind("\n", i + PAGE_CHARS // 2, end) + 1 if end < len(text) else end
+            chunks.append(text[i:cut or end])
+            i = cut or end
+        return [[c.rstrip("\n")] for c in chunks] or [[""]]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value)
+        lines = [b[i:i + 16].hex(" ") for i in range(0, len(b), 16)] or [""]
+        return [lines[i:i + page_items] for i in range(0, len(lines), page_items)]
+    if _is_array(value) or (isinstance(value, Sequence) and hasattr(value, "__len__")):
+        n = len(value)
+        pages = []
+        for lo in range(0, n, page_items):
+            items = list(value[lo:lo + page_items])
+            pages.append([f"{lo + i:>8}  {short_value(x, 200)}" for i, x in enumerate(items)])
+        return pages or [["(no items)"]]
+    return [[short_value(value, 400)]]

@@ -9,15 +9,16 @@ its tables post ``DiffRowSelected``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-from ..diff import HeaderChange, MetadataDiff, TensorDiff
-from ..node import Node
+if TYPE_CHECKING:          # the browser must paint before numpy-heavy modules load
+    from ..diff import HeaderChange, MetadataDiff, TensorDiff
+    from ..node import Node
 
 __all__ = ["NodeSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
-           "StatsComputed", "StatsFinished", "FindingsReady",
+           "StatsComputed", "StatsFinished", "FindingsReady", "FileLoaded",
            "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected"]
 
 
@@ -33,11 +34,12 @@ class NodeSelected(Message):
 class RangeRequested(Message):
     """A pane asked the hex view to show ``[start, end)`` (a finding, a search hit)."""
 
-    def __init__(self, start: int, end: int | None, label: str = "") -> None:
+    def __init__(self, start: int, end: int | None, label: str = "", finding: Any = None) -> None:
         super().__init__()
         self.start = start
         self.end = end
         self.label = label
+        self.finding = finding
 
 
 class CursorMoved(Message):
@@ -80,6 +82,16 @@ class StatsFinished(Message):
     def __init__(self, cancelled: bool) -> None:
         super().__init__()
         self.cancelled = cancelled
+
+
+class FileLoaded(Message):
+    """The loader worker parsed the file: ``mf`` is the ModelFile, or None with
+    ``error`` (one paragraph) when the file cannot be read or is no known format."""
+
+    def __init__(self, mf: Any, error: str = "") -> None:
+        super().__init__()
+        self.mf = mf
+        self.error = error
 
 
 class FindingsReady(Message):

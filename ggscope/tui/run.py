@@ -1,12 +1,19 @@
-"""Open the browser on one path: the entry point ``commands/tui.py`` calls."""
+"""Open the browser on one path: the entry point ``commands/tui.py`` calls.
+
+The app is started with the path, not a parsed file, so its window is up before the
+spec engine runs; the file is parsed in the app's loader worker.
+"""
 from __future__ import annotations
 
-from ..modelfile import ModelFile
+import sys
 
 __all__ = ["run_app"]
 
 
-def run_app(mf: ModelFile) -> int:
+def run_app(path: str) -> int:
     from .app import GGScopeApp
-    GGScopeApp(mf).run()
-    return 0
+    app = GGScopeApp(path)
+    app.run()
+    if app.load_error:
+        print(app.load_error, file=sys.stderr)
+    return int(app.return_code or 0)

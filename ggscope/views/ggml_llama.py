@@ -89,6 +89,12 @@ def read_tensors(root: Node, fmt: str, version: int | None, header_ftype: int | 
     for rec in (records.children if records is not None else ()):
         info = tensor_from_record(rec, fmt, version, header_ftype, mf, type_errors, **record)
         if info is None:
+            code = node_int(rec.child(record.get("code_field", "ttype")))
+            if code is not None:
+                try:
+                    resolve_type(fmt, version, code, header_ftype=header_ftype)
+                except ValueError as exc:   # the record stopped because its type has no size
+                    mf.extra["damage_type_error"] = f"{rec.path}: {exc}"
             break
         mf.tensors.append(info)
     return type_errors

@@ -100,10 +100,15 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None = None)
 def _tensor(p: Node, i: int, version: int | None, mf: ModelFile,
             type_errors: dict[str, str]) -> TensorInfo | None:
     """The TensorInfo of parameter record ``p``, or None when it did not parse fully."""
-    if p.error is not None or p.end is None:
-        return None
     key, shape, code, data = (p.child(n) for n in ("key", "shape", "data_type", "data"))
-    if any(n is None or n.error is not None or n.end is None for n in (key, shape, code, data)):
+    if p.error is not None or p.end is None or any(
+            n is None or n.error is not None or n.end is None for n in (key, shape, code, data)):
+        stored = _int(code)
+        if stored is not None:
+            try:
+                resolve_type(FORMAT, version, stored)
+            except ValueError as exc:   # the record stopped because its type has no size
+                mf.extra["damage_type_error"] = f"{p.path}: {exc}"
         return None
     name = str(key.value)
     type_code = int(code.value)

@@ -66,14 +66,14 @@ def test_plain_and_rich_text(pair, capsys):
     assert "next-token distributions" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("kind", ["bit1", "mamba"])
+@pytest.mark.parametrize("kind", ["bit1", "jamba"])
 def test_unsupported_architecture_exit_2_names_supported(kind, tmp_path, capsys):
     if kind == "bit1":
         if not BIT1.exists():
             pytest.skip(f"{BIT1} missing")
         path = str(BIT1)
     else:
-        path = str(write_gguf_py(tmp_path / "m.gguf", arch="mamba",
+        path = str(write_gguf_py(tmp_path / "m.gguf", arch="jamba",
                                  tensors=[TensorSpec("token_embd.weight", T.F32, np.ones((4, 8), np.float32))]))
     # bit1 has no vocabulary: the architecture is still what is reported, not the tokenizer
     opt = ["--logits", "hi"] if kind == "bit1" else ["--logits-tokens", "1"]
@@ -88,3 +88,17 @@ def test_bad_token_ids_exit_2(pair, capsys):
     assert "--logits-tokens wants integers" in capsys.readouterr().err
     assert main(["diff", *pair, "--logits-tokens", "99999"]) == 2
     assert "outside the vocabulary" in capsys.readouterr().err
+
+
+def test_positions_show_token_text(shared_fixtures, capsys):
+    arch = shared_fixtures / "llama-cpp-arch"
+    a, b = arch / "Tiny-RWKV6-627K-v1.0-F32.gguf", arch / "Tiny-RWKV6-627K-v1.0-Q8_0.gguf"
+    if not a.is_file():
+        pytest.skip("llama-cpp-arch fixtures absent")
+    argv = ["diff", "--metadata-only", str(a), str(b), "--logits", "Hello world, this is a test."]
+    assert main([*argv, "--color", "never"]) == 1
+    out = capsys.readouterr().out
+    assert '288 " world"' in out and '317 "<|bos|>"' in out and "Ġ" not in out
+    assert main([*argv, "--json"]) == 1
+    pos = json.loads(capsys.readouterr().out)["logits"]["positions"]
+    assert [p["token_text"] for p in pos][:3] == ["<|bos|>", "Hello", " world"]

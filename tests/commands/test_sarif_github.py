@@ -152,15 +152,17 @@ def test_rules_and_explain(capsys):
     code, out, _ = _run(capsys, "rules")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:4] == ["code", "name", "severity", "family"]
+    assert lines[0].split()[:4] == ["code", "name", "severity", "family"] and lines[0].split()[-1] == "source"
     assert len(lines) == len(RULES) + 1 and any(l.startswith("GG101 ") for l in lines)
     code, out, _ = _run(capsys, "rules", "--json", "--family", "structure")
     rows = json.loads(out)
     assert code == 0 and rows and all(r["family"] == "structure" for r in rows)
-    assert {"code", "name", "severity", "family", "summary"} <= set(rows[0])
+    assert {"code", "name", "severity", "family", "summary", "source"} <= set(rows[0])
+    assert all(r["source"] for r in rows)
     assert _run(capsys, "rules", "--family", "nope")[0] == 2
     code, out, _ = _run(capsys, "explain", "GG101")
     assert code == 0 and out.startswith("GG101 bad-magic") and "Why it matters:" in out
+    assert "source: " in out and "gguf.cpp" in out
     assert _run(capsys, "explain", "bad-magic")[1] == out
     code, out, err = _run(capsys, "explain", "GG999")
     assert code == 2 and out == ""

@@ -34,6 +34,24 @@ def _permute(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
+def _llama3_rope_freqs(rp: dict, head_dim: int) -> np.ndarray:
+    """convert_hf_to_gguf.py LlamaModel.generate_extra_tensors: the llama3 rope factors."""
+    base, factor = rp["rope_theta"], rp["factor"]
+    lo, hi, old = rp["low_freq_factor"], rp["high_freq_factor"], rp["original_max_position_embeddings"]
+    freqs = 1.0 / (base ** (np.arange(0, head_dim, 2, dtype=np.float32) / head_dim))
+    out = []
+    for f in freqs:
+        wavelen = 2 * np.pi / f
+        if wavelen < old / hi:
+            out.append(1.0)
+        elif wavelen > old / lo:
+            out.append(factor)
+        else:
+            smooth = (old / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def write_tiny_gguf(path, hf_model, arch: str):
     """Write ``hf_model``'s weights as an F32 GGUF of architecture ``arch``."""
     cfg = hf_model.config
@@ -55,6 +73,9 @@ def write_tiny_gguf(path, hf_model, arch: str):
     def add(name, arr):
         t.append(TensorSpec(name, T.F32, np.ascontiguousarray(arr, dtype=np.float32)))
 
+    rp = getattr(cfg, "rope_parameters", None) or {}
+    if rp.get("rope_type") == "llama3":
+        add("rope_freqs.weight", _llama3_rope_freqs(rp, cfg.hidden_size // H))
     add("token_embd.weight", sd["model.embed_tokens.weight"])
     add("output_norm.weight", sd["model.norm.weight"])
     if not cfg.tie_word_embeddings:
@@ -104,24 +125,30 @@ def hf_models(tmp_path_factory):
         **common, rope_theta=50000.0, tie_word_embeddings=False, attention_bias=False)), torch, 1)
     qwen = _randomize(tr.Qwen2ForCausalLM(tr.Qwen2Config(
         **common, rope_theta=10000.0, tie_word_embeddings=True)), torch, 2)
-    for arch, model in (("llama", llama), ("qwen2", qwen)):
+    # Llama 3.x: rope frequencies divided by the converter's rope_freqs (a base and an
+    # original context small enough that the 8-token prompt sees the factors)
+    llama3 = _randomize(tr.LlamaForCausalLM(tr.LlamaConfig(
+        **common, tie_word_embeddings=False, rope_parameters={
+            "rope_type": "llama3", "rope_theta": 500.0, "factor": 8.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 16})), torch, 3)
+    for arch, model in (("llama", llama), ("qwen2", qwen), ("llama3", llama3)):
         with torch.no_grad():
             ref = model(torch.tensor([PROMPT])).logits[0].numpy()
-        out[arch] = (write_tiny_gguf(d / f"{arch}.gguf", model, arch), ref)
+        out[arch] = (write_tiny_gguf(d / f"{arch}.gguf", model, arch.rstrip("3")), ref)
     return out
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "llama3"])
 def test_f32_gguf_matches_transformers(hf_models, arch):
     path, ref = hf_models[arch]
     mf = ggscope.open(path)
-    assert architecture(mf) == arch
+    assert architecture(mf) == arch.rstrip("3")
     logits, _ = run(mf, PROMPT)
     scale = np.abs(ref[-1]).max()
     assert np.abs(logits - ref[-1]).max() <= REL_TOL * scale
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "llama3"])
 def test_incremental_state_matches_transformers_at_each_position(hf_models, arch):
     path, ref = hf_models[arch]
     mod = module_for(ggscope.open(path))
@@ -134,7 +161,7 @@ def test_incremental_state_matches_transformers_at_each_position(hf_models, arch
 
 def test_qwen2_biases_are_loaded(hf_models):
     w = module_for(ggscope.open(hf_models["qwen2"][0])).load(ggscope.open(hf_models["qwen2"][0]))
-    assert w.layers[0].bq is not None and w.config.rope_neox
+    assert w.layers[0].bq is not None and w.config.traits.rope == "neox"
     assert w.output is w.embed                      # tied: no output.weight in the file
 
 
@@ -176,6 +203,24 @@ def test_missing_weight_is_a_weight_error(tmp_path):
 
 
 def test_unsupported_architecture_names_supported_ones(tmp_path):
-    p = write_gguf_py(tmp_path / "m.gguf", arch="mamba")
+    p = write_gguf_py(tmp_path / "m.gguf", arch="bloom")
     with pytest.raises(UnsupportedArchitecture, match="llama.*qwen2.*gpt2"):
         run(ggscope.open(p), [1])
+
+
+def test_weights_are_not_copied_after_decoding(repo_fixtures, monkeypatch):
+    """The decoded float32 array is the weight: no second float32 copy (issue 18 item 7)."""
+    from ggscope.forward import WeightMapper
+    from ggscope.modelfile import TensorInfo
+    mf = ggscope.open(repo_fixtures / "TinyLlama-Test-164K-v1.0-Q8_0.gguf")
+    decoded = []
+    original = TensorInfo.dequantize
+
+    def spy(self):
+        decoded.append(original(self))
+        return decoded[-1]
+
+    monkeypatch.setattr(TensorInfo, "dequantize", spy)
+    info = mf.tensor("blk.0.attn_q.weight")
+    w = WeightMapper(mf, "llama").take(info.name, info.np_shape)
+    assert np.shares_memory(w, decoded[-1]) and w.dtype == np.float32

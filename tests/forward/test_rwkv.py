@@ -121,8 +121,8 @@ def _info(name: str, shape: tuple[int, ...]) -> TensorInfo:
 
 
 @pytest.mark.parametrize("model, arch", [
-    (_fake("gguf", {"general.architecture": "mamba"}), "mamba"),
-    (_fake("gguf", {"general.architecture": "rwkv6"}), "rwkv6"),   # GGUF tensor names differ
+    (_fake("gguf", {"general.architecture": "jamba"}), "jamba"),
+    (_fake("gguf", {"general.architecture": "rwkv6qwen2"}), "rwkv6qwen2"),  # no forward pass yet
     (_fake("rwkv.cpp", {"rwkv_cpp.arch_version": "8.0"}), "rwkv8.0"),
     (_fake("bit1", {}), "unknown"),
 ])

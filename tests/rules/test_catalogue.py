@@ -27,6 +27,14 @@ def test_codes_and_names_unique_and_well_formed():
         assert by_code(r.code) is r and by_code(r.name) is r
 
 
+def test_every_rule_names_its_source():
+    # the reader or writer behaviour it mirrors: ggscope rules, docs/rules.md and explain show it
+    for r in RULES:
+        src = r.source_text()
+        assert src and "\n" not in src, r.code
+        assert re.search(r"ggml|llama\.cpp|gguf|spec|rwkv|chatglm|bit1|ggscope|kaitai|legacy", src, re.I), (r.code, src)
+
+
 def test_severity_family_summary():
     for r in RULES:
         assert isinstance(r.severity, Severity), r.code

@@ -9,15 +9,20 @@ from _helpers import findings, gguf
 
 # gguf-spec.txt §1.1.1, the Node.js testCases table, verbatim
 SPEC_CASES = [
-    ("Mixtral-8x7B-v0.1-KQ2.gguf", dict(BaseName="Mixtral", SizeLabel="8x7B", FineTune=None, Version="v0.1",
+    ("Mixtral-8x7B-v0.1-KQ2.gguf", dict(Sidecar=None, BaseName="Mixtral", SizeLabel="8x7B", FineTune=None, Version="v0.1",
                                         Encoding="KQ2", Type=None, Shard=None)),
-    ("Grok-100B-v1.0-Q4_0-00003-of-00009.gguf", dict(BaseName="Grok", SizeLabel="100B", FineTune=None, Version="v1.0",
+    ("Grok-100B-v1.0-Q4_0-00003-of-00009.gguf", dict(Sidecar=None, BaseName="Grok", SizeLabel="100B", FineTune=None, Version="v1.0",
                                                      Encoding="Q4_0", Type=None, Shard="00003-of-00009")),
-    ("Hermes-2-Pro-Llama-3-8B-v1.0-F16.gguf", dict(BaseName="Hermes-2-Pro-Llama-3", SizeLabel="8B", FineTune=None,
+    ("Hermes-2-Pro-Llama-3-8B-v1.0-F16.gguf", dict(Sidecar=None, BaseName="Hermes-2-Pro-Llama-3", SizeLabel="8B", FineTune=None,
                                                    Version="v1.0", Encoding="F16", Type=None, Shard=None)),
-    ("Phi-3-mini-3.8B-ContextLength4k-instruct-v1.0.gguf", dict(BaseName="Phi-3-mini", SizeLabel="3.8B-ContextLength4k",
+    ("Phi-3-mini-3.8B-ContextLength4k-instruct-v1.0.gguf", dict(Sidecar=None, BaseName="Phi-3-mini", SizeLabel="3.8B-ContextLength4k",
                                                                 FineTune="instruct", Version="v1.0", Encoding=None,
                                                                 Type=None, Shard=None)),
+    # ggml docs/gguf.md examples of the Sidecar prefix (ggml a7b74205, 2026-05-21)
+    ("mtp-Qwen3-27B-v1.0-Q4_K_M.gguf", dict(Sidecar="mtp", BaseName="Qwen3", SizeLabel="27B", FineTune=None,
+                                            Version="v1.0", Encoding="Q4_K_M", Type=None, Shard=None)),
+    ("mmproj-Qwen2-VL-7B-v1.0-F16.gguf", dict(Sidecar="mmproj", BaseName="Qwen2-VL", SizeLabel="7B", FineTune=None,
+                                              Version="v1.0", Encoding="F16", Type=None, Shard=None)),
     ("not-a-known-arrangement.gguf", None),
 ]
 
@@ -54,3 +59,10 @@ def test_split_set(tmp_path):
     assert len(msgs) == 1 and "'a' is in shard 1 and shard 2" in msgs[0]
     _shard(tmp_path, 2, 3, ["b"], 3)
     assert not [f for f in findings(a) if f.code == "GG803"]
+
+
+def test_mmproj_sidecar_name_agrees_with_metadata(tmp_path):
+    meta = [KV("general.basename", V.STRING, "Qwen2-VL"), KV("general.size_label", V.STRING, "7B"),
+            KV("general.version", V.STRING, "v1.0"), KV("general.file_type", V.UINT32, 1)]
+    p = gguf(tmp_path, "mmproj-Qwen2-VL-7B-v1.0-F16.gguf", kvs=meta, arch="clip")
+    assert not {f.code for f in findings(p)} & {"GG801", "GG802"}

@@ -45,7 +45,7 @@ def test_planted_nan_is_an_error(models):
 
 
 def test_unsupported_architecture_is_silent(tmp_path):
-    p = write_gguf_py(tmp_path / "m.gguf", arch="mamba",
+    p = write_gguf_py(tmp_path / "m.gguf", arch="jamba",
                       tensors=[TensorSpec("token_embd.weight", T.F32, np.ones((4, 8), np.float32))])
     assert _gg1003(p) == []
 

@@ -30,7 +30,13 @@ def test_real_legacy_files_clean(shared_fixtures):
             except Exception:       # reference-logit files are not model files
                 continue
             n += 1
-            bad = [x for x in validate(mf) if x.code.startswith("GG9") or x.code == "GG000"]
-            assert not bad, (f.name, bad)
+            found = {(x.code, x.severity.value) for x in validate(mf)
+                     if x.code.startswith("GG9") or x.code == "GG000"}
+            if f.name.startswith("ggml-vocab-"):     # vocabulary-only files (MANIFEST-vocab.md)
+                assert found == {("GG905", "warning")}, (f.name, found)
+            elif "-v100-Q" in f.name:                # MANIFEST: today's rwkv.cpp refuses them
+                assert found == {("GG908", "error")}, (f.name, found)
+            else:
+                assert not found, (f.name, found)
     if n == 0:
         pytest.skip("no legacy model files")

@@ -63,3 +63,34 @@ def test_misplaced_offset_is_refused(good, tmp_path):
 def test_alignment_must_be_power_of_two(tmp_path):
     p = write_gguf_py(tmp_path / "a.gguf", kvs=[KV("general.alignment", V.UINT32, 24)])
     assert "GG107" in _codes(p)
+
+
+def test_large_alignment_is_accepted(tmp_path):
+    # ggml's reader only asks for a power of two; it loads a 2 MiB alignment
+    p = write_gguf_py(tmp_path / "a.gguf", alignment=2 * 1024 * 1024,
+                      tensors=[TensorSpec("a.weight", T.F32, np.ones((4,), np.float32))])
+    assert "GG107" not in _codes(p)
+
+
+def _sparse_gguf(path, value_header: bytes, n: int):
+    """One key 'a.b' whose value header claims ``n`` payload bytes, all present (sparse zeros)."""
+    key = b"a.b"
+    hdr = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key + value_header
+    with open(path, "wb") as fh:
+        fh.write(hdr)
+        fh.truncate(len(hdr) + n)
+    return path
+
+
+@pytest.mark.parametrize("n,ok", [((1 << 30) + 1, False), (1 << 30, True)])
+def test_ggml_array_element_limit(tmp_path, n, ok):
+    # ggml src/gguf.cpp GGUF_MAX_ARRAY_ELEMENTS = 1024*1024*1024 (2026-02-27)
+    p = _sparse_gguf(tmp_path / "arr.gguf", struct.pack("<IIQ", 9, 0, n), n)
+    assert ("GG120" in _codes(p)) is not ok
+
+
+@pytest.mark.parametrize("n,ok", [((1 << 30) + 1, False), (1 << 30, True)])
+def test_ggml_string_length_limit(tmp_path, n, ok):
+    # ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH = 1024*1024*1024 (2026-02-27)
+    p = _sparse_gguf(tmp_path / "str.gguf", struct.pack("<IQ", 8, n), n)
+    assert ("GG120" in _codes(p)) is not ok

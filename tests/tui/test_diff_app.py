@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
-import time
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -107,8 +107,12 @@ def test_rows_statuses_and_metrics_match_numpy(pair):
     shown, order, meta, diffs, status = run(flow())
     assert finished and not finished[0].cancelled and not finished[0].error
     assert order == ["same", "noisy", "quant", "gone", "new"]
+    # "same" has the same bytes; B's longer metadata puts them at another file offset
+    ra, rb = gguf.GGUFReader(pair[0]), gguf.GGUFReader(pair[1])
+    off = {r: {t.name: t.data_offset for t in r.tensors} for r in (ra, rb)}
+    assert off[ra]["same"] != off[rb]["same"]
     assert {n: r["status"] for n, r in shown.items()} == {
-        "same": "identical", "noisy": "changed", "quant": "changed", "gone": "removed", "new": "added"}
+        "same": "moved", "noisy": "changed", "quant": "changed", "gone": "removed", "new": "added"}
     assert shown["quant"]["type"] == "F32 → Q8_0" and shown["noisy"]["type"] == "F32"
     assert shown["noisy"]["shape"] == "64×16"           # ggml order, ne[0] first
     for name in ("noisy", "quant"):
@@ -164,28 +168,32 @@ def test_filter_sort_and_detail(pair):
 
 
 def test_cancel_keeps_rows_without_traceback(pair, monkeypatch):
-    """Each comparison is slowed down so `x` lands while the worker runs."""
+    """The first comparison blocks until the test has pressed `x`, so the key always
+    lands while the worker runs, however busy the machine (no sleeps, no clocks)."""
     real = diff_app.diffmod.diff_tensor
+    started, release = threading.Event(), threading.Event()
 
-    def slow(*args, **kw):
-        time.sleep(0.15)
+    def gated(*args, **kw):
+        started.set()
+        release.wait(60)          # a safety net for a broken test, never a measurement
         return real(*args, **kw)
-    monkeypatch.setattr(diff_app.diffmod, "diff_tensor", slow)
+    monkeypatch.setattr(diff_app.diffmod, "diff_tensor", gated)
     finished = []
 
     async def flow():
         app = DiffApp(ggscope.open(pair[0]), ggscope.open(pair[1]))
         async with app.run_test(size=SIZE, message_hook=lambda m: finished.append(m)
                                 if isinstance(m, DiffFinished) else None) as pilot:
-            await pilot.pause(0.2)
+            assert await asyncio.to_thread(started.wait, 60)
+            await pilot.pause()
             bar_while_running = app.query_one("#diff-progress").display
             await pilot.press("x")
-            # cancelling a thread worker ends its task at once; the thread posts
-            # DiffFinished when it next polls (within one sleep here)
-            for _ in range(100):
+            release.set()
+            # the cancelled worker's thread posts DiffFinished when it next polls
+            for _ in range(6000):     # a poll, not a limit: it ends as soon as the message is in
                 if finished:
                     break
-                await pilot.pause(0.02)
+                await pilot.pause(0.01)
             await pilot.pause()
             statuses = {n: r["status"] for n, r in rows(app.query_one(DiffTensorTable)).items()}
             summary = str(app.query_one("#diff-summary").render())

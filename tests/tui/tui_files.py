@@ -46,3 +46,21 @@ def write_sparse_20gb(path: Path) -> Path:
         path.unlink()
         pytest.skip("the filesystem of tmp_path does not keep sparse files")
     return path
+
+
+LONG_TEXT = "".join(f"line {i:03d}: the quick brown fox jumps over the lazy dog\n" for i in range(90)) + "\x1b[31mend"
+
+
+def write_long_values(path: Path) -> Path:
+    """A GGUF written by gguf-py with a 5,000-character description (a terminal escape
+    at its end) and a 300-item string array, for the detail pane's pages."""
+    import gguf
+    w = gguf.GGUFWriter(path, "llama")
+    w.add_description(LONG_TEXT)
+    w.add_array("test.words", [f"word{i}" for i in range(300)])
+    w.add_tensor("x", np.arange(8, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path

@@ -1,24 +1,29 @@
 """``DetailPane``: everything about the current selection.
 
-For a node: path, type, byte range, value and the spec's doc; long arrays are shown a
-page at a time (``page``).  For a tensor: its facts, statistics and a histogram
+For a node: path, type, byte range, the value in full and the spec's doc; a metadata
+entry shows its key and its whole value (``show_node(node, key=, value=)``); long
+strings and arrays are shown a page at a time (``[`` / ``]``).  A finding shows its
+whole message above the node it points at.  For a tensor: its facts, statistics and a histogram
 sparkline.  It only formats what it is given.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
-from ...modelfile import TensorInfo
 from ...node import Node
-from ..format import human_bytes, short_value
+from ..format import file_text, human_bytes, short_value, value_pages
+
+if TYPE_CHECKING:
+    from ...modelfile import TensorInfo
 
 __all__ = ["DetailPane", "histogram_counts", "ARRAY_PAGE"]
+
+_NO_VALUE = object()
 
 ARRAY_PAGE = 64
 
@@ -32,6 +37,7 @@ def histogram_counts(hist: Any) -> list[float]:
     elif isinstance(hist, tuple) and len(hist) == 2:
         hist = hist[0]
     try:
+        import numpy as np
         return [float(x) for x in np.asarray(hist, dtype=np.float64).ravel()]
     except (TypeError, ValueError):
         return []
@@ -54,49 +60,63 @@ class DetailPane(VerticalScroll):
         yield Static(id="detail-text")
         yield Sparkline([], id="detail-hist", classes="-hidden")
 
-    def show_node(self, node: Node, page: int = 0) -> None:
+    def show_node(self, node: Node, page: int = 0, *, key: str | None = None, value: Any = _NO_VALUE,
+                  vtype: str = "", finding: Any = None) -> None:
         self.node, self.page = node, max(0, page)
+        self._shown = (key, value, vtype, finding)
         t = Text()
-        t.append(node.path or "/", style="bold")
-        t.append(f"  {node.ktype}\n", style="cyan")
+        if finding is not None:
+            sev = getattr(finding.severity, "value", str(finding.severity))
+            t.append(f"{finding.code} {sev}", style="bold red" if sev == "error" else "bold yellow")
+            where = f" at offset {finding.start:#x}" if finding.start is not None else ""
+            t.append(f"{where}{' in ' + finding.path if finding.path else ''}\n", style="bold")
+            t.append(f"{file_text(finding.message)}\n\n")
+        if key is not None:
+            t.append(file_text(key), style="bold")
+            t.append(f"  {vtype}\n" if vtype else "\n", style="cyan")
+            t.append(f"{node.path}  ", style="dim")
+        else:
+            t.append(node.path or "/", style="bold")
+            t.append(f"  {node.ktype}\n", style="cyan")
         if node.end is None:
             t.append(f"at {node.start} ({node.start:#x}): ", style="bold")
-            t.append(f"ERROR {node.error}\n", style="bold red")
+            t.append(f"ERROR {file_text(node.error or '')}\n", style="bold red")
         else:
-            t.append(f"bytes [{node.start:#x}, {node.end:#x})  {human_bytes(node.nbytes)}\n")
+            t.append(f"bytes [{node.start:#x}, {node.end:#x})  {human_bytes(node.nbytes)}\n",
+                     style="dim" if key is not None else "")
         if node.enum:
             t.append(f"enum {node.enum}\n", style="cyan")
-        value = node.value
-        if value is not None:
-            t.append(self._value_text(value))
-        if node.doc:
+        shown = node.value if value is _NO_VALUE else value
+        if shown is not None:
+            t.append(self._value_text(shown))
+        if node.doc and key is None:
             t.append(f"\n{node.doc.strip()}\n", style="italic")
         self.query_one("#detail-text", Static).update(t)
         self.query_one("#detail-hist", Sparkline).add_class("-hidden")
 
-    def _value_text(self, value: Any) -> str:
-        if isinstance(value, (str, bytes, int, float, np.generic, bytearray, memoryview)):
-            return f"value {short_value(value, 400)}\n"
-        try:
-            n = len(value)
-        except TypeError:
-            return f"value {short_value(value, 400)}\n"
-        pages = max(1, -(-n // ARRAY_PAGE))
-        self.page = min(self.page, pages - 1)
-        lo = self.page * ARRAY_PAGE
-        items = value[lo:lo + ARRAY_PAGE]
-        lines = [f"{n} items, page {self.page + 1}/{pages} ([ and ] to page)"]
-        lines += [f"{lo + i:>8}  {short_value(x, 70)}" for i, x in enumerate(list(items))]
-        return "\n".join(lines) + "\n"
+    def _value_text(self, value: Any) -> Text:
+        pages = value_pages(value, ARRAY_PAGE)
+        self.page = min(self.page, len(pages) - 1)
+        out = Text()
+        if len(pages) > 1:
+            try:
+                n = len(value)
+            except TypeError:
+                n = 0
+            what = f"{n:,} characters" if isinstance(value, str) else f"{n:,} items"
+            out.append(f"{what}, page {self.page + 1}/{len(pages)} ([ and ] to turn)\n", style="bold")
+        out.append("\n".join(pages[self.page]) + "\n")
+        return out
 
     def turn_page(self, delta: int) -> None:
         if self.node is not None:
-            self.show_node(self.node, self.page + delta)
+            key, value, vtype, finding = getattr(self, "_shown", (None, _NO_VALUE, "", None))
+            self.show_node(self.node, self.page + delta, key=key, value=value, vtype=vtype, finding=finding)
 
-    def show_tensor(self, t: TensorInfo, stats: Any, error: str = "") -> None:
+    def show_tensor(self, t: "TensorInfo", stats: Any, error: str = "") -> None:
         self.node = None
         text = Text()
-        text.append(t.name, style="bold")
+        text.append(file_text(t.name), style="bold")
         text.append(f"  {t.type}  ne={list(t.shape)}\n", style="cyan")
         text.append(f"data [{t.offset:#x}, {t.offset + t.nbytes:#x})  {human_bytes(t.nbytes)}  "
                     f"{t.n_elements} elements\n")

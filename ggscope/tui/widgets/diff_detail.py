@@ -17,9 +17,8 @@ from textual.widgets import Static
 
 from ...diff import HeaderChange, MetaChange, MetaEntry, TensorDiff
 from ...modelfile import TensorInfo
-from ...report.diff import METRICS, STATUS_STYLE, number
-from ...report.info import summarize_value
-from ..format import human_bytes
+from ...report.diff import METRICS, STATUS_STYLE, display_status, number, value_text
+from ..format import file_text, human_bytes
 
 __all__ = ["DiffDetail"]
 
@@ -56,7 +55,7 @@ class DiffDetail(VerticalScroll):
     def show_tensor(self, td: TensorDiff, ta: TensorInfo | None, tb: TensorInfo | None) -> None:
         head = Text()
         head.append(td.name, style="bold")
-        head.append(f"  {td.status}", style=STATUS_STYLE.get(td.status, "dim"))
+        head.append(f"  {display_status(td)}", style=STATUS_STYLE.get(display_status(td), "dim"))
         if td.changes:
             head.append(f"  ({', '.join(td.changes)} changed)", style="yellow")
         fa, fb = _facts(ta), _facts(tb)
@@ -85,11 +84,12 @@ class DiffDetail(VerticalScroll):
     def show_metadata(self, change: str, entry: Any) -> None:
         if isinstance(entry, HeaderChange):
             self._show(Text(f"header field {entry.field}", style="bold"),
-                       _side_by_side([("value", str(entry.a), str(entry.b))]))
+                       _side_by_side([("value", "not set" if entry.a is None else file_text(entry.a),
+                                       "not set" if entry.b is None else file_text(entry.b))]))
             return
         if isinstance(entry, MetaEntry):
             where = "only in B (added)" if change == "+" else "only in A (removed)"
-            value = summarize_value(entry.value, 2000)
+            value = value_text(entry.key, entry.value, 2000)
             a, b = ("∅", value) if change == "+" else (value, "∅")
             self._show(Text(f"{entry.key}  {where}", style="bold"),
                        _side_by_side([("type", entry.type if change == "-" else "∅",
@@ -99,10 +99,10 @@ class DiffDetail(VerticalScroll):
         if not entry.is_array:
             self._show(Text(f"{entry.key}  changed", style="bold"),
                        _side_by_side([("type", entry.type_a, entry.type_b),
-                                      ("value", summarize_value(entry.a, 2000), summarize_value(entry.b, 2000))]))
+                                      ("value", value_text(entry.key, entry.a, 2000), value_text(entry.key, entry.b, 2000))]))
             return
         rows = [("type", entry.type_a, entry.type_b), ("items", str(entry.len_a), str(entry.len_b))]
-        rows += [(f"[{d.index}]", summarize_value(d.a, 200), summarize_value(d.b, 200)) for d in entry.first]
+        rows += [(f"[{d.index}]", value_text(entry.key, d.a, 200), value_text(entry.key, d.b, 200)) for d in entry.first]
         note = Text(f"{entry.n_differing} of the {min(entry.len_a or 0, entry.len_b or 0)} common items differ"
                     + (f"; the first {len(entry.first)} are shown" if entry.n_differing and
                        entry.n_differing > len(entry.first) else ""), style="italic")

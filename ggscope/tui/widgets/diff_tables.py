@@ -18,10 +18,10 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, first_by_name, tensor_names
+from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, tensor_names, tensors_by_name
 from ...modelfile import ModelFile
-from ...report.diff import STATUS_STYLE, number, shape_text
-from ...report.info import summarize_value
+from ...report.diff import STATUS_STYLE, display_status, number, shape_text, value_text
+from ..format import file_text
 from ..messages import DiffRowSelected
 
 __all__ = ["DiffTensorTable", "DiffMetadataTable", "SORTS", "COLUMNS", "PENDING", "UNCHANGED",
@@ -34,9 +34,9 @@ UNCHANGED = ("identical", "equal")     # what the "changed only" filter hides
 # Columns whose text only arrives with the worker get a width that fits any value
 # ("shape-changed", "-1.234e+00"); the others are sized from the pending rows.
 COLUMNS = (("name", "name", None, None), ("status", "status", None, 13), ("type", "type A→B", None, None),
+           ("rel_rmse", "rel RMSE", "rel_rmse", 10), ("cosine", "cosine", "cosine", 9),
            ("shape", "shape A→B", None, None), ("max_abs", "max|Δ|", "max_abs", 10),
-           ("rmse", "RMSE", "rmse", 10), ("rel_rmse", "rel RMSE", "rel_rmse", 10),
-           ("cosine", "cosine", "cosine", 9), ("snr_db", "SNR dB", "snr_db", 7))
+           ("rmse", "RMSE", "rmse", 10), ("snr_db", "SNR dB", "snr_db", 7))   # most telling first
 
 _STATUS_ORDER = {s: i for i, s in enumerate(("error", "shape-changed", "changed", "added", "removed",
                                              "equal", "identical", PENDING))}
@@ -65,7 +65,7 @@ SORTS: tuple[tuple[str, Callable[[TensorDiff], Any] | None], ...] = (
 
 def pending_diffs(a: ModelFile, b: ModelFile) -> dict[str, TensorDiff]:
     """A placeholder per tensor name in ``diff_files``'s order, from the indexes alone."""
-    by_a, by_b = first_by_name(a.tensors), first_by_name(b.tensors)
+    by_a, by_b = tensors_by_name(a, b), tensors_by_name(b, a)
     out: dict[str, TensorDiff] = {}
     for name in tensor_names(a, b):
         ta, tb = by_a.get(name), by_b.get(name)
@@ -85,17 +85,20 @@ def pair_text(a: str | None, b: str | None) -> str:
 
 
 def _cells(td: TensorDiff) -> list[Text]:
-    style = STATUS_STYLE.get(td.status, "dim")
+    shown = display_status(td)
+    style = STATUS_STYLE.get(shown, "dim")
     name_style = style if td.status in ("added", "removed", "error", "shape-changed") else ""
     shape_a = None if td.shape_a is None else shape_text(td.shape_a)
     shape_b = None if td.shape_b is None else shape_text(td.shape_b)
-    cells = [Text(td.name, style=name_style), Text(td.status, style=style),
-             Text(pair_text(td.type_a, td.type_b)), Text(pair_text(shape_a, shape_b))]
-    for _, _, attr, _ in COLUMNS[4:]:
+    cells = {"name": Text(file_text(td.name), style=name_style), "status": Text(shown, style=style),
+             "type": Text(pair_text(td.type_a, td.type_b)), "shape": Text(pair_text(shape_a, shape_b))}
+    for key, _, attr, _ in COLUMNS:
+        if attr is None:
+            continue
         v = getattr(td, attr)
         text = "…" if td.status == PENDING else number(v, attr)
-        cells.append(Text(text, justify="right", style="dim" if td.status == PENDING else ""))
-    return cells
+        cells[key] = Text(text, justify="right", style="dim" if td.status == PENDING else "")
+    return [cells[key] for key, *_ in COLUMNS]
 
 
 class DiffTensorTable(DataTable):
@@ -177,7 +180,7 @@ class DiffTensorTable(DataTable):
 
 def _array_side(c: MetaChange, side: str) -> str:
     n = c.len_a if side == "a" else c.len_b
-    items = ", ".join(f"[{d.index}] {summarize_value(getattr(d, side), 20)}" for d in c.first)
+    items = ", ".join(f"[{d.index}] {value_text(c.key, getattr(d, side), 20)}" for d in c.first)
     return f"{n} items" + (f": {items}" if items else "") + ("…" if (c.n_differing or 0) > len(c.first) else "")
 
 
@@ -185,18 +188,19 @@ def meta_rows(header: tuple[HeaderChange, ...], meta: MetadataDiff) -> list[tupl
     """(marker, domain entry, [key, type, A, B]) for every header and metadata change."""
     rows: list[tuple[str, Any, list[str]]] = []
     for h in header:
-        rows.append(("header", h, [h.field, "", str(h.a), str(h.b)]))
+        rows.append(("header", h, [h.field, "", "not set" if h.a is None else file_text(h.a),
+                                   "not set" if h.b is None else file_text(h.b)]))
     for e in meta.removed:
-        rows.append(("-", e, [e.key, e.type, summarize_value(e.value, 60), "∅"]))
+        rows.append(("-", e, [file_text(e.key), e.type, value_text(e.key, e.value, 60), "∅"]))
     for e in meta.added:
-        rows.append(("+", e, [e.key, e.type, "∅", summarize_value(e.value, 60)]))
+        rows.append(("+", e, [file_text(e.key), e.type, "∅", value_text(e.key, e.value, 60)]))
     for c in meta.changed:
         types = pair_text(c.type_a, c.type_b)
         if c.is_array:
             a, b = _array_side(c, "a"), _array_side(c, "b") + f"  ({c.n_differing} differ)"
         else:
-            a, b = summarize_value(c.a, 60), summarize_value(c.b, 60)
-        rows.append(("~", c, [c.key, types, a, b]))
+            a, b = value_text(c.key, c.a, 60), value_text(c.key, c.b, 60)
+        rows.append(("~", c, [file_text(c.key), types, a, b]))
     return rows
 
 

@@ -3,7 +3,9 @@
 A ``ScrollView`` on Textual's Line API: the virtual height is ``ceil(size / 16)`` and
 ``render_line`` slices only the 16 bytes of the row it draws from the ``ByteSource``
 (an mmap), so a 20 GB file costs what a 20 KB one does, and jumping to the last byte is
-one scroll.  Rendered rows are cached in an ``LRUCache`` keyed by everything that
+one scroll.  A row holds 16 bytes when the pane is wide enough, else 8 or 4
+(``bytes_per_row`` follows the width on every resize), so a narrow terminal shows
+whole rows instead of a horizontal scroll.  Rendered rows are cached in an ``LRUCache`` keyed by everything that
 changes their look (row, selection, cursor).  Bytes are coloured by region kind
 (``hexview--<kind>`` component classes), the selected node's range by
 ``hexview--selection`` and the cursor byte by ``hexview--cursor``.  Moving the cursor
@@ -24,10 +26,15 @@ from ...source import ByteSource
 from ..messages import CursorMoved
 from ..regions import KINDS, Regions
 
-__all__ = ["HexView", "BYTES_PER_ROW"]
+__all__ = ["HexView", "BYTES_PER_ROW", "row_width"]
 
-BYTES_PER_ROW = 16
+BYTES_PER_ROW = 16          # the widest row; narrower panes use 8 or 4
 _ASCII = [chr(b) if 0x20 <= b < 0x7F else "." for b in range(256)]
+
+
+def row_width(offset_digits: int, per_row: int) -> int:
+    """Columns one row takes: offset, three spaces, "xx " per byte, a space, the ASCII."""
+    return offset_digits + 3 + 3 * per_row + 1 + per_row
 
 
 class HexView(ScrollView, can_focus=True):
@@ -50,8 +57,8 @@ class HexView(ScrollView, can_focus=True):
     HexView > .hexview--cursor { background: ansi_bright_white; color: ansi_black; text-style: bold; }
     """
     BINDINGS = [
-        Binding("up", "move(-16)", "Up", show=False),
-        Binding("down", "move(16)", "Down", show=False),
+        Binding("up", "move_rows(-1)", "Up", show=False),
+        Binding("down", "move_rows(1)", "Down", show=False),
         Binding("left", "move(-1)", "Left", show=False),
         Binding("right", "move(1)", "Right", show=False),
         Binding("pageup", "page(-1)", "PgUp", show=False),
@@ -69,9 +76,23 @@ class HexView(ScrollView, can_focus=True):
         self.regions = regions or Regions(())
         self.selection: tuple[int, int] = (0, 0)
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
-        self.n_rows = max(1, -(-source.size // BYTES_PER_ROW))
         self._offset_digits = max(8, len(f"{max(source.size - 1, 0):x}"))
-        self.virtual_size = Size(self._offset_digits + 3 + 3 * BYTES_PER_ROW + 2 + BYTES_PER_ROW, self.n_rows)
+        self.bytes_per_row = BYTES_PER_ROW
+        self._set_rows(BYTES_PER_ROW)
+
+    def _set_rows(self, per_row: int) -> None:
+        self.bytes_per_row = per_row
+        self.n_rows = max(1, -(-self.source.size // per_row))
+        self._cache.clear()
+        self.virtual_size = Size(row_width(self._offset_digits, per_row), self.n_rows)
+
+    def on_resize(self, event) -> None:
+        width = self.scrollable_content_region.width
+        per_row = next((n for n in (16, 8, 4) if row_width(self._offset_digits, n) <= width), 4)
+        if per_row != self.bytes_per_row:
+            self._set_rows(per_row)
+            self._scroll_to_row(self.cursor // per_row)
+            self.refresh()
 
     # --- public API -------------------------------------------------------------------
     def select_range(self, start: int, end: int | None, *, move_cursor: bool = True) -> None:
@@ -92,7 +113,7 @@ class HexView(ScrollView, can_focus=True):
     # --- reactive / actions -----------------------------------------------------------
     def watch_cursor(self, offset: int) -> None:
         self._cache.clear()
-        self._scroll_to_row(offset // BYTES_PER_ROW)
+        self._scroll_to_row(offset // self.bytes_per_row)
         self.refresh()
         if getattr(self, "_post_cursor", True):
             self.post_message(CursorMoved(offset))
@@ -109,9 +130,12 @@ class HexView(ScrollView, can_focus=True):
     def action_move(self, delta: int) -> None:
         self.set_cursor(self.cursor + delta)
 
+    def action_move_rows(self, rows: int) -> None:
+        self.set_cursor(self.cursor + rows * self.bytes_per_row)
+
     def action_page(self, direction: int) -> None:
         height = max(1, self.scrollable_content_region.height)
-        self.set_cursor(self.cursor + direction * height * BYTES_PER_ROW)
+        self.set_cursor(self.cursor + direction * height * self.bytes_per_row)
 
     def action_jump_start(self) -> None:
         self.set_cursor(0)
@@ -123,15 +147,15 @@ class HexView(ScrollView, can_focus=True):
         row = int(self.scroll_offset.y) + event.y
         x = event.x + int(self.scroll_offset.x)
         hex_start = self._offset_digits + 3
-        ascii_start = hex_start + 3 * BYTES_PER_ROW + 2
-        if hex_start <= x < hex_start + 3 * BYTES_PER_ROW:
+        ascii_start = hex_start + 3 * self.bytes_per_row + 1
+        if hex_start <= x < hex_start + 3 * self.bytes_per_row:
             col = (x - hex_start) // 3
-        elif ascii_start <= x < ascii_start + BYTES_PER_ROW:
+        elif ascii_start <= x < ascii_start + self.bytes_per_row:
             col = x - ascii_start
         else:
             return
         self.focus()
-        self.set_cursor(row * BYTES_PER_ROW + col)
+        self.set_cursor(row * self.bytes_per_row + col)
 
     # --- Line API -----------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -147,8 +171,8 @@ class HexView(ScrollView, can_focus=True):
         return strip.crop_extend(int(scroll_x), int(scroll_x) + width, self.rich_style)
 
     def _render_row(self, row: int) -> Strip:
-        start = row * BYTES_PER_ROW
-        data = self.source.read(start, start + BYTES_PER_ROW)
+        start = row * self.bytes_per_row
+        data = self.source.read(start, start + self.bytes_per_row)
         styles = {k: self.get_component_rich_style(f"hexview--{k}") for k in KINDS}
         sel = self.get_component_rich_style("hexview--selection")
         cur = self.get_component_rich_style("hexview--cursor")
@@ -164,7 +188,7 @@ class HexView(ScrollView, can_focus=True):
             elif s0 <= off < s1:
                 st = st + sel
             byte_styles.append(st)
-        for i in range(BYTES_PER_ROW):
+        for i in range(self.bytes_per_row):
             if i < len(data):
                 segs.append(Segment(f"{data[i]:02x}", byte_styles[i]))
                 joined = i + 1 < len(data) and s0 <= start + i < s1 and s0 <= start + i + 1 < s1

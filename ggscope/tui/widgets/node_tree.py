@@ -3,8 +3,9 @@
 A node's children become tree nodes only when it is opened (Textual's
 ``DirectoryTree`` pattern), and arrays are added a page at a time with a "more" leaf,
 so a 150k-token vocabulary costs nothing until someone scrolls into it.  Each label
-shows the field name, its offset and size (and a short value for leaves); error nodes
-carry the ``-error`` look.  Highlighting a node posts ``NodeSelected``.
+shows the field name, then what a reader looks for -- a metadata entry's key and
+value, a tensor's name (``names``: node path -> name, from the ModelFile), a leaf's
+value -- and last, dimmed, its offset and size.  Error nodes show the error.  Highlighting a node posts ``NodeSelected``.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
 from ...node import Node
-from ..format import short_value
+from ..format import file_text, short_value
 from ..messages import NodeSelected
 
 __all__ = ["NodeTree", "PAGE"]
@@ -30,17 +31,30 @@ class _More:
     index: int
 
 
-def node_label(node: Node) -> Text:
+def _entry_value(node: Node):
+    for kid in node.children[:4]:
+        if kid.name == "value" and kid.value is not None:
+            return kid.value
+    return None
+
+
+def node_label(node: Node, names: dict[str, str] | None = None) -> Text:
     text = Text(f"{node.name or '/'} ", style="bold")
     if node.error:
         text.append(f"@{node.start:#x} ", style="dim")
-        text.append(f"ERROR: {node.error}", style="bold red")
+        text.append(f"ERROR: {file_text(node.error)}", style="bold red")
         return text
-    text.append(f"@{node.start:#x} +{node.nbytes} ", style="dim")
-    if node.enum:
-        text.append(f" {node.enum}", style="cyan")
+    named = (names or {}).get(node.path)
+    if named is not None:
+        text.append(file_text(named), style="cyan")
+        value = _entry_value(node) if node.children else None
+        if value is not None:
+            text.append(f" = {short_value(value, 40)}", style="green")
+    elif node.enum:
+        text.append(f"{node.enum}", style="cyan")
     elif node.value is not None and not node.children:
-        text.append(f" {short_value(node.value, 40)}", style="green")
+        text.append(f"{short_value(node.value, 40)}", style="green")
+    text.append(f"  @{node.start:#x} +{node.nbytes}", style="dim")
     return text
 
 
@@ -49,8 +63,10 @@ class NodeTree(Tree):
 
     DEFAULT_CSS = "NodeTree { width: 1fr; height: 1fr; }"
 
-    def __init__(self, root: Node, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, root: Node, names: dict[str, str] | None = None, *, id: str | None = None,
+                 classes: str | None = None) -> None:
         super().__init__(root.name or "file", data=root, id=id, classes=classes)
+        self.names = names or {}
         self.show_root = False
         self.guide_depth = 2
         self._add_children(self.root, root, 0)
@@ -62,7 +78,7 @@ class NodeTree(Tree):
         for i in range(start, stop):
             kid = kids[i]
             leaf = not kid.children
-            parent.add(node_label(kid), data=kid, allow_expand=not leaf)
+            parent.add(node_label(kid, self.names), data=kid, allow_expand=not leaf)
         if stop < len(kids):
             parent.add_leaf(Text(f"… {len(kids) - stop} more (Enter)", style="italic"), data=_More(node, stop))
 

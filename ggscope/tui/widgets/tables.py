@@ -10,7 +10,7 @@ from textual.widgets import DataTable
 
 from ...modelfile import ModelFile, TensorInfo
 from ...node import find
-from ..format import human_bytes, short_value
+from ..format import file_text, human_bytes, short_value
 from ..messages import NodeSelected, RangeRequested
 
 __all__ = ["MetadataTable", "TensorTable", "FindingsTable"]
@@ -24,20 +24,30 @@ class MetadataTable(DataTable):
         self.mf = mf
 
     def on_mount(self) -> None:
+        from ...summary import file_type_name
         self.add_columns("key", "type", "value")
         for key, value in self.mf.metadata.items():
-            self.add_row(key, self.mf.metadata_types.get(key, ""), short_value(value, 60), key=key)
+            text = short_value(value, 120)
+            if key == "general.file_type" and file_type_name(value):
+                text = f"{file_type_name(value)} ({text})"
+            self.add_row(file_text(key), self.mf.metadata_types.get(key, ""), text, key=key)
+
+    def announce(self) -> None:
+        """Post the row under the cursor (a tab was just switched to)."""
+        if self.row_count:
+            self._post(self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         if not self.has_focus:      # the initial highlight of a hidden tab selects nothing
             return
-        key = event.row_key.value
+        self._post(event.row_key.value)
+
+    def _post(self, key) -> None:
         path = self.mf.metadata_nodes.get(key)
         node = find(self.mf.root, path) if path else None
         if node is not None:
             self.post_message(NodeSelected(node, "metadata"))
-        event.stop()
 
 
 STAT_COLUMNS = ("mean", "std", "min", "max")
@@ -56,7 +66,7 @@ class TensorTable(DataTable):
         for col in STAT_COLUMNS:
             self.add_column(col, key=col)
         for i, t in enumerate(self.mf.tensors):
-            self.add_row(t.name, "×".join(map(str, t.shape)), t.type, f"{t.offset:#x}",
+            self.add_row(file_text(t.name), "×".join(map(str, t.shape)), t.type, f"{t.offset:#x}",
                          human_bytes(t.nbytes), *("…",) * len(STAT_COLUMNS), key=str(i))
 
     def tensor_at_cursor(self) -> TensorInfo | None:
@@ -71,23 +81,31 @@ class TensorTable(DataTable):
             else:
                 v = stats.get(col) if hasattr(stats, "get") else getattr(stats, col, None)
                 text = "n/a" if v is None else f"{float(v):.4g}"
-            self.update_cell(str(index), col, text)
+            self.update_cell(str(index), col, text, update_width=True)
+
+    def announce(self) -> None:
+        """Post the row under the cursor (a tab was just switched to)."""
+        if self.row_count:
+            self._post(self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         if not self.has_focus or event.row_key.value is None:
             return
-        t = self.mf.tensors[int(event.row_key.value)]
+        self._post(event.row_key.value)
+
+    def _post(self, key) -> None:
+        t = self.mf.tensors[int(key)]
         node = find(self.mf.root, t.node_path) if t.node_path else None
         if node is not None:
             self.post_message(NodeSelected(node, "tensors"))
         else:
             self.post_message(RangeRequested(t.offset, t.offset + t.nbytes, t.name))
-        event.stop()
 
 
 class FindingsTable(DataTable):
-    """The validator's findings; highlighting one jumps to its bytes."""
+    """The validator's findings; highlighting one jumps to its bytes and shows the whole
+message in the detail pane."""
 
     def __init__(self, findings: list, **kw) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kw)
@@ -105,12 +123,21 @@ class FindingsTable(DataTable):
         for i, f in enumerate(self.findings):
             sev = getattr(f.severity, "value", str(f.severity))
             where = "" if f.start is None else f"{f.start:#x}"
-            self.add_row(f.code, sev, where, f.message, key=str(i))
+            self.add_row(f.code, sev, where, file_text(f.message), key=str(i))
+
+    def announce(self) -> None:
+        """Post the row under the cursor (a tab was just switched to)."""
+        if self.row_count and self.findings:
+            self._post(self.coordinate_to_cell_key((self.cursor_row, 0)).row_key.value)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         if self.has_focus and event.row_key.value is not None and self.findings:
-            f = self.findings[int(event.row_key.value)]
-            if f.start is not None:
-                self.post_message(RangeRequested(f.start, f.end, f"{f.code} {f.path}"))
-        event.stop()
+            self._post(event.row_key.value)
+
+    def _post(self, key) -> None:
+        if key is None:
+            return
+        f = self.findings[int(key)]
+        if f.start is not None:
+            self.post_message(RangeRequested(f.start, f.end, finding=f))

@@ -1,0 +1,258 @@
+"""ggscope's reference forward pass side by side with transformers' own GGUF path.
+
+Why: issue 15 asks the numpy decoder to load and run a published-size model faster
+than transformers does from the same GGUF file, in at most half its peak memory, and an
+8-token prompt through a ~270M-parameter model in under 5 s on a 2-core machine.  Both
+sides run in fresh interpreters, one file at a time, so each peak RSS (``ru_maxrss``)
+is that side's alone:
+
+* ggscope: ``ggscope.open`` + the architecture's ``load`` (every weight dequantized
+  once, to float32) + one ``forward`` over the prompt;
+* transformers: ``AutoModelForCausalLM.from_pretrained(folder, gguf_file=...)`` + one
+  forward over the same prompt under ``torch.no_grad``.
+
+Files: the tiny models of ../shared/fixtures/llama-cpp-arch (F32 and Q8_0; the
+architectures transformers' GGUF loader knows), and a gemma3-shaped model of random
+weights with gemma-3-270m's shapes (262144 × 640 embedding, 18 layers, 4 query heads and
+1 key/value head of 256, FFN 2048; 268 M parameters) quantized the way llama.cpp's
+Q4_K_M recipe quantizes that model: Q4_K, and Q6_K on the more-bits layers' ffn_down;
+tensors whose rows (640) are not a multiple of 256 fall back as llama.cpp does (Q4_K ->
+Q5_0, Q6_K -> Q8_0, so the tied embedding is Q8_0).  gguf-py cannot quantize K types,
+so blocks are random bytes with sane f16 scales; the file is written to a temporary
+directory and deleted afterwards.
+
+    python benchmarks/forward_vs_transformers.py [--no-tiny] [--no-big] [--threads 2] [--dir /tmp]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+ARCH_DIR = REPO / ".." / "shared" / "fixtures" / "llama-cpp-arch"
+TINY = ["Llama-140K", "Qwen2-140K", "Qwen3-164K", "Gemma2-119K", "Gemma3-317K", "Phi-3-140K",
+        "StarCoder2-133K", "GPT2-149K", "Qwen3MoE-4x116K", "DeepSeek2-4x138K"]
+PROMPT_TINY = [317, 10, 20, 30, 40, 50, 60, 70]
+PROMPT_BIG = [2, 651, 6037, 603, 476, 2121, 576, 10]         # 8 ids, BOS first
+
+GGSCOPE = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+import ggscope
+from ggscope.forward import module_for
+mf = ggscope.open(sys.argv[1])
+mod = module_for(mf)
+w = mod.load(mf)
+t1 = time.perf_counter()
+logits, _ = mod.forward(w, json.loads(sys.argv[2]))
+t2 = time.perf_counter()
+print(json.dumps({"load": t1 - t0, "forward": t2 - t1,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "top1": int(logits.argmax())}))
+"""
+
+TRANSFORMERS = """
+import json, os, resource, sys, time
+t0 = time.perf_counter()
+import torch
+from transformers import AutoModelForCausalLM
+torch.set_num_threads(int(sys.argv[3]))
+path = sys.argv[1]
+m = AutoModelForCausalLM.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
+t1 = time.perf_counter()
+with torch.no_grad():
+    logits = m(torch.tensor([json.loads(sys.argv[2])])).logits[0, -1]
+t2 = time.perf_counter()
+print(json.dumps({"load": t1 - t0, "forward": t2 - t1,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "top1": int(logits.argmax())}))
+"""
+
+
+def _child(code: str, path: Path, tokens: list[int], threads: int) -> dict | str:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
+               MKL_NUM_THREADS=str(threads), PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false")
+    try:
+        out = subprocess.run([sys.executable, "-c", code, str(path), json.dumps(tokens), str(threads)],
+                             capture_output=True, text=True, env=env, timeout=900)
+    except subprocess.TimeoutExpired:
+        return "timed out"
+    if out.returncode:
+        if "ignore_mismatched_sizes" in out.stderr:
+            return "its config mismatches the weights"
+        last = (out.stderr.strip().splitlines() or ["failed"])[-1]
+        return last.split(": ", 1)[-1][:40]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---- the 270M gemma3-shaped Q4_K_M file -------------------------------------------------------
+
+GEMMA3_270M = dict(n_vocab=262144, n_embd=640, n_layer=18, n_head=4, n_head_kv=1, head_dim=256,
+                   n_ff=2048, n_ctx=32768, swa=512)
+
+
+def _use_more_bits(i: int, n: int) -> bool:
+    """llama.cpp llama-quant.cpp use_more_bits: the layers Q4_K_M gives more bits."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _qtype(want, n_cols: int):
+    """llama.cpp's fallback when a row is not a whole number of 256-element K blocks."""
+    from gguf import GGMLQuantizationType as Q
+    if n_cols % 256 == 0:
+        return want
+    return {Q.Q4_K: Q.Q5_0, Q.Q6_K: Q.Q8_0}[want]
+
+
+def _random_blocks(rng: np.random.Generator, qtype, rows: int, cols: int) -> np.ndarray:
+    """Random quant codes with f16 scales sized so the weights come out ~N(0, 0.02)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType as Q
+    block, size = GGML_QUANT_SIZES[qtype]
+    n_blocks = rows * cols // block
+    data = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
+
+    def f16(offset: int, mean: float) -> None:
+        d = (mean * (1 + 0.1 * rng.standard_normal(n_blocks))).astype("<f2")
+        data[:, offset:offset + 2] = d.view(np.uint8).reshape(n_blocks, 2)
+
+    if qtype == Q.Q8_0:          # d · q, q uniform in [-128, 127] (std 74)
+        f16(0, 0.02 / 74)
+    elif qtype == Q.Q5_0:        # d · (q - 16), q in [0, 31] (std 9.2)
+        f16(0, 0.02 / 9.2)
+    elif qtype == Q.Q4_K:        # d·sc·q - dmin·m, 6-bit sc/m (mean 31.5), q in [0, 15]
+        f16(0, 0.02 / (31.5 * 4.6))
+        f16(2, 7.5 * 0.02 / (31.5 * 4.6))
+    elif qtype == Q.Q6_K:        # d · sc · (q - 32), int8 sc (std 74), q in [0, 63] (std 18.5)
+        f16(208, 0.02 / (74 * 18.5))
+    else:
+        raise ValueError(qtype)
+    return data.reshape(rows, cols // block * size)
+
+
+def write_gemma3_270m(path: Path, seed: int = 0) -> int:
+    """Write the model; returns its parameter count."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    g = GEMMA3_270M
+    rng = np.random.default_rng(seed)
+    C, H, Hkv, D, F, L = g["n_embd"], g["n_head"], g["n_head_kv"], g["head_dim"], g["n_ff"], g["n_layer"]
+    w = gguf.GGUFWriter(str(path), "gemma3")
+    w.add_name("Random Gemma3 270M-shaped")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    w.add_context_length(g["n_ctx"])
+    w.add_embedding_length(C)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(Hkv)
+    w.add_key_length(D)
+    w.add_value_length(D)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(1e6)
+    w.add_sliding_window(g["swa"])
+    w.add_vocab_size(g["n_vocab"])
+    n_params = 0
+
+    def quant(name: str, rows: int, cols: int, want) -> None:
+        nonlocal n_params
+        qtype = _qtype(want, cols)
+        w.add_tensor(name, _random_blocks(rng, qtype, rows, cols), raw_dtype=qtype)
+        n_params += rows * cols
+
+    def norm(name: str, n: int) -> None:
+        nonlocal n_params
+        w.add_tensor(name, (1 + 0.1 * rng.standard_normal(n)).astype(np.float32))
+        n_params += n
+
+    quant("token_embd.weight", g["n_vocab"], C, Q.Q6_K)        # tied output: the output's type
+    for i in range(L):
+        more = _use_more_bits(i, L)
+        norm(f"blk.{i}.attn_norm.weight", C)
+        quant(f"blk.{i}.attn_q.weight", H * D, C, Q.Q4_K)
+        quant(f"blk.{i}.attn_k.weight", Hkv * D, C, Q.Q4_K)
+        quant(f"blk.{i}.attn_v.weight", Hkv * D, C, Q.Q6_K if more else Q.Q4_K)
+        norm(f"blk.{i}.attn_q_norm.weight", D)
+        norm(f"blk.{i}.attn_k_norm.weight", D)
+        quant(f"blk.{i}.attn_output.weight", C, H * D, Q.Q4_K)
+        norm(f"blk.{i}.post_attention_norm.weight", C)
+        norm(f"blk.{i}.ffn_norm.weight", C)
+        quant(f"blk.{i}.ffn_gate.weight", F, C, Q.Q4_K)
+        quant(f"blk.{i}.ffn_up.weight", F, C, Q.Q4_K)
+        quant(f"blk.{i}.ffn_down.weight", C, F, Q.Q6_K if more else Q.Q4_K)
+        norm(f"blk.{i}.post_ffw_norm.weight", C)
+    norm("output_norm.weight", C)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return n_params
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+def _cell(r) -> str:
+    if isinstance(r, str):
+        return f"{'n/a: ' + r:<32.32}"
+    return f"{r['load']:6.2f} {r['forward']:6.3f} {r['rss']:7.0f}          "
+
+
+def _row(label: str, ours, theirs) -> None:
+    ratio = ""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        t_o, t_t = ours["load"] + ours["forward"], theirs["load"] + theirs["forward"]
+        ratio = f"{t_t / t_o:5.1f}x faster, {ours['rss'] / theirs['rss']:4.2f}x memory"
+    print(f"{label:<34} {_cell(ours)} {_cell(theirs)} {ratio}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--no-tiny", action="store_true", help="skip the tiny llama-cpp-arch models")
+    ap.add_argument("--no-big", action="store_true", help="skip the 270M-parameter Q4_K_M model")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="BLAS / torch threads for both sides (1: the machine is shared, and "
+                         "contended threads make small products slower, for both)")
+    ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the 270M model")
+    args = ap.parse_args()
+    print(f"{'file':<34} {'ggscope: load s, forward s, peak MiB':<32} "
+          f"{'transformers: load s, forward s, MiB':<32} ratio (transformers / ggscope)")
+    if not args.no_tiny:
+        if not ARCH_DIR.is_dir():
+            print(f"(tiny models skipped: {ARCH_DIR.resolve()} not found)")
+        for stem in TINY:
+            for enc in ("F32", "Q8_0"):
+                path = ARCH_DIR / f"Tiny-{stem}-v1.0-{enc}.gguf"
+                if path.is_file():
+                    _row(path.stem, _child(GGSCOPE, path, PROMPT_TINY, args.threads),
+                         _child(TRANSFORMERS, path, PROMPT_TINY, args.threads))
+    if not args.no_big:
+        tmp = Path(tempfile.mkdtemp(prefix="ggscope-fwdbench-", dir=args.dir))
+        try:
+            path = tmp / "Random-Gemma3-270M-Q4_K_M.gguf"
+            t = time.perf_counter()
+            n = write_gemma3_270m(path)
+            print(f"(wrote {path.name}: {n / 1e6:.0f} M parameters, "
+                  f"{path.stat().st_size / 2**20:.0f} MiB, in {time.perf_counter() - t:.1f} s)")
+            ours = _child(GGSCOPE, path, PROMPT_BIG, args.threads)
+            theirs = _child(TRANSFORMERS, path, PROMPT_BIG, args.threads)
+            _row(path.stem, ours, theirs)
+            if isinstance(ours, dict):
+                total = ours["load"] + ours["forward"]
+                print(f"8-token prompt through the 270M model: {total:.2f} s load + forward "
+                      f"(goal < 5 s); top-1 ggscope {ours['top1']}"
+                      + (f", transformers {theirs['top1']}" if isinstance(theirs, dict) else ""))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,282 @@
+"""What distinguishes one transformer decoder from another: llama.cpp's facts as data.
+
+Why: llama.cpp builds each architecture's graph in its own file (src/models/*.cpp), but
+those files differ in a handful of switches it hard-codes per architecture -- which
+norm, which rotary pairing, whether attention is soft-capped, whether the FFN is gated,
+how experts are routed -- plus hyperparameters it reads from the file with defaults of
+its own (src/llama-model.cpp ``load_hparams``).  ``TRAITS`` is the first, one row per
+GGUF ``general.architecture``; ``read_config`` is the second, giving a ``Config`` that
+``decoder.py`` -- the one engine -- runs.  Adding an architecture of this family is a
+row here, not a module.
+
+Contract: ``read_config(model, mapper, arch, legacy, name) -> Config`` raises
+``WeightError`` (one line) for a missing or impossible hyperparameter; ``name`` maps a
+GGUF tensor name to the file's (early llama.cpp / ggml example names for legacy files).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import WeightError, WeightMapper
+
+__all__ = ["Traits", "TRAITS", "Config", "LEGACY_FORMATS", "LEGACY_NAMES", "read_config"]
+
+LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What llama.cpp hard-codes for one architecture (never read from the file)."""
+    norm: str = "rms"                  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
+    rope: str | None = "norm"          # llama_model_rope_type: "norm" pairs (2i, 2i+1),
+                                       # "neox" pairs (i, i + n_rot/2); None: learned positions
+    act: str = "silu"                  # FFN activation: "silu" or "gelu" (tanh approximation)
+    gated: bool = True                 # act(gate·h) * up·h (LLM_FFN_PAR) or act(up·h) (SEQ)
+    embed_scale: bool = False          # inputs × sqrt(n_embd) (gemma*.cpp)
+    swa_pattern: int = 0               # hparams.set_swa_pattern(n): layer il slides iff il % n < n-1
+    swa_default: int = 0               # n_swa when the file has no sliding_window key
+    swa_rope_base: float | None = None # rope_freq_base_train_swa (gemma3: 10000)
+    attn_softcap: bool = False         # hparams.attn_soft_cap (gemma2)
+    q_scale: bool = False              # q pre-scaled by f_attention_scale, kq_scale 1 (gemma)
+    wide_scale_layers: tuple[int, ...] = ()  # n_layer of the "27B" type: scale 1/sqrt(n_embd/n_head)
+    moe_norm: bool = False             # renormalise the top-k weights (build_moe_ffn norm_w)
+    moe_keys: bool = False             # gating func / norm / scale come from the file (deepseek2)
+    mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
+    final_softcap_key: bool = False    # reads final_logit_softcapping (gemma2, gemma3)
+    short_factors: bool = False        # rope_factors_short when no rope_freqs (phi3 LongRoPE:
+                                       # llama.cpp get_rope_factors while n_ctx <= the original)
+
+
+# general.architecture -> traits, from llama.cpp's llama-model.cpp and src/models/<arch>.cpp
+TRAITS: dict[str, Traits] = {
+    "llama": Traits(rope="norm", moe_norm=True),                    # llama.cpp: mixtral routes, norm_w
+    "qwen2": Traits(rope="neox"),
+    "qwen3": Traits(rope="neox"),
+    "qwen3moe": Traits(rope="neox", moe_norm=True),
+    "phi3": Traits(rope="neox", short_factors=True),
+    "starcoder2": Traits(norm="layer", rope="neox", act="gelu", gated=False),
+    "gpt2": Traits(norm="layer", rope=None, act="gelu", gated=False),
+    "gemma2": Traits(rope="neox", act="gelu", embed_scale=True, swa_pattern=2, swa_default=4096,
+                     attn_softcap=True, q_scale=True, wide_scale_layers=(46,),
+                     final_softcap_key=True),
+    "gemma3": Traits(rope="neox", act="gelu", embed_scale=True, swa_pattern=6,
+                     swa_rope_base=10000.0, q_scale=True, wide_scale_layers=(62,),
+                     final_softcap_key=True),
+    "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
+}
+
+# Meta / early llama.cpp and ggml gpt-2 example tensor names -> GGUF names
+LEGACY_NAMES = {
+    "llama": {
+        "token_embd.weight": "tok_embeddings.weight",
+        "output_norm.weight": "norm.weight",
+        "output.weight": "output.weight",
+        "blk.{i}.attn_norm.weight": "layers.{i}.attention_norm.weight",
+        "blk.{i}.attn_q.weight": "layers.{i}.attention.wq.weight",
+        "blk.{i}.attn_k.weight": "layers.{i}.attention.wk.weight",
+        "blk.{i}.attn_v.weight": "layers.{i}.attention.wv.weight",
+        "blk.{i}.attn_output.weight": "layers.{i}.attention.wo.weight",
+        "blk.{i}.ffn_norm.weight": "layers.{i}.ffn_norm.weight",
+        "blk.{i}.ffn_gate.weight": "layers.{i}.feed_forward.w1.weight",
+        "blk.{i}.ffn_down.weight": "layers.{i}.feed_forward.w2.weight",
+        "blk.{i}.ffn_up.weight": "layers.{i}.feed_forward.w3.weight",
+    },
+    "gpt2": {
+        "token_embd.weight": "model/wte",
+        "position_embd.weight": "model/wpe",
+        "output_norm.weight": "model/ln_f/g",
+        "output_norm.bias": "model/ln_f/b",
+        "output.weight": "model/lm_head",
+        "blk.{i}.attn_norm.weight": "model/h{i}/ln_1/g",
+        "blk.{i}.attn_norm.bias": "model/h{i}/ln_1/b",
+        "blk.{i}.attn_qkv.weight": "model/h{i}/attn/c_attn/w",
+        "blk.{i}.attn_qkv.bias": "model/h{i}/attn/c_attn/b",
+        "blk.{i}.attn_output.weight": "model/h{i}/attn/c_proj/w",
+        "blk.{i}.attn_output.bias": "model/h{i}/attn/c_proj/b",
+        "blk.{i}.ffn_norm.weight": "model/h{i}/ln_2/g",
+        "blk.{i}.ffn_norm.bias": "model/h{i}/ln_2/b",
+        "blk.{i}.ffn_up.weight": "model/h{i}/mlp/c_fc/w",
+        "blk.{i}.ffn_up.bias": "model/h{i}/mlp/c_fc/b",
+        "blk.{i}.ffn_down.weight": "model/h{i}/mlp/c_proj/w",
+        "blk.{i}.ffn_down.bias": "model/h{i}/mlp/c_proj/b",
+    },
+}
+# hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
+_LEGACY_EPS = {"llama": 1e-6, "gpt2": 1e-5}
+DEFAULT_ROPE_BASE = 10000.0
+
+
+@dataclass(frozen=True)
+class Config:
+    arch: str
+    traits: Traits
+    n_vocab: int
+    n_embd: int
+    n_layer: int
+    n_head: int
+    n_head_kv: int
+    head_k: int                      # per-head query/key width (MLA: nope + rope, expanded)
+    head_v: int                      # per-head value width (MLA: value_length_mla)
+    n_rot: int
+    eps: float
+    rope_base: float
+    freq_scale: float = 1.0          # 1 / rope.scaling.factor (linear or YaRN)
+    yarn: tuple[float, float, float, float] | None = None  # (ext_factor, beta_fast, beta_slow, n_ctx_orig)
+    attn_factor: float = 1.0         # rope mscale (ggml_rope_ext attn_factor)
+    kq_scale: float = 1.0            # applied to the scores (or to q, for gemma)
+    attn_softcap: float = 0.0
+    final_softcap: float = 0.0
+    n_swa: int = 0                   # sliding window (keys p-W+1 .. p), 0: none
+    swa_layers: tuple[bool, ...] = ()
+    n_ctx: int = 0                   # learned positions only (gpt2)
+    n_expert: int = 0
+    n_expert_used: int = 0
+    moe_gating: str = "softmax"      # "softmax" or "sigmoid"
+    moe_norm: bool = False
+    moe_scale: float = 0.0           # 0: no scaling
+    n_dense_lead: int = 0
+    mla_rank: int = 0                # kv_lora_rank
+    mla_nope: int = 0                # qk_nope head dim
+
+
+
+# ---- configuration from metadata ------------------------------------------------------------
+
+class _Meta:
+    """Typed reads of ``<arch>.<key>`` with llama.cpp's defaults; one-line errors."""
+
+    def __init__(self, model, prefix: str) -> None:
+        self.model, self.prefix = model, prefix
+
+    def raw(self, key: str):
+        return self.model.metadata.get(f"{self.prefix}.{key}")
+
+    def int(self, key: str, default: int | None = None, minimum: int = 1) -> int:
+        value = self.raw(key)
+        if isinstance(value, (list, tuple, np.ndarray)):       # per-layer arrays: llama.cpp's n_head(0)
+            value = value[0] if len(value) else None
+        if value is None:
+            value = default
+        try:
+            out = int(value)
+        except (TypeError, ValueError):
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key!r} missing or not "
+                              f"a number (got {value!r})") from None
+        if out < minimum:
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key} must be at least "
+                              f"{minimum}, got {out}")
+        return out
+
+    def float(self, key: str, default: float) -> float:
+        value = self.raw(key)
+        try:
+            out = float(default if value is None else value)
+        except (TypeError, ValueError):
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key!r} is not a "
+                              f"number (got {value!r})") from None
+        if not math.isfinite(out):
+            raise WeightError(f"{self.model.path}: metadata {self.prefix}.{key} is not finite")
+        return out
+
+
+def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config:
+    t = TRAITS[arch]
+    meta = _Meta(model, model.format if legacy else arch)
+    emb = m.ne(name("token_embd.weight"))
+    if len(emb) != 2:
+        raise WeightError(f"{model.path}: token embedding must be 2-D, has ne {list(emb)}")
+    n_embd, n_vocab = emb
+    n_head = meta.int("n_head" if legacy else "attention.head_count")
+    n_layer = meta.int("n_layer" if legacy else "block_count", minimum=0)
+    if legacy:
+        n_head_kv, eps, base = n_head, _LEGACY_EPS[arch], DEFAULT_ROPE_BASE
+        head_k = head_v = n_embd // n_head
+        n_rot = meta.int("n_rot", head_k) if t.rope else 0
+    else:
+        n_head_kv = meta.int("attention.head_count_kv", n_head)
+        eps = meta.float("attention.layer_norm_epsilon" if t.norm == "layer"
+                         else "attention.layer_norm_rms_epsilon", 1e-5)
+        base = meta.float("rope.freq_base", DEFAULT_ROPE_BASE)
+        head_k = meta.int("attention.key_length", n_embd // n_head)
+        head_v = meta.int("attention.value_length", n_embd // n_head)
+        n_rot = meta.int("rope.dimension_count", head_k) if t.rope else 0
+    if n_head % n_head_kv or (not t.mla and n_embd % n_head and not meta.raw("attention.key_length")):
+        raise WeightError(f"{model.path}: n_embd {n_embd}, n_head {n_head} and n_head_kv "
+                          f"{n_head_kv} do not divide evenly")
+    extra: dict = {}
+    if t.mla:
+        rank = meta.int("attention.kv_lora_rank")
+        k_mla = meta.int("attention.key_length_mla", 0, minimum=0)
+        v_mla = meta.int("attention.value_length_mla", 0, minimum=0)
+        if not (k_mla and v_mla):           # files before MLA: heads expanded through wkv_b
+            k_mla, v_mla = head_k, head_v
+        extra.update(mla_rank=rank, mla_nope=k_mla - n_rot)
+        head_k, head_v = k_mla, v_mla       # the heads' widths after expansion by wv_b
+        if k_mla <= n_rot:
+            raise WeightError(f"{model.path}: MLA key width {k_mla} must exceed rope width {n_rot}")
+    if t.rope and not base > 0:
+        raise WeightError(f"{model.path}: rope.freq_base must be positive, got {base}")
+    if t.rope and (n_rot % 2 or n_rot > head_k or n_rot <= 0):
+        raise WeightError(f"{model.path}: rotary dimension {n_rot} must be even and at "
+                          f"most the head size {head_k}")
+    # rope scaling (llama.cpp: rope.scaling.type / factor; YaRN's ext_factor 1 when type is yarn)
+    factor = meta.float("rope.scaling.factor", 0.0) if not legacy else 0.0
+    kind = str(meta.raw("rope.scaling.type") or ("linear" if factor else "none"))
+    freq_scale = 1.0 / factor if factor and kind in ("linear", "yarn") else 1.0
+    yarn = None
+    attn_factor = meta.float("rope.scaling.attn_factor", 1.0) if not legacy else 1.0
+    if kind == "yarn" and freq_scale != 1.0:
+        n_ctx_orig = meta.int("rope.scaling.original_context_length",
+                              meta.int("context_length", 2048))
+        yarn = (meta.float("rope.scaling.yarn_ext_factor", 1.0),
+                meta.float("rope.scaling.yarn_beta_fast", 32.0),
+                meta.float("rope.scaling.yarn_beta_slow", 1.0), float(n_ctx_orig))
+    # attention scale
+    kq_scale = 1.0 / math.sqrt(head_k)
+    if t.wide_scale_layers and n_layer in t.wide_scale_layers:
+        kq_scale = 1.0 / math.sqrt(n_embd / n_head)
+    if t.mla:
+        # deepseek2.cpp: mscale = attn_factor·(1 + yarn_log_mul·ln(1/freq_scale)), kq × mscale²;
+        # the rope's own YaRN magnitude is cancelled (llama.cpp discussion 7416)
+        log_mul = meta.float("rope.scaling.yarn_log_multiplier", 0.0)
+        mscale = attn_factor * (1.0 + log_mul * math.log(1.0 / freq_scale))
+        kq_scale = mscale * mscale / math.sqrt(head_k)
+        if yarn is not None:
+            attn_factor = 1.0 / (1.0 + 0.1 * math.log(1.0 / freq_scale))
+    # sliding window
+    n_swa, swa_layers = 0, tuple(False for _ in range(n_layer))
+    if t.swa_pattern and not legacy:
+        n_swa = meta.int("attention.sliding_window", t.swa_default or 0, minimum=0)
+        if n_swa:
+            p = t.swa_pattern
+            swa_layers = tuple(il % p < p - 1 for il in range(n_layer))
+    if t.moe_keys:
+        func = meta.int("expert_gating_func", 1, minimum=0)     # 0 (none) -> softmax, for old V2 files
+        extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
+                     moe_norm=bool(meta.raw("expert_weights_norm") or False),
+                     moe_scale=meta.float("expert_weights_scale", 0.0),
+                     n_dense_lead=meta.int("leading_dense_block_count", 0, minimum=0))
+        if func not in (0, 1, 2):
+            raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
+    else:
+        extra.update(moe_norm=t.moe_norm)
+    if not legacy and meta.raw("expert_count"):
+        extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
+        if extra["n_expert_used"] > extra["n_expert"]:
+            raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
+    n_ctx = 0
+    if t.rope is None:
+        pos = m.ne(name("position_embd.weight"))
+        if len(pos) != 2 or pos[0] != n_embd:
+            raise WeightError(f"{model.path}: position embedding must be [n_ctx, {n_embd}]")
+        n_ctx = pos[1]
+    return Config(
+        arch=arch, traits=t, n_vocab=n_vocab, n_embd=n_embd, n_layer=n_layer, n_head=n_head,
+        n_head_kv=n_head_kv, head_k=head_k, head_v=head_v, n_rot=n_rot, eps=eps, rope_base=base,
+        freq_scale=freq_scale, yarn=yarn, attn_factor=attn_factor, kq_scale=kq_scale,
+        attn_softcap=meta.float("attn_logit_softcapping", 0.0) if t.attn_softcap else 0.0,
+        final_softcap=meta.float("final_logit_softcapping", 0.0) if t.final_softcap_key else 0.0,
+        n_swa=n_swa, swa_layers=swa_layers, n_ctx=n_ctx, **extra)

@@ -1,0 +1,224 @@
+"""Loader rules (GG11xx): what llama.cpp's model loader refuses after ggml's reader accepted.
+
+Why: the failures people meet after converting or hand-editing a model - "unknown model
+architecture", "key not found in model", "missing tensor", "wrong shape", "wrong number of
+tensors", an assert in the vocabulary loader, a crash at the first evaluation - happen in
+llama.cpp's ``llama_model_load``, not in ggml's reader.  ``ggscope.loader_engine`` runs the
+per-architecture table ``ggscope.loader_table`` (written from llama.cpp's source) once per
+file; each rule here reports one kind of issue from that run.  Error means llama.cpp
+refuses the file or crashes on it; an architecture the table does not cover gets an info
+finding and no guess.
+
+Contract: rules need an undamaged header (a damaged file is the structure family's);
+each rule reports at most ``MAX_PER_RULE`` findings and then one summary line.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .. import loader_engine
+from ..loader_table import ARCHS, SOURCE
+from .base import CheckContext, Finding, Rule, Severity
+
+__all__ = ["RULES", "MAX_PER_RULE"]
+
+MAX_PER_RULE = 10
+_VOCAB_SOURCE = "llama.cpp src/llama-vocab.cpp (llama_vocab::impl::load)"
+
+
+class _LoaderRule(Rule):
+    kind = ""
+    family = "loader"
+    severity = Severity.ERROR
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        if ctx.mf.damage is not None:
+            return
+        issues = loader_engine.predict(ctx.mf).of(self.kind)
+        for issue in issues[:MAX_PER_RULE]:
+            yield ctx.at(ctx.node(issue.path) if issue.path else None, issue.message)
+        if len(issues) > MAX_PER_RULE:
+            yield ctx.at(None, f"... and {len(issues) - MAX_PER_RULE} more like these")
+
+
+class UnknownArchitecture(_LoaderRule):
+    """What it checks: ``general.architecture`` names an architecture llama.cpp knows.
+
+    Why it matters: ``llama_model::load_arch`` maps the name with ``llm_arch_from_string``
+    and refuses anything else ("unknown model architecture: 'x'").  The known names are
+    gguf-py's ``MODEL_ARCH_NAMES`` at run time (``gguf`` is llama.cpp's own package).
+
+    Example: ``general.architecture = "llama2"``; ``"Llama"``.
+
+    Reference: llama.cpp src/llama-model.cpp ``load_arch``; src/llama-arch.cpp ``LLM_ARCH_NAMES``.
+    """
+    code, name, kind = "GG1101", "unknown-architecture", "unknown-arch"
+    summary = "general.architecture is not an architecture llama.cpp knows."
+    source = "llama.cpp src/llama-model.cpp load_arch; gguf-py MODEL_ARCH_NAMES"
+
+
+class ArchitectureNotCovered(Rule):
+    """What it checks: whether the loader rules know the file's architecture in detail.
+
+    Why it matters: the loader family predicts llama.cpp's hyperparameter and tensor
+    checks from a table of architectures (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3,
+    phi3, starcoder2, gpt2, deepseek2, gpt-oss, falcon, mpt); for any other architecture
+    llama.cpp knows, ggscope says so instead of guessing.
+
+    Example: a mamba or rwkv6 file.
+
+    Reference: ggscope/loader_table.py ``ARCHS``.
+    """
+    code, name, severity, family = "GG1102", "architecture-not-covered", Severity.INFO, "loader"
+    summary = "The loader rules do not cover this architecture's tensors and hyperparameters."
+    source = "ggscope loader table (llama.cpp src/llama-model.cpp cases not transcribed)"
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        if ctx.mf.damage is not None or not ctx.mf.tensors:
+            return
+        pred = loader_engine.predict(ctx.mf)
+        if pred.arch and not pred.covered and not pred.of("unknown-arch"):
+            yield ctx.at(ctx.node(ctx.mf.metadata_nodes.get("general.architecture", "")),
+                         f"architecture {pred.arch!r}: hyperparameters and tensors are not checked against "
+                         f"llama.cpp's loader (covered: {', '.join(sorted(ARCHS))})")
+
+
+class MissingHparam(_LoaderRule):
+    """What it checks: every key ``load_hparams`` reads as required is present.
+
+    Why it matters: ``llama_model_loader::get_key(kid, result, required=true)`` throws
+    "key not found in model: <key>": the context length, embedding length and block count
+    of every architecture, plus each architecture's own (llama's
+    ``attention.layer_norm_rms_epsilon``, mpt's ``attention.max_alibi_bias``, ...).
+
+    Example: a llama file whose keys were written under the ``qwen2.`` prefix.
+
+    Reference: llama.cpp src/llama-model.cpp ``load_hparams``; src/llama-model-loader.cpp ``get_key``.
+    """
+    code, name, kind = "GG1103", "missing-hparam", "missing-key"
+    summary = "A hyperparameter llama.cpp requires for the architecture is missing."
+    source = SOURCE
+
+
+class HparamType(_LoaderRule):
+    """What it checks: each key llama.cpp reads has exactly the GGUF type it reads it as.
+
+    Why it matters: ``GGUFMeta::GKV`` compares the stored type with the C type it fills
+    (u32 is only UINT32, f32 only FLOAT32) and throws "key X has wrong type u64 but expected
+    type u32" - also for optional keys, for ``general.file_type`` (u32) and
+    ``split.count`` (u16) which the loader reads from every file, for special token ids
+    (u32) and ``tokenizer.ggml.add_*`` flags (bool).
+
+    Example: ``llama.context_length`` stored as uint64; the RMS epsilon as float64.
+
+    Reference: llama.cpp src/llama-model-loader.cpp ``GGUFMeta::GKV::validate_type``.
+    """
+    code, name, kind = "GG1104", "hparam-type", "key-type"
+    summary = "A key llama.cpp reads has another GGUF type than the one it reads."
+    source = "llama.cpp src/llama-model-loader.cpp GGUFMeta::GKV; src/llama-vocab.cpp"
+
+
+class HparamInvalid(_LoaderRule):
+    """What it checks: the hyperparameters pass llama.cpp's sanity checks.
+
+    Why it matters: ``load_hparams`` throws "invalid n_rot" when llama, deci or falcon's
+    rope dimension differs from n_embd / n_head (or key_length), asserts n_expert_used <=
+    n_expert and that a model with experts uses some, asserts a known
+    ``rope.scaling.type``, refuses per-layer arrays of another length than block_count,
+    and MoE architectures throw "n_expert must be > 0".
+
+    Example: ``attention.head_count = 5`` with n_embd 64 and rope dimension 16.
+
+    Reference: llama.cpp src/llama-model.cpp ``load_hparams``, ``load_tensors``.
+    """
+    code, name, kind = "GG1105", "hparam-invalid", "hparam"
+    summary = "The hyperparameters fail a check of llama.cpp's loader."
+    source = SOURCE
+
+
+class VocabRefused(_LoaderRule):
+    """What it checks: the vocabulary passes ``llama_vocab::load``.
+
+    Why it matters: it throws on a missing ``tokenizer.ggml.model`` or one it does not
+    know ("unknown tokenizer"), on a missing token list, on a BPE ("gpt2") vocabulary
+    without merges, and asserts (abort) when two tokens have the same text or the token
+    list is not an array of strings.
+
+    Example: ``tokenizer.ggml.model = "holdout-bpe"``; token 299 spelled like token 298.
+
+    Reference: llama.cpp src/llama-vocab.cpp ``llama_vocab::impl::load``.
+    """
+    code, name, kind = "GG1106", "vocab-refused", "vocab"
+    summary = "llama.cpp's vocabulary loader refuses or aborts on the vocabulary."
+    source = _VOCAB_SOURCE
+
+
+class MissingTensor(_LoaderRule):
+    """What it checks: every tensor llama.cpp creates without ``TENSOR_NOT_REQUIRED`` is present.
+
+    Why it matters: ``create_tensor`` throws "missing tensor 'blk.2.attn_norm.weight'".
+    Optional tensors are accepted where llama.cpp accepts them: an absent
+    ``output.weight`` (tied embeddings) falls back to ``token_embd.weight``, llama's
+    attention and MLP biases are optional, qwen2's are not.
+
+    Example: ``block_count = 3`` with tensors for two blocks.
+
+    Reference: llama.cpp src/llama-model.cpp ``load_tensors``; src/llama-model-loader.cpp ``check_tensor_dims``.
+    """
+    code, name, kind = "GG1107", "missing-tensor", "missing-tensor"
+    summary = "A tensor llama.cpp requires for the architecture is missing."
+    source = SOURCE
+
+
+class TensorShape(_LoaderRule):
+    """What it checks: each tensor's shape is what the hyperparameters imply.
+
+    Why it matters: ``check_tensor_dims`` compares all four dimensions with the list
+    ``load_tensors`` computes from n_embd, n_head, n_head_kv, the head sizes, n_ff,
+    n_vocab (the number of tokens) and the expert counts, and throws "tensor 'x' has wrong
+    shape"; trailing dimensions of 1 are accepted, a leading 1 is not.
+
+    Example: ``token_embd.weight`` of 48 x 300 with n_embd 64; ``ffn_down`` of n_ff - 1.
+
+    Reference: llama.cpp src/llama-model-loader.cpp ``check_tensor_dims``; src/llama-model.cpp ``load_tensors``.
+    """
+    code, name, kind = "GG1108", "tensor-shape", "tensor-shape"
+    summary = "A tensor's shape differs from what the hyperparameters imply."
+    source = SOURCE
+
+
+class UnexpectedTensor(_LoaderRule):
+    """What it checks: the file holds no tensor llama.cpp does not create for the architecture.
+
+    Why it matters: ``done_getting_tensors`` counts the tensors ``load_tensors`` created
+    and throws "wrong number of tensors; expected N, got M" when the file has more.
+
+    Example: an extra ``blk.0.holdout_extra.weight``; an ``output.weight`` in a gemma2 file.
+
+    Reference: llama.cpp src/llama-model-loader.cpp ``done_getting_tensors``.
+    """
+    code, name, kind = "GG1109", "unexpected-tensor", "unexpected-tensor"
+    summary = "A tensor llama.cpp does not create for the architecture (wrong number of tensors)."
+    source = "llama.cpp src/llama-model-loader.cpp done_getting_tensors"
+
+
+class TensorTypeUnusable(_LoaderRule):
+    """What it checks: norms, biases and other vectors are F32, and no weight matrix has an
+    integer or F64 type.
+
+    Why it matters: ``create_tensor`` does not check types, so llama.cpp loads such a file
+    and then crashes at the first evaluation: ggml's CPU binary ops abort on a F16/Q8_0
+    operand added to or multiplied into F32 activations ("binary_op: unsupported types"),
+    and no matrix multiplication takes I32 weights (segfault).
+
+    Example: ``blk.0.attn_q.bias`` stored as F16; ``blk.0.attn_q.weight`` stored as I32.
+
+    Reference: ggml src/ggml-cpu/binary-ops.cpp; ggml-cpu type_traits (vec_dot).
+    """
+    code, name, kind = "GG1110", "tensor-type-unusable", "tensor-type"
+    summary = "A tensor's type makes llama.cpp crash at the first evaluation."
+    source = "ggml src/ggml-cpu/binary-ops.cpp binary_op; ggml-cpu mul_mat type traits"
+
+
+RULES = [UnknownArchitecture, ArchitectureNotCovered, MissingHparam, HparamType, HparamInvalid, VocabRefused,
+         MissingTensor, TensorShape, UnexpectedTensor, TensorTypeUnusable]

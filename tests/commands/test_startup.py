@@ -1,0 +1,61 @@
+"""Start-up stays light: what ``--version``, ``--help`` and the browser's first paint load.
+
+The goal is a time (``--version`` under 0.3 s, the window under 1 s; measured by
+benchmarks/first_paint.py, never here); what makes it hold is a fact a test can check
+on any machine: which modules are imported.  Each check runs in a fresh interpreter.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+HEAVY = ("numpy", "numba", "textual", "ggscope.spec", "ggscope.rules", "ggscope.stats", "ggscope.diff",
+         "ggscope.validate", "ggscope.modelfile")
+
+
+def loaded_after(code: str) -> set[str]:
+    probe = (f"import sys, io, contextlib\nsys.path.insert(0, {str(REPO)!r})\n"
+             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+             + "".join(f"    {line}\n" for line in code.splitlines())
+             + "print(__import__('json').dumps(sorted(sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    return set(json.loads(out.stdout))
+
+
+def heavy(mods: set[str]) -> list[str]:
+    return sorted(m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["validate", "--help"], ["diff", "--help"],
+                                  ["stats", "--help"], ["rules", "--help"], ["info", "--help"]])
+def test_help_and_version_load_nothing_heavy(argv):
+    mods = loaded_after(f"from ggscope.cli import main\nmain({argv!r})")
+    assert "ggscope.cli" in mods
+    assert heavy(mods) == []
+
+
+def test_browser_window_needs_no_parser_numpy_or_kernels():
+    """What runs before the first paint: the command's check of the file's head and
+    the app's module.  The spec engine, numpy and numba load later, in the worker."""
+    example = REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+    mods = loaded_after("from ggscope.commands import tui\n"
+                        f"assert tui._refusal({str(example)!r}) is None\n"
+                        "from ggscope.tui.app import GGScopeApp")
+    assert "ggscope.tui.app" in mods and "textual" in mods
+    assert [m for m in heavy(mods) if not m.startswith("textual")] == []
+
+
+def test_stats_help_names_the_library_default():
+    from ggscope.commands import stats as stats_command
+    from ggscope.stats import DEFAULT_BINS
+    import argparse
+    p = argparse.ArgumentParser()
+    stats_command.add_arguments(p)
+    assert f"(default {DEFAULT_BINS})" in p.format_help()

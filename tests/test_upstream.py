@@ -1,0 +1,71 @@
+"""Facts from gguf-py at run time, and the dated overlay of what upstream added since.
+
+The overlay must only hold what the installed gguf-py lacks: each test below fails as
+soon as a gguf-py release carries the entry itself, so the entry is then deleted from
+``ggscope/upstream_overlay.py``.
+"""
+import inspect
+
+import gguf
+import gguf.constants as c
+import pytest
+
+from ggscope import upstream, upstream_overlay as overlay
+
+
+def test_every_overlay_entry_cites_a_dated_source():
+    assert len(overlay.SOURCES) == 5
+    for entry, src in overlay.SOURCES.items():
+        assert "20" in src and ("ggml" in src or "llama.cpp" in src), entry
+
+
+@pytest.mark.parametrize("value,name", sorted(overlay.FILE_TYPES.items()))
+def test_file_type_not_yet_in_gguf_py(value, name):
+    assert value not in {int(m.value) for m in c.LlamaFileType}, f"gguf-py now has file type {value}: drop it"
+    assert name not in c.LlamaFileType.__members__
+
+
+@pytest.mark.parametrize("value,name", sorted(overlay.GGML_TYPES.items()))
+def test_ggml_type_not_yet_in_gguf_py(value, name):
+    assert value not in {int(m.value) for m in c.GGMLQuantizationType}, f"gguf-py now has ggml type {value}"
+    assert name not in c.GGMLQuantizationType.__members__
+
+
+def test_sidecar_prefix_not_yet_in_gguf_py_naming():
+    # gguf-py's naming_convention() builds file names; it gains the Sidecar slot when it catches up
+    params = inspect.signature(gguf.utility.naming_convention).parameters
+    assert not {"sidecar", "sidecar_type"} & set(params)
+    src = inspect.getsource(gguf.utility.naming_convention)
+    assert not any(p.rstrip("-") in src for p in overlay.FILENAME_PREFIXES)
+
+
+def test_reader_limits_not_yet_in_gguf_py():
+    from gguf import gguf_reader
+    for mod in (c, gguf_reader):
+        src = inspect.getsource(mod)
+        assert "MAX_STRING_LENGTH" not in src and "MAX_ARRAY_ELEMENTS" not in src
+
+
+def test_facts_are_read_from_the_installed_package():
+    assert upstream.arch_names() == frozenset(c.MODEL_ARCH_NAMES.values())
+    assert {"gpt-oss", "command-r", "falcon-h1"} <= upstream.arch_names()
+    ft = upstream.file_types()
+    assert all(ft[int(m.value)] == m.name for m in c.LlamaFileType)
+    assert ft[38] == "MOSTLY_MXFP4_MOE" and ft[41] == "MOSTLY_Q2_0"
+    kt = upstream.key_types()
+    # every key gguf-py's writer writes with a typed add_* is typed here
+    assert kt["{arch}.context_length"] == "uint32"
+    assert kt["{arch}.attention.layer_norm_rms_epsilon"] == "float32"
+    assert kt["tokenizer.ggml.seperator_token_id"] == "uint32"
+    assert len(kt) > 200
+    base, block = upstream.arch_tensors("gpt-oss")
+    assert "token_embd" in base and "attn_sinks" in block
+
+
+def test_ggml_type_table_agrees_with_gguf_py_and_overlay():
+    # ggscope.ggml_types carries block layouts gguf-py has no notion of; its ids and names
+    # must be the ones llama.cpp maintains
+    from ggscope import ggml_types
+    for type_id, name in upstream.ggml_type_names().items():
+        t = ggml_types.type_by_id(type_id)
+        assert t.name == name and not t.removed, (type_id, name, t)
