@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 import sys
 
 import numpy as np
 
 from .errors import UnreadableFile
+from .regular_file import check_regular_file
 
 __all__ = ["ByteSource", "RemoteByteSource", "open_source", "check_regular_file"]
 
@@ -32,24 +32,6 @@ BLOCK = 1 << 16                         # unit of remote fetches and of the fetc
 _FETCH_CHUNK = 8 << 20                  # one request fetches at most this much
 _PROGRESS_MIN = 4 << 20                 # fetches this large show a progress bar on a terminal
 _MAP_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)
-
-_KINDS = ((stat.S_ISDIR, "is a directory"), (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
-          (stat.S_ISCHR, "is a character device, not a regular file"),
-          (stat.S_ISBLK, "is a block device, not a regular file"),
-          (stat.S_ISSOCK, "is a socket, not a regular file"))
-
-
-def check_regular_file(path: str) -> None:
-    """Raise ``UnreadableFile`` (one line) unless ``path`` is a regular file; never opens it."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        raise UnreadableFile(f"{path}: no such file") from None
-    except OSError as exc:
-        raise UnreadableFile(f"{path}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        why = next((w for test, w in _KINDS if test(st.st_mode)), "is not a regular file")
-        raise UnreadableFile(f"{path}: {why}")
 
 
 class ByteSource:

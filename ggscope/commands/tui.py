@@ -42,7 +42,12 @@ def _refusal(path: str) -> str | None:
     if "://" in path:             # not a local file: the app's loader opens it (or says why not)
         return None
     from ..detect import detect, known_formats
-    from ..errors import UnknownFormat
+    from ..errors import GGScopeError, UnknownFormat
+    from ..regular_file import check_regular_file
+    try:
+        check_regular_file(path)          # a FIFO or device would block the open below
+    except GGScopeError as exc:
+        return f"cannot read {exc}"
     try:
         with open(path, "rb") as fh:       # read-only, like ByteSource; no numpy before the window
             size = os.fstat(fh.fileno()).st_size
