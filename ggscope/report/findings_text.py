@@ -30,5 +30,9 @@ def render(findings: Iterable[Finding], colour: bool = False) -> str:
 
 def summary(findings: list[Finding], n_files: int) -> str:
     counts = {s: sum(1 for f in findings if f.severity.value == s) for s in ("error", "warning", "info")}
-    return (f"{n_files} file{'s' if n_files != 1 else ''} checked: {counts['error']} errors, "
-            f"{counts['warning']} warnings, {counts['info']} infos")
+    return (f"{_count(n_files, 'file')} checked: {_count(counts['error'], 'error')}, "
+            f"{_count(counts['warning'], 'warning')}, {_count(counts['info'], 'info')}")
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
