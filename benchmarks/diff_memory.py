@@ -8,6 +8,15 @@ fourth tensor byte-identical (the hash/bytes fast path) and re-quantizes the res
 peak RSS and the wall time, and deletes the files.
 
     python benchmarks/diff_memory.py [--gib 2] [--dir /tmp]
+
+``--f16-q8`` instead times the numeric path the issue measured (issue 18, item 4): A
+holds F16 tensors, B the same values quantized to Q8_0 by gguf-py (32 tensors of
+4096 x 4096: 537 M element pairs).  Side by side in one run, each in a fresh process:
+the diff now (one compiled pass per chunk pair, ``ggscope.diff_sums``), the diff
+before (float64 copies and four ``einsum`` passes per chunk, the old ``_Acc.add``), and
+decoding both files' chunks alone (the floor).
+
+    python benchmarks/diff_memory.py --f16-q8 [--tensors 32] [--dir /tmp] [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -64,11 +73,108 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, dt, r.counts()["identi
 """
 
 
+def write_f16_q8(path_a: str, path_b: str, n_tensors: int) -> None:
+    """A: F16 tensors of normal values; B: the same values as Q8_0 (gguf-py's quantizer)."""
+    from gguf.quants import quantize
+    from gguf import GGMLQuantizationType as Q
+    f16_bytes, q8_bytes = NE0 * NE1 * 2, NE0 * NE1 // BLOCK * BLOCK_BYTES
+    heads = []
+    for code, nbytes in ((1, f16_bytes), (Q8_0, q8_bytes)):
+        head = b"GGUF" + struct.pack("<IQQ", 3, n_tensors, 1)
+        head += _str("general.architecture") + struct.pack("<I", 8) + _str("llama")
+        for i in range(n_tensors):
+            head += _str(f"blk.{i}.ffn.weight") + struct.pack("<I", 2) + struct.pack("<QQ", NE0, NE1)
+            head += struct.pack("<IQ", code, i * nbytes)
+        heads.append(head + b"\0" * (-len(head) % 32))
+    with open(path_a, "wb") as fa, open(path_b, "wb") as fb:
+        fa.write(heads[0])
+        fb.write(heads[1])
+        rng = np.random.default_rng(7)
+        for _ in range(n_tensors):
+            for _ in range(0, NE1, 1024):
+                x = (rng.standard_normal((1024, NE0)) * 0.02).astype(np.float16)
+                fa.write(x.tobytes())
+                fb.write(quantize(x.astype(np.float32), Q.Q8_0).tobytes())
+
+
+TIMED = """
+import resource, sys, time, ggscope
+import numpy as np
+from ggscope import diff
+mode = sys.argv[3]
+if mode == "before":
+    import math
+
+    def add(self, x32, y32):    # _Acc.add before issue 18: float64 copies, four einsum passes
+        x, y = x32.astype(np.float64), y32.astype(np.float64)
+        aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
+        if not (math.isfinite(aa) and math.isfinite(bb)):
+            fin = np.isfinite(x) & np.isfinite(y)
+            bad = ~fin
+            self.nonfinite += int(bad.sum())
+            xb, yb = x[bad], y[bad]
+            self.nonfinite_mismatch += int((~((np.isnan(xb) & np.isnan(yb)) | (xb == yb))).sum())
+            x, y = x[fin], y[fin]
+            aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
+        self.aa += aa
+        self.bb += bb
+        self.ab += float(np.einsum("i,i->", x, y))
+        d = np.subtract(y, x, out=y)
+        self.dd += float(np.einsum("i,i->", d, d))
+        if d.size:
+            self.max_abs = max(self.max_abs, float(d.max()), float(-d.min()))
+        self.n += int(x.size)
+    diff._Acc.add = add
+elif mode == "decode-only":
+    diff._Acc.add = lambda self, x, y: None
+a, b = ggscope.open(sys.argv[1]), ggscope.open(sys.argv[2])
+if mode == "now":
+    diff._Acc().add(np.zeros(8, np.float32), np.zeros(8, np.float32))   # load the compiled kernel
+t = time.perf_counter()
+r = diff.diff_files(a, b)
+dt = time.perf_counter() - t
+n = sum(td.n_elements or 0 for td in r.tensors)
+rel = max(td.rel_rmse for td in r.tensors) if mode != "decode-only" else float("nan")
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, dt, n, rel)
+"""
+
+
+def f16_q8(args) -> int:
+    a = os.path.join(args.dir, f"ggscope-diffbench-f16-{os.getpid()}.gguf")
+    b = os.path.join(args.dir, f"ggscope-diffbench-q8-{os.getpid()}.gguf")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    try:
+        t = time.perf_counter()
+        write_f16_q8(a, b, args.tensors)
+        print(f"wrote F16 ({os.path.getsize(a) / 2**30:.2f} GiB) and Q8_0 ({os.path.getsize(b) / 2**30:.2f} GiB), "
+              f"{args.tensors} tensors of {NE0}x{NE1}, in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        runs = [("now", "now", env), ("before", "before", env), ("decode-only", "decode-only", env)]
+        if args.baseline:     # the code of another checkout, as it was (one thread, numpy sums)
+            runs.append(("baseline", "now", dict(env, PYTHONPATH=args.baseline)))
+        for label, mode, run_env in runs:
+            out = subprocess.run([sys.executable, "-c", TIMED, a, b, mode], check=True, capture_output=True,
+                                 text=True, env=run_env, cwd=args.dir).stdout.split()
+            rss, secs, n, rel = int(out[0]), float(out[1]), int(out[2]), float(out[3])
+            print(f"{label:>12}: {secs:6.2f} s for {n / 1e6:.0f} M element pairs "
+                  f"({n / secs / 1e9:.2f} G pairs/s), peak RSS {rss / 1024:.0f} MiB, max rel_rmse {rel:.3g}")
+    finally:
+        for p in (a, b):
+            if os.path.exists(p):
+                os.remove(p)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gib", type=float, default=2.0, help="size of each file in GiB (default 2)")
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the two files")
+    ap.add_argument("--f16-q8", action="store_true", help="time F16 against Q8_0 (see above)")
+    ap.add_argument("--tensors", type=int, default=32, help="tensors of 4096x4096 for --f16-q8 (default 32)")
+    ap.add_argument("--baseline", default=None, help="with --f16-q8, also time this checkout of ggscope "
+                    "(e.g. `git archive 57d7c50 ggscope | tar -x -C DIR`)")
     args = ap.parse_args()
+    if args.f16_q8:
+        return f16_q8(args)
     n_tensors = max(1, int(args.gib * 2**30 // (NE0 * NE1 // BLOCK * BLOCK_BYTES)))
     a = os.path.join(args.dir, f"ggscope-diffbench-a-{os.getpid()}.gguf")
     b = os.path.join(args.dir, f"ggscope-diffbench-b-{os.getpid()}.gguf")

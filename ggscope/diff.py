@@ -30,7 +30,9 @@ Contract
   never compared numerically) or "error" (the data cannot be read).  ``changes`` names
   what else moved: "shape" (same element count, compared in ggml element order),
   "type", "offset" (a tensor whose only change is its offset is shown as *moved*).
-* Numeric metrics, accumulated in float64 over positions finite in both files:
+* Numeric metrics, accumulated in float64 over positions finite in both files (one
+  compiled pass per window, ``diff_sums``; the windows of a tensor shared by
+  ``THREADS`` threads, so sums are reassociated: equal to numpy's to rounding):
   ``max_abs`` = max|b-a|, ``rmse`` = sqrt(mean((b-a)^2)), ``rel_rmse`` = ||b-a|| / ||a||,
   ``cosine`` = a.b / (||a|| ||b||), ``snr_db`` = 10 log10(||a||^2 / ||b-a||^2).  Zero
   error gives rel_rmse 0, cosine 1 and snr_db +inf.  ``n_nonfinite`` counts positions
@@ -38,8 +40,8 @@ Contract
   the tensor "changed".
 * Memory stays bounded whatever the tensor size: data are read in windows of whole
   blocks of both layouts (``CHUNK_ELEMS`` elements) with ``readinto`` into reused
-  buffers, so file pages are never mapped into the process and peak RSS does not grow
-  with file size.
+  buffers (``chunked.RangeReader``, one pair per thread), so file pages are never
+  mapped into the process and peak RSS does not grow with file size.
 * ``progress(done, total, name)`` is called before each tensor; ``cancel()`` (a
   callable, or an object with ``is_set()`` such as ``threading.Event``) is polled per
   window and raises ``DiffCancelled``.
@@ -47,13 +49,14 @@ Contract
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .chunked import RangeReader
 from .ggml_types import LAYOUTS, tensor_layout
 from .modelfile import ModelFile, TensorInfo
 from .quant import dequantize
@@ -62,6 +65,7 @@ __all__ = ["diff_files", "tensors_by_name", "DiffResult", "MetadataDiff", "MetaE
            "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES"]
 
 CHUNK_ELEMS = 1 << 19        # elements per comparison window: 2 MiB float32 per side
+THREADS = 2                  # threads comparing windows of one tensor
 FIRST_ITEMS = 5              # differing array items kept per metadata change
 STATUSES = ("identical", "equal", "changed", "shape-changed", "added", "removed", "error")
 
@@ -301,60 +305,6 @@ def diff_header(a: ModelFile, b: ModelFile) -> tuple[HeaderChange, ...]:
 
 # ------------------------------------------------------------------------ tensor data
 
-class _Reader:
-    """Reads byte ranges of one file into a reused buffer, without mapping the file.
-
-    Files opened from disk are read with ``readinto`` (page cache, not process RSS);
-    remote files are fetched, copied into the buffer and their pages released, so memory
-    stays one window; in-memory files (``open_bytes``) are sliced from their buffer.  A
-    split model's tensors live in several files: ``read`` takes the tensor's own file.
-    """
-
-    def __init__(self, mf: ModelFile) -> None:
-        self.mf = mf
-        self.fh = None
-        if getattr(mf.source, "_mmap", None) is not None and os.path.isfile(mf.path):
-            self.fh = open(mf.path, "rb", buffering=0)
-        self.buf = np.empty(0, np.uint8)
-        self.others: dict[int, _Reader] = {}
-
-    def read(self, start: int, nbytes: int, file: ModelFile | None = None) -> np.ndarray:
-        if file is not None and file is not self.mf:
-            other = self.others.get(id(file))
-            if other is None:
-                other = self.others[id(file)] = _Reader(file)
-            return other.read(start, nbytes)
-        src = self.mf.source
-        if self.fh is None and not src.remote:
-            return src.view(start, start + nbytes)
-        if self.buf.size < nbytes:
-            self.buf = np.empty(nbytes, np.uint8)
-        out = self.buf[:nbytes]
-        if self.fh is None:
-            got = src.view(start, start + nbytes)
-            out = out[:got.size]
-            np.copyto(out, got)
-            del got
-            src.release(start, start + nbytes)
-            return out
-        self.fh.seek(start)
-        got = self.fh.readinto(memoryview(out))
-        while got is not None and got < nbytes:
-            more = self.fh.readinto(memoryview(out[got:]))
-            if not more:
-                break
-            got += more
-        if got != nbytes:
-            raise OSError(f"{self.mf.path}: short read at offset {start}")
-        return out
-
-    def close(self) -> None:
-        for other in self.others.values():
-            other.close()
-        if self.fh is not None:
-            self.fh.close()
-
-
 def _cancelled(cancel: Any) -> bool:
     if cancel is None:
         return False
@@ -379,7 +329,7 @@ def _windows(ta: TensorInfo, tb: TensorInfo, n: int) -> Iterator[tuple[int, int,
                tb.offset + e // lb.block_elems * lb.block_bytes, k // lb.block_elems * lb.block_bytes, k)
 
 
-def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any) -> bool:
+def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> bool:
     for sa, na, sb, nb, _ in _windows(ta, tb, ta.n_elements):
         if _cancelled(cancel):
             raise DiffCancelled()
@@ -401,27 +351,26 @@ class _Acc:
     nonfinite_mismatch: int = 0
 
     def add(self, x32: np.ndarray, y32: np.ndarray) -> None:
-        # einsum, not np.dot: it never hands work to a BLAS thread pool, whose
-        # start-up costs 20-50x on a loaded machine for vectors of this size.
-        x, y = x32.astype(np.float64), y32.astype(np.float64)
-        aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
-        if not (math.isfinite(aa) and math.isfinite(bb)):     # squares of finite f32 never overflow f64
-            fin = np.isfinite(x) & np.isfinite(y)
-            bad = ~fin
-            self.nonfinite += int(bad.sum())
-            xb, yb = x[bad], y[bad]
-            same = (np.isnan(xb) & np.isnan(yb)) | (xb == yb)
-            self.nonfinite_mismatch += int((~same).sum())
-            x, y = x[fin], y[fin]
-            aa, bb = float(np.einsum("i,i->", x, x)), float(np.einsum("i,i->", y, y))
+        from .diff_sums import pair_sums     # compiled: imported only when values are compared
+        aa, bb, ab, dd, mx, n, bad, mismatch = pair_sums(x32, y32)
         self.aa += aa
         self.bb += bb
-        self.ab += float(np.einsum("i,i->", x, y))
-        d = np.subtract(y, x, out=y)
-        self.dd += float(np.einsum("i,i->", d, d))
-        if d.size:
-            self.max_abs = max(self.max_abs, float(d.max()), float(-d.min()))
-        self.n += int(x.size)
+        self.ab += ab
+        self.dd += dd
+        self.max_abs = max(self.max_abs, mx)
+        self.n += n
+        self.nonfinite += bad
+        self.nonfinite_mismatch += mismatch
+
+    def merge(self, other: "_Acc") -> None:
+        self.aa += other.aa
+        self.bb += other.bb
+        self.ab += other.ab
+        self.dd += other.dd
+        self.max_abs = max(self.max_abs, other.max_abs)
+        self.n += other.n
+        self.nonfinite += other.nonfinite
+        self.nonfinite_mismatch += other.nonfinite_mismatch
 
     def metrics(self) -> dict[str, float]:
         rmse = math.sqrt(self.dd / self.n) if self.n else 0.0
@@ -440,10 +389,34 @@ class _Acc:
         return {"max_abs": self.max_abs, "rmse": rmse, "rel_rmse": rel, "cosine": cos, "snr_db": snr}
 
 
-def _numeric(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any) -> _Acc:
+def _numeric(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> _Acc:
+    """The metric sums over every window, the windows shared out between ``THREADS``
+    threads (decoding and the compiled sums release the GIL); each thread has its own
+    readers and sums, merged at the end."""
+    windows = list(_windows(ta, tb, ta.n_elements))
+    remote = ta.file.source.remote or tb.file.source.remote  # type: ignore[union-attr]
+    if THREADS < 2 or len(windows) < 2 or remote:             # a remote source: one reader at a time
+        return _numeric_part(ta, tb, ra, rb, cancel, windows)
+
+    def part(k: int) -> _Acc:
+        if k == 0:
+            return _numeric_part(ta, tb, ra, rb, cancel, windows[0::THREADS])
+        with RangeReader(ta.file) as ra2, RangeReader(tb.file) as rb2:  # type: ignore[arg-type]
+            return _numeric_part(ta, tb, ra2, rb2, cancel, windows[k::THREADS])
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        parts = list(pool.map(part, range(THREADS)))
+    acc = parts[0]
+    for other in parts[1:]:
+        acc.merge(other)
+    return acc
+
+
+def _numeric_part(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any,
+                  windows: list[tuple[int, int, int, int, int]]) -> _Acc:
     acc = _Acc()
     ea, eb = ta.file.endian, tb.file.endian  # type: ignore[union-attr]
-    for sa, na, sb, nb, k in _windows(ta, tb, ta.n_elements):
+    for sa, na, sb, nb, k in windows:
         if _cancelled(cancel):
             raise DiffCancelled()
         x = dequantize(_tensor_layout(ta), ra.read(sa, na, ta.file), k, ea, name=ta.name)
@@ -461,7 +434,7 @@ def _in_file(t: TensorInfo) -> str | None:
     return None
 
 
-def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: _Reader, rb: _Reader, cancel: Any = None) -> TensorDiff:
+def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any = None) -> TensorDiff:
     """Compare one tensor present in both files."""
     changes = tuple(c for c, x, y in (("shape", ta.shape, tb.shape), ("type", ta.type, tb.type),
                                       ("offset", ta.offset, tb.offset)) if x != y)
@@ -538,7 +511,7 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
     from dataclasses import replace
     by_a = tensors_by_name(a, b)
     by_b = tensors_by_name(b, a)
-    ra, rb = _Reader(a), _Reader(b)
+    ra, rb = RangeReader(a), RangeReader(b)
     try:
         for name in tensor_names(a, b):
             if _cancelled(cancel):

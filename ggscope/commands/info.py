@@ -1,7 +1,6 @@
 """``ggscope info FILE``: format, version, byte order, alignment, metadata and tensors."""
 from __future__ import annotations
 
-import json
 import sys
 
 from .common import add_color_argument, console, open_or_report, use_rich
@@ -35,7 +34,7 @@ def run(args) -> int:
     if mf is None:
         return 2
     if args.json:
-        json.dump(render.as_json(mf), sys.stdout, ensure_ascii=False, allow_nan=False)
+        render.write_json(mf, sys.stdout)
         sys.stdout.write("\n")
     elif use_rich(args):
         con = console(args)

@@ -6,15 +6,16 @@ terminal).  Long arrays are summarised as their count and first items.
 """
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, TextIO
 
 import numpy as np
 
 from ..modelfile import ModelFile
 from .escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
-from .jsonable import jsonable
+from .jsonable import jsonable, value_json
 
-__all__ = ["as_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
+__all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
 
 ARRAY_PREVIEW = 6
 
@@ -82,6 +83,36 @@ def as_json(mf: ModelFile) -> dict[str, Any]:
     """Everything, as valid UTF-8 JSON: file text that is not valid UTF-8 is written as
     ``{"bytes": hex}``; a metadata key that is not is escaped and its exact bytes are
     listed under ``metadata_key_bytes`` (see ``report.escape``)."""
+    out = _summary(mf)
+    out["metadata"] = {json_key(k): jsonable(v) for k, v in mf.metadata.items()}
+    return out
+
+
+def write_json(mf: ModelFile, out: TextIO) -> None:
+    """Write ``json.dumps(as_json(mf), ensure_ascii=False, allow_nan=False)`` to ``out``,
+    character for character, in pieces: string arrays go straight from their bytes
+    (``jsonable.value_json``) and no one string of the whole document is built."""
+    def dumps(x: Any) -> str:
+        return json.dumps(x, ensure_ascii=False, allow_nan=False)
+
+    sep = "{"
+    for key, value in _summary(mf).items():
+        out.write(f"{sep}{dumps(key)}: ")
+        sep = ", "
+        if key != "metadata":
+            out.write(dumps(value))
+            continue
+        inner = "{"
+        for k, v in mf.metadata.items():
+            out.write(f"{inner}{dumps(json_key(str(k)))}: ")
+            out.write(value_json(v))
+            inner = ", "
+        out.write("{}" if inner == "{" else "}")
+    out.write("}")
+
+
+def _summary(mf: ModelFile) -> dict[str, Any]:
+    """Everything of ``as_json`` except converted metadata values (a placeholder keeps the key order)."""
     bad_keys = {json_key(k): raw_bytes(k).hex() for k in mf.metadata if not is_valid_utf8(k)}
     return {
         **({"metadata_key_bytes": bad_keys} if bad_keys else {}),
@@ -92,7 +123,7 @@ def as_json(mf: ModelFile) -> dict[str, Any]:
         "alignment": mf.alignment,
         "data_offset": mf.data_offset,
         **({"extra": jsonable(mf.extra)} if mf.extra else {}),
-        "metadata": {json_key(k): jsonable(v) for k, v in mf.metadata.items()},
+        "metadata": None,
         "metadata_types": {json_key(k): v for k, v in mf.metadata_types.items()},
         "tensors": [{"name": json_text(t.name), "shape": list(t.shape), "type": t.type, "offset": t.offset,
                      "nbytes": t.nbytes, **({"layout": t.layout} if t.layout != t.type else {}),

@@ -10,7 +10,10 @@ Semantics follow Kaitai Struct, with three deliberate additions for hostile inpu
   bytes left divided by the element type's minimum size before anything is allocated;
   arrays of fixed-size numbers become numpy views on the file (no copy, no objects);
   arrays of length-prefixed strings are scanned in bulk (``scan.py``) into a lazy
-  ``StringArray``.  Zero-size elements are capped, so nothing loops without consuming.
+  ``StringArray``; arrays of records made of strings, numbers and counted number
+  arrays (GGUF tensor infos) are scanned in bulk (``records.py``) into a lazy
+  ``RecordArray`` whose element nodes are made on demand.  Zero-size elements are
+  capped, so nothing loops without consuming.
 * **Nesting is bounded** (``MAX_DEPTH``), so nested GGUF arrays cannot exhaust the stack.
 
 A switch-on over element types is resolved once per array unless it mentions ``_index``
@@ -28,6 +31,7 @@ from ..source import ByteSource
 from .expr import ExprError
 from .loader import load_spec
 from .model import FieldSpec, Spec, TypeRef, TypeSpec
+from .records import FieldPlan, RecordArray, RecordStop, scan_records
 from .scan import ScanStop, StringArray, scan_length_prefixed
 
 __all__ = ["parse", "parse_spec", "ParseResult", "KStruct", "MAX_DEPTH"]
@@ -407,6 +411,11 @@ class _Engine:
             got = self._lp_array(f, tref, obj, io, name, path, n)
             if got is not None:
                 return got
+        if (tref.kind == "user" and tref.user.record is not None and f.repeat == "expr"
+                and f.size is None and not f.size_eos and n):
+            got = self._record_array(f, tref, obj, io, name, path, n)
+            if got is not None:
+                return got
         return self._loop_array(f, tref, obj, io, name, path, n, ctx)
 
     def _prim_array(self, f, tref, obj, io, name, path, n):
@@ -518,6 +527,91 @@ class _Engine:
                                  enum=tf.enum.by_value.get(v) if tf.enum is not None else None))
             return Node(f"[{i}]", f"{path}[{i}]", t.name, s, at + tail, None, t.doc, t.spec_path, kids)
         return value, Node(name, path, f"{t.name}[]", start, end, value, f.doc, f.spec_path, LazyChildren(n, make))
+
+    def _record_plan(self, t: TypeSpec, obj: KStruct, io: Stream, path: str) -> list[FieldPlan] | None:
+        """How to read each field of every element of an array of record type ``t``
+        (byte orders and switches resolved once), or None to read element by element."""
+        probe = KStruct(t, obj, obj._root, io, self, path)
+        if not self._decide_byte_order(t, probe, io):
+            return None
+        plan: list[FieldPlan] = []
+        ids = [fs.id for fs in t.seq]
+        for fs, kind in zip(t.seq, t.record):
+            le_default = probe._is_le
+            tref = fs.tref
+            encoding = None
+            if kind == "str":
+                st = tref.user
+                len_f, data_f, _ = st.lp_string
+                sprobe = KStruct(st, probe, obj._root, io, self, path)
+                if not self._decide_byte_order(st, sprobe, io):
+                    return None
+                le_default = sprobe._is_le
+                tref = len_f.tref
+                encoding = (data_f.encoding or "utf-8") if data_f.tref.kind == "str" else None
+                holder, ctx = len_f, Ctx(sprobe, io)
+            else:
+                holder, ctx = fs, Ctx(probe, io)
+            if tref.kind == "switch":
+                try:
+                    tref = self.resolve_switch(holder, tref, ctx, fs.id, path, io)
+                except Fail:
+                    return None
+                if tref is None or tref.kind != "prim":
+                    return None
+            p = tref.prim
+            le = (p.endian == "le") if p.endian else (True if p.size == 1 else le_default)
+            if le is None:
+                return None
+            count_of = ids.index(fs.repeat_text) if kind == "array" else None
+            plan.append(FieldPlan(fs.id, kind, p.size, p.dtypes[0 if le else 1], p.structs[0 if le else 1].unpack_from,
+                                  count_of, encoding))
+        counted = {pl.count_of for pl in plan if pl.count_of is not None}
+        return [FieldPlan(pl.id, pl.kind, pl.size, pl.dtype, pl.unpack, pl.count_of, pl.encoding, j in counted)
+                for j, pl in enumerate(plan)]
+
+    def _record_array(self, f, tref, obj, io, name, path, n):
+        """An array of records scanned in bulk (``records.py``); None to read it element by element."""
+        t = tref.user
+        start = io.base + io.pos
+        min_size = self._min_size(tref)
+        if min_size and n > io.remaining // min_size:
+            return None                  # the element loop reports it, with its exact words
+        plan = self._record_plan(t, obj, io, path)
+        if plan is None:
+            return None
+        cache: dict[int, tuple[KStruct, Node]] = {}
+
+        def element(i: int, offsets: np.ndarray) -> tuple[KStruct, Node]:
+            hit = cache.get(i)
+            if hit is None:                  # kept: rules walk every record, often more than once
+                sub = Stream(io.base, io.size, int(offsets[i, 0]) - io.base)
+                try:
+                    hit = cache[i] = self.parse_type(t, sub, obj, obj._root, f"[{i}]", f"{path}[{i}]", [], f)
+                except Fail as exc:          # cannot happen for a record the scan accepted
+                    raise RuntimeError(f"record {path}[{i}] re-read differently: {exc}") from None
+            return hit
+
+        try:
+            offsets, end = scan_records(self.buf, start, n, plan, io.base + io.size)
+        except RecordStop as stop:
+            io.pos = stop.offset - io.base
+            try:
+                self.read_one(f, tref, obj, io, f"[{stop.index}]", f"{path}[{stop.index}]",
+                              Ctx(obj, io, stop.index))
+            except Fail as exc:
+                done = stop.offsets
+                value = RecordArray(self.arr, done, stop.offset, plan, lambda i: element(i, done)[0])
+                k = stop.index
+                kids = LazyChildren(k + 1, lambda i, bad=exc.node: element(i, done)[1] if i < k else bad)
+                partial = Node(name, path, f"{t.name}[]", start, exc.error.start, value, f.doc, f.spec_path, kids)
+                raise Fail(partial, exc.error) from None
+            io.pos = start - io.base      # the scan and the element disagree: read one by one
+            return None
+        io.pos = end - io.base
+        value = RecordArray(self.arr, offsets, end, plan, lambda i: element(i, offsets)[0])
+        return value, Node(name, path, f"{t.name}[]", start, end, value, f.doc, f.spec_path,
+                           LazyChildren(n, lambda i: element(i, offsets)[1]))
 
     def _loop_array(self, f, tref, obj, io, name, path, n, ctx):
         start = io.base + io.pos

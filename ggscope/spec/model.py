@@ -47,6 +47,7 @@ class TypeRef:
     args: list = field(default_factory=list)           # compiled arg closures
     switch_on: Callable | None = None
     switch_uses_index: bool = False
+    switch_text: str = ""
     cases: list = field(default_factory=list)         # [(match value or None for default, TypeRef)]
     name: str = ""
 
@@ -60,6 +61,7 @@ class FieldSpec:
     is_instance: bool = False
     repeat: str | None = None
     repeat_expr: Callable | None = None
+    repeat_text: str | None = None
     repeat_until: Callable | None = None
     if_expr: Callable | None = None
     size: Callable | None = None
@@ -98,8 +100,10 @@ class TypeSpec:
     endian: str | None = None             # "le", "be" or None
     endian_switch: Callable | None = None
     endian_cases: list = field(default_factory=list)
+    endian_text: str | None = None
     min_size: int = 0
     lp_string: tuple | None = None        # (len field, data field) when a length-prefixed string
+    record: tuple | None = None           # field kinds when arrays of it can be scanned in bulk
     raw: dict = field(default_factory=dict)
 
     def lookup_type(self, name: str) -> "TypeSpec | None":
@@ -194,6 +198,7 @@ class _Compiler:
             t.endian = endian
         elif isinstance(endian, dict):
             t.endian_switch, _ = self.expr(endian["switch-on"], t)
+            t.endian_text = str(endian["switch-on"])
             for k, v in endian["cases"].items():
                 key = None if k == "_" else self._case_key(k, t)
                 t.endian_cases.append((key, v))
@@ -226,7 +231,8 @@ class _Compiler:
             for k, v in tval["cases"].items():
                 key = None if k == "_" else self._case_key(k, scope)
                 cases.append((key, self.typeref(v, f, scope)))
-            return TypeRef("switch", switch_on=on, switch_uses_index=uses_index, cases=cases, name="switch")
+            return TypeRef("switch", switch_on=on, switch_uses_index=uses_index, cases=cases, name="switch",
+                           switch_text=str(tval["switch-on"]))
         if tval is None:
             return TypeRef("bytes", name="bytes")
         tval = str(tval)
@@ -278,6 +284,7 @@ class _Compiler:
             fs.repeat = rep
             if rep == "expr":
                 fs.repeat_expr, _ = self.expr(f["repeat-expr"], scope)
+                fs.repeat_text = str(f["repeat-expr"]).strip()
             elif rep == "until":
                 fs.repeat_until, _ = self.expr(f["repeat-until"], scope)
             elif rep != "eos":
@@ -354,6 +361,59 @@ def _lp_string(t: TypeSpec) -> tuple | None:
     return (a, b, tuple(tail))
 
 
+_NAME = re.compile(r"(?<![.:\w])([A-Za-z_]\w*)(?!\s*::)")
+
+
+def _from_root(text: str | None) -> bool:
+    """Whether an expression reads nothing but ``_root`` (and constants): its value is the
+    same for every element of an array, so it can be evaluated once."""
+    if text is None:
+        return True
+    body = re.sub(r"'[^']*'|\"[^\"]*\"", "", text)
+    return all(m.group(1) in ("_root", "true", "false") for m in _NAME.finditer(body))
+
+
+def _record(t: TypeSpec) -> tuple | None:
+    """The field kinds ("str", "prim", "array") when arrays of ``t`` can be scanned in
+    bulk (``records.py``): every field a length-prefixed string, a number, or an array of
+    numbers counted by an earlier number field, unconditional and unsized, with byte
+    orders and switches that read only ``_root``."""
+    if t.params or not t.seq or not _from_root(t.endian_text):
+        return None
+    kinds: list[str] = []
+    counts: set[str] = set()
+    for f in t.seq:
+        if (f.if_expr is not None or f.contents is not None or f.size is not None or f.size_eos
+                or f.terminator is not None or f.repeat not in (None, "expr")):
+            return None
+        tref = f.tref
+        if tref.kind == "user":
+            st = tref.user
+            if (f.repeat or tref.args or st.lp_string is None or st.lp_string[2] or st.params
+                    or not _from_root(st.endian_text)):
+                return None
+            len_ref = st.lp_string[0].tref
+            if len_ref.kind == "switch" and not _from_root(len_ref.switch_text):
+                return None
+            kinds.append("str")
+            continue
+        prims = [tref.prim] if tref.kind == "prim" else None
+        if tref.kind == "switch" and not tref.switch_uses_index and _from_root(tref.switch_text) \
+                and all(r.kind == "prim" for _, r in tref.cases):
+            prims = [r.prim for _, r in tref.cases]
+        if not prims:
+            return None
+        if f.repeat == "expr":
+            if f.repeat_text not in counts:
+                return None
+            kinds.append("array")
+        else:
+            kinds.append("prim")
+            if all(p.is_int for p in prims):
+                counts.add(f.id)
+    return tuple(kinds)
+
+
 def compile_spec(doc: dict) -> Spec:
     meta = doc.get("meta") or {}
     if "id" not in meta:
@@ -368,4 +428,10 @@ def compile_spec(doc: dict) -> Spec:
         for sub in t.types.values():
             finish(sub)
     finish(root)
+
+    def finish_records(t: TypeSpec) -> None:    # after every type's lp_string is known
+        t.record = _record(t)
+        for sub in t.types.values():
+            finish_records(sub)
+    finish_records(root)
     return Spec(id=meta["id"], root=root, meta=meta, encoding=meta.get("encoding"))

@@ -65,3 +65,21 @@ def test_help_teaches(capsys):
     assert main(["diff", "--help"]) == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "exit status" in out
+
+
+def test_progress_bar_on_a_terminal_only(files, monkeypatch, capsys):
+    """diff draws a progress bar on stderr when it is a terminal, nothing when piped."""
+    import io
+    import sys
+    a, b = files[0], files[-1]
+    main(["diff", str(a), str(b)])
+    assert "comparing" not in capsys.readouterr().err
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    main(["diff", str(a), str(b)])
+    assert "comparing" in term.getvalue()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,78 @@ def test_missing_file_exit_2(capsys):
 def test_bundled_examples_open(name):
     m = ggscope.open(REPO / "ggscope" / "examples" / name)
     assert m.damage is None and m.root.end == m.file_size
+
+
+def _gguf_fixtures():
+    from tests.conftest import SHARED_FIXTURES
+    if not SHARED_FIXTURES.is_dir():
+        return []
+    small = [p for p in sorted(SHARED_FIXTURES.glob("**/*.gguf")) if p.stat().st_size < (1 << 20)]
+    return small[::max(1, len(small) // 50)]
+
+
+def _surrogates(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+@pytest.mark.parametrize("path", _gguf_fixtures(), ids=lambda p: p.name)
+def test_json_metadata_equals_gguf_py(path, capsys):
+    """Every metadata value of ``info --json`` is what gguf-py reads, element for element,
+    and the output is valid UTF-8 (the bulk conversion of arrays must not change a value)."""
+    gguf = pytest.importorskip("gguf")
+    try:
+        fields = gguf.GGUFReader(path).fields
+    except Exception as exc:        # a damaged fixture gguf-py refuses: nothing to compare with
+        pytest.skip(f"gguf-py cannot read {path.name}: {exc}")
+    mf = ggscope.open(path)
+    if mf.damage is not None:
+        pytest.skip(f"{path.name} is damaged")
+    if any(isinstance(v, str) and not v.isascii() and _surrogates(v) or hasattr(v, "invalid_utf8") and v.invalid_utf8()
+           for v in mf.metadata.values()):
+        pytest.skip(f"{path.name} holds non-UTF-8 strings (their JSON form is issue 13, item 4)")
+    assert main(["info", "--json", str(path)]) == 0
+    text = capsys.readouterr().out
+    text.encode("utf-8")            # raises on a lone surrogate: the output is not UTF-8
+    meta = json.loads(text)["metadata"]
+    checked = 0
+    for key, field in fields.items():
+        if key.startswith("GGUF.") or key not in meta:
+            continue
+        want = field.contents()
+        if isinstance(want, list) and want and isinstance(want[0], float) and not all(map(math.isfinite, want)):
+            continue
+        assert meta[key] == want, key
+        checked += 1
+    assert checked == len(meta)
+
+
+@pytest.mark.parametrize("items", [
+    ["plain", "ascii", "Ġthe", "日本語", ""],
+    ['a "quote"', "back\\slash", "tab\tnew\nline", "\x01ctl", "ok"],
+    [],
+])
+def test_write_json_is_json_dumps_of_as_json(tmp_path, items):
+    """The piecewise writer (string arrays straight from bytes) gives json.dumps's text."""
+    import io
+
+    gguf = pytest.importorskip("gguf")
+    from ggscope.report import info as render
+    path = tmp_path / "s.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_array("test.strings", items) if items else w.add_string("test.empty", "")
+    w.add_array("test.floats", [1.5, float("nan"), -float("inf")])
+    w.add_array("test.ints", [1, 2, 3])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    mf = ggscope.open(path)
+    buf = io.StringIO()
+    render.write_json(mf, buf)
+    assert buf.getvalue() == json.dumps(render.as_json(mf), ensure_ascii=False, allow_nan=False)
+    if items:
+        assert json.loads(buf.getvalue())["metadata"]["test.strings"] == items
