@@ -279,8 +279,13 @@ def test_cli_opens_the_browser_on_a_path(q8, monkeypatch):
     seen = {}
 
     async def auto(pilot):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        # the loader worker may start after the pilot does, and its FileLoaded message is
+        # handled a turn later: wait for the event, a bounded number of turns (no clock)
+        for _ in range(1000):
+            await pilot.app.workers.wait_for_complete()
+            await pilot.pause()
+            if "parsing" not in text_of(pilot.app, "#summary"):
+                break
         seen["summary"] = text_of(pilot.app, "#summary")
         await pilot.press("q")
 
