@@ -247,8 +247,7 @@ def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
             await pilot.pause()
             before = (text_of(app, "#summary"), text_of(app, "#overview-text"), len(app.query(HexView)))
             release.set()
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await _settle(pilot, lambda: "parsing" not in text_of(app, "#summary"))
             await pilot.pause()
             after = (text_of(app, "#summary"), text_of(app, "#overview-text"), len(app.query(HexView)))
             return before, after
@@ -259,14 +258,24 @@ def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
     assert "llama" in after[1] and "Q8_0" in after[1]
 
 
+async def _settle(pilot, done) -> None:
+    """Let the loader finish: its worker starts after the first refresh and its FileLoaded
+    message is handled a turn later, so wait for ``done()`` over a bounded number of
+    turns (no clock: a busy machine only takes more turns)."""
+    for _ in range(1000):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if done():
+            return
+
+
 def test_unreadable_path_exits_2_from_the_loader(tmp_path):
     """A file that vanishes between the command's check and the loader: the app exits
     with status 2 and one paragraph, no traceback."""
     async def flow():
         app = GGScopeApp(str(tmp_path / "gone.gguf"))
         async with app.run_test(size=SIZE) as pilot:
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await _settle(pilot, lambda: bool(app.load_error))
         return app.return_code, app.load_error
     code, said = run(flow())
     assert code == 2 and said.startswith("ggscope: cannot read") and "gone.gguf" in said
@@ -279,13 +288,7 @@ def test_cli_opens_the_browser_on_a_path(q8, monkeypatch):
     seen = {}
 
     async def auto(pilot):
-        # the loader worker may start after the pilot does, and its FileLoaded message is
-        # handled a turn later: wait for the event, a bounded number of turns (no clock)
-        for _ in range(1000):
-            await pilot.app.workers.wait_for_complete()
-            await pilot.pause()
-            if "parsing" not in text_of(pilot.app, "#summary"):
-                break
+        await _settle(pilot, lambda: "parsing" not in text_of(pilot.app, "#summary"))
         seen["summary"] = text_of(pilot.app, "#summary")
         await pilot.press("q")
 
