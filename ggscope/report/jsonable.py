@@ -77,6 +77,15 @@ def _string_array_text(v: StringArray) -> str | None:
         return None
     if len(v) == 0:
         return "[]"
+    body = v.joined_with(b'", "')
+    if body is not None:
+        if (np.count_nonzero(body < 0x20) or np.count_nonzero(body == 0x22) != 2 * len(v)
+                or np.count_nonzero(body == 0x5C)):
+            return None
+        try:
+            return "[" + body[3:].tobytes().decode("utf-8") + '"]'
+        except UnicodeDecodeError:
+            return None
     joined = v.joined()
     if (np.count_nonzero(joined < 0x20) != len(v) or np.count_nonzero(joined == 0x22)
             or np.count_nonzero(joined == 0x5C)):

@@ -164,3 +164,30 @@ def test_number_arrays_written_in_bulk_are_json_dumps(arr):
     -0.0, int64's extremes, 1e16 (where repr switches to an exponent) and non-finite values."""
     from ggscope.report.jsonable import jsonable, value_json
     assert value_json(arr) == json.dumps(jsonable(arr), ensure_ascii=False, allow_nan=False)
+
+
+@pytest.mark.parametrize("width,tail", [(8, 0), (4, 0), (4, 4), (8, 3), (2, 0), (1, 0)])
+@pytest.mark.parametrize("items", [
+    ["plain", "Ġthe", "日本語", "", "a b", "x"],
+    ['a "quote"', "ok"], ["back\\slash"], ["tab\t"], ["\xff-not-utf8"],
+])
+def test_string_array_json_from_bytes_is_json_dumps(width, tail, items):
+    """String arrays are written from their bytes (the prefixes' last bytes become the
+    separators): the text is json.dumps's, for any prefix width, with or without
+    fixed-size fields after each string (a legacy vocabulary's scores), and the array
+    falls back to the general path when a string needs escaping or is not UTF-8."""
+    from ggscope.report.jsonable import jsonable, value_json
+    from ggscope.spec.scan import StringArray
+    raw = [s.encode("utf-8") if not s.startswith("\xff") else b"\xff-not-utf8" for s in items]
+    data, starts = bytearray(b"pad"), []
+    for b in raw:
+        starts.append(len(data))
+        data += len(b).to_bytes(width, "little") + b + b"\x07" * tail
+    arr = np.frombuffer(bytes(data), dtype=np.uint8)
+    sa = StringArray(arr, np.array(starts, np.int64), np.array([len(b) for b in raw], np.int64), width, "utf-8")
+    joined = sa.joined_with(b'", "')
+    if width >= 4:
+        assert joined is not None and joined.tobytes() == b"".join(b'", "' + b for b in raw)
+    else:
+        assert joined is None
+    assert value_json(sa) == json.dumps(jsonable(sa), ensure_ascii=False, allow_nan=False)
