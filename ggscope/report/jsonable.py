@@ -107,22 +107,20 @@ def _digits_text(neg: np.ndarray, mag: np.ndarray, suffix: bytes) -> str:
         mag = mag.astype(np.uint32)            # division is twice as fast
     ten = mag.dtype.type(10)
     cols = 1 + width + len(suffix) + 2
-    buf = np.empty((n, cols), dtype=np.uint8)
-    buf[:, 0] = ord("-")
-    buf[:, width + 1:] = np.frombuffer(suffix + b", ", dtype=np.uint8)
-    keep = np.empty((n, cols), dtype=bool)
-    keep[:, 0] = neg
-    keep[:, width + 1:] = True
-    keep[:, width] = True                      # the last digit, also of zero
+    buf = np.empty((cols, n), dtype=np.uint8)  # one row per column of text: contiguous writes
+    buf[0] = ord("-")
+    buf[width + 1:] = np.frombuffer(suffix + b", ", dtype=np.uint8)[:, None]
+    keep = np.empty((cols, n), dtype=bool)
+    keep[0] = neg
+    keep[width:] = True                        # the last digit (also of zero), suffix, separator
     d = mag
     for j in range(width, 0, -1):
         d, r = np.divmod(d, ten)
-        buf[:, j] = r
+        np.add(r, ord("0"), out=buf[j], casting="unsafe")
         if j > 1:
-            keep[:, j - 1] = d != 0            # a leading digit while anything is left
-    buf[:, 1:width + 1] += ord("0")
-    keep[-1, -2:] = False                      # no separator after the last item
-    return "[" + buf[keep].tobytes().decode("ascii") + "]"
+            np.not_equal(d, 0, out=keep[j - 1])   # a leading digit while anything is left
+    keep[-2:, -1] = False                      # no separator after the last item
+    return "[" + buf.T[keep.T].tobytes().decode("ascii") + "]"
 
 
 def _number_array_text(v: np.ndarray) -> str | None:
