@@ -51,4 +51,5 @@ def bin_pairs(x: np.ndarray, lo: np.float32, scale: np.float32, top: np.int32,
 
 
 def count_codes(codes: np.ndarray, counts: np.ndarray) -> None:
-    counts += np.bincount(codes, minlength=counts.size)[:counts.size]
+    size = counts.shape[-1]
+    counts[0] += np.bincount(codes, minlength=size)[:size]

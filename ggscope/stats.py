@@ -344,6 +344,19 @@ def _code_values(layout: str, byteorder: str) -> np.ndarray:
         return code_values(layout, byteorder).astype(np.float64)
 
 
+CODE_LANES = 4      # interleaved sub-tables of ``kernels.count_codes``
+
+
+def code_table(size: int, dtype: Any) -> np.ndarray:
+    """Zeroed counters for ``count_codes``: ``CODE_LANES`` interleaved tables of at least
+    ``size`` (contiguous; the counts of codes below ``size`` are ``table.sum(0)[:size]``).
+
+    The tables are 64 bytes more than a power of two apart: at a power-of-two distance the
+    lanes' counters of one code share their low 12 address bits, and the CPU's
+    store-to-load check (4K aliasing) serialises them again on constant data."""
+    return np.zeros((CODE_LANES, size + 64 // np.dtype(dtype).itemsize), dtype)
+
+
 def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
     count_codes = ch.kernels.count_codes
     dtype = np.uint16 if lay.block_bytes == 2 else np.uint8
@@ -354,7 +367,7 @@ def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chun
     narrow = np.int32 if t.n_elements < 1 << 31 else np.int64
 
     def make() -> np.ndarray:
-        table = np.zeros(1 << (8 * lay.block_bytes), narrow)
+        table = code_table(1 << (8 * lay.block_bytes), narrow)
         tables.append(table)
         return table
 
@@ -365,7 +378,7 @@ def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chun
         count_codes(codes, ch.scratch("codes", make))
 
     ch.run(work, 0)
-    counts = (np.sum(tables, axis=0, dtype=np.int64) if tables
+    counts = (np.sum(tables, axis=(0, 1), dtype=np.int64)[:1 << (8 * lay.block_bytes)] if tables
               else np.zeros(1 << (8 * lay.block_bytes), np.int64))
     values = _code_values(t.layout, byteorder)
     nan = int(counts[np.isnan(values)].sum())

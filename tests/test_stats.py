@@ -268,3 +268,57 @@ def test_numba_is_loaded_once_the_numpy_budget_is_spent(monkeypatch):
     assert S._kernels(600).__name__ == "ggscope.kernels_numpy"
     assert S._kernels(300).__name__ == "ggscope.kernels_numpy"
     assert S._kernels(600).__name__ == "ggscope.kernels"
+
+
+def _codes(kind: str, n: int) -> np.ndarray:
+    rng = np.random.default_rng(11)
+    normal = (rng.standard_normal(n) * 0.02).astype(np.float16).view(np.uint16)
+    return {
+        "zeros": np.zeros(n, np.uint16),
+        "one": np.full(n, 0x3C00, np.uint16),                 # 1.0 everywhere
+        "random": rng.integers(0, 1 << 16, n, dtype=np.uint16),
+        "normal": normal,
+        "half zero": np.where(rng.random(n) < 0.5, 0, normal).astype(np.uint16),
+        "i8 zeros": np.zeros(n, np.uint8),
+        "i8 random": rng.integers(0, 256, n, dtype=np.uint8),
+    }[kind]
+
+
+@pytest.mark.parametrize("kernels", ["compiled", "numpy"])
+@pytest.mark.parametrize("kind", ["zeros", "one", "random", "normal", "half zero", "i8 zeros", "i8 random"])
+def test_count_codes_is_bincount_on_constant_and_spread_codes(kernels, kind):
+    """Constant codes are counted into interleaved lanes (one counter would serialise every
+    update on the previous store), spread codes into one table: either way, chunk by chunk,
+    strided or not, the counts are numpy's bincount exactly."""
+    import ggscope.kernels as compiled
+    import ggscope.kernels_numpy as plain
+    from ggscope.stats import code_table
+    k = compiled if kernels == "compiled" else plain
+    codes = _codes(kind, 300_007)
+    size = 1 << (8 * codes.itemsize)
+    table = code_table(size, np.int32)
+    for s in range(0, codes.size, 65_536):
+        k.count_codes(codes[s:s + 65_536], table)
+    k.count_codes(codes[::3], table)                    # a strided view
+    want = np.bincount(codes, minlength=size) + np.bincount(codes[::3], minlength=size)
+    assert np.array_equal(table.sum(axis=0, dtype=np.int64)[:size], want)
+    assert not table[:, size:].any()
+    if kernels == "compiled" and kind in ("zeros", "one", "i8 zeros"):
+        assert np.count_nonzero(table.any(axis=1)) == 4      # the constant run was split over the lanes
+
+
+@pytest.mark.parametrize("fill", ["zeros", "half zero"])
+def test_constant_sixteen_bit_tensor_stats_are_exact(tmp_path, monkeypatch, fill):
+    """An all-zero (or half-zero) F16 tensor through the compiled code counter: numpy's statistics."""
+    import ggscope.kernels as compiled
+    import ggscope.stats as S
+    x = _codes(fill, 96 * 512).view(np.float16).reshape(96, 512)
+    path = write_gguf_py(tmp_path / "z.gguf", tensors=[TensorSpec("z", Q.F16, x)])
+    monkeypatch.setattr(S, "_kernels", lambda n: compiled)
+    with ggscope.open(str(path)) as mf:
+        s = tensor_stats(mf.tensor("z"), chunk_elems=10_000, threads=2)
+    want = _numpy_stats(x.astype(np.float64))
+    for k in ("finite", "nan", "inf", "zeros", "min", "max"):
+        assert s[k] == want[k], k
+    assert s["histogram"]["counts"] == want["counts"]
+    assert s["std"] == pytest.approx(want["std"], rel=1e-12, abs=1e-15)

@@ -279,6 +279,40 @@ class StringArray(Sequence):
         out[dst] = self._arr[src]
         return out
 
+    def joined_with(self, sep: bytes) -> np.ndarray | None:
+        """All string bytes, each string preceded by ``sep`` (a copy), or None when the
+        strings are not evenly spaced in a region they mostly fill (the usual vocabulary)
+        or their prefix is shorter than ``sep``.
+
+        The last ``len(sep)`` bytes of each prefix are kept and overwritten with ``sep``:
+        one compress of the region, where joining with NUL and replacing each NUL would
+        copy the text twice more (``report.jsonable`` writes string arrays this way)."""
+        n, k, w = len(self), len(sep), self.width
+        if n == 0 or w < k:
+            return None
+        lens = self.lens
+        total = int(lens.sum())
+        first = int(self.starts[0])
+        region = int(self.starts[-1]) + w + int(lens[-1]) - first
+        if not total or region > 4 * (total + n):
+            return None
+        rel = self.starts - first
+        gaps = rel[1:] - rel[:-1] - w - lens[:-1]
+        tail = int(gaps[0]) if n > 1 else 0
+        if n > 1 and bool((gaps != tail).any()):
+            return None
+        strided = np.lib.stride_tricks.as_strided
+        keep = np.ones(region + w + tail, dtype=bool)
+        if w > k:      # rows of w - k flags from each prefix start: one assignment, not w - k
+            strided(keep, shape=(region + 1, w - k), strides=(1, 1))[rel] = False
+        if tail:       # the fixed-size fields after each string but the last
+            strided(keep, shape=(region + 1, tail), strides=(1, 1))[rel[:-1] + w + lens[:-1]] = False
+        out = self._arr[first:first + region][keep[:region]]   # a new array: the file is never written
+        at = np.zeros(n, dtype=np.int64)
+        np.cumsum(lens[:-1] + k, out=at[1:])
+        strided(out, shape=(out.size - k + 1, k), strides=(1, 1))[at] = np.frombuffer(sep, dtype=np.uint8)
+        return out
+
     def _joined_by_mask(self, region: int) -> np.ndarray:
         """``_joined`` by compressing the region with a mask: keep each string's bytes and
         the last byte of its prefix, which becomes the NUL separator."""

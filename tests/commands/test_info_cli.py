@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ggscope
@@ -143,3 +144,50 @@ def test_write_json_is_json_dumps_of_as_json(tmp_path, items):
     assert buf.getvalue() == json.dumps(render.as_json(mf), ensure_ascii=False, allow_nan=False)
     if items:
         assert json.loads(buf.getvalue())["metadata"]["test.strings"] == items
+
+
+@pytest.mark.parametrize("arr", [
+    np.array([0], np.int32), np.array([-1, 0, 1, 9, 10, 99, 100, -100, 12345], np.int64),
+    np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0]),
+    np.array([np.iinfo(np.uint64).max, 0, 5, 2 ** 32], np.uint64),
+    np.array([0, 255, 7], np.uint8), np.array([-128, 127, 0], np.int8), np.array([-32768, 32767], np.int16),
+    -np.arange(5000, dtype=np.float32), np.array([-0.0, 0.0, 1.0, -3.0], np.float32),
+    np.array([9999999999999998.0, -1e15, 1e16]), np.array([0.5, 1.0]), np.array([np.nan, 1.0]),
+    np.array([np.inf, 2.0]), np.array([], np.float32), np.array([], np.int32), np.array([True, False]),
+    np.array([1.0, 65504.0], np.float16),
+    np.random.default_rng(0).integers(-10 ** 15, 10 ** 15, 2000),
+    np.random.default_rng(1).integers(0, 10 ** 6, 2000).astype(np.float32),
+], ids=lambda a: f"{a.dtype}-{len(a)}")
+def test_number_arrays_written_in_bulk_are_json_dumps(arr):
+    """Integer arrays and whole-number float arrays (token scores) are written as digits
+    computed in numpy; the text must be json.dumps's, character for character, including
+    -0.0, int64's extremes, 1e16 (where repr switches to an exponent) and non-finite values."""
+    from ggscope.report.jsonable import jsonable, value_json
+    assert value_json(arr) == json.dumps(jsonable(arr), ensure_ascii=False, allow_nan=False)
+
+
+@pytest.mark.parametrize("width,tail", [(8, 0), (4, 0), (4, 4), (8, 3), (2, 0), (1, 0)])
+@pytest.mark.parametrize("items", [
+    ["plain", "Ġthe", "日本語", "", "a b", "x"],
+    ['a "quote"', "ok"], ["back\\slash"], ["tab\t"], ["\xff-not-utf8"],
+])
+def test_string_array_json_from_bytes_is_json_dumps(width, tail, items):
+    """String arrays are written from their bytes (the prefixes' last bytes become the
+    separators): the text is json.dumps's, for any prefix width, with or without
+    fixed-size fields after each string (a legacy vocabulary's scores), and the array
+    falls back to the general path when a string needs escaping or is not UTF-8."""
+    from ggscope.report.jsonable import jsonable, value_json
+    from ggscope.spec.scan import StringArray
+    raw = [s.encode("utf-8") if not s.startswith("\xff") else b"\xff-not-utf8" for s in items]
+    data, starts = bytearray(b"pad"), []
+    for b in raw:
+        starts.append(len(data))
+        data += len(b).to_bytes(width, "little") + b + b"\x07" * tail
+    arr = np.frombuffer(bytes(data), dtype=np.uint8)
+    sa = StringArray(arr, np.array(starts, np.int64), np.array([len(b) for b in raw], np.int64), width, "utf-8")
+    joined = sa.joined_with(b'", "')
+    if width >= 4:
+        assert joined is not None and joined.tobytes() == b"".join(b'", "' + b for b in raw)
+    else:
+        assert joined is None
+    assert value_json(sa) == json.dumps(jsonable(sa), ensure_ascii=False, allow_nan=False)
