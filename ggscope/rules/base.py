@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..modelfile import ModelFile
     from ..node import Node
 
-__all__ = ["Severity", "Finding", "Rule", "CheckContext"]
+__all__ = ["Severity", "Finding", "Rule", "CheckContext", "quoted"]
 
 
 class Severity(str, Enum):
@@ -101,3 +101,13 @@ class Rule:
         text = cls.explanation()
         i = text.find("Reference:")
         return " ".join(text[i + len("Reference:"):].split()) if i >= 0 else ""
+
+
+def quoted(text: "str | bytes") -> str:
+    """File-provided text or bytes in a finding's message: in double quotes, control
+    characters and bytes that are not UTF-8 escaped (``"FU\\x00G"``), never a Python
+    ``b'...'`` repr."""
+    from ..report.escape import escape_text
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = bytes(text).decode("utf-8", "surrogateescape")
+    return '"' + escape_text(str(text)) + '"'

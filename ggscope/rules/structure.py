@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from .. import ggml_types
 from ..upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
-from .base import CheckContext, Finding, Rule, Severity
+from .base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "GGMLLayout", "ggml_layout", "damage_kind", "kv_nodes", "tensor_nodes",
            "GGML_MAX_DIMS", "GGML_MAX_NAME", "INT64_MAX", "SIZE_MAX"]
@@ -246,7 +246,7 @@ class BadMagic(_DamageRule):
     @classmethod
     def finding_for(cls, path: str, first: bytes) -> Finding:
         return Finding(cls.code, cls.severity, path,
-                       f"ggml refuses this file: magic {first[:4]!r}, expected b'GGUF'", "magic",
+                       f"ggml refuses this file: magic {quoted(first[:4])}, expected \"GGUF\"", "magic",
                        0, min(4, len(first)), "/seq/0", cls.name)
 
 
@@ -736,7 +736,7 @@ class ReaderLimitExceeded(Rule):
 
 
 def _printable(key) -> str:
-    return repr(key if isinstance(key, str) else str(key))[:80]
+    return quoted(key if isinstance(key, (str, bytes)) else str(key))[:80]
 
 
 RULES = [BadMagic, UnsupportedVersion, CountCannotFit, InvalidValueType, EmptyKey, DuplicateKey,

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .base import CheckContext, Finding, Rule, Severity
+from .base import CheckContext, Finding, Rule, Severity, quoted
 from .structure import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_nodes
 
 __all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDimension",
@@ -104,7 +104,7 @@ class StringNotUtf8(Rule):
             if t == GGUF_TYPE_STRING:
                 data = v.child("data")
                 if data is not None and _bad_utf8(data.value):
-                    yield ctx.at(data, f"key {_key(kv)!r}: value is not UTF-8: {_raw(ctx, data)[:40]!r}")
+                    yield ctx.at(data, f"key {_key(kv)!r}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
             elif t == GGUF_TYPE_ARRAY:
                 yield from self._array(ctx, _key(kv), v)
 
@@ -120,7 +120,7 @@ class StringNotUtf8(Rule):
                 bad = [i for i, s in enumerate(strings or ()) if _bad_utf8(s)]
             if not bad:
                 return
-            shown = ", ".join(f"{i} ({strings.raw(i)[:20]!r})" if hasattr(strings, "raw") else str(i)
+            shown = ", ".join(f"{i} ({quoted(strings.raw(i)[:20])})" if hasattr(strings, "raw") else str(i)
                               for i in bad[:_MAX_REPORTED])
             more = f" and {len(bad) - _MAX_REPORTED} more" if len(bad) > _MAX_REPORTED else ""
             node = elems.children[bad[0]]
@@ -150,11 +150,11 @@ class NameNotUtf8(Rule):
         for kv in kv_nodes(ctx.mf):
             data = kv["key"]["data"]
             if _bad_utf8(data.value):
-                yield ctx.at(kv["key"], f"metadata key is not UTF-8: {_raw(ctx, data)[:40]!r}")
+                yield ctx.at(kv["key"], f"metadata key is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
         for ti in tensor_nodes(ctx.mf):
             data = ti["name"]["data"]
             if _bad_utf8(data.value):
-                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {_raw(ctx, data)[:40]!r}")
+                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
 
 
 class ZeroSizeDimension(Rule):

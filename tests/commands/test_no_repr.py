@@ -71,3 +71,22 @@ def test_diff_against_a_format_without_alignment(capsys, shared_fixtures):
     header = [ln for ln in text.splitlines() if ln.startswith("header ")]
     assert any("alignment" in ln and "not set" in ln for ln in header), header
     assert not any(REPR.search(ln) for ln in header)
+
+
+def test_validate_messages_quote_bytes_not_reprs(tmp_path, capsys):
+    """GG101 names a wrong magic and GG202 non-UTF-8 text as quoted, escaped text."""
+    import gguf
+    bad_magic = tmp_path / "fugg.gguf"
+    bad_magic.write_bytes(b"FU\x00G" + bytes(20))
+    code, text = run(capsys, "validate", str(bad_magic))
+    assert code == 1 and "GG101" in text and '"FU\\x00G"' in text and not REPR.search(text)
+
+    p = tmp_path / "latin1.gguf"
+    w = gguf.GGUFWriter(str(p), "llama")
+    w.add_string("general.name", "x")
+    w.write_header_to_file(); w.write_kv_data_to_file(); w.close()
+    data = p.read_bytes()
+    i = data.rindex(b"x")
+    p.write_bytes(data[:i] + b"\xe9" + data[i + 1:])          # general.name = b"\xe9", not UTF-8
+    code, text = run(capsys, "validate", "--select", "GG202", str(p))
+    assert "GG202" in text and '"\\xe9"' in text and not REPR.search(text)
