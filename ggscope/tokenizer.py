@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import GGScopeError
+from .report.escape import escape_label as escape_text  # the one escaping module
 
 if TYPE_CHECKING:
     from .modelfile import ModelFile
@@ -99,30 +100,6 @@ def supported_models() -> str:
     return ('tokenizer.ggml.model "llama" (SentencePiece BPE), "bert" (WordPiece) and "gpt2" '
             f'(byte-level BPE; pre: {", ".join(sorted(PRE_TOKENIZER_REGEXES))}); '
             'rwkv.cpp files (bytes)')
-
-
-_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def escape_text(raw: bytes | str) -> str:
-    """Text safe for a terminal: control, format and separator characters, lone
-    surrogates and bytes that are not UTF-8 become escapes (\\n, \\xNN, \\uNNNN);
-    backslash and double quote are escaped so that the result can be quoted."""
-    import unicodedata
-    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
-    out = []
-    for c in text:
-        o = ord(c)
-        if c in _NAMED_ESCAPES:
-            out.append(_NAMED_ESCAPES[c])
-        elif 0xDC80 <= o <= 0xDCFF:                    # a byte that was not UTF-8
-            out.append(f"\\x{o - 0xDC00:02x}")
-        elif unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):
-            out.append(f"\\x{o:02x}" if o < 0x100 else
-                       f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
-        else:
-            out.append(c)
-    return "".join(out)
 
 
 def _byte_decoder() -> dict[str, int]:

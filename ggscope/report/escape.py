@@ -13,6 +13,10 @@ or ``\\xNN``; Unicode line and paragraph separators and the bidirectional overri
 of that byte.  Backslashes are left alone, so text that is already a Python ``repr`` is
 unchanged; the result is for reading, not for parsing back.
 
+``escape_label(raw)``: the stricter form for a token quoted in a label (every format
+and separator character too, plus backslash and double quote), since a token is often
+one invisible character.
+
 ``json_text(s)``: valid UTF-8 text stays a JSON string.  Text holding bytes that are not
 valid UTF-8 becomes ``{"bytes": "<hex of the exact bytes>"}`` - lossless, and valid
 UTF-8 JSON that every parser accepts.  ``json_key(s)`` does the same for object keys,
@@ -24,7 +28,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["escape_text", "json_text", "json_key", "is_valid_utf8", "raw_bytes"]
+__all__ = ["escape_text", "escape_label", "json_text", "json_key", "is_valid_utf8", "raw_bytes"]
 
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
@@ -72,3 +76,29 @@ def json_text(s: str) -> Any:
 def json_key(s: str) -> str:
     """A JSON object key for file text: unchanged when valid UTF-8, else escaped."""
     return s if is_valid_utf8(s) else escape_text(s)
+
+
+_LABEL_NAMED = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def escape_label(raw: bytes | str) -> str:
+    """A token's text for a quoted label (``run``'s candidates, ``diff --logits``):
+    stricter than ``escape_text`` because a token is often one invisible character -
+    every control, format (zero-width, bidi) and separator character, lone surrogates
+    and bytes that are not UTF-8 become escapes (\\n, \\xNN, \\uNNNN), and backslash
+    and double quote are escaped so that the result can be quoted."""
+    import unicodedata
+    text = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+    out = []
+    for c in text:
+        o = ord(c)
+        if c in _LABEL_NAMED:
+            out.append(_LABEL_NAMED[c])
+        elif 0xDC80 <= o <= 0xDCFF:                    # a byte that was not UTF-8
+            out.append(f"\\x{o - 0xDC00:02x}")
+        elif unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):
+            out.append(f"\\x{o:02x}" if o < 0x100 else
+                       f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
+        else:
+            out.append(c)
+    return "".join(out)
