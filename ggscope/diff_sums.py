@@ -19,7 +19,7 @@ so they match numpy's float64 sums to rounding (~1e-15 relative), not bit for bi
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 __all__ = ["pair_sums"]
 

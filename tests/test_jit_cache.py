@@ -91,3 +91,13 @@ def test_a_cache_dir_that_is_a_file_only_costs_speed(tmp_path):
         assert r.stdout.splitlines()[1] == "4096 True"
         assert "Traceback" not in r.stderr
         assert not Path(r.stdout.splitlines()[0]).is_relative_to(PACKAGE)
+
+
+def test_every_module_reaches_numba_through_jit():
+    """A module that imports numba itself, before ggscope.jit has run, would cache its
+    kernels next to the package: every compiled kernel comes through ggscope.jit."""
+    import re
+    direct = re.compile(r"^\s*(from numba import|import numba\b)", re.M)
+    offenders = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                 if p.name != "jit.py" and direct.search(p.read_text(encoding="utf-8"))]
+    assert offenders == []

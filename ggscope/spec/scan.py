@@ -37,7 +37,7 @@ def _compiled_walker():
     """The exact element-by-element walk, compiled (built on first use)."""
     global _walker
     if _walker is None:
-        from numba import njit
+        from ..jit import njit  # numba with its cache in the user cache directory
 
         @njit(cache=True, nogil=True)
         def walk(arr, starts, lens, i, n, p, width, le, limit, tail):  # pragma: no cover - compiled
