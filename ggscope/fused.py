@@ -46,6 +46,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import scale_range
+from .scale_range import k4_scale
 from .jit import njit
 from .kernels import PIECE, count_pairs
 from .quant import code_values
@@ -202,24 +203,12 @@ def _dec_q3_k(blocks, b, big, lut, g1, g2, out, o):  # pragma: no cover - compil
 
 
 @njit(nogil=True, inline="always")
-def _k4_scale(blocks, b, j, d, dmin):  # pragma: no cover - compiled
-    """Group j's (d * sc, dmin * m) of a Q4_K/Q5_K block (ggml's get_scale_min_k4)."""
-    if j < 4:
-        sc = blocks[b, 4 + j] & 63
-        m = blocks[b, 8 + j] & 63
-    else:
-        sc = (blocks[b, 8 + j] & 0xF) | ((blocks[b, j] >> 6) << 4)
-        m = (blocks[b, 8 + j] >> 4) | ((blocks[b, 4 + j] >> 6) << 4)
-    return d * np.float32(sc), dmin * np.float32(m)
-
-
-@njit(nogil=True, inline="always")
 def _dec_q45_k(blocks, b, big, lut, g1, g2, out, o, qs_at, five):  # pragma: no cover - compiled
     """Q4_K (qs at 16) and Q5_K (qh at 16, qs at 48): x = (d*sc) * q - dmin*m per 32."""
     d = _f16(blocks, b, 0, big, lut)
     dmin = _f16(blocks, b, 2, big, lut)
     for g in range(8):
-        dl, ml = _k4_scale(blocks, b, g, d, dmin)
+        dl, ml = k4_scale(blocks, b, g, d, dmin)
         at, sh = qs_at + 32 * (g // 2), 4 * (g % 2)
         for l in range(32):
             c = (np.int32(blocks[b, at + l]) >> sh) & 0xF

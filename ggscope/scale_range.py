@@ -44,9 +44,10 @@ def _finite(x):  # pragma: no cover - compiled
     return x - x == 0
 
 
-@njit(nogil=True, cache=True)
-def _q4_k_scale(blocks, b, j, d, dmin):  # pragma: no cover - compiled
-    """Group j's (d * sc, dmin * m) of a Q4_K block (ggml's get_scale_min_k4)."""
+@njit(nogil=True, inline="always")
+def k4_scale(blocks, b, j, d, dmin):  # pragma: no cover - compiled
+    """Group j's (d * sc, dmin * m) of a Q4_K/Q5_K block (ggml's get_scale_min_k4); the
+    fused kernels decode with the same function."""
     if j < 4:
         sc = blocks[b, 4 + j] & 63
         m = blocks[b, 8 + j] & 63
@@ -129,7 +130,7 @@ def _range_q4_k(blocks, big, lut):  # pragma: no cover - compiled
         dmin = _f16(blocks, b, 2, big, lut)
         ok &= _finite(d) & _finite(dmin)
         for j in range(8):
-            dl, ml = _q4_k_scale(blocks, b, j, d, dmin)
+            dl, ml = k4_scale(blocks, b, j, d, dmin)
             top = np.float32(15) * dl                   # exact: dl has at most 17 bits
             if min(top, np.float32(0)) - ml < lo or max(top, np.float32(0)) - ml > hi:
                 at, shift = 16 + 32 * (j // 2), 4 * (j % 2)
