@@ -86,11 +86,12 @@ def progress_bar(label: str):
     from rich.console import Console
     from rich.markup import escape
     from rich.progress import Progress
+
+    from ..report.escape import escape_text
     bar = Progress(console=Console(stderr=True), transient=True)
     task = bar.add_task(escape(label), total=None)
 
     def update(done: int, total: int, desc: str) -> None:
-        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in desc)
-        bar.update(task, completed=done, total=total, description=escape(shown))
+        bar.update(task, completed=done, total=total, description=escape(escape_text(desc)))
     with bar:
         yield update
