@@ -88,7 +88,7 @@ def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
             return None, f"cmake failed: {exc.stderr.decode(errors='replace')[-400:]}"
     exe = build / "ggml_stats"
     try:
-        subprocess.run(["cc", "-O2", "-o", str(exe), str(HERE / "ggml_stats.c"), f"-I{src / 'include'}",
+        subprocess.run(["cc", "-O3", "-march=native", "-ffast-math", "-o", str(exe), str(HERE / "ggml_stats.c"), f"-I{src / 'include'}",
                         f"-L{build / 'src'}", "-lggml-base", "-lm", f"-Wl,-rpath,{build / 'src'}"],
                        check=True, capture_output=True)
     except subprocess.CalledProcessError as exc:
@@ -186,6 +186,9 @@ def main() -> None:
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ggscope-bench-ggml"))
     ap.add_argument("--before", help="another ggscope source tree (e.g. a worktree of an older commit) "
                                      "measured in the same run, as a column of its own")
+    ap.add_argument("--numba", action="store_true",
+                    help="also measure ggscope on its numba kernels (GGSCOPE_KERNELS=numba), as a column of its own: "
+                         "the engine choice of issue 18, by measurement")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--tree", default=str(REPO), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -200,6 +203,10 @@ def main() -> None:
     if harness is None:
         log(f"ggml C column skipped: {why}")
     before = f"{'before':>9} " if a.before else ""
+    before += f"{'numba':>9} " if a.numba else ""
+    from ggscope import cstats
+    engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
+    log(f"ggscope column: {engine}")
     print(f"{'type':8} {before}{'ggscope':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'vs gguf-py':>10}   (elements/s; "
           f"ggscope {a.threads} threads, C 1 thread, {a.elems / 2**20:.0f} Mi elements)")
     for qname in a.types.split(","):
@@ -209,18 +216,21 @@ def main() -> None:
             continue
         path = work / f"{qname}.gguf"
         write_gguf(path, qname, tile, a.elems)
-        def measure(tree: str) -> dict:
+        def measure(tree: str, kernels: str = "") -> dict:
+            env = dict(os.environ, GGSCOPE_KERNELS=kernels) if kernels else None
             return json.loads(subprocess.run([sys.executable, __file__, "--child", str(path), "--repeat", "1",
                                               "--threads", str(a.threads), "--tree", tree],
-                                             check=True, capture_output=True, text=True).stdout)
+                                             check=True, capture_output=True, text=True, env=env).stdout)
         raw = work / f"{qname}.bin"
         if harness is not None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
-        old_t, ours_t, peer_t, c_t = [], [], [], []
+        old_t, numba_t, ours_t, peer_t, c_t = [], [], [], [], []
         for _ in range(a.repeat):
             if a.before:
                 old_t.append(measure(a.before)["ggscope"])
+            if a.numba:
+                numba_t.append(measure(str(REPO), "numba")["ggscope"])
             res = measure(str(REPO))
             ours_t.append(res["ggscope"])
             peer_t.append(res["gguf_py"])
@@ -237,6 +247,7 @@ def main() -> None:
         cg = f"{n / min(c_t) / 1e9:8.2f}G" if c_t else f"{'-':>9}"
         vs_c = f"{g / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
+        before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
         print(f"{qname:8} {before}{g / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {g / p:9.1f}x", flush=True)
 
 

@@ -91,12 +91,16 @@ _numpy_spent = 0                     # elements this process measured on the num
 
 
 def _kernels(n_elements: int) -> Any:
-    """The compiled kernels (``ggscope.kernels``, numba), or their numpy twin while numba
+    """The kernels compiled at install time (``ggscope.cstats``) when the build made
+    them; else numba's (``ggscope.kernels``), or their numpy twin while numba
     is not loaded and this process has measured fewer than ``JIT_MIN_ELEMS`` elements
     with them: loading numba costs about 0.7 s warm (import, target initialisation) and
     seconds per layout on a fresh cache, which numpy beats on that many elements; past
     that budget a command (TUI, every tensor of a model) gets the compiled speed."""
     global _numpy_spent
+    from . import cstats
+    if cstats.available():                  # compiled at install time: nothing to load
+        return cstats
     if "numba" not in sys.modules and _numpy_spent + n_elements < JIT_MIN_ELEMS:
         _numpy_spent += n_elements
         from . import kernels_numpy
@@ -142,9 +146,12 @@ class _Chunks:
         self.kernels = _kernels(t.n_elements)
 
     def fused(self) -> Any:
-        """``ggscope.fused`` when the compiled kernels are in use, else None."""
+        """The fused decode + statistics passes of the kernels in use (``ggscope.cstats``
+        or numba's ``ggscope.fused``), or None on the numpy kernels."""
         if self.kernels.__name__.endswith("kernels_numpy"):
             return None
+        if self.kernels.__name__.endswith("cstats"):
+            return self.kernels
         from . import fused
         return fused
 
@@ -295,8 +302,11 @@ class _Scales:
             table = np.zeros(1 << 16, np.int64)
             self.tables.append(table)
             return table
-        # one code per block: numpy's bincount is cheap here and needs no compiled kernel
-        self.chunks.scratch("scale_table", make)[:] += np.bincount(codes, minlength=1 << 16)
+        table = self.chunks.scratch("scale_table", make)
+        if self.chunks.kernels.__name__.endswith("cstats"):     # counted in place, no temporary
+            self.chunks.kernels.count_codes(codes, table.reshape(1, -1))
+        else:   # one code per block: numpy's bincount is cheap here and needs no compiled kernel
+            table += np.bincount(codes, minlength=1 << 16)
 
     def summary(self) -> dict[str, Any] | None:
         if self.field is None or (not self.tables and not self.floats):

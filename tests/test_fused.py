@@ -1,4 +1,5 @@
-"""ggscope.fused (decoding fused with the statistics passes) against the numpy codecs.
+"""The fused decode + statistics passes against the numpy codecs, in both engines:
+numba's (ggscope.fused) and the C extension built at install (ggscope.cstats).
 
 The fused kernels never return decoded values, so each block is checked through what
 they compute from it: min and max exactly, every value's bin on a 256-bin histogram
@@ -9,6 +10,7 @@ count exactly, and the centred sums and |x| against float64 sums of
 from __future__ import annotations
 
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from gguf import GGMLQuantizationType as Q
 from gguf.constants import GGML_QUANT_SIZES
 
 import ggscope
-from ggscope import fused
+from ggscope import cstats, fused
 from ggscope.ggml_types import LAYOUTS
 from ggscope.quant import dequantize
 from ggscope.stats import tensor_stats
@@ -25,6 +27,24 @@ from tests.gguf_writers import TensorSpec, quantized_tensor, write_gguf_py
 # the float scalar fields of every layout, from the one block-layout table
 _FIELD = re.compile(r"(\d+): (f16|f32) (\w+)(?!\[)")
 SCALES = {name: [(int(at), kind) for at, kind, _ in _FIELD.findall(LAYOUTS[name].fields)] for name in fused.LAYOUTS}
+
+
+def _engines():
+    """Both engines; the C one is built by every install with a C compiler (setup.py),
+    so its absence fails where a compiler is present instead of skipping silently."""
+    yield pytest.param(fused, id="numba")
+    yield pytest.param(cstats, id="c", marks=pytest.mark.skipif(
+        cstats._cstats is None and shutil.which("cc") is None, reason="no C compiler: ggscope._cstats not built"))
+
+
+ENGINES = list(_engines())
+
+
+def test_the_extension_is_built_where_a_compiler_is():
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("no C compiler on PATH")
+    assert cstats._cstats is not None, "pip install built no ggscope._cstats (see setup.py)"
+    assert cstats.LAYOUTS == fused.LAYOUTS
 
 
 def _put(blocks: np.ndarray, at: int, kind: str, values: np.ndarray, big: bool) -> None:
@@ -58,9 +78,10 @@ def reference(layout: str, blocks: np.ndarray, big: bool) -> np.ndarray:
                       "big" if big else "little").reshape(blocks.shape[0], lay.block_elems)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
 @pytest.mark.parametrize("layout", sorted(fused.LAYOUTS))
-def test_every_block_agrees_with_the_numpy_codec(layout, big):
+def test_every_block_agrees_with_the_numpy_codec(layout, big, engine):
     rng = np.random.default_rng(sum(map(ord, layout)) + big)
     blocks = finite_blocks(layout, 300, rng, big)
     values = reference(layout, blocks, big)
@@ -68,7 +89,7 @@ def test_every_block_agrees_with_the_numpy_codec(layout, big):
     for b in range(blocks.shape[0]):
         x = values[b]
         one = blocks[b:b + 1]
-        lo, hi, total = fused.range_pass(layout, one, big)
+        lo, hi, total = engine.range_pass(layout, one, big)
         assert (lo, hi) == (x.min(), x.max()), b
         if not np.isnan(total):                     # scale_range's layouts have no sum
             assert abs(total - x.astype(np.float64).sum()) <= 3e-5 * np.abs(x.astype(np.float64)).sum(), b
@@ -78,7 +99,7 @@ def test_every_block_agrees_with_the_numpy_codec(layout, big):
         scale = np.float32(bins / (np.float64(hi) - np.float64(lo)))
         shift = np.float32(x.astype(np.float64).mean())
         table = np.zeros(1 << 16, np.int64)
-        s1, s2, sa, z = fused.bin_pass(layout, one, big, np.float32(lo), scale, np.int32(bins - 1), shift, table, idx)
+        s1, s2, sa, z = engine.bin_pass(layout, one, big, np.float32(lo), scale, np.int32(bins - 1), shift, table, idx)
         want = np.clip(((x - np.float32(lo)) * scale).astype(np.int32), 0, bins - 1)
         square = table.reshape(256, 256)
         got = square.sum(axis=0) + square.sum(axis=1)
@@ -92,8 +113,9 @@ def test_every_block_agrees_with_the_numpy_codec(layout, big):
         assert z == (x == 0).sum(), b
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("layout", sorted(fused.LAYOUTS))
-def test_a_non_finite_scale_is_refused(layout):
+def test_a_non_finite_scale_is_refused(layout, engine):
     """A chunk is refused exactly when the numpy codec decodes a NaN or Inf from it --
     and a non-finite ``d`` always does."""
     blocks = finite_blocks(layout, 8, np.random.default_rng(3), False)
@@ -116,20 +138,25 @@ def test_a_non_finite_scale_is_refused(layout):
             _put(damaged[5:6], at, kind, np.array([bad]), False)
         with np.errstate(all="ignore"):
             finite = np.isfinite(reference(layout, damaged, False)).all()
-        got = fused.range_pass(layout, damaged, False)
+        got = engine.range_pass(layout, damaged, False)
         assert (got is not None) == finite, (at, bad)
         refused += got is None
     assert refused >= 1 or not cases, "a non-finite d must be refused"   # NVFP4: UE4M3 has no NaN/Inf
-    assert fused.range_pass(layout, np.delete(blocks, 5, axis=0), False) is not None
+    assert engine.range_pass(layout, np.delete(blocks, 5, axis=0), False) is not None
 
 
 def _numpy_route(monkeypatch):
     monkeypatch.setattr(fused, "LAYOUTS", frozenset())
+    monkeypatch.setattr(cstats, "LAYOUTS", frozenset())
 
 
+@pytest.mark.parametrize("kernels", ["numba", "c"])
 @pytest.mark.parametrize("endian", ["little", "big"])
-def test_stats_equal_the_numpy_route(tmp_path, monkeypatch, endian):
+def test_stats_equal_the_numpy_route(tmp_path, monkeypatch, endian, kernels):
     """tensor_stats on the fused route and, forced, on the numpy codecs: the same."""
+    if kernels == "c" and cstats._cstats is None:
+        pytest.skip("ggscope._cstats not built")
+    monkeypatch.setenv("GGSCOPE_KERNELS", kernels)
     rng = np.random.default_rng(11)
     specs = []
     for layout in sorted(fused.LAYOUTS & set(Q.__members__)):       # the layouts gguf-py writes
@@ -157,7 +184,8 @@ def test_stats_equal_the_numpy_route(tmp_path, monkeypatch, endian):
             assert s[k] == pytest.approx(r[k], rel=1e-6), (name, k)
 
 
-def test_a_skewed_tensor_is_centred_again(tmp_path):
+@pytest.mark.parametrize("kernels", ["numba", "c"])
+def test_a_skewed_tensor_is_centred_again(tmp_path, monkeypatch, kernels):
     """The fused range pass has no sum: pass two centres on the middle of the range, and
     runs again around the mean when that middle is far from it.  Here values sit near
     1000 with one outlier at -1016: around the middle (~ -4), float32 sums would lose
@@ -168,6 +196,9 @@ def test_a_skewed_tensor_is_centred_again(tmp_path):
     blocks[:, 0:2] = np.array([8.0], np.float16).view(np.uint8)
     blocks[:, 2:] = rng.integers(124, 127, size=(n, 32), dtype=np.int8).view(np.uint8)
     blocks[7, 2] = np.array([-127], np.int8).view(np.uint8)[0]
+    if kernels == "c" and cstats._cstats is None:
+        pytest.skip("ggscope._cstats not built")
+    monkeypatch.setenv("GGSCOPE_KERNELS", kernels)
     path = write_gguf_py(tmp_path / "skew.gguf", tensors=[TensorSpec("w", Q.Q8_0, blocks.reshape(64, -1))])
     x = reference("Q8_0", blocks, False).reshape(-1).astype(np.float64)
     with ggscope.open(str(path)) as mf:

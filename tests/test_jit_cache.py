@@ -34,6 +34,7 @@ def _run(env_updates: dict[str, str | None], home: Path) -> subprocess.Completed
     env.pop("NUMBA_CACHE_DIR", None)
     env["XDG_CACHE_HOME"] = str(home / "cache")             # platformdirs' user cache on Linux
     env["HOME"] = str(home)
+    env["GGSCOPE_KERNELS"] = "numba"                        # numba's route even where the C kernels are built
     for k, v in env_updates.items():
         if v is None:
             env.pop(k, None)

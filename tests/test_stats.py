@@ -230,22 +230,60 @@ def test_all_nan_tensor(tmp_path):
 
 
 def test_numpy_kernels_give_the_compiled_results(model, monkeypatch):
-    """Small tensors skip numba (kernels_numpy); both kernel sets give the same statistics."""
+    """Small tensors skip numba (kernels_numpy); every kernel set -- numba's, numpy's and
+    the C extension's -- gives the same statistics."""
+    import ggscope.cstats as C
     import ggscope.kernels as compiled
     import ggscope.kernels_numpy as plain
     import ggscope.stats as S
+    sets = (compiled, plain) + ((C,) if C.available() else ())
     for t in model.tensors:
         got = {}
-        for k in (compiled, plain):
+        for k in sets:
             monkeypatch.setattr(S, "_kernels", lambda n, k=k: k)
             got[k] = tensor_stats(t, chunk_elems=1000, threads=2)
-        a, b = got[compiled], got[plain]
-        for key in ("count", "finite", "nan", "inf", "zeros", "min", "max", "histogram", "block_scales"):
-            assert a[key] == b[key], (t.name, key)
-        if a["finite"]:
-            assert abs(a["mean"] - b["mean"]) <= 1e-6 * b["std"], t.name
-            for key in ("std", "abs_mean"):
-                assert a[key] == pytest.approx(b[key], rel=1e-6), (t.name, key)
+        b = got[plain]
+        for k in sets[:1] + sets[2:]:
+            a = got[k]
+            for key in ("count", "finite", "nan", "inf", "zeros", "min", "max", "histogram", "block_scales"):
+                assert a[key] == b[key], (k.__name__, t.name, key)
+            if a["finite"]:
+                assert abs(a["mean"] - b["mean"]) <= 1e-6 * b["std"], t.name
+                for key in ("std", "abs_mean"):
+                    assert a[key] == pytest.approx(b[key], rel=1e-6), (k.__name__, t.name, key)
+
+
+def test_the_compiled_kernels_serve_every_size(monkeypatch):
+    """With the extension built at install, statistics never wait for numba: every
+    tensor, small or large, runs on the C kernels."""
+    import ggscope.cstats as C
+    import ggscope.stats as S
+    if not C.available():
+        pytest.skip("ggscope._cstats not built")
+    monkeypatch.setattr(S, "_numpy_spent", 0)
+    assert S._kernels(10).__name__ == "ggscope.cstats"
+    assert S._kernels(1 << 30).__name__ == "ggscope.cstats"
+
+
+def test_a_large_tensor_does_not_load_numba(tmp_path):
+    """A one-shot ``stats`` of a tensor past the numpy budget costs no numba import when
+    the extension is built (the cold-start goal of issue 18)."""
+    import subprocess
+    import sys
+    import ggscope.cstats as C
+    if not C.available():
+        pytest.skip("ggscope._cstats not built")
+    import ggscope.stats as S
+    rows = S.JIT_MIN_ELEMS // 1024 + 8                  # Q8_0 rows of 1024 values: 32 blocks of 34 bytes
+    blocks = np.random.default_rng(1).integers(0, 256, (rows * 32, 34), dtype=np.uint8)
+    blocks[:, 0:2] = np.array([0.01], np.float16).view(np.uint8)
+    path = write_gguf_py(tmp_path / "big.gguf", tensors=[TensorSpec("w", Q.Q8_0, blocks.reshape(rows, -1))])
+    code = ("import sys, ggscope\n"
+            f"mf = ggscope.open({str(path)!r})\n"
+            "s = mf.tensor('w').stats()\n"
+            "print('numba' in sys.modules, s['count'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", str(rows * 1024)]
 
 
 def test_a_small_tensor_does_not_load_numba(model):
@@ -261,7 +299,10 @@ def test_a_small_tensor_does_not_load_numba(model):
 
 
 def test_numba_is_loaded_once_the_numpy_budget_is_spent(monkeypatch):
+    """Without the compiled extension (here: turned off), small tensors use numpy and
+    larger work loads numba."""
     import ggscope.stats as S
+    monkeypatch.setenv("GGSCOPE_KERNELS", "numba")
     monkeypatch.setattr(S, "JIT_MIN_ELEMS", 1000)
     monkeypatch.setattr(S, "_numpy_spent", 0)
     monkeypatch.delitem(__import__("sys").modules, "numba", raising=False)   # as in a fresh process
@@ -284,16 +325,19 @@ def _codes(kind: str, n: int) -> np.ndarray:
     }[kind]
 
 
-@pytest.mark.parametrize("kernels", ["compiled", "numpy"])
+@pytest.mark.parametrize("kernels", ["compiled", "numpy", "c"])
 @pytest.mark.parametrize("kind", ["zeros", "one", "random", "normal", "half zero", "i8 zeros", "i8 random"])
 def test_count_codes_is_bincount_on_constant_and_spread_codes(kernels, kind):
     """Constant codes are counted into interleaved lanes (one counter would serialise every
     update on the previous store), spread codes into one table: either way, chunk by chunk,
     strided or not, the counts are numpy's bincount exactly."""
+    import ggscope.cstats as C
     import ggscope.kernels as compiled
     import ggscope.kernels_numpy as plain
     from ggscope.stats import code_table
-    k = compiled if kernels == "compiled" else plain
+    if kernels == "c" and not C.available():
+        pytest.skip("ggscope._cstats not built")
+    k = {"compiled": compiled, "numpy": plain, "c": C}[kernels]
     codes = _codes(kind, 300_007)
     size = 1 << (8 * codes.itemsize)
     table = code_table(size, np.int32)
@@ -303,18 +347,22 @@ def test_count_codes_is_bincount_on_constant_and_spread_codes(kernels, kind):
     want = np.bincount(codes, minlength=size) + np.bincount(codes[::3], minlength=size)
     assert np.array_equal(table.sum(axis=0, dtype=np.int64)[:size], want)
     assert not table[:, size:].any()
-    if kernels == "compiled" and kind in ("zeros", "one", "i8 zeros"):
+    if kernels != "numpy" and kind in ("zeros", "one", "i8 zeros"):
         assert np.count_nonzero(table.any(axis=1)) == 4      # the constant run was split over the lanes
 
 
+@pytest.mark.parametrize("kernels", ["numba", "c"])
 @pytest.mark.parametrize("fill", ["zeros", "half zero"])
-def test_constant_sixteen_bit_tensor_stats_are_exact(tmp_path, monkeypatch, fill):
+def test_constant_sixteen_bit_tensor_stats_are_exact(tmp_path, monkeypatch, fill, kernels):
     """An all-zero (or half-zero) F16 tensor through the compiled code counter: numpy's statistics."""
+    import ggscope.cstats as C
     import ggscope.kernels as compiled
     import ggscope.stats as S
+    if kernels == "c" and not C.available():
+        pytest.skip("ggscope._cstats not built")
     x = _codes(fill, 96 * 512).view(np.float16).reshape(96, 512)
     path = write_gguf_py(tmp_path / "z.gguf", tensors=[TensorSpec("z", Q.F16, x)])
-    monkeypatch.setattr(S, "_kernels", lambda n: compiled)
+    monkeypatch.setattr(S, "_kernels", lambda n: compiled if kernels == "numba" else C)
     with ggscope.open(str(path)) as mf:
         s = tensor_stats(mf.tensor("z"), chunk_elems=10_000, threads=2)
     want = _numpy_stats(x.astype(np.float64))

@@ -1,0 +1,1104 @@
+/* ggscope._cstats: the statistics kernels, compiled ahead of time.
+
+   Why: numba compiled the same loops on first use -- seconds on a fresh install, and
+   about half a second to import on every one-shot command (issue 18) -- while C built
+   from source at install time is ready at once and, written with explicit lanes the
+   compiler vectorizes, at least as fast.  The build is optional (setup.py): without a
+   compiler ggscope falls back to the numba kernels, which stay as the second engine.
+
+   Two parts, each the counterpart of a Python module whose docstring is the contract:
+
+   * ggscope.fused (block decoding fused with the two statistics passes): one decoder
+     per layout family, ported from fused.py line for line in ggml's float32 operation
+     order (no FMA contraction: setup.py compiles with -ffp-contract=off), and the two
+     passes written once as macros.  The family and its constant arguments come from
+     ggscope.fused_specs, the one layout table; the C side only knows the families.
+   * ggscope.kernels (moments, bin_pairs, count_codes) for decoded float32 arrays and
+     16-bit codes.
+
+   Every entry point releases the GIL, so ggscope.stats runs chunks on all cores. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* GCC cannot see that every decoder writes its whole block before the passes read it */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+/* a false alarm of GCC 12 on the address of a target_clones function (its resolver) */
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
+/* one build runs well everywhere: the loader picks the widest vector unit present */
+#define TARGETS __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TARGETS
+#endif
+#define INLINE static inline __attribute__((always_inline))
+/* the decoders read bytes and write floats: no store of theirs can change a byte they read */
+#define IVDEP _Pragma("GCC ivdep")
+
+#define PIECE 2048                    /* elements per float32 partial sum: L1-sized */
+#define LANES 8
+#define NEG_INF_KEY ((int32_t) -0x7F800001)
+#define POS_INF_KEY ((int32_t) 0x7F800000)
+
+typedef struct {
+    const uint8_t *blocks;
+    Py_ssize_t nb;                    /* blocks */
+    int bb, n, big;                   /* bytes and elements per block, big-endian file */
+    const float *lut;                 /* f16 code -> float32 */
+    const float *g1, *g2;             /* the family's tables (fused_specs.tables) */
+    int g1c, g2c;                     /* their row lengths */
+    int a[10];                        /* the family's constant arguments */
+} job_t;
+
+/* ------------------------------------------------------------------ field readers */
+
+INLINE uint32_t u16(const uint8_t *b, int at, int big) {
+    return (uint32_t) b[at + big] | ((uint32_t) b[at + 1 - big] << 8);
+}
+INLINE float f16(const uint8_t *b, int at, int big, const float *lut) { return lut[u16(b, at, big)]; }
+INLINE float f32(const uint8_t *b, int at, int big) {
+    uint32_t w = 0;
+    for (int k = 0; k < 4; k++) w |= (uint32_t) b[at + (big ? 3 - k : k)] << (8 * k);
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+INLINE float scale_at(const uint8_t *b, int at, int wide, int big, const float *lut) {
+    return wide ? f32(b, at, big) : f16(b, at, big, lut);
+}
+INLINE uint32_t u32le(const uint8_t *b, int at) {
+    return (uint32_t) b[at] | ((uint32_t) b[at + 1] << 8) | ((uint32_t) b[at + 2] << 16) | ((uint32_t) b[at + 3] << 24);
+}
+
+/* ------------------------------------------------------------------ decoders, one per family
+   Each writes the block's values to out[0 : block elements] in ggml's element order. */
+
+INLINE void dec_nibbles(const job_t *J, const uint8_t *restrict b, float *restrict out, int d_at, int wide, int m_at, int qh_at,
+                        int qs_at, int half, int inter, int bias, int o_at) {
+    const int big = J->big;
+    const float d = scale_at(b, d_at, wide, big, J->lut);
+    const float m = m_at >= 0 ? scale_at(b, m_at, wide, big, J->lut) : 0.0f;
+    const uint32_t qh = qh_at >= 0 ? u32le(b, qh_at) : 0;
+    IVDEP
+    for (int j = 0; j < half; j++) {
+        const int32_t c = b[qs_at + j];
+        const int p0 = inter ? 2 * j : j, p1 = inter ? 2 * j + 1 : j + half;
+        int32_t c0 = c & 0xF, c1 = c >> 4;
+        if (qh_at >= 0) {
+            c0 |= (int32_t) ((qh >> p0) & 1) << 4;
+            c1 |= (int32_t) ((qh >> p1) & 1) << 4;
+        }
+        float v0 = (float) (c0 - bias) * d, v1 = (float) (c1 - bias) * d;
+        if (m_at >= 0) {
+            v0 = v0 + m;
+            v1 = v1 + m;
+        }
+        out[p0] = v0;
+        out[p1] = v1;
+    }
+    if (o_at >= 0) {                    /* Q4_1_O: one outlier patched in */
+        const uint32_t k = u16(b, o_at, big);
+        if (k < (uint32_t) (2 * half)) out[k] = f16(b, o_at + 2, big, J->lut);
+    }
+}
+
+INLINE void dec_int8(const job_t *J, const uint8_t *restrict b, float *restrict out, int d_at, int wide, int qs_at, int n) {
+    const float d = scale_at(b, d_at, wide, J->big, J->lut);
+    IVDEP
+    for (int j = 0; j < n; j++) out[j] = (float) (int8_t) b[qs_at + j] * d;
+}
+
+INLINE void dec_crumbs(const job_t *J, const uint8_t *restrict b, float *restrict out, int d_at, int qs_at, int n, int bits, int row) {
+    const float d = f16(b, d_at, J->big, J->lut);
+    const int per = 8 / bits, mask = (1 << bits) - 1;
+    IVDEP
+    for (int j = 0; j < n; j++) {
+        int byte, sh;
+        if (row) {
+            const int g = j / 128, r = j % 128;
+            byte = 32 * g + r % 32;
+            sh = bits * (r / 32);
+        } else {
+            byte = j / per;
+            sh = bits * (j % per);
+        }
+        const int32_t c = ((int32_t) b[qs_at + byte] >> sh) & mask;
+        out[j] = (float) (bits == 1 ? 2 * c - 1 : c - 1) * d;
+    }
+}
+
+INLINE int32_t trit(uint8_t byte, int32_t pw) {     /* digit of a base-3 byte, minus 1 */
+    const int32_t q = ((int32_t) byte * pw) & 0xFF;
+    return ((q * 3) >> 8) - 1;
+}
+
+INLINE void dec_tq1_0(const job_t *J, const uint8_t *restrict b, float *restrict out) {
+    const float d = f16(b, 52, J->big, J->lut);
+    int32_t pw = 1;
+    IVDEP
+    for (int n = 0; n < 5; n++) {
+        IVDEP
+        for (int m = 0; m < 32; m++) out[32 * n + m] = (float) trit(b[m], pw) * d;
+        IVDEP
+        for (int m = 0; m < 16; m++) out[160 + 16 * n + m] = (float) trit(b[32 + m], pw) * d;
+        if (n < 4)
+            IVDEP
+            for (int m = 0; m < 4; m++) out[240 + 4 * n + m] = (float) trit(b[48 + m], pw) * d;
+        pw *= 3;
+    }
+}
+
+INLINE void dec_q2_k(const job_t *J, const uint8_t *restrict b, float *restrict out) {
+    const float d = f16(b, 80, J->big, J->lut), dmin = f16(b, 82, J->big, J->lut);
+    IVDEP
+    for (int g = 0; g < 16; g++) {
+        const int32_t sc = b[g];
+        const float dl = d * (float) (sc & 15), ml = dmin * (float) (sc >> 4);
+        const int n = g / 8, j = (g / 2) % 4, l0 = 16 * (g % 2);
+        IVDEP
+        for (int l = l0; l < l0 + 16; l++) {
+            const int32_t c = ((int32_t) b[16 + 32 * n + l] >> (2 * j)) & 3;
+            out[128 * n + 32 * j + l] = (float) c * dl - ml;
+        }
+    }
+}
+
+INLINE void dec_q3_k(const job_t *J, const uint8_t *restrict b, float *restrict out) {
+    const float d = f16(b, 108, J->big, J->lut);
+    IVDEP
+    for (int g = 0; g < 16; g++) {
+        const int32_t low = ((int32_t) b[96 + g % 8] >> (4 * (g / 8))) & 15;
+        const int32_t high = ((int32_t) b[104 + g % 4] >> (2 * (g / 4))) & 3;
+        const float dl = d * (float) ((low | (high << 4)) - 32);
+        const int n = g / 8, j = (g / 2) % 4, l0 = 16 * (g % 2);
+        IVDEP
+        for (int l = l0; l < l0 + 16; l++) {
+            const int32_t c = ((int32_t) b[32 + 32 * n + l] >> (2 * j)) & 3;
+            const int32_t h = ((int32_t) b[l] >> (4 * n + j)) & 1;
+            out[128 * n + 32 * j + l] = (float) ((c | (h << 2)) - 4) * dl;
+        }
+    }
+}
+
+INLINE void k4_scale(const uint8_t *b, int j, float d, float dmin, float *dl, float *ml) {
+    int32_t sc, m;                      /* ggml's get_scale_min_k4 */
+    if (j < 4) {
+        sc = b[4 + j] & 63;
+        m = b[8 + j] & 63;
+    } else {
+        sc = (b[8 + j] & 0xF) | ((b[j] >> 6) << 4);
+        m = (b[8 + j] >> 4) | ((b[4 + j] >> 6) << 4);
+    }
+    *dl = d * (float) sc;
+    *ml = dmin * (float) m;
+}
+
+INLINE void dec_q45_k(const job_t *J, const uint8_t *restrict b, float *restrict out, int qs_at, int five) {
+    const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
+    IVDEP
+    for (int g = 0; g < 8; g++) {
+        float dl, ml;
+        k4_scale(b, g, d, dmin, &dl, &ml);
+        const int at = qs_at + 32 * (g / 2), sh = 4 * (g % 2);
+        IVDEP
+        for (int l = 0; l < 32; l++) {
+            int32_t c = ((int32_t) b[at + l] >> sh) & 0xF;
+            if (five) c |= (((int32_t) b[16 + l] >> g) & 1) << 4;
+            out[32 * g + l] = (float) c * dl - ml;
+        }
+    }
+}
+
+INLINE void dec_q6_k(const job_t *J, const uint8_t *restrict b, float *restrict out) {
+    const float d = f16(b, 208, J->big, J->lut);
+    IVDEP
+    for (int g = 0; g < 16; g++) {
+        const float dl = d * (float) (int8_t) b[192 + g];
+        const int n = g / 8, k = (g / 2) % 4, l0 = 16 * (g % 2);
+        const int ql = 64 * n + 32 * (k & 1), qh = 128 + 32 * n;
+        IVDEP
+        for (int l = l0; l < l0 + 16; l++) {
+            const int32_t c = (((int32_t) b[ql + l] >> (4 * (k >> 1))) & 0xF) | ((((int32_t) b[qh + l] >> (2 * k)) & 3) << 4);
+            out[128 * n + 32 * k + l] = (float) (c - 32) * dl;
+        }
+    }
+}
+
+INLINE void dec_table4(const job_t *J, const uint8_t *restrict b, float *restrict out, int mode, int groups, int span) {
+    const int half = span / 2;
+    const float *kv = J->g1, *sc = J->g2;
+    IVDEP
+    for (int ib = 0; ib < groups; ib++) {
+        float dl;
+        int at;
+        if (mode == 0) {
+            dl = f16(b, 0, J->big, J->lut);
+            at = 2;
+        } else if (mode == 1) {
+            const uint32_t h = u16(b, 2, J->big);
+            const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
+            dl = f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
+            at = 8 + 16 * ib;
+        } else if (mode == 2) {
+            dl = sc[b[0]];
+            at = 1;
+        } else {
+            dl = sc[b[ib]];
+            at = 4 + 8 * ib;
+        }
+        IVDEP
+        for (int j = 0; j < half; j++) {
+            const uint8_t c = b[at + j];
+            out[span * ib + j] = dl * kv[c & 0xF];
+            out[span * ib + half + j] = dl * kv[c >> 4];
+        }
+    }
+}
+
+INLINE void put8(float *restrict out, float db, const float *restrict row) {
+    IVDEP
+    for (int k = 0; k < 8; k++) out[k] = db * row[k];
+}
+
+INLINE void dec_iq2(const job_t *J, const uint8_t *restrict b, float *restrict out, int kind) {
+    const int big = J->big;
+    const float d = f16(b, 0, big, J->lut);
+    const float *g1 = J->g1, *g2 = J->g2;
+    const int c1 = J->g1c, c2 = J->g2c;
+    IVDEP
+    for (int ib = 0; ib < 8; ib++) {
+        if (kind == 0) {
+            const int64_t w0 = (int64_t) u16(b, 2 + 8 * ib, big) | ((int64_t) u16(b, 4 + 8 * ib, big) << 16);
+            const int64_t w1 = (int64_t) u16(b, 6 + 8 * ib, big) | ((int64_t) u16(b, 8 + 8 * ib, big) << 16);
+            const float db = d * (0.5f + (float) (w1 >> 28)) * 0.25f;
+            IVDEP
+            for (int l = 0; l < 4; l++)
+                put8(out + 32 * ib + 8 * l, db, g1 + c1 * ((((w0 >> (8 * l)) & 0xFF) << 7) | ((w1 >> (7 * l)) & 0x7F)));
+        } else {
+            const int32_t sc = b[(kind == 1 ? 66 : 74) + ib];
+            IVDEP
+            for (int l = 0; l < 4; l++) {
+                const float db = d * (0.5f + (float) ((sc >> (4 * (l / 2))) & 0xF)) * 0.25f;
+                if (kind == 1) {
+                    const uint32_t q = u16(b, 2 + 8 * ib + 2 * l, big);
+                    put8(out + 32 * ib + 8 * l, db, g1 + c1 * (((q & 0x1FF) << 7) | (q >> 9)));
+                } else {
+                    const int32_t gi = (int32_t) b[2 + 4 * ib + l] | ((((int32_t) b[66 + ib] >> (2 * l)) & 3) << 8);
+                    const uint8_t s = b[34 + 4 * ib + l];
+                    IVDEP
+                    for (int k = 0; k < 8; k++) out[32 * ib + 8 * l + k] = db * (g1[c1 * gi + k] * g2[c2 * s + k]);
+                }
+            }
+        }
+    }
+}
+
+INLINE void dec_iq3(const job_t *J, const uint8_t *restrict b, float *restrict out, int kind) {
+    const float d = f16(b, 0, J->big, J->lut);
+    const float *g1 = J->g1, *g2 = J->g2;
+    const int c1 = J->g1c, c2 = J->g2c;
+    IVDEP
+    for (int ib = 0; ib < 8; ib++) {
+        int64_t w = 0;
+        float db;
+        if (kind == 0) {
+            w = (int64_t) u32le(b, 66 + 4 * ib);
+            db = d * (0.5f + (float) (w >> 28)) * 0.5f;
+        } else {
+            const int32_t nib = ((int32_t) b[106 + ib / 2] >> (4 * (ib % 2))) & 0xF;
+            db = d * (float) (1 + 2 * nib);
+        }
+        IVDEP
+        for (int l = 0; l < 4; l++) {
+            IVDEP
+            for (int e = 0; e < 2; e++) {
+                const int k8 = 2 * l + e;
+                int32_t gi, srow;
+                if (kind == 0) {
+                    gi = b[2 + 8 * ib + k8];
+                    srow = (int32_t) ((w >> (7 * l)) & 0x7F);
+                } else {
+                    gi = (int32_t) b[2 + 8 * ib + k8] | ((((int32_t) b[66 + ib] >> k8) & 1) << 8);
+                    srow = b[74 + 4 * ib + l];
+                }
+                IVDEP
+                for (int k = 0; k < 4; k++)
+                    out[32 * ib + 8 * l + 4 * e + k] = db * (g1[c1 * gi + k] * g2[c2 * srow + 4 * e + k]);
+            }
+        }
+    }
+}
+
+INLINE void dec_iq1(const job_t *J, const uint8_t *restrict b, float *restrict out, int kind) {
+    const int big = J->big;
+    const float *g1 = J->g1;
+    const int c1 = J->g1c;
+    float d;
+    if (kind == 0) {
+        d = f16(b, 0, big, J->lut);
+    } else {                            /* IQ1_M: the f16 scale spread over four words' top nibbles */
+        const uint32_t s0 = u16(b, 48, 0), s1 = u16(b, 50, 0), s2 = u16(b, 52, 0), s3 = u16(b, 54, 0);
+        d = J->lut[(s0 >> 12) | ((s1 >> 8) & 0xF0) | ((s2 >> 4) & 0xF00) | (s3 & 0xF000)];
+    }
+    IVDEP
+    for (int ib = 0; ib < 8; ib++) {
+        uint32_t qh = 0;
+        float dl = 0.0f;
+        if (kind == 0) {
+            qh = u16(b, 34 + 2 * ib, big);
+            dl = d * (float) (2 * ((qh >> 12) & 7) + 1);
+        }
+        IVDEP
+        for (int l = 0; l < 4; l++) {
+            int32_t ti;
+            if (kind == 0) {
+                ti = (int32_t) b[2 + 4 * ib + l] | (int32_t) (((qh >> (3 * l)) & 7) << 8) | (int32_t) (((qh >> 15) & 1) << 11);
+            } else {
+                const int32_t nib = ((int32_t) b[32 + 2 * ib + l / 2] >> (4 * (l % 2))) & 0xF;
+                ti = (int32_t) b[4 * ib + l] | ((nib & 7) << 8) | ((nib >> 3) << 11);
+                const uint32_t word = u16(b, 48 + 2 * (ib / 2), 0);
+                dl = d * (float) (2 * ((word >> (6 * (ib % 2) + 3 * (l / 2))) & 7) + 1);
+            }
+            put8(out + 32 * ib + 8 * l, dl, g1 + c1 * ti);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the two passes, written once */
+
+INLINE int32_t fbits(float v) {
+    int32_t i;
+    memcpy(&i, &v, 4);
+    return i;
+}
+
+INLINE int32_t order_key(int32_t bits) { return bits ^ ((bits >> 31) & 0x7FFFFFFF); }
+
+INLINE float key_value(int32_t k) {
+    const int32_t bits = k ^ ((k >> 31) & 0x7FFFFFFF);
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+/* Each loop below does one thing, so the compiler vectorizes it; each runs over one
+   L1-resident piece.  Only the float sums may be reassociated (as numba's fastmath
+   kernels were): they are the sums of a piece in any order, while the bin index keeps
+   the exact float32 formula -- hence separate, out-of-line functions with their own
+   optimization flags. */
+#define REASSOC __attribute__((noinline, optimize("associative-math", "no-signed-zeros", "no-trapping-math")))
+
+
+
+TARGETS __attribute__((noinline)) static void piece_idx(const float *restrict x, int e, float lo, float scale,
+                                                         int32_t top, uint8_t *restrict idx) {
+    for (int j = 0; j < e; j++) {
+        int32_t t = (int32_t) ((x[j] - lo) * scale);
+        t = t < top ? t : top;
+        idx[j] = (uint8_t) (t > 0 ? t : 0);
+    }
+}
+
+/* With at most SMALL_BINS bins: the pair index b0 | b1 << 6 of consecutive values,
+   ready for counting (one load per pair instead of two loads, a shift and an or). */
+TARGETS __attribute__((noinline)) static void piece_pairs(const float *restrict x, int e, float lo, float scale,
+                                                           int32_t top, uint16_t *restrict pairs) {
+    for (int j = 0; j < e / 2; j++) {
+        int32_t t0 = (int32_t) ((x[2 * j] - lo) * scale), t1 = (int32_t) ((x[2 * j + 1] - lo) * scale);
+        t0 = t0 < top ? t0 : top;
+        t1 = t1 < top ? t1 : top;
+        t0 = t0 > 0 ? t0 : 0;
+        t1 = t1 > 0 ? t1 : 0;
+        pairs[j] = (uint16_t) (t0 | (t1 << 6));
+    }
+}
+
+TARGETS REASSOC static int32_t piece_moments(const float *restrict x, int e, float shift, float *r1, float *r2, float *ra) {
+    float a1 = 0.0f, a2 = 0.0f, aa = 0.0f;
+    int32_t z = 0;
+    for (int j = 0; j < e; j++) {
+        const float v = x[j], dv = v - shift;
+        a1 += dv;
+        a2 += dv * dv;
+        aa += fabsf(v);
+        z += v == 0.0f;
+    }
+    *r1 = a1;
+    *r2 = a2;
+    *ra = aa;
+    return z;
+}
+
+
+/* Min and max order keys and the float32 sum of x[0:e]. */
+TARGETS REASSOC static void piece_range(const float *restrict x, int e, int32_t *lo, int32_t *hi, float *sum) {
+    int32_t mn = 0x7FFFFFFF, mx = (int32_t) 0x80000000;
+    float s = 0.0f;
+    for (int j = 0; j < e; j++) {
+        const int32_t k = order_key(fbits(x[j]));
+        mn = k < mn ? k : mn;
+        mx = k > mx ? k : mx;
+        s += x[j];
+    }
+    *lo = mn;
+    *hi = mx;
+    *sum = s;
+}
+
+/* Bins (kernels.bin_pairs' float32 formula) into idx, and the moments of x[0:e]. */
+INLINE void piece_bins(const float *restrict x, int e, float lo, float scale, int32_t top, float shift, uint8_t *restrict idx,
+                       float *r1, float *r2, float *ra, int32_t *rz) {
+    piece_idx(x, e, lo, scale, top, idx);
+    *rz = piece_moments(x, e, shift, r1, r2, ra);
+}
+
+INLINE void count_pair_idx(const uint8_t *idx, int e, int64_t *table) {
+    for (int j = 0; j + 1 < e; j += 2) table[(uint32_t) idx[j] | ((uint32_t) idx[j + 1] << 8)] += 1;
+}
+
+/* With at most 64 bins (ggscope's default) the pairs are counted in four interleaved
+   tables of 64 x 64 uint32 (64 KiB, cache-resident) instead of one int64[65536]: on a
+   bell-shaped tensor most pairs hit the same few counters, and with one table each
+   increment waits for the store of the one before (measured: the counting was 3/4 of
+   pass two).  flush_lanes adds them into the caller's table layout. */
+#define SMALL_BINS 64
+typedef uint32_t lanes_t[4][SMALL_BINS * SMALL_BINS];
+
+INLINE void count_pair_lanes(const uint16_t *restrict pairs, int m, lanes_t *restrict c) {
+    int j = 0;
+    for (; j + 4 <= m; j += 4) {
+        (*c)[0][pairs[j]] += 1;
+        (*c)[1][pairs[j + 1]] += 1;
+        (*c)[2][pairs[j + 2]] += 1;
+        (*c)[3][pairs[j + 3]] += 1;
+    }
+    for (; j < m; j++) (*c)[0][pairs[j]] += 1;
+}
+
+static void flush_lanes(lanes_t *c, int64_t *table) {
+    for (int k = 0; k < SMALL_BINS * SMALL_BINS; k++) {
+        const uint64_t v = (uint64_t) (*c)[0][k] + (*c)[1][k] + (*c)[2][k] + (*c)[3][k];
+        if (v) table[(k & (SMALL_BINS - 1)) | ((k / SMALL_BINS) << 8)] += (int64_t) v;
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* Asks for the next piece's blocks while this one is decoded: the hardware prefetcher
+   alone keeps up with a plain copy, not with a loop doing this much per byte
+   (measured: 0.18 ns per element on a cached Q8_0 chunk, 0.36 streamed from memory). */
+INLINE void prefetch_next(const job_t *J, Py_ssize_t start, int per) {
+    if (start >= J->nb) return;
+    const Py_ssize_t stop = start + per < J->nb ? start + per : J->nb;
+    const char *at = (const char *) J->blocks + start * J->bb, *last = (const char *) J->blocks + stop * J->bb;
+    for (; at < last; at += 64) __builtin_prefetch(at, 0, 3);
+}
+
+typedef struct {
+    double lo, hi, total;
+    int ok;
+} range_t;
+typedef struct {
+    double s1, s2, sa;
+    int64_t zeros;
+} bins_t;
+typedef struct {
+    float lo, scale, shift;
+    int32_t top;
+    int64_t *table;
+} binargs_t;
+
+/* One pair of drivers per decoder variant.  N: elements per block (a constant where the
+   variant fixes it, so the decoder's loops unroll and vectorize).  Blocks decode into an
+   L1 piece; a piece is whole blocks, so its length is a multiple of LANES (setup_job
+   refuses other block sizes). */
+#define DRIVERS(NAME, N, DECODE)                                                                     \
+    TARGETS static void range_##NAME(const job_t *J, range_t *R) {                                   \
+        const int n = (N);                                                                           \
+        const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
+        float out[PIECE + 256] __attribute__((aligned(64)));                                        \
+        int32_t lo = 0x7FFFFFFF, hi = (int32_t) 0x80000000;                                          \
+        double total = 0.0;                                                                          \
+        for (Py_ssize_t p = 0; p < J->nb; p += per) {                                                \
+            const Py_ssize_t end = p + per < J->nb ? p + per : J->nb;                                \
+            int e = 0;                                                                               \
+            prefetch_next(J, end, per);                                                              \
+            for (Py_ssize_t bi = p; bi < end; bi++, e += n) {                                        \
+                const uint8_t *restrict b = J->blocks + bi * J->bb;                                         \
+                float *restrict o = out + e;                                                                \
+                DECODE;                                                                              \
+            }                                                                                        \
+            int32_t mn = 0x7FFFFFFF, mx = (int32_t) 0x80000000;                                      \
+            float s;                                                                                 \
+            piece_range(out, e, &mn, &mx, &s);                                                       \
+            if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {                                            \
+                R->ok = 0;                                                                           \
+                return;                                                                              \
+            }                                                                                        \
+            lo = mn < lo ? mn : lo;                                                                  \
+            hi = mx > hi ? mx : hi;                                                                  \
+            total += s;                                                                              \
+        }                                                                                            \
+        R->lo = key_value(lo);                                                                       \
+        R->hi = key_value(hi);                                                                       \
+        R->total = total;                                                                            \
+        R->ok = J->nb > 0;                                                                           \
+    }                                                                                                \
+    TARGETS static void bins_##NAME(const job_t *J, const binargs_t *A, bins_t *R) {                 \
+        const int n = (N);                                                                           \
+        const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
+        float out[PIECE + 256] __attribute__((aligned(64)));                                        \
+        uint8_t idx[PIECE + 256] __attribute__((aligned(64)));                                      \
+        uint16_t pairs[(PIECE + 256) / 2] __attribute__((aligned(64)));                             \
+        double s1 = 0.0, s2 = 0.0, sa = 0.0;                                                         \
+        int64_t zeros = 0, pending = 0;                                                              \
+        const int small = A->top < SMALL_BINS;                                                       \
+        lanes_t *lanes = small ? calloc(1, sizeof(lanes_t)) : NULL;                                  \
+        for (Py_ssize_t p = 0; p < J->nb; p += per) {                                                \
+            const Py_ssize_t end = p + per < J->nb ? p + per : J->nb;                                \
+            int e = 0;                                                                               \
+            prefetch_next(J, end, per);                                                              \
+            for (Py_ssize_t bi = p; bi < end; bi++, e += n) {                                        \
+                const uint8_t *restrict b = J->blocks + bi * J->bb;                                         \
+                float *restrict o = out + e;                                                                \
+                DECODE;                                                                              \
+            }                                                                                        \
+            float a1, a2, aa;                                                                        \
+            int32_t z;                                                                               \
+            if (lanes != NULL) {                                                                     \
+                piece_pairs(out, e, A->lo, A->scale, A->top, pairs);                                 \
+                z = piece_moments(out, e, A->shift, &a1, &a2, &aa);                                  \
+            } else {                                                                                 \
+                piece_bins(out, e, A->lo, A->scale, A->top, A->shift, idx, &a1, &a2, &aa, &z);      \
+            }                                                                                        \
+            if (lanes != NULL) {                                                                     \
+                count_pair_lanes(pairs, e / 2, lanes);                                               \
+                if ((pending += e) > (1 << 30)) {                                                    \
+                    flush_lanes(lanes, A->table);                                                    \
+                    pending = 0;                                                                     \
+                }                                                                                    \
+            } else {                                                                                 \
+                count_pair_idx(idx, e, A->table);                                                    \
+            }                                                                                        \
+            s1 += a1;                                                                                \
+            s2 += a2;                                                                                \
+            sa += aa;                                                                                \
+            zeros += z;                                                                              \
+        }                                                                                            \
+        if (lanes != NULL) {                                                                         \
+            flush_lanes(lanes, A->table);                                                            \
+            free(lanes);                                                                             \
+        }                                                                                            \
+        R->s1 = s1;                                                                                  \
+        R->s2 = s2;                                                                                  \
+        R->sa = sa;                                                                                  \
+        R->zeros = zeros;                                                                            \
+    }
+
+#define A(i) (J->a[i])
+/* nibbles: d_at, wide, m_at, qh_at, qs_at, half, interleaved, bias, outlier_at.  The
+   four upstream layouts (plain halves, f16 scale, no outlier) get variants of their own. */
+DRIVERS(nib, J->n, dec_nibbles(J, b, o, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8)))
+DRIVERS(nib_00, 32, dec_nibbles(J, b, o, A(0), 0, -1, -1, A(4), 16, 0, A(7), -1))
+DRIVERS(nib_10, 32, dec_nibbles(J, b, o, A(0), 0, A(2), -1, A(4), 16, 0, A(7), -1))
+DRIVERS(nib_01, 32, dec_nibbles(J, b, o, A(0), 0, -1, A(3), A(4), 16, 0, A(7), -1))
+DRIVERS(nib_11, 32, dec_nibbles(J, b, o, A(0), 0, A(2), A(3), A(4), 16, 0, A(7), -1))
+/* int8: d_at, wide, qs_at, n */
+DRIVERS(int8, J->n, dec_int8(J, b, o, A(0), A(1), A(2), A(3)))
+DRIVERS(int8_32, 32, dec_int8(J, b, o, A(0), 0, A(2), 32))
+/* crumbs: d_at, qs_at, n, bits, row */
+DRIVERS(crumbs, J->n, dec_crumbs(J, b, o, A(0), A(1), A(2), A(3), A(4)))
+DRIVERS(tq1_0, 256, dec_tq1_0(J, b, o))
+DRIVERS(q2_k, 256, dec_q2_k(J, b, o))
+DRIVERS(q3_k, 256, dec_q3_k(J, b, o))
+DRIVERS(q4_k, 256, dec_q45_k(J, b, o, 16, 0))
+DRIVERS(q5_k, 256, dec_q45_k(J, b, o, 48, 1))
+DRIVERS(q6_k, 256, dec_q6_k(J, b, o))
+/* table4: mode, groups, span */
+DRIVERS(table4_0, J->n, dec_table4(J, b, o, 0, A(1), A(2)))
+DRIVERS(table4_1, J->n, dec_table4(J, b, o, 1, A(1), A(2)))
+DRIVERS(table4_2, J->n, dec_table4(J, b, o, 2, A(1), A(2)))
+DRIVERS(table4_3, J->n, dec_table4(J, b, o, 3, A(1), A(2)))
+DRIVERS(iq2_0, 256, dec_iq2(J, b, o, 0))
+DRIVERS(iq2_1, 256, dec_iq2(J, b, o, 1))
+DRIVERS(iq2_2, 256, dec_iq2(J, b, o, 2))
+DRIVERS(iq3_0, 256, dec_iq3(J, b, o, 0))
+DRIVERS(iq3_1, 256, dec_iq3(J, b, o, 1))
+DRIVERS(iq1_0, 256, dec_iq1(J, b, o, 0))
+DRIVERS(iq1_1, 256, dec_iq1(J, b, o, 1))
+#undef A
+
+typedef void (*range_fn)(const job_t *, range_t *);
+typedef void (*bins_fn)(const job_t *, const binargs_t *, bins_t *);
+
+/* The families by the names fused_specs gives their decoders, and how many constant
+   arguments each takes. */
+static const struct {
+    const char *name;
+    int nargs;
+} FAMILIES[] = {
+    {"_dec_nibbles", 9}, {"_dec_int8", 4}, {"_dec_crumbs", 5}, {"_dec_tq1_0", 0}, {"_dec_q2_k", 0}, {"_dec_q3_k", 0},
+    {"_dec_q45_k", 2},  {"_dec_q6_k", 0}, {"_dec_table4", 3}, {"_dec_iq2", 1},   {"_dec_iq3", 1},  {"_dec_iq1", 1},
+};
+#define N_FAMILIES ((int) (sizeof FAMILIES / sizeof FAMILIES[0]))
+
+/* The variant for a family and its arguments, or 0 when the arguments are not ones
+   this engine knows (the caller then uses the other engine). */
+static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
+#define USE(NAME)              \
+    do {                       \
+        *rf = range_##NAME;    \
+        *bf = bins_##NAME;     \
+        return 1;              \
+    } while (0)
+    const int *a = J->a;
+    switch (fam) {
+    case 0:
+        if (a[1] == 0 && a[5] == 16 && a[6] == 0 && a[8] < 0 && J->n == 32) {
+            if (a[2] < 0 && a[3] < 0) USE(nib_00);
+            if (a[2] >= 0 && a[3] < 0) USE(nib_10);
+            if (a[2] < 0 && a[3] >= 0) USE(nib_01);
+            USE(nib_11);
+        }
+        if (J->n != 2 * a[5]) return 0;
+        USE(nib);
+    case 1:
+        if (J->n != a[3]) return 0;
+        if (a[1] == 0 && a[3] == 32) USE(int8_32);
+        USE(int8);
+    case 2:
+        if (J->n != a[2] || (a[3] != 1 && a[3] != 2) || (a[4] && J->n % 128)) return 0;
+        USE(crumbs);
+    case 3: if (J->n != 256) return 0; USE(tq1_0);
+    case 4: if (J->n != 256) return 0; USE(q2_k);
+    case 5: if (J->n != 256) return 0; USE(q3_k);
+    case 6:
+        if (J->n != 256) return 0;
+        if (a[0] == 16 && a[1] == 0) USE(q4_k);
+        if (a[0] == 48 && a[1] == 1) USE(q5_k);
+        return 0;
+    case 7: if (J->n != 256) return 0; USE(q6_k);
+    case 8:
+        if (J->n != a[1] * a[2] || a[2] % 2 || a[1] <= 0) return 0;
+        switch (a[0]) {
+        case 0: USE(table4_0);
+        case 1: USE(table4_1);
+        case 2: USE(table4_2);
+        case 3: USE(table4_3);
+        }
+        return 0;
+    case 9:
+        if (J->n != 256 || a[0] < 0 || a[0] > 2) return 0;
+        if (a[0] == 0) USE(iq2_0);
+        if (a[0] == 1) USE(iq2_1);
+        USE(iq2_2);
+    case 10:
+        if (J->n != 256 || a[0] < 0 || a[0] > 1) return 0;
+        if (a[0] == 0) USE(iq3_0);
+        USE(iq3_1);
+    case 11:
+        if (J->n != 256 || a[0] < 0 || a[0] > 1) return 0;
+        if (a[0] == 0) USE(iq1_0);
+        USE(iq1_1);
+    }
+    return 0;
+#undef USE
+}
+
+/* ------------------------------------------------------------------ argument handling */
+
+typedef struct {
+    Py_buffer blocks, lut, g1, g2;
+    int held;
+} bufs_t;
+
+static void release(bufs_t *B) {
+    if (B->held & 1) PyBuffer_Release(&B->blocks);
+    if (B->held & 2) PyBuffer_Release(&B->lut);
+    if (B->held & 4) PyBuffer_Release(&B->g1);
+    if (B->held & 8) PyBuffer_Release(&B->g2);
+    B->held = 0;
+}
+
+/* Whether g1 and g2 (in floats) hold every row the family's decoder can index: the
+   indices come from the file's bytes, so the table sizes bound them. */
+static int tables_ok(int fam, const job_t *J, Py_ssize_t g1, Py_ssize_t g2) {
+    const int kind = J->a[0];
+    Py_ssize_t r1 = 0, c1 = 0, r2 = 0, c2 = 0;  /* rows and columns needed */
+    switch (fam) {
+    case 8: r1 = 16, c1 = 1, r2 = kind >= 2 ? 256 : 0, c2 = 1; break;
+    case 9: r1 = kind == 0 ? 256 * 128 : kind == 1 ? 512 * 128 : 1024, c1 = 8, r2 = kind == 2 ? 256 : 0, c2 = 8; break;
+    case 10: r1 = kind == 0 ? 256 : 512, c1 = 4, r2 = kind == 0 ? 128 : 256, c2 = 8; break;
+    case 11: r1 = 4096, c1 = 8; break;
+    default: return 1;
+    }
+    if (fam == 8) return g1 >= r1 && g2 >= r2;      /* one row each, read by value */
+    return J->g1c >= c1 && g1 >= r1 * J->g1c && (r2 == 0 || (J->g2c >= c2 && g2 >= r2 * J->g2c));
+}
+
+/* Fills J from (family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols). */
+static int setup_job(PyObject *const *argv, job_t *J, bufs_t *B, int *fam) {
+    memset(J, 0, sizeof *J);
+    *fam = (int) PyLong_AsLong(argv[0]);
+    if (*fam == -1 && PyErr_Occurred()) return 0;
+    if (*fam < 0 || *fam >= N_FAMILIES) {
+        PyErr_SetString(PyExc_ValueError, "unknown decoder family");
+        return 0;
+    }
+    PyObject *args = argv[1];
+    if (!PyTuple_Check(args) || PyTuple_GET_SIZE(args) != FAMILIES[*fam].nargs) {
+        PyErr_Format(PyExc_ValueError, "%s takes %d constant arguments", FAMILIES[*fam].name, FAMILIES[*fam].nargs);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args); i++) {
+        J->a[i] = (int) PyLong_AsLong(PyTuple_GET_ITEM(args, i));
+        if (J->a[i] == -1 && PyErr_Occurred()) return 0;
+    }
+    J->n = (int) PyLong_AsLong(argv[2]);
+    J->bb = (int) PyLong_AsLong(argv[3]);
+    J->big = PyObject_IsTrue(argv[5]);
+    J->g1c = (int) PyLong_AsLong(argv[8]);
+    J->g2c = (int) PyLong_AsLong(argv[10]);
+    if (PyErr_Occurred()) return 0;
+    if (J->n <= 0 || J->n > 256 || J->n % LANES || J->bb <= 0 || J->g1c <= 0 || J->g2c <= 0 || J->big < 0) {
+        PyErr_SetString(PyExc_ValueError, "bad block shape or table width");
+        return 0;
+    }
+    if (PyObject_GetBuffer(argv[4], &B->blocks, PyBUF_C_CONTIGUOUS) < 0) return 0;
+    B->held |= 1;
+    if (PyObject_GetBuffer(argv[6], &B->lut, PyBUF_C_CONTIGUOUS) < 0) return 0;
+    B->held |= 2;
+    if (PyObject_GetBuffer(argv[7], &B->g1, PyBUF_C_CONTIGUOUS) < 0) return 0;
+    B->held |= 4;
+    if (PyObject_GetBuffer(argv[9], &B->g2, PyBUF_C_CONTIGUOUS) < 0) return 0;
+    B->held |= 8;
+    if (B->blocks.len % J->bb || B->lut.len != 65536 * 4) {
+        PyErr_SetString(PyExc_ValueError, "blocks must be whole blocks and lut 65536 float32");
+        return 0;
+    }
+    if (!tables_ok(*fam, J, B->g1.len / 4, B->g2.len / 4)) {
+        PyErr_SetString(PyExc_ValueError, "the family's tables are too small for its indices");
+        return 0;
+    }
+    J->blocks = B->blocks.buf;
+    J->nb = B->blocks.len / J->bb;
+    J->lut = B->lut.buf;
+    J->g1 = B->g1.buf;
+    J->g2 = B->g2.buf;
+    return 1;
+}
+
+static PyObject *fused_supports(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 3) {
+        PyErr_SetString(PyExc_TypeError, "fused_supports(family, args, n)");
+        return NULL;
+    }
+    job_t J;
+    memset(&J, 0, sizeof J);
+    const long fam = PyLong_AsLong(argv[0]);
+    if (fam == -1 && PyErr_Occurred()) return NULL;
+    if (fam < 0 || fam >= N_FAMILIES || !PyTuple_Check(argv[1]) || PyTuple_GET_SIZE(argv[1]) != FAMILIES[fam].nargs)
+        Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(argv[1]); i++) {
+        J.a[i] = (int) PyLong_AsLong(PyTuple_GET_ITEM(argv[1], i));
+        if (J.a[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    J.n = (int) PyLong_AsLong(argv[2]);
+    if (PyErr_Occurred()) return NULL;
+    range_fn rf;
+    bins_fn bf;
+    return PyBool_FromLong(J.n > 0 && J.n <= 256 && J.n % LANES == 0 && pick((int) fam, &J, &rf, &bf));
+}
+
+static PyObject *fused_range(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 11) {
+        PyErr_SetString(PyExc_TypeError,
+                        "fused_range(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols)");
+        return NULL;
+    }
+    job_t J;
+    bufs_t B = {.held = 0};
+    int fam;
+    range_fn rf;
+    bins_fn bf;
+    if (!setup_job(argv, &J, &B, &fam)) goto fail;
+    if (!pick(fam, &J, &rf, &bf)) {
+        PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
+        goto fail;
+    }
+    range_t R = {0, 0, 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    rf(&J, &R);
+    Py_END_ALLOW_THREADS
+    release(&B);
+    return Py_BuildValue("(dddi)", R.lo, R.hi, R.total, R.ok);
+fail:
+    release(&B);
+    return NULL;
+}
+
+static PyObject *fused_bins(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 16) {
+        PyErr_SetString(PyExc_TypeError, "fused_bins(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, "
+                                         "g2_cols, lo, scale, top, shift, table)");
+        return NULL;
+    }
+    job_t J;
+    bufs_t B = {.held = 0};
+    Py_buffer tb;
+    int fam, have_table = 0;
+    range_fn rf;
+    bins_fn bf;
+    binargs_t BA;
+    if (!setup_job(argv, &J, &B, &fam)) goto fail;
+    if (!pick(fam, &J, &rf, &bf)) {
+        PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
+        goto fail;
+    }
+    BA.lo = (float) PyFloat_AsDouble(argv[11]);
+    BA.scale = (float) PyFloat_AsDouble(argv[12]);
+    BA.top = (int32_t) PyLong_AsLong(argv[13]);
+    BA.shift = (float) PyFloat_AsDouble(argv[14]);
+    if (PyErr_Occurred()) goto fail;
+    if (BA.top < 0 || BA.top > 255) {
+        PyErr_SetString(PyExc_ValueError, "top must be in 0..255");
+        goto fail;
+    }
+    if (PyObject_GetBuffer(argv[15], &tb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto fail;
+    have_table = 1;
+    if (tb.len != 65536 * 8) {
+        PyErr_SetString(PyExc_ValueError, "table must be 65536 int64");
+        goto fail;
+    }
+    BA.table = tb.buf;
+    bins_t R = {0, 0, 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    bf(&J, &BA, &R);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&tb);
+    release(&B);
+    return Py_BuildValue("(dddL)", R.s1, R.s2, R.sa, (long long) R.zeros);
+fail:
+    if (have_table) PyBuffer_Release(&tb);
+    release(&B);
+    return NULL;
+}
+
+static PyObject *families(PyObject *self, PyObject *unused) {
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    for (int i = 0; i < N_FAMILIES; i++) {
+        PyObject *v = PyLong_FromLong(i);
+        if (v == NULL || PyDict_SetItemString(d, FAMILIES[i].name, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+/* ------------------------------------------------------------------ kernels.py's loops */
+
+TARGETS static void moments_loop(const float *x, Py_ssize_t n, float shift, double *r) {
+    double s1 = 0, s2 = 0, sa = 0;
+    int64_t zeros = 0;
+    for (Py_ssize_t s = 0; s < n; s += PIECE) {
+        const int e = (int) (n - s < PIECE ? n - s : PIECE);
+        const int m = e - e % LANES;
+        float a1, a2, aa;
+        int32_t z;
+        uint8_t idx[PIECE];
+        piece_bins(x + s, m, 0.0f, 0.0f, 0, shift, idx, &a1, &a2, &aa, &z);
+        for (int j = m; j < e; j++) {
+            const float v = x[s + j], dv = v - shift;
+            a1 += dv;
+            a2 += dv * dv;
+            aa += fabsf(v);
+            z += v == 0.0f;
+        }
+        s1 += a1;
+        s2 += a2;
+        sa += aa;
+        zeros += z;
+    }
+    r[0] = s1;
+    r[1] = s2;
+    r[2] = sa;
+    r[3] = (double) zeros;
+}
+
+static PyObject *moments(PyObject *self, PyObject *args) {
+    Py_buffer x;
+    double shift;
+    if (!PyArg_ParseTuple(args, "y*d", &x, &shift)) return NULL;
+    if (x.len % 4) {
+        PyBuffer_Release(&x);
+        PyErr_SetString(PyExc_ValueError, "x must be float32");
+        return NULL;
+    }
+    double r[4];
+    Py_BEGIN_ALLOW_THREADS
+    moments_loop(x.buf, x.len / 4, (float) shift, r);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x);
+    return Py_BuildValue("(dddL)", r[0], r[1], r[2], (long long) r[3]);
+}
+
+TARGETS static int64_t bin_pairs_loop(const float *x, Py_ssize_t n, float lo, float scale, int32_t top, int64_t *table) {
+    uint8_t idx[PIECE + LANES];
+    float a1, a2, aa;
+    int32_t z;
+    int64_t lone = 0;
+    for (Py_ssize_t s = 0; s < n; s += PIECE) {
+        const int e = (int) (n - s < PIECE ? n - s : PIECE);
+        const int m = e - e % LANES;
+        piece_bins(x + s, m, lo, scale, top, 0.0f, idx, &a1, &a2, &aa, &z);
+        for (int j = m; j < e; j++) {
+            int32_t t = (int32_t) ((x[s + j] - lo) * scale);
+            t = t < top ? t : top;
+            idx[j] = (uint8_t) (t > 0 ? t : 0);
+        }
+        count_pair_idx(idx, e, table);
+        if (e % 2) {                    /* a lone last value: (value, bin 0) pair */
+            table[idx[e - 1]] += 1;
+            lone++;
+        }
+    }
+    return lone;
+}
+
+static PyObject *bin_pairs(PyObject *self, PyObject *args) {
+    Py_buffer x, tb;
+    double lo, scale;
+    int top;
+    PyObject *idx;
+    if (!PyArg_ParseTuple(args, "y*ddiw*O", &x, &lo, &scale, &top, &tb, &idx)) return NULL;
+    PyObject *res = NULL;
+    if (x.len % 4 || tb.len != 65536 * 8 || top < 0 || top > 255) {
+        PyErr_SetString(PyExc_ValueError, "bin_pairs(x float32, lo, scale, top 0..255, table int64[65536], idx)");
+    } else {
+        int64_t lone;
+        Py_BEGIN_ALLOW_THREADS
+        lone = bin_pairs_loop(x.buf, x.len / 4, (float) lo, (float) scale, top, tb.buf);
+        Py_END_ALLOW_THREADS
+        res = PyLong_FromLongLong(lone);
+    }
+    PyBuffer_Release(&x);
+    PyBuffer_Release(&tb);
+    return res;
+}
+
+/* Repeats among a sample of the codes (kernels._repeats): decides one table or four lanes. */
+#define REPEATS(T)                                                                            \
+    static int64_t repeats_##T(const T *c, Py_ssize_t n, Py_ssize_t st) {                      \
+        int64_t hits = 0;                                                                     \
+        for (int w = 0; w < 16; w++) {                                                        \
+            const Py_ssize_t s = n > 64 ? (n - 64) * w / 15 : 0;                              \
+            for (Py_ssize_t i = s + 3; i < (n < s + 64 ? n : s + 64); i++) {                  \
+                const T v = c[i * st];                                                        \
+                hits += (v == c[(i - 1) * st]) | (v == c[(i - 2) * st]) | (v == c[(i - 3) * st]); \
+            }                                                                                 \
+        }                                                                                     \
+        return hits;                                                                          \
+    }
+REPEATS(uint8_t)
+REPEATS(uint16_t)
+
+#define COUNT(T, C)                                                                                        \
+    static void count_##T##_##C(const T *c, Py_ssize_t n, Py_ssize_t st, C *t0, C *t1, C *t2, C *t3) {       \
+        if (t1 == NULL) {                                                                                  \
+            for (Py_ssize_t i = 0; i < n; i++) t0[c[i * st]] += 1;                                         \
+            return;                                                                                        \
+        }                                                                                                  \
+        const Py_ssize_t m = n & ~(Py_ssize_t) 3;                                                          \
+        for (Py_ssize_t i = 0; i < m; i += 4) {                                                            \
+            t0[c[i * st]] += 1;                                                                            \
+            t1[c[(i + 1) * st]] += 1;                                                                      \
+            t2[c[(i + 2) * st]] += 1;                                                                      \
+            t3[c[(i + 3) * st]] += 1;                                                                      \
+        }                                                                                                  \
+        for (Py_ssize_t i = m; i < n; i++) t0[c[i * st]] += 1;                                             \
+    }
+COUNT(uint8_t, int32_t)
+COUNT(uint8_t, int64_t)
+COUNT(uint16_t, int32_t)
+COUNT(uint16_t, int64_t)
+
+/* count_codes(codes, counts): codes a 1-D uint8/uint16 buffer with any stride, counts a
+   C-contiguous int32/int64 (lanes, size) array with size above every code. */
+static PyObject *count_codes(PyObject *self, PyObject *args) {
+    PyObject *co, *ct;
+    if (!PyArg_ParseTuple(args, "OO", &co, &ct)) return NULL;
+    Py_buffer c, t;
+    if (PyObject_GetBuffer(co, &c, PyBUF_STRIDED_RO | PyBUF_FORMAT) < 0) return NULL;
+    if (PyObject_GetBuffer(ct, &t, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) {
+        PyBuffer_Release(&c);
+        return NULL;
+    }
+    PyObject *res = NULL;
+    const int ci = (int) c.itemsize, ti = (int) t.itemsize;
+    if (c.ndim != 1 || (ci != 1 && ci != 2) || c.strides[0] % ci || t.ndim != 2 || (ti != 4 && ti != 8)
+        || t.shape[1] < (ci == 1 ? 256 : 65536)) {
+        PyErr_SetString(PyExc_ValueError, "count_codes(codes uint8/uint16 1-D, counts int32/int64 (lanes, size))");
+        goto done;
+    }
+    {
+        const Py_ssize_t n = c.shape[0], st = c.strides[0] / ci, size = t.shape[1];
+        const int lanes = t.shape[0] >= 4 && (ci == 1 ? repeats_uint8_t(c.buf, n, st) : repeats_uint16_t(c.buf, n, st)) >= 64;
+        char *base = t.buf;
+        const Py_ssize_t row = size * ti;
+        Py_BEGIN_ALLOW_THREADS
+        if (ci == 1 && ti == 4)
+            count_uint8_t_int32_t(c.buf, n, st, (int32_t *) base, lanes ? (int32_t *) (base + row) : NULL,
+                                  (int32_t *) (base + 2 * row), (int32_t *) (base + 3 * row));
+        else if (ci == 1)
+            count_uint8_t_int64_t(c.buf, n, st, (int64_t *) base, lanes ? (int64_t *) (base + row) : NULL,
+                                  (int64_t *) (base + 2 * row), (int64_t *) (base + 3 * row));
+        else if (ti == 4)
+            count_uint16_t_int32_t(c.buf, n, st, (int32_t *) base, lanes ? (int32_t *) (base + row) : NULL,
+                                   (int32_t *) (base + 2 * row), (int32_t *) (base + 3 * row));
+        else
+            count_uint16_t_int64_t(c.buf, n, st, (int64_t *) base, lanes ? (int64_t *) (base + row) : NULL,
+                                   (int64_t *) (base + 2 * row), (int64_t *) (base + 3 * row));
+        Py_END_ALLOW_THREADS
+        Py_INCREF(Py_None);
+        res = Py_None;
+    }
+done:
+    PyBuffer_Release(&c);
+    PyBuffer_Release(&t);
+    return res;
+}
+
+static PyMethodDef METHODS[] = {
+    {"fused_range", (PyCFunction) (void (*)(void)) fused_range, METH_FASTCALL,
+     "Pass one over whole blocks: (min, max, sum, ok)."},
+    {"fused_bins", (PyCFunction) (void (*)(void)) fused_bins, METH_FASTCALL,
+     "Pass two over whole blocks: (s1, s2, abs_sum, zeros); pairs of bins counted into table."},
+    {"fused_supports", (PyCFunction) (void (*)(void)) fused_supports, METH_FASTCALL,
+     "Whether a family and its constant arguments have a compiled variant."},
+    {"families", families, METH_NOARGS, "Decoder family name -> id."},
+    {"moments", moments, METH_VARARGS, "kernels.moments"},
+    {"bin_pairs", bin_pairs, METH_VARARGS, "kernels.bin_pairs"},
+    {"count_codes", count_codes, METH_VARARGS, "kernels.count_codes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "ggscope._cstats",
+                                    "ggscope's statistics kernels, compiled at install time.", -1, METHODS};
+
+PyMODINIT_FUNC PyInit__cstats(void) {
+    PyObject *m = PyModule_Create(&MODULE);
+    if (m != NULL && PyModule_AddIntConstant(m, "PIECE", PIECE) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

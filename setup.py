@@ -1,0 +1,17 @@
+"""The optional compiled statistics kernels (ggscope/_cstats.c).
+
+Why a setup.py beside pyproject.toml: setuptools declares C extensions only here.  The
+extension is optional: without a C compiler or Python's headers the install still
+succeeds and ggscope uses its numba kernels instead (``ggscope.cstats.ENGINE``).
+"""
+import sys
+
+from setuptools import Extension, setup
+
+# -ffp-contract=off: the decoders keep ggml's float32 operation order; a fused
+# multiply-add would round differently from the numpy codecs the tests hold them to.
+# -fno-wrapv undoes the -fwrapv of Python's own flags: with wrapping int indices
+# the compiler cannot widen them and vectorizes none of the decoders.
+FLAGS = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
+
+setup(ext_modules=[Extension("ggscope._cstats", ["ggscope/_cstats.c"], extra_compile_args=FLAGS, optional=True)])
