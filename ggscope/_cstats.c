@@ -54,6 +54,7 @@ typedef struct {
     const float *g1, *g2;             /* the family's tables (fused_specs.tables) */
     int g1c, g2c;                     /* their row lengths */
     int a[10];                        /* the family's constant arguments */
+    float kvmax;                      /* table4: the largest |value| of its 16-value table */
 } job_t;
 
 /* ------------------------------------------------------------------ field readers */
@@ -370,6 +371,128 @@ INLINE void dec_iq1(const job_t *J, const uint8_t *restrict b, float *restrict o
     }
 }
 
+/* ------------------------------------------------------------------ block bounds
+   An upper bound of |x| over a block, from its scales alone (ggscope.scale_range's idea,
+   per block): pass one decodes only the blocks whose bound could move the running min or
+   max -- on a realistic tensor a few per chunk.  Each bound evaluates the decoder's own
+   float32 products with the largest code, and rounding is monotone, so no decoded value
+   exceeds it; a NaN or infinite bound (a damaged scale) makes the block decode, where
+   the non-finite value is seen. */
+
+/* Signed bounds [L, U] of a block's values.  Plain (branch-free) min and max; the sum
+   ``acc`` of every extreme turns NaN or infinite when one of them is, and then the
+   bounds are NaN, which makes the block decode. */
+INLINE float fmin2(float a, float b) { return a < b ? a : b; }
+INLINE float fmax2(float a, float b) { return a > b ? a : b; }
+INLINE int finitef32(float v) { return v - v == 0.0f; }
+INLINE float max_nan(float a, float v) { return v > a || v != v ? v : a; }   /* NaN wins */
+
+INLINE void settle(float lo, float hi, float acc, float *L, float *U) {
+    *L = finitef32(acc) ? lo : NAN;
+    *U = finitef32(acc) ? hi : NAN;
+}
+
+INLINE void span_nibbles(const job_t *J, const uint8_t *b, int d_at, int wide, int m_at, int qh_at, int bias,
+                         int o_at, float *L, float *U) {
+    const float d = scale_at(b, d_at, wide, J->big, J->lut);
+    const float m = m_at >= 0 ? scale_at(b, m_at, wide, J->big, J->lut) : 0.0f;
+    const int top = qh_at >= 0 ? 31 : 15;
+    const float e0 = (float) (0 - bias) * d, e1 = (float) (top - bias) * d;   /* the extreme codes */
+    float lo = fmin2(e0, e1), hi = fmax2(e0, e1), acc = e0 + e1;
+    if (m_at >= 0) {
+        lo = lo + m;
+        hi = hi + m;
+        acc += lo + hi;
+    }
+    if (o_at >= 0) {                    /* Q4_1_O: the outlier's own value */
+        const float v = f16(b, o_at + 2, J->big, J->lut);
+        lo = fmin2(lo, v);
+        hi = fmax2(hi, v);
+        acc += v;
+    }
+    settle(lo, hi, acc, L, U);
+}
+
+INLINE void sym(float B, float *L, float *U) { settle(-B, B, B, L, U); }
+
+INLINE void span_int8(const job_t *J, const uint8_t *b, int d_at, int wide, float *L, float *U) {
+    sym(128.0f * fabsf(scale_at(b, d_at, wide, J->big, J->lut)), L, U);
+}
+
+INLINE void span_q2_k(const job_t *J, const uint8_t *b, float *L, float *U) {
+    const float d = f16(b, 80, J->big, J->lut), dmin = f16(b, 82, J->big, J->lut);
+    float lo = INFINITY, hi = -INFINITY, acc = d + dmin;
+    for (int g = 0; g < 16; g++) {
+        const int32_t sc = b[g];
+        const float dl = d * (float) (sc & 15), ml = dmin * (float) (sc >> 4);
+        const float e0 = 0.0f * dl - ml, e1 = 3.0f * dl - ml;
+        lo = fmin2(lo, fmin2(e0, e1));
+        hi = fmax2(hi, fmax2(e0, e1));
+    }
+    settle(lo, hi, acc, L, U);
+}
+
+INLINE void span_q3_k(const job_t *J, const uint8_t *b, float *L, float *U) {
+    const float d = f16(b, 108, J->big, J->lut);
+    int32_t big = 0;
+    for (int g = 0; g < 16; g++) {
+        const int32_t low = ((int32_t) b[96 + g % 8] >> (4 * (g / 8))) & 15;
+        const int32_t high = ((int32_t) b[104 + g % 4] >> (2 * (g / 4))) & 3;
+        const int32_t v = (low | (high << 4)) - 32, a = v < 0 ? -v : v;
+        big = a > big ? a : big;
+    }
+    sym(4.0f * fabsf(d * (float) big), L, U);
+}
+
+INLINE void span_q45_k(const job_t *J, const uint8_t *b, int five, float *L, float *U) {
+    const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
+    const float top = five ? 31.0f : 15.0f;
+    float lo = INFINITY, hi = -INFINITY;
+    for (int g = 0; g < 8; g++) {
+        float dl, ml;
+        k4_scale(b, g, d, dmin, &dl, &ml);
+        const float e0 = 0.0f * dl - ml, e1 = top * dl - ml;
+        lo = fmin2(lo, fmin2(e0, e1));
+        hi = fmax2(hi, fmax2(e0, e1));
+    }
+    settle(lo, hi, d + dmin, L, U);
+}
+
+INLINE void span_q6_k(const job_t *J, const uint8_t *b, float *L, float *U) {
+    const float d = f16(b, 208, J->big, J->lut);
+    int32_t big = 0;
+    for (int g = 0; g < 16; g++) {
+        const int32_t v = (int8_t) b[192 + g], a = v < 0 ? -v : v;
+        big = a > big ? a : big;
+    }
+    sym(32.0f * fabsf(d * (float) big), L, U);
+}
+
+INLINE void span_table4(const job_t *J, const uint8_t *b, int mode, int groups, float *L, float *U) {
+    if (mode == 0) {
+        sym(J->kvmax * fabsf(f16(b, 0, J->big, J->lut)), L, U);
+        return;
+    }
+    if (mode == 2) {
+        sym(J->kvmax * fabsf(J->g2[b[0]]), L, U);
+        return;
+    }
+    float B = 0.0f, acc = 0.0f;
+    for (int ib = 0; ib < groups; ib++) {
+        float dl;
+        if (mode == 1) {
+            const uint32_t h = u16(b, 2, J->big);
+            const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
+            dl = f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
+        } else {
+            dl = J->g2[b[ib]];
+        }
+        B = fmax2(B, J->kvmax * fabsf(dl));
+        acc += dl;
+    }
+    settle(-B, B, acc + B, L, U);
+}
+
 /* ------------------------------------------------------------------ the two passes, written once */
 
 INLINE int32_t fbits(float v) {
@@ -468,22 +591,19 @@ INLINE void count_pair_idx(const uint8_t *idx, int e, int64_t *table) {
    increment waits for the store of the one before (measured: the counting was 3/4 of
    pass two).  flush_lanes adds them into the caller's table layout. */
 #define SMALL_BINS 64
-typedef uint32_t lanes_t[4][SMALL_BINS * SMALL_BINS];
+typedef uint32_t lanes_t[8][SMALL_BINS * SMALL_BINS];
 
 INLINE void count_pair_lanes(const uint16_t *restrict pairs, int m, lanes_t *restrict c) {
     int j = 0;
-    for (; j + 4 <= m; j += 4) {
-        (*c)[0][pairs[j]] += 1;
-        (*c)[1][pairs[j + 1]] += 1;
-        (*c)[2][pairs[j + 2]] += 1;
-        (*c)[3][pairs[j + 3]] += 1;
-    }
+    for (; j + 8 <= m; j += 8)
+        for (int l = 0; l < 8; l++) (*c)[l][pairs[j + l]] += 1;
     for (; j < m; j++) (*c)[0][pairs[j]] += 1;
 }
 
 static void flush_lanes(lanes_t *c, int64_t *table) {
     for (int k = 0; k < SMALL_BINS * SMALL_BINS; k++) {
-        const uint64_t v = (uint64_t) (*c)[0][k] + (*c)[1][k] + (*c)[2][k] + (*c)[3][k];
+        uint64_t v = 0;
+        for (int l = 0; l < 8; l++) v += (*c)[l][k];
         if (v) table[(k & (SMALL_BINS - 1)) | ((k / SMALL_BINS) << 8)] += (int64_t) v;
     }
     memset(c, 0, sizeof *c);
@@ -600,6 +720,45 @@ typedef struct {
         R->zeros = zeros;                                                                            \
     }
 
+/* Pass one with block bounds (SPAN, a statement setting L and U from J and b): blocks that cannot
+   move the range are skipped undecoded, so there is no sum (total NaN; ggscope.stats
+   then centres pass two on the middle of the range). */
+#define RANGE_BOUND(NAME, N, DECODE, SPAN)                                                          \
+    TARGETS static void rangeb_##NAME(const job_t *J, range_t *R) {                                  \
+        const int n = (N);                                                                           \
+        const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
+        float out[256] __attribute__((aligned(64)));                                                 \
+        int32_t lo = 0x7FFFFFFF, hi = (int32_t) 0x80000000;                                          \
+        float flo = INFINITY, fhi = -INFINITY;                                                       \
+        for (Py_ssize_t p = 0; p < J->nb; p += per) {                                                \
+            const Py_ssize_t end = p + per < J->nb ? p + per : J->nb;                                \
+            prefetch_next(J, end, per);                                                              \
+            for (Py_ssize_t bi = p; bi < end; bi++) {                                                \
+                const uint8_t *restrict b = J->blocks + bi * J->bb;                                  \
+                float L, U;                                                                          \
+                SPAN;                                                                                \
+                if (L >= flo && U <= fhi) continue; /* false for NaN */                              \
+                float *restrict o = out;                                                             \
+                DECODE;                                                                              \
+                int32_t mn, mx;                                                                      \
+                float s;                                                                             \
+                piece_range(out, n, &mn, &mx, &s);                                                   \
+                if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {                                        \
+                    R->ok = 0;                                                                       \
+                    return;                                                                          \
+                }                                                                                    \
+                lo = mn < lo ? mn : lo;                                                              \
+                hi = mx > hi ? mx : hi;                                                              \
+                flo = key_value(lo);                                                                 \
+                fhi = key_value(hi);                                                                 \
+            }                                                                                        \
+        }                                                                                            \
+        R->lo = key_value(lo);                                                                       \
+        R->hi = key_value(hi);                                                                       \
+        R->total = NAN;                                                                              \
+        R->ok = J->nb > 0;                                                                           \
+    }
+
 #define A(i) (J->a[i])
 /* nibbles: d_at, wide, m_at, qh_at, qs_at, half, interleaved, bias, outlier_at.  The
    four upstream layouts (plain halves, f16 scale, no outlier) get variants of their own. */
@@ -631,6 +790,26 @@ DRIVERS(iq3_0, 256, dec_iq3(J, b, o, 0))
 DRIVERS(iq3_1, 256, dec_iq3(J, b, o, 1))
 DRIVERS(iq1_0, 256, dec_iq1(J, b, o, 0))
 DRIVERS(iq1_1, 256, dec_iq1(J, b, o, 1))
+RANGE_BOUND(nib_00, 32, dec_nibbles(J, b, o, A(0), 0, -1, -1, A(4), 16, 0, A(7), -1),
+            span_nibbles(J, b, A(0), 0, -1, -1, A(7), -1, &L, &U))
+RANGE_BOUND(nib_10, 32, dec_nibbles(J, b, o, A(0), 0, A(2), -1, A(4), 16, 0, A(7), -1),
+            span_nibbles(J, b, A(0), 0, A(2), -1, A(7), -1, &L, &U))
+RANGE_BOUND(nib_01, 32, dec_nibbles(J, b, o, A(0), 0, -1, A(3), A(4), 16, 0, A(7), -1),
+            span_nibbles(J, b, A(0), 0, -1, A(3), A(7), -1, &L, &U))
+RANGE_BOUND(nib_11, 32, dec_nibbles(J, b, o, A(0), 0, A(2), A(3), A(4), 16, 0, A(7), -1),
+            span_nibbles(J, b, A(0), 0, A(2), A(3), A(7), -1, &L, &U))
+RANGE_BOUND(int8_32, 32, dec_int8(J, b, o, A(0), 0, A(2), 32), span_int8(J, b, A(0), 0, &L, &U))
+RANGE_BOUND(int8, J->n, dec_int8(J, b, o, A(0), A(1), A(2), A(3)), span_int8(J, b, A(0), A(1), &L, &U))
+RANGE_BOUND(tq1_0, 256, dec_tq1_0(J, b, o), sym(fabsf(f16(b, 52, J->big, J->lut)), &L, &U))
+RANGE_BOUND(q2_k, 256, dec_q2_k(J, b, o), span_q2_k(J, b, &L, &U))
+RANGE_BOUND(q3_k, 256, dec_q3_k(J, b, o), span_q3_k(J, b, &L, &U))
+RANGE_BOUND(q4_k, 256, dec_q45_k(J, b, o, 16, 0), span_q45_k(J, b, 0, &L, &U))
+RANGE_BOUND(q5_k, 256, dec_q45_k(J, b, o, 48, 1), span_q45_k(J, b, 1, &L, &U))
+RANGE_BOUND(q6_k, 256, dec_q6_k(J, b, o), span_q6_k(J, b, &L, &U))
+RANGE_BOUND(table4_0, J->n, dec_table4(J, b, o, 0, A(1), A(2)), span_table4(J, b, 0, A(1), &L, &U))
+RANGE_BOUND(table4_1, J->n, dec_table4(J, b, o, 1, A(1), A(2)), span_table4(J, b, 1, A(1), &L, &U))
+RANGE_BOUND(table4_2, J->n, dec_table4(J, b, o, 2, A(1), A(2)), span_table4(J, b, 2, A(1), &L, &U))
+RANGE_BOUND(table4_3, J->n, dec_table4(J, b, o, 3, A(1), A(2)), span_table4(J, b, 3, A(1), &L, &U))
 #undef A
 
 typedef void (*range_fn)(const job_t *, range_t *);
@@ -656,40 +835,46 @@ static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
         *bf = bins_##NAME;     \
         return 1;              \
     } while (0)
+#define USEB(NAME)             \
+    do {                       \
+        *rf = rangeb_##NAME;   \
+        *bf = bins_##NAME;     \
+        return 1;              \
+    } while (0)
     const int *a = J->a;
     switch (fam) {
     case 0:
         if (a[1] == 0 && a[5] == 16 && a[6] == 0 && a[8] < 0 && J->n == 32) {
-            if (a[2] < 0 && a[3] < 0) USE(nib_00);
-            if (a[2] >= 0 && a[3] < 0) USE(nib_10);
-            if (a[2] < 0 && a[3] >= 0) USE(nib_01);
-            USE(nib_11);
+            if (a[2] < 0 && a[3] < 0) USEB(nib_00);
+            if (a[2] >= 0 && a[3] < 0) USEB(nib_10);
+            if (a[2] < 0 && a[3] >= 0) USEB(nib_01);
+            USEB(nib_11);
         }
         if (J->n != 2 * a[5]) return 0;
         USE(nib);
     case 1:
         if (J->n != a[3]) return 0;
-        if (a[1] == 0 && a[3] == 32) USE(int8_32);
-        USE(int8);
+        if (a[1] == 0 && a[3] == 32) USEB(int8_32);
+        USEB(int8);
     case 2:
         if (J->n != a[2] || (a[3] != 1 && a[3] != 2) || (a[4] && J->n % 128)) return 0;
         USE(crumbs);
-    case 3: if (J->n != 256) return 0; USE(tq1_0);
-    case 4: if (J->n != 256) return 0; USE(q2_k);
-    case 5: if (J->n != 256) return 0; USE(q3_k);
+    case 3: if (J->n != 256) return 0; USEB(tq1_0);
+    case 4: if (J->n != 256) return 0; USEB(q2_k);
+    case 5: if (J->n != 256) return 0; USEB(q3_k);
     case 6:
         if (J->n != 256) return 0;
-        if (a[0] == 16 && a[1] == 0) USE(q4_k);
-        if (a[0] == 48 && a[1] == 1) USE(q5_k);
+        if (a[0] == 16 && a[1] == 0) USEB(q4_k);
+        if (a[0] == 48 && a[1] == 1) USEB(q5_k);
         return 0;
-    case 7: if (J->n != 256) return 0; USE(q6_k);
+    case 7: if (J->n != 256) return 0; USEB(q6_k);
     case 8:
         if (J->n != a[1] * a[2] || a[2] % 2 || a[1] <= 0) return 0;
         switch (a[0]) {
-        case 0: USE(table4_0);
-        case 1: USE(table4_1);
-        case 2: USE(table4_2);
-        case 3: USE(table4_3);
+        case 0: USEB(table4_0);
+        case 1: USEB(table4_1);
+        case 2: USEB(table4_2);
+        case 3: USEB(table4_3);
         }
         return 0;
     case 9:
@@ -708,6 +893,7 @@ static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
     }
     return 0;
 #undef USE
+#undef USEB
 }
 
 /* ------------------------------------------------------------------ argument handling */
@@ -786,6 +972,9 @@ static int setup_job(PyObject *const *argv, job_t *J, bufs_t *B, int *fam) {
         return 0;
     }
     J->blocks = B->blocks.buf;
+    J->kvmax = 0.0f;
+    if (*fam == 8)
+        for (int k = 0; k < 16; k++) J->kvmax = max_nan(J->kvmax, fabsf(((const float *) B->g1.buf)[k]));
     J->nb = B->blocks.len / J->bb;
     J->lut = B->lut.buf;
     J->g1 = B->g1.buf;
@@ -1013,12 +1202,23 @@ REPEATS(uint16_t)
 
 #define COUNT(T, C)                                                                                        \
     static void count_##T##_##C(const T *c, Py_ssize_t n, Py_ssize_t st, C *t0, C *t1, C *t2, C *t3) {       \
+        if (t1 == NULL && st == 1) { /* the common case: no stride multiply, the data asked for ahead */  \
+            Py_ssize_t i = 0;                                                                              \
+            const Py_ssize_t line = 64 / sizeof(T);                                                        \
+            for (; i + line <= n; i += line) {                                                             \
+                __builtin_prefetch(c + i + 16 * line, 0, 3);                                               \
+                for (Py_ssize_t k = 0; k < line; k++) t0[c[i + k]] += 1;                                   \
+            }                                                                                              \
+            for (; i < n; i++) t0[c[i]] += 1;                                                              \
+            return;                                                                                        \
+        }                                                                                                  \
         if (t1 == NULL) {                                                                                  \
             for (Py_ssize_t i = 0; i < n; i++) t0[c[i * st]] += 1;                                         \
             return;                                                                                        \
         }                                                                                                  \
         const Py_ssize_t m = n & ~(Py_ssize_t) 3;                                                          \
         for (Py_ssize_t i = 0; i < m; i += 4) {                                                            \
+            if (st == 1 && (i & 31) == 0) __builtin_prefetch(c + i + 1024, 0, 3);                           \
             t0[c[i * st]] += 1;                                                                            \
             t1[c[(i + 1) * st]] += 1;                                                                      \
             t2[c[(i + 2) * st]] += 1;                                                                      \
