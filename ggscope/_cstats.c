@@ -55,7 +55,28 @@ typedef struct {
     int g1c, g2c;                     /* their row lengths */
     int a[10];                        /* the family's constant arguments */
     float kvmax;                      /* table4: the largest |value| of its 16-value table */
+    int64_t *scodes;                  /* pass one also counts each block's f16 scale code here */
+    int scode_at;                     /* (the field's byte offset), unless scodes is NULL */
 } job_t;
+
+/* The f16 scale code of a block as the host reads its two bytes (what numpy's uint16
+   view of the field gives ggscope.stats). */
+INLINE void count_scale(const job_t *J, const uint8_t *b) {
+    if (J->scodes != NULL) {
+        uint16_t c;
+        memcpy(&c, b + J->scode_at, 2);
+        J->scodes[c] += 1;
+    }
+}
+
+/* Pass one failed at block ``upto`` (a NaN or Inf): take back the scale codes it counted. */
+static void uncount_scales(const job_t *J, Py_ssize_t upto) {
+    for (Py_ssize_t bi = 0; J->scodes != NULL && bi <= upto && bi < J->nb; bi++) {
+        uint16_t c;
+        memcpy(&c, J->blocks + bi * J->bb + J->scode_at, 2);
+        J->scodes[c] -= 1;
+    }
+}
 
 /* ------------------------------------------------------------------ field readers */
 
@@ -528,12 +549,16 @@ TARGETS __attribute__((noinline)) static void piece_idx(const float *restrict x,
     }
 }
 
-/* With at most SMALL_BINS bins: the pair index b0 | b1 << 6 of consecutive values,
-   ready for counting (one load per pair instead of two loads, a shift and an or). */
+/* With at most SMALL_BINS bins: pair indices b0 | b1 << 6, ready for counting (one load
+   per pair instead of two, a shift and an or).  A pair is value k and value k + e/2 of
+   the piece -- two straight streams, so no lane shuffles -- which counts the same
+   histogram: the table is folded over both of its axes. */
 TARGETS __attribute__((noinline)) static void piece_pairs(const float *restrict x, int e, float lo, float scale,
                                                            int32_t top, uint16_t *restrict pairs) {
-    for (int j = 0; j < e / 2; j++) {
-        int32_t t0 = (int32_t) ((x[2 * j] - lo) * scale), t1 = (int32_t) ((x[2 * j + 1] - lo) * scale);
+    const int h = e / 2;
+    const float *restrict y = x + h;
+    for (int j = 0; j < h; j++) {
+        int32_t t0 = (int32_t) ((x[j] - lo) * scale), t1 = (int32_t) ((y[j] - lo) * scale);
         t0 = t0 < top ? t0 : top;
         t1 = t1 < top ? t1 : top;
         t0 = t0 > 0 ? t0 : 0;
@@ -542,21 +567,37 @@ TARGETS __attribute__((noinline)) static void piece_pairs(const float *restrict 
     }
 }
 
+/* Four straight streams (quarters of the piece), each with its own accumulators: the
+   compiler vectorizes each, and the four additions chains overlap instead of each vector
+   add waiting for the one before (one chain was measured latency-bound, 0.1 ns per
+   element). */
+#define MOMENT(v, A1, A2, AA, Z)      \
+    do {                              \
+        const float dv = (v) - shift; \
+        A1 += dv;                     \
+        A2 += dv * dv;                \
+        AA += fabsf(v);               \
+        Z += (v) == 0.0f;             \
+    } while (0)
+
 TARGETS REASSOC static int32_t piece_moments(const float *restrict x, int e, float shift, float *r1, float *r2, float *ra) {
-    float a1 = 0.0f, a2 = 0.0f, aa = 0.0f;
-    int32_t z = 0;
-    for (int j = 0; j < e; j++) {
-        const float v = x[j], dv = v - shift;
-        a1 += dv;
-        a2 += dv * dv;
-        aa += fabsf(v);
-        z += v == 0.0f;
+    float a10 = 0, a11 = 0, a12 = 0, a13 = 0, a20 = 0, a21 = 0, a22 = 0, a23 = 0, aa0 = 0, aa1 = 0, aa2 = 0, aa3 = 0;
+    int32_t z0 = 0, z1 = 0, z2 = 0, z3 = 0;
+    const int q = e / 4;
+    const float *restrict x1 = x + q, *restrict x2 = x + 2 * q, *restrict x3 = x + 3 * q;
+    for (int j = 0; j < q; j++) {
+        MOMENT(x[j], a10, a20, aa0, z0);
+        MOMENT(x1[j], a11, a21, aa1, z1);
+        MOMENT(x2[j], a12, a22, aa2, z2);
+        MOMENT(x3[j], a13, a23, aa3, z3);
     }
-    *r1 = a1;
-    *r2 = a2;
-    *ra = aa;
-    return z;
+    for (int j = 4 * q; j < e; j++) MOMENT(x[j], a10, a20, aa0, z0);
+    *r1 = (a10 + a11) + (a12 + a13);
+    *r2 = (a20 + a21) + (a22 + a23);
+    *ra = (aa0 + aa1) + (aa2 + aa3);
+    return z0 + z1 + z2 + z3;
 }
+#undef MOMENT
 
 
 /* Min and max order keys and the float32 sum of x[0:e]. */
@@ -598,6 +639,16 @@ INLINE void count_pair_lanes(const uint16_t *restrict pairs, int m, lanes_t *res
     for (; j + 8 <= m; j += 8)
         for (int l = 0; l < 8; l++) (*c)[l][pairs[j + l]] += 1;
     for (; j < m; j++) (*c)[0][pairs[j]] += 1;
+}
+
+/* Each thread's lanes, allocated once and left zeroed by flush_lanes.  Not malloc'd per
+   call: glibc gives the freed block back to the kernel at once, and the page faults of
+   the next call, serialised on the process's memory map, cost two threads of one process
+   a third of their speed (measured; two processes did not slow each other). */
+static lanes_t *thread_lanes(void) {
+    static _Thread_local lanes_t *mine = NULL;
+    if (mine == NULL) mine = calloc(1, sizeof(lanes_t));
+    return mine;
 }
 
 static void flush_lanes(lanes_t *c, int64_t *table) {
@@ -651,12 +702,14 @@ typedef struct {
             for (Py_ssize_t bi = p; bi < end; bi++, e += n) {                                        \
                 const uint8_t *restrict b = J->blocks + bi * J->bb;                                         \
                 float *restrict o = out + e;                                                                \
+                count_scale(J, b);                                                                   \
                 DECODE;                                                                              \
             }                                                                                        \
             int32_t mn = 0x7FFFFFFF, mx = (int32_t) 0x80000000;                                      \
             float s;                                                                                 \
             piece_range(out, e, &mn, &mx, &s);                                                       \
             if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {                                            \
+                uncount_scales(J, end - 1);                                                          \
                 R->ok = 0;                                                                           \
                 return;                                                                              \
             }                                                                                        \
@@ -678,7 +731,7 @@ typedef struct {
         double s1 = 0.0, s2 = 0.0, sa = 0.0;                                                         \
         int64_t zeros = 0, pending = 0;                                                              \
         const int small = A->top < SMALL_BINS;                                                       \
-        lanes_t *lanes = small ? calloc(1, sizeof(lanes_t)) : NULL;                                  \
+        lanes_t *lanes = small ? thread_lanes() : NULL;                                              \
         for (Py_ssize_t p = 0; p < J->nb; p += per) {                                                \
             const Py_ssize_t end = p + per < J->nb ? p + per : J->nb;                                \
             int e = 0;                                                                               \
@@ -712,7 +765,6 @@ typedef struct {
         }                                                                                            \
         if (lanes != NULL) {                                                                         \
             flush_lanes(lanes, A->table);                                                            \
-            free(lanes);                                                                             \
         }                                                                                            \
         R->s1 = s1;                                                                                  \
         R->s2 = s2;                                                                                  \
@@ -736,6 +788,7 @@ typedef struct {
             for (Py_ssize_t bi = p; bi < end; bi++) {                                                \
                 const uint8_t *restrict b = J->blocks + bi * J->bb;                                  \
                 float L, U;                                                                          \
+                count_scale(J, b);                                                                   \
                 SPAN;                                                                                \
                 if (L >= flo && U <= fhi) continue; /* false for NaN */                              \
                 float *restrict o = out;                                                             \
@@ -744,6 +797,7 @@ typedef struct {
                 float s;                                                                             \
                 piece_range(out, n, &mn, &mx, &s);                                                   \
                 if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {                                        \
+                    uncount_scales(J, bi);                                                           \
                     R->ok = 0;                                                                       \
                     return;                                                                          \
                 }                                                                                    \
@@ -1005,14 +1059,15 @@ static PyObject *fused_supports(PyObject *self, PyObject *const *argv, Py_ssize_
 }
 
 static PyObject *fused_range(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 11) {
-        PyErr_SetString(PyExc_TypeError,
-                        "fused_range(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols)");
+    if (argc != 11 && argc != 13) {
+        PyErr_SetString(PyExc_TypeError, "fused_range(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, "
+                                         "g2_cols[, scale_table, scale_at])");
         return NULL;
     }
     job_t J;
     bufs_t B = {.held = 0};
-    int fam;
+    Py_buffer tb;
+    int fam, have_table = 0;
     range_fn rf;
     bins_fn bf;
     if (!setup_job(argv, &J, &B, &fam)) goto fail;
@@ -1020,13 +1075,27 @@ static PyObject *fused_range(PyObject *self, PyObject *const *argv, Py_ssize_t a
         PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
         goto fail;
     }
+    if (argc == 13 && argv[11] != Py_None) {
+        const long at = PyLong_AsLong(argv[12]);
+        if (at == -1 && PyErr_Occurred()) goto fail;
+        if (PyObject_GetBuffer(argv[11], &tb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto fail;
+        have_table = 1;
+        if (tb.len != 65536 * 8 || at < 0 || at + 2 > J.bb) {
+            PyErr_SetString(PyExc_ValueError, "scale_table must be 65536 int64 and scale_at a field inside the block");
+            goto fail;
+        }
+        J.scodes = tb.buf;
+        J.scode_at = (int) at;
+    }
     range_t R = {0, 0, 0, 0};
     Py_BEGIN_ALLOW_THREADS
     rf(&J, &R);
     Py_END_ALLOW_THREADS
+    if (have_table) PyBuffer_Release(&tb);
     release(&B);
     return Py_BuildValue("(dddi)", R.lo, R.hi, R.total, R.ok);
 fail:
+    if (have_table) PyBuffer_Release(&tb);
     release(&B);
     return NULL;
 }

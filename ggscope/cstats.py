@@ -78,10 +78,15 @@ def _lut() -> np.ndarray:
     return np.ascontiguousarray(code_values("F16", "little"), np.float32)
 
 
-def range_pass(layout: str, blocks: np.ndarray, big: bool) -> tuple[float, float, float] | None:
+def range_pass(layout: str, blocks: np.ndarray, big: bool, scale_table: np.ndarray | None = None,
+               scale_at: int = -1) -> tuple[float, float, float] | None:
+    """As ``fused.range_pass``; with ``scale_table`` (int64[65536]) it also counts every
+    block's f16 scale code at byte ``scale_at`` -- as numpy's uint16 view of that field
+    reads it -- when (and only when) it returns a range."""
     fam, args, n, nbytes, g1, g2 = _layout(layout)
+    extra = () if scale_table is None else (scale_table, scale_at)
     lo, hi, total, ok = _cstats.fused_range(fam, args, n, nbytes, blocks, bool(big), _lut(),
-                                            g1, g1.shape[1], g2, g2.shape[1])
+                                            g1, g1.shape[1], g2, g2.shape[1], *extra)
     return (lo, hi, total) if ok else None
 
 

@@ -308,14 +308,30 @@ class _Scales:
         else:   # one code per block: numpy's bincount is cheap here and needs no compiled kernel
             table += np.bincount(codes, minlength=1 << 16)
 
+    def table_for(self, blocks: np.ndarray) -> tuple[np.ndarray, int] | None:
+        """(this thread's code table, field offset) for a fused C range pass that counts
+        the f16 scale codes itself; None when the scales are kept some other way."""
+        if self.field is None or self.field[1].itemsize != 2 or not self.chunks.kernels.__name__.endswith("cstats"):
+            return None
+        if _field_codes(blocks, self.field[0]) is None:        # unaligned: counted by ``add``
+            return None
+
+        def make() -> np.ndarray:
+            table = np.zeros(1 << 16, np.int64)
+            self.tables.append(table)
+            return table
+        return self.chunks.scratch("scale_table", make), self.field[0]
+
     def summary(self) -> dict[str, Any] | None:
         if self.field is None or (not self.tables and not self.floats):
             return None
         vals: list[np.ndarray] = []
         counts: list[np.ndarray] = []
         if self.tables:
-            vals.append(_code_values("F16", self.byteorder))
-            counts.append(np.sum(self.tables, axis=0))
+            total = self.tables[0] if len(self.tables) == 1 else np.sum(self.tables, axis=0)
+            seen = np.flatnonzero(total)            # a tensor uses few of the 65,536 codes
+            vals.append(_code_values("F16", self.byteorder)[seen])
+            counts.append(total[seen])
         if self.floats:
             v, c = np.unique(np.concatenate(self.floats), return_counts=True)
             vals.append(v)
@@ -452,9 +468,14 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
     # F32 in the machine's order is read in place: nothing to decode, nothing to cache
     mapped = ch.fd is None and ch.src is None          # chunks are views of the map, not a reused buffer
     direct = t.layout == "F32" and byteorder == sys.byteorder and mapped and ch.blocks.flags.aligned
-    cache = (np.empty((ch.n_blocks, lay.block_elems), np.float32)
-             if not direct and ch.fd is None and t.n_elements * 4 <= CACHE_BYTES else None)
     scales = _Scales(lay, byteorder, ch)
+    big = byteorder == "big"
+    fused = ch.fused()
+    fusable = fused is not None and t.layout in fused.LAYOUTS
+    # the numpy route decodes once into this cache; the fused route decodes in place and
+    # needs none (a 128 MiB allocation per call, and its unmapping stalls both threads)
+    cache = (np.empty((ch.n_blocks, lay.block_elems), np.float32)
+             if not fusable and not direct and ch.fd is None and t.n_elements * 4 <= CACHE_BYTES else None)
 
     def decode(i: int, keep_scales: bool) -> np.ndarray:
         part = ch.raw(i)
@@ -470,9 +491,6 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
             decode_into(t.layout, part, out, byteorder)
         return out.reshape(-1)
 
-    big = byteorder == "big"
-    fused = ch.fused()
-    fusable = fused is not None and t.layout in fused.LAYOUTS
     # ones for BLAS sums on the numpy route; a fused layout's chunk only falls back to
     # it with non-finite values, which are summed without them
     ones = None if fusable else np.ones(rows * lay.block_elems, np.float32)
@@ -480,9 +498,11 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
     def first(i: int) -> _Pass1:
         if fusable:
             part = ch.raw(i)
-            r = fused.range_pass(t.layout, part, big)
+            table = scales.table_for(part)          # the C pass counts the scale codes as it reads them
+            r = fused.range_pass(t.layout, part, big, *table) if table else fused.range_pass(t.layout, part, big)
             if r is not None:
-                scales.add(part)
+                if not table:
+                    scales.add(part)
                 return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, fused=True)
         return _first_pass(decode(i, True), ones)
 
@@ -543,13 +563,14 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         if not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
             break
         centre, tables = np.float32(mean), []
-    table = np.sum(tables, axis=0) if tables else np.zeros(1 << 16 if pairs else bins, np.int64)
-    if pairs:
-        square = table.reshape(256, 256)
-        counts = (square.sum(axis=0) + square.sum(axis=1))[:bins]
+    if pairs:       # bin indices stay below ``bins``: only that corner of each table counts
+        square = np.zeros((bins, bins), np.int64)
+        for table in tables:
+            square += table.reshape(256, 256)[:bins, :bins]
+        counts = square.sum(axis=0) + square.sum(axis=1)
         counts[0] -= sum(s[4] for s in seconds)
     else:
-        counts = table
+        counts = np.sum(tables, axis=0) if tables else np.zeros(bins, np.int64)
     return _result(t, n, nan, inf, sum(s[3] for s in seconds), lo, hi, mean, m2,
                    sum(s[2] for s in seconds), edges, counts, scales.summary())
 

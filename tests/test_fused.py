@@ -146,6 +146,11 @@ def test_a_non_finite_scale_is_refused(layout, engine):
             finite = np.isfinite(reference(layout, damaged, False)).all()
         got = engine.range_pass(layout, damaged, False)
         assert (got is not None) == finite, (at, bad)
+        if engine is cstats and SCALES[layout] and SCALES[layout][0][1] == "f16":
+            table = np.zeros(1 << 16, np.int64)       # scale codes are counted only for a range returned
+            again = engine.range_pass(layout, damaged, False, table, SCALES[layout][0][0])
+            assert (again is not None) == finite
+            assert table.sum() == (damaged.shape[0] if finite else 0), (at, bad)
         refused += got is None
     assert refused >= 1 or not cases, "a non-finite d must be refused"   # NVFP4: UE4M3 has no NaN/Inf
     assert engine.range_pass(layout, np.delete(blocks, 5, axis=0), False) is not None
