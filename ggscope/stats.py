@@ -406,7 +406,11 @@ def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chun
     ch.run(work, 0)
     counts = (np.sum(tables, axis=(0, 1), dtype=np.int64)[:1 << (8 * lay.block_bytes)] if tables
               else np.zeros(1 << (8 * lay.block_bytes), np.int64))
-    values = _code_values(t.layout, byteorder)
+    return _from_value_counts(t, _code_values(t.layout, byteorder), counts, bins)
+
+
+def _from_value_counts(t: "TensorInfo", values: np.ndarray, counts: np.ndarray, bins: int) -> dict[str, Any]:
+    """Every statistic, exactly, from how often each value occurs."""
     nan = int(counts[np.isnan(values)].sum())
     inf = int(counts[np.isinf(values)].sum())
     keep = np.isfinite(values) & (counts > 0)
@@ -422,6 +426,31 @@ def _by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chun
     hist = np.bincount(b, weights=c, minlength=bins).astype(np.int64)
     return _result(t, n, nan, inf, int(c[v == 0].sum()), lo, hi, mean, m2, float(np.dot(np.abs(v), c)),
                    edges, hist, None)
+
+
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], np.uint8)
+_SIGNS = np.array([-1.0, 1.0])
+
+
+def _by_bits(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _Chunks) -> dict[str, Any]:
+    """BIT1's sign bits: every value is -1 or +1, so counting the set bits of each row
+    (its first ``block_elems`` bits; the row padding is not read) gives every statistic
+    exactly, with no value decoded (ggscope.quant.bit1 for the bit order)."""
+    n = lay.block_elems
+    full, rest = divmod(n, 8)
+    mask = np.uint8((1 << rest) - 1)
+
+    def work(i: int) -> int:
+        rows = ch.raw(i)
+        if byteorder == "big":                   # u64 words stored most significant byte first
+            rows = rows.reshape(rows.shape[0], -1, 8)[:, :, ::-1].reshape(rows.shape[0], -1)
+        ones = int(_POPCOUNT[rows[:, :full]].sum(dtype=np.int64))
+        if rest:
+            ones += int(_POPCOUNT[rows[:, full] & mask].sum(dtype=np.int64))
+        return ones
+
+    ones = sum(ch.run(work, 0))
+    return _from_value_counts(t, _SIGNS, np.array([t.n_elements - ones, ones], np.int64), bins)
 
 
 @dataclass(frozen=True)
@@ -595,11 +624,13 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         raise ValueError(f"tensor {t.name!r}: {t.n_elements} elements is not a whole number of "
                          f"{lay.name} blocks of {lay.block_elems}")
     codes = _code_route(lay)
+    bits = lay.codec == "bit1"
     if lay.codec is None:
         dequantizer(t.layout)               # raises NotImplementedError naming the layout
-    ch = _Chunks(t, lay, chunk_elems, threads, progress, cancel, 1 if codes else 2)
+    ch = _Chunks(t, lay, chunk_elems, threads, progress, cancel, 1 if codes or bits else 2)
     try:
         ch.check()
-        return (_by_codes if codes else _by_decoding)(t, lay, byteorder, bins, ch)
+        route = _by_bits if bits else _by_codes if codes else _by_decoding
+        return route(t, lay, byteorder, bins, ch)
     finally:
         ch.close()

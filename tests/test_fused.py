@@ -222,7 +222,7 @@ def test_a_skewed_tensor_is_centred_again(tmp_path, monkeypatch, kernels):
 def test_every_decodable_block_layout_is_fused():
     """Each layout with a codec and more than one element per block has a fused path
     (one-element layouts are the codes route or read in place; BIT1's row-padded sign
-    bits are no fixed block layout - one block per row - and take the numpy route)."""
+    bits are counted, not decoded: tests/formats/test_bit1.py)."""
     want = {name for name, lay in LAYOUTS.items()
             if lay.codec is not None and lay.block_elems > 1 and not lay.row_padded}
     assert fused.LAYOUTS == want

@@ -154,3 +154,30 @@ def test_trailing_bytes_are_left_unparsed_for_the_validator() -> None:
     data = bit1_bytes(**_kw((2, 8, 1, 1, 8)))
     result, mf = _open(data + b"\0" * 3)
     assert mf.damage is None and result.root.end == len(data)
+
+
+# ---------------------------------------------------------------- statistics
+
+@pytest.mark.parametrize("dims", [(7, 65, 2, 3, 130), (3, 127, 1, 5, 63), (10, 128, 2, 1, 192)])
+@pytest.mark.parametrize("dirty", [False, True])
+def test_stats_count_the_sign_bits_exactly(tmp_path: Path, monkeypatch, dims, dirty: bool) -> None:
+    """BIT1 statistics come from counting set bits, not decoding: they equal numpy's
+    statistics of the decoded ±1 values, and the row padding -- even when the writer
+    leaves it dirty -- is never counted."""
+    import ggscope
+    from ggscope.stats import tensor_stats
+    path = tmp_path / "m.bit1"
+    write_bit1(path, seed=5, dirty_tail_bits=dirty, **_kw(dims))
+    with ggscope.open(str(path)) as mf:
+        for t in mf.tensors:
+            if t.layout != "BIT1_PACKED":
+                continue
+            x = t.dequantize().astype(np.float64).reshape(-1)
+            with monkeypatch.context() as m:
+                m.setattr("ggscope.stats.decode_into", None)       # nothing may be decoded
+                s = tensor_stats(t, chunk_elems=100, threads=2)
+            assert (s["count"], s["min"], s["max"], s["zeros"]) == (x.size, x.min(), x.max(), 0), t.name
+            assert s["mean"] == pytest.approx(x.mean(), abs=1e-12) and s["std"] == pytest.approx(x.std(), abs=1e-12)
+            edges = np.asarray(s["histogram"]["edges"])
+            want = np.histogram(x, bins=edges)[0]
+            assert s["histogram"]["counts"] == want.tolist(), t.name
