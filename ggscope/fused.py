@@ -1,4 +1,6 @@
-"""Decoding fused with the two statistics passes, for every block layout ggscope decodes.
+"""Decoding fused with the two statistics passes, for every block layout ggscope decodes:
+the numba engine, used where the install built no C kernels (``ggscope.cstats``, the
+same passes compiled ahead of time, is preferred; both read ``ggscope.fused_specs``).
 
 Why: decoding a chunk with the numpy codecs writes 4 bytes per element to memory and
 the statistics read them back, twice; on a two-core machine those memory-bound passes
