@@ -627,7 +627,8 @@ INLINE void count_pair_idx(const uint8_t *idx, int e, int64_t *table) {
 }
 
 /* With at most 64 bins (ggscope's default) the pairs are counted in four interleaved
-   tables of 64 x 64 uint32 (64 KiB) instead of one int64[65536]: on a
+   tables of 64 x 64 uint32 (64 KiB, scratch of the calling thread: ggscope.cstats keeps
+   one per thread, freed with it) instead of one int64[65536]: on a
    bell-shaped tensor most pairs hit the same few counters, and with one table each
    increment waits for the store of the one before (measured: the counting was 3/4 of
    pass two).  flush_lanes adds them into the caller's table layout. */
@@ -640,21 +641,18 @@ INLINE void count_pair_idx(const uint8_t *idx, int e, int64_t *table) {
 #define LANE_PAD 16
 typedef uint32_t lanes_t[PAIR_LANES][SMALL_BINS * SMALL_BINS + LANE_PAD];
 
+typedef struct {
+    float lo, scale, shift;
+    int32_t top;
+    int64_t *table;
+    lanes_t *lanes;                   /* the caller's zeroed scratch (left zeroed), or NULL */
+} binargs_t;
+
 INLINE void count_pair_lanes(const uint16_t *restrict pairs, int m, lanes_t *restrict c) {
     int j = 0;
     for (; j + PAIR_LANES <= m; j += PAIR_LANES)
         for (int l = 0; l < PAIR_LANES; l++) (*c)[l][pairs[j + l]] += 1;
     for (; j < m; j++) (*c)[0][pairs[j]] += 1;
-}
-
-/* Each thread's lanes, allocated once and left zeroed by flush_lanes.  Not malloc'd per
-   call: glibc gives the freed block back to the kernel at once, and the page faults of
-   the next call, serialised on the process's memory map, cost two threads of one process
-   a third of their speed (measured; two processes did not slow each other). */
-static lanes_t *thread_lanes(void) {
-    static _Thread_local lanes_t *mine = NULL;
-    if (mine == NULL) mine = calloc(1, sizeof(lanes_t));
-    return mine;
 }
 
 static void flush_lanes(lanes_t *c, int64_t *table) {
@@ -684,11 +682,7 @@ typedef struct {
     double s1, s2, sa;
     int64_t zeros;
 } bins_t;
-typedef struct {
-    float lo, scale, shift;
-    int32_t top;
-    int64_t *table;
-} binargs_t;
+
 
 /* One pair of drivers per decoder variant.  N: elements per block (a constant where the
    variant fixes it, so the decoder's loops unroll and vectorize).  Blocks decode into an
@@ -737,7 +731,7 @@ typedef struct {
         double s1 = 0.0, s2 = 0.0, sa = 0.0;                                                         \
         int64_t zeros = 0, pending = 0;                                                              \
         const int small = A->top < SMALL_BINS;                                                       \
-        lanes_t *lanes = small ? thread_lanes() : NULL;                                              \
+        lanes_t *lanes = small ? A->lanes : NULL;                                                    \
         for (Py_ssize_t p = 0; p < J->nb; p += per) {                                                \
             const Py_ssize_t end = p + per < J->nb ? p + per : J->nb;                                \
             int e = 0;                                                                               \
@@ -1177,18 +1171,19 @@ fail:
 }
 
 static PyObject *fused_bins(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 16) {
+    if (argc != 16 && argc != 17) {
         PyErr_SetString(PyExc_TypeError, "fused_bins(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, "
-                                         "g2_cols, lo, scale, top, shift, table)");
+                                         "g2_cols, lo, scale, top, shift, table[, lanes])");
         return NULL;
     }
     job_t J;
     bufs_t B = {.held = 0};
-    Py_buffer tb;
-    int fam, have_table = 0;
+    Py_buffer tb, lb;
+    int fam, have_table = 0, have_lanes = 0;
     range_fn rf;
     bins_fn bf;
     binargs_t BA;
+    BA.lanes = NULL;
     if (!setup_job(argv, &J, &B, &fam)) goto fail;
     if (!pick(fam, &J, &rf, &bf)) {
         PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
@@ -1210,14 +1205,25 @@ static PyObject *fused_bins(PyObject *self, PyObject *const *argv, Py_ssize_t ar
         goto fail;
     }
     BA.table = tb.buf;
+    if (argc == 17 && argv[16] != Py_None) {
+        if (PyObject_GetBuffer(argv[16], &lb, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) goto fail;
+        have_lanes = 1;
+        if (lb.len < (Py_ssize_t) sizeof(lanes_t)) {
+            PyErr_SetString(PyExc_ValueError, "lanes must hold LANES_BYTES zeroed bytes");
+            goto fail;
+        }
+        BA.lanes = lb.buf;
+    }
     bins_t R = {0, 0, 0, 0};
     Py_BEGIN_ALLOW_THREADS
     bf(&J, &BA, &R);
     Py_END_ALLOW_THREADS
+    if (have_lanes) PyBuffer_Release(&lb);
     PyBuffer_Release(&tb);
     release(&B);
     return Py_BuildValue("(dddL)", R.s1, R.s2, R.sa, (long long) R.zeros);
 fail:
+    if (have_lanes) PyBuffer_Release(&lb);
     if (have_table) PyBuffer_Release(&tb);
     release(&B);
     return NULL;
@@ -1441,7 +1447,8 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "ggscope._cstats",
 
 PyMODINIT_FUNC PyInit__cstats(void) {
     PyObject *m = PyModule_Create(&MODULE);
-    if (m != NULL && PyModule_AddIntConstant(m, "PIECE", PIECE) < 0) {
+    if (m != NULL && (PyModule_AddIntConstant(m, "PIECE", PIECE) < 0
+                      || PyModule_AddIntConstant(m, "LANES_BYTES", (long) sizeof(lanes_t)) < 0)) {
         Py_DECREF(m);
         return NULL;
     }

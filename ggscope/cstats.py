@@ -18,6 +18,7 @@ NaN and pass two never needs a second centring).
 from __future__ import annotations
 
 import os
+import threading
 from functools import lru_cache
 from types import ModuleType
 
@@ -90,12 +91,25 @@ def range_pass(layout: str, blocks: np.ndarray, big: bool, scale_table: np.ndarr
     return (lo, hi, total) if ok else None
 
 
+_local = threading.local()
+
+
+def _lanes() -> np.ndarray:
+    """This thread's zeroed counting scratch for pass two (the C side leaves it zeroed);
+    one per thread, freed with the thread -- a buffer malloc'd and freed per call was
+    measured to page-fault both threads of a process into each other's way."""
+    lanes = getattr(_local, "lanes", None)
+    if lanes is None:
+        lanes = _local.lanes = np.zeros(_cstats.LANES_BYTES, np.uint8)
+    return lanes
+
+
 def bin_pass(layout: str, blocks: np.ndarray, big: bool, lo: np.float32, scale: np.float32,
              top: np.int32, shift: np.float32, table: np.ndarray, idx: np.ndarray
              ) -> tuple[float, float, float, int]:
     fam, args, n, nbytes, g1, g2 = _layout(layout)
     return _cstats.fused_bins(fam, args, n, nbytes, blocks, bool(big), _lut(), g1, g1.shape[1], g2, g2.shape[1],
-                              float(lo), float(scale), int(top), float(shift), table)
+                              float(lo), float(scale), int(top), float(shift), table, _lanes())
 
 
 def moments(x: np.ndarray, shift: np.float32) -> tuple[float, float, float, int]:
