@@ -589,8 +589,8 @@ def _by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: _C
         r = s1 / n
         mean = float(centre) + r
         m2 = s2 - n * r * r
-        if not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
-            break
+        if attempt or not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
+            break               # (the second run is the last: its tables are the result)
         centre, tables = np.float32(mean), []
     if pairs:       # bin indices stay below ``bins``: only that corner of each table counts
         square = np.zeros((bins, bins), np.int64)

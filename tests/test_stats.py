@@ -370,3 +370,4 @@ def test_constant_sixteen_bit_tensor_stats_are_exact(tmp_path, monkeypatch, fill
         assert s[k] == want[k], k
     assert s["histogram"]["counts"] == want["counts"]
     assert s["std"] == pytest.approx(want["std"], rel=1e-12, abs=1e-15)
+
