@@ -599,6 +599,38 @@ TARGETS REASSOC static int32_t piece_moments(const float *restrict x, int e, flo
 }
 #undef MOMENT
 
+/* The same sums in float64, for a piece whose float32 sums overflowed (finite values
+   beyond about 1e19 square past float32's range): the result stays finite where it can. */
+static void piece_moments_wide(const float *x, int e, float shift, double *r) {
+    double a1 = 0.0, a2 = 0.0, aa = 0.0;
+    for (int j = 0; j < e; j++) {
+        const double dv = (double) x[j] - (double) shift;
+        a1 += dv;
+        a2 += dv * dv;
+        aa += fabs((double) x[j]);
+    }
+    r[0] = a1;
+    r[1] = a2;
+    r[2] = aa;
+}
+
+/* Adds a piece's float32 sums to the running float64 ones, or its float64 sums when a
+   float32 one overflowed. */
+INLINE void add_piece(const float *x, int e, float shift, float a1, float a2, float aa, double *s1, double *s2,
+                      double *sa) {
+    if (finitef32(a1) && finitef32(a2) && finitef32(aa)) {
+        *s1 += a1;
+        *s2 += a2;
+        *sa += aa;
+    } else {
+        double r[3];
+        piece_moments_wide(x, e, shift, r);
+        *s1 += r[0];
+        *s2 += r[1];
+        *sa += r[2];
+    }
+}
+
 
 /* Min and max order keys and the float32 sum of x[0:e]. */
 TARGETS REASSOC static void piece_range(const float *restrict x, int e, int32_t *lo, int32_t *hi, float *sum) {
@@ -758,9 +790,7 @@ typedef struct {
             } else {                                                                                 \
                 count_pair_idx(idx, e, A->table);                                                    \
             }                                                                                        \
-            s1 += a1;                                                                                \
-            s2 += a2;                                                                                \
-            sa += aa;                                                                                \
+            add_piece(out, e, A->shift, a1, a2, aa, &s1, &s2, &sa);                                  \
             zeros += z;                                                                              \
         }                                                                                            \
         if (lanes != NULL) {                                                                         \
@@ -1263,9 +1293,7 @@ TARGETS static void moments_loop(const float *x, Py_ssize_t n, float shift, doub
             aa += fabsf(v);
             z += v == 0.0f;
         }
-        s1 += a1;
-        s2 += a2;
-        sa += aa;
+        add_piece(x + s, e, shift, a1, a2, aa, &s1, &s2, &sa);
         zeros += z;
     }
     r[0] = s1;
