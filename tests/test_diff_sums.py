@@ -41,6 +41,18 @@ def test_the_compiled_engine_is_the_default_where_built(monkeypatch):
     assert diff_sums.engine() == "c"
 
 
+def test_without_the_extension_numba_serves(monkeypatch):
+    """An install without a C compiler: numba's loops, unless GGSCOPE_KERNELS=c asks for C."""
+    monkeypatch.setattr(diff_sums, "_cpairs", None)
+    monkeypatch.delenv("GGSCOPE_KERNELS", raising=False)
+    assert diff_sums.engine() == "numba"
+    x, y = _data(3000, np.float32, np.float32)
+    _check(pair_sums(x, y), _reference(x, y))
+    monkeypatch.setenv("GGSCOPE_KERNELS", "c")
+    with pytest.raises(ImportError, match="_cpairs was not built"):
+        pair_sums(x, y)
+
+
 def _reference(x, y):
     x64, y64 = x.astype(np.float64).ravel(), y.astype(np.float64).ravel()
     fin = np.isfinite(x64) & np.isfinite(y64)
