@@ -14,4 +14,5 @@ from setuptools import Extension, setup
 # the compiler cannot widen them and vectorizes none of the decoders.
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
-setup(ext_modules=[Extension("ggscope._cstats", ["ggscope/_cstats.c"], extra_compile_args=FLAGS, optional=True)])
+setup(ext_modules=[Extension("ggscope._cstats", ["ggscope/_cstats.c"], extra_compile_args=FLAGS, optional=True),
+                   Extension("ggscope._cpairs", ["ggscope/_cpairs.c"], extra_compile_args=FLAGS, optional=True)])

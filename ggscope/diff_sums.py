@@ -2,109 +2,69 @@
 
 Why: the numpy route converted both float32 chunks to float64 and made four ``einsum``
 passes plus a subtraction and two reductions: 60 % of an F16-vs-Q8_0 diff of 542 M
-element pairs (issue 18, item 4).  This loop reads each pair once, widens it to float64
-in registers and accumulates every sum at once.  numpy's float32 max of |b-a| (then
-float64 on the ties) gives max |b-a| and proves the chunk finite; a finite chunk goes
-through a loop compiled with fast-math flags, so LLVM vectorizes it; a chunk with
-NaN/Inf goes through a plain loop that leaves those pairs out of the sums and counts
-them.
+element pairs (issue 18, item 4).  One loop reads each pair once, widens it to float64
+in registers and accumulates every sum at once.  Two engines run that loop: C compiled
+at install time (``ggscope/_cpairs.c``, ready at once) when the install built it, and
+numba (``ggscope.diff_sums_jit``, compiled on first use) otherwise -- the same switch
+as the statistics kernels (``ggscope.cstats.available``, ``GGSCOPE_KERNELS``), so a
+one-shot ``ggscope diff`` never imports numba where a compiler was present at install.
 
 Contract of ``pair_sums(x, y) -> (aa, bb, ab, dd, max_abs, n_finite, n_nonfinite,
 n_mismatch)`` for float arrays (float32, or float64 from F64 tensors) of one length:
 over positions where both are finite, float64 sums of a*a, b*b, a*b and (b-a)^2 and
 max |b-a|; ``n_nonfinite`` counts the other positions, ``n_mismatch`` those where a and
 b are not the same NaN/Inf (both NaN, or equal).  Sums are reassociated (vector lanes),
-so they match numpy's float64 sums to rounding (~1e-15 relative), not bit for bit.
+so they match numpy's float64 sums to rounding (~1e-15 relative), not bit for bit;
+max |b-a| is exact.
 """
 from __future__ import annotations
 
+import os
+from typing import Callable
+
 import numpy as np
-from .jit import njit
 
-__all__ = ["pair_sums"]
+try:
+    from . import _cpairs
+except ImportError:                          # built without a compiler: numba's loops
+    _cpairs = None
 
-_FINITE = {"reassoc", "contract", "nsz", "nnan", "ninf"}   # vectorizes; only for finite chunks
+__all__ = ["pair_sums", "engine"]
 
-
-@njit(nogil=True, cache=True, fastmath=_FINITE)
-def _finite_sums(x, y):  # pragma: no cover - compiled
-    aa = 0.0
-    bb = 0.0
-    ab = 0.0
-    dd = 0.0
-    for i in range(x.size):
-        a = np.float64(x[i])
-        b = np.float64(y[i])
-        d = b - a
-        aa += a * a
-        bb += b * b
-        ab += a * b
-        dd += d * d
-    return aa, bb, ab, dd
+_NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _max_abs_diff(x: np.ndarray, y: np.ndarray) -> float | None:
-    """max |y - x| in float64, exactly, or None when a pair is not finite.
-
-    From numpy's vectorized float32 arithmetic: a NaN or Inf in either array makes
-    |y - x| NaN or Inf, which the max carries, so one pass both finds the largest
-    difference and proves the chunk finite (a float32 overflow of two finite values
-    also says None: the exact loop then decides).  Rounding is monotonic, so the
-    largest float64 difference is among the pairs whose float32 difference is the
-    largest.  (A max inside the compiled loop would stop LLVM vectorizing it.)"""
-    if x.dtype != np.float32 or y.dtype != np.float32:
-        if not (np.isfinite(x).all() and np.isfinite(y).all()):
-            return None
-        return float(np.abs(np.subtract(y, x, dtype=np.float64)).max())
-    with np.errstate(over="ignore", invalid="ignore"):
-        d = np.subtract(y, x)
-        np.abs(d, out=d)
-    top = d.max()
-    if not np.isfinite(top):
-        return None
-    hit = np.flatnonzero(d == top)
-    return float(np.abs(y[hit].astype(np.float64) - x[hit].astype(np.float64)).max())
+def engine() -> str:
+    """``"c"`` when the compiled loop is built and not turned off by ``GGSCOPE_KERNELS``
+    (``cstats.available``), else ``"numba"``."""
+    from . import cstats
+    if _cpairs is None:
+        if os.environ.get("GGSCOPE_KERNELS", "").lower() == "c":
+            raise ImportError("GGSCOPE_KERNELS=c but ggscope._cpairs was not built (no C compiler at install time?)")
+        return "numba"
+    return "c" if cstats.available() else "numba"
 
 
-@njit(nogil=True, cache=True)
-def _masked_sums(x, y):  # pragma: no cover - compiled
-    aa = 0.0
-    bb = 0.0
-    ab = 0.0
-    dd = 0.0
-    mx = 0.0
-    n = 0
-    bad = 0
-    mismatch = 0
-    for i in range(x.size):
-        a = np.float64(x[i])
-        b = np.float64(y[i])
-        if np.isfinite(a) and np.isfinite(b):
-            d = b - a
-            aa += a * a
-            bb += b * b
-            ab += a * b
-            dd += d * d
-            mx = max(mx, abs(d))
-            n += 1
-        else:
-            bad += 1
-            if not ((np.isnan(a) and np.isnan(b)) or a == b):
-                mismatch += 1
-    return aa, bb, ab, dd, mx, n, bad, mismatch
+def _numba() -> Callable:
+    from .diff_sums_jit import pair_sums as jit_sums
+    return jit_sums
+
+
+def _native(a: np.ndarray) -> np.ndarray:
+    """float32 or float64 in the host's byte order (both engines' loops take only
+    those); other floats widen exactly."""
+    if a.dtype in _NATIVE:
+        return np.ascontiguousarray(a)
+    if a.dtype.kind != "f" or a.dtype.itemsize > 8:
+        raise TypeError(f"pair_sums takes float32 or float64 chunks, not {a.dtype}")
+    return np.ascontiguousarray(a, np.float64 if a.dtype.itemsize == 8 else np.float32)
 
 
 def pair_sums(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float, float, int, int, int]:
     """See the module docstring."""
-    x = np.ascontiguousarray(x)
-    y = np.ascontiguousarray(y)
+    x, y = _native(np.asarray(x)), _native(np.asarray(y))
     if x.shape != y.shape:
         raise ValueError(f"chunks differ in length: {x.size} and {y.size}")
-    x, y = x.reshape(-1), y.reshape(-1)
-    mx = _max_abs_diff(x, y) if x.size else 0.0
-    if mx is not None:
-        aa, bb, ab, dd = _finite_sums(x, y)
-        n, bad, mismatch = x.size, 0, 0
-    else:                                  # rare: a chunk with NaN/Inf, one branchy pass
-        aa, bb, ab, dd, mx, n, bad, mismatch = _masked_sums(x, y)
-    return float(aa), float(bb), float(ab), float(dd), float(mx), int(n), int(bad), int(mismatch)
+    if engine() == "c":
+        return _cpairs.pair_sums(x, y)
+    return _numba()(x, y)
