@@ -720,7 +720,7 @@ typedef struct {
    variant fixes it, so the decoder's loops unroll and vectorize).  Blocks decode into an
    L1 piece; a piece is whole blocks, so its length is a multiple of LANES (setup_job
    refuses other block sizes). */
-#define DRIVERS(NAME, N, DECODE)                                                                     \
+#define RANGE_FULL(NAME, N, DECODE)                                                                     \
     TARGETS static void range_##NAME(const job_t *J, range_t *R) {                                   \
         const int n = (N);                                                                           \
         const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
@@ -753,7 +753,9 @@ typedef struct {
         R->hi = key_value(hi);                                                                       \
         R->total = total;                                                                            \
         R->ok = J->nb > 0;                                                                           \
-    }                                                                                                \
+    }
+
+#define BINS(NAME, N, DECODE)                                                                        \
     TARGETS static void bins_##NAME(const job_t *J, const binargs_t *A, bins_t *R) {                 \
         const int n = (N);                                                                           \
         const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
@@ -909,57 +911,45 @@ TARGETS static void bins_tq1_0_counts(const job_t *J, const binargs_t *A, bins_t
     R->zeros = zeros;
 }
 
+/* One line per decoder variant: the block bound pass one uses when it has one
+   (BOUNDED), else a pass one that decodes every block and sums (DECODED). */
+#define DECODED(NAME, N, DECODE) RANGE_FULL(NAME, N, DECODE) BINS(NAME, N, DECODE)
+#define BOUNDED(NAME, N, DECODE, SPAN) RANGE_BOUND(NAME, N, DECODE, SPAN) BINS(NAME, N, DECODE)
 #define A(i) (J->a[i])
 /* nibbles: d_at, wide, m_at, qh_at, qs_at, half, interleaved, bias, outlier_at.  The
    four upstream layouts (plain halves, f16 scale, no outlier) get variants of their own. */
-DRIVERS(nib, J->n, dec_nibbles(J, b, o, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8)))
-DRIVERS(nib_00, 32, dec_nibbles(J, b, o, A(0), 0, -1, -1, A(4), 16, 0, A(7), -1))
-DRIVERS(nib_10, 32, dec_nibbles(J, b, o, A(0), 0, A(2), -1, A(4), 16, 0, A(7), -1))
-DRIVERS(nib_01, 32, dec_nibbles(J, b, o, A(0), 0, -1, A(3), A(4), 16, 0, A(7), -1))
-DRIVERS(nib_11, 32, dec_nibbles(J, b, o, A(0), 0, A(2), A(3), A(4), 16, 0, A(7), -1))
+DECODED(nib, J->n, dec_nibbles(J, b, o, A(0), A(1), A(2), A(3), A(4), A(5), A(6), A(7), A(8)))
+BOUNDED(nib_00, 32, dec_nibbles(J, b, o, A(0), 0, -1, -1, A(4), 16, 0, A(7), -1),
+        span_nibbles(J, b, A(0), 0, -1, -1, A(7), -1, &L, &U))
+BOUNDED(nib_10, 32, dec_nibbles(J, b, o, A(0), 0, A(2), -1, A(4), 16, 0, A(7), -1),
+        span_nibbles(J, b, A(0), 0, A(2), -1, A(7), -1, &L, &U))
+BOUNDED(nib_01, 32, dec_nibbles(J, b, o, A(0), 0, -1, A(3), A(4), 16, 0, A(7), -1),
+        span_nibbles(J, b, A(0), 0, -1, A(3), A(7), -1, &L, &U))
+BOUNDED(nib_11, 32, dec_nibbles(J, b, o, A(0), 0, A(2), A(3), A(4), 16, 0, A(7), -1),
+        span_nibbles(J, b, A(0), 0, A(2), A(3), A(7), -1, &L, &U))
 /* int8: d_at, wide, qs_at, n */
-DRIVERS(int8, J->n, dec_int8(J, b, o, A(0), A(1), A(2), A(3)))
-DRIVERS(int8_32, 32, dec_int8(J, b, o, A(0), 0, A(2), 32))
+BOUNDED(int8, J->n, dec_int8(J, b, o, A(0), A(1), A(2), A(3)), span_int8(J, b, A(0), A(1), &L, &U))
+BOUNDED(int8_32, 32, dec_int8(J, b, o, A(0), 0, A(2), 32), span_int8(J, b, A(0), 0, &L, &U))
 /* crumbs: d_at, qs_at, n, bits, row */
-DRIVERS(crumbs, J->n, dec_crumbs(J, b, o, A(0), A(1), A(2), A(3), A(4)))
-DRIVERS(tq1_0, 256, dec_tq1_0(J, b, o))
-DRIVERS(q2_k, 256, dec_q2_k(J, b, o))
-DRIVERS(q3_k, 256, dec_q3_k(J, b, o))
-DRIVERS(q4_k, 256, dec_q45_k(J, b, o, 16, 0))
-DRIVERS(q5_k, 256, dec_q45_k(J, b, o, 48, 1))
-DRIVERS(q6_k, 256, dec_q6_k(J, b, o))
-/* table4: mode, groups, span */
-DRIVERS(table4_0, J->n, dec_table4(J, b, o, 0, A(1), A(2)))
-DRIVERS(table4_1, J->n, dec_table4(J, b, o, 1, A(1), A(2)))
-DRIVERS(table4_2, J->n, dec_table4(J, b, o, 2, A(1), A(2)))
-DRIVERS(table4_3, J->n, dec_table4(J, b, o, 3, A(1), A(2)))
-DRIVERS(iq2_0, 256, dec_iq2(J, b, o, 0))
-DRIVERS(iq2_1, 256, dec_iq2(J, b, o, 1))
-DRIVERS(iq2_2, 256, dec_iq2(J, b, o, 2))
-DRIVERS(iq3_0, 256, dec_iq3(J, b, o, 0))
-DRIVERS(iq3_1, 256, dec_iq3(J, b, o, 1))
-DRIVERS(iq1_0, 256, dec_iq1(J, b, o, 0))
-DRIVERS(iq1_1, 256, dec_iq1(J, b, o, 1))
-RANGE_BOUND(nib_00, 32, dec_nibbles(J, b, o, A(0), 0, -1, -1, A(4), 16, 0, A(7), -1),
-            span_nibbles(J, b, A(0), 0, -1, -1, A(7), -1, &L, &U))
-RANGE_BOUND(nib_10, 32, dec_nibbles(J, b, o, A(0), 0, A(2), -1, A(4), 16, 0, A(7), -1),
-            span_nibbles(J, b, A(0), 0, A(2), -1, A(7), -1, &L, &U))
-RANGE_BOUND(nib_01, 32, dec_nibbles(J, b, o, A(0), 0, -1, A(3), A(4), 16, 0, A(7), -1),
-            span_nibbles(J, b, A(0), 0, -1, A(3), A(7), -1, &L, &U))
-RANGE_BOUND(nib_11, 32, dec_nibbles(J, b, o, A(0), 0, A(2), A(3), A(4), 16, 0, A(7), -1),
-            span_nibbles(J, b, A(0), 0, A(2), A(3), A(7), -1, &L, &U))
-RANGE_BOUND(int8_32, 32, dec_int8(J, b, o, A(0), 0, A(2), 32), span_int8(J, b, A(0), 0, &L, &U))
-RANGE_BOUND(int8, J->n, dec_int8(J, b, o, A(0), A(1), A(2), A(3)), span_int8(J, b, A(0), A(1), &L, &U))
+DECODED(crumbs, J->n, dec_crumbs(J, b, o, A(0), A(1), A(2), A(3), A(4)))
 RANGE_BOUND(tq1_0, 256, dec_tq1_0(J, b, o), sym(fabsf(f16(b, 52, J->big, J->lut)), &L, &U))
-RANGE_BOUND(q2_k, 256, dec_q2_k(J, b, o), span_q2_k(J, b, &L, &U))
-RANGE_BOUND(q3_k, 256, dec_q3_k(J, b, o), span_q3_k(J, b, &L, &U))
-RANGE_BOUND(q4_k, 256, dec_q45_k(J, b, o, 16, 0), span_q45_k(J, b, 0, &L, &U))
-RANGE_BOUND(q5_k, 256, dec_q45_k(J, b, o, 48, 1), span_q45_k(J, b, 1, &L, &U))
-RANGE_BOUND(q6_k, 256, dec_q6_k(J, b, o), span_q6_k(J, b, &L, &U))
-RANGE_BOUND(table4_0, J->n, dec_table4(J, b, o, 0, A(1), A(2)), span_table4(J, b, 0, A(1), &L, &U))
-RANGE_BOUND(table4_1, J->n, dec_table4(J, b, o, 1, A(1), A(2)), span_table4(J, b, 1, A(1), &L, &U))
-RANGE_BOUND(table4_2, J->n, dec_table4(J, b, o, 2, A(1), A(2)), span_table4(J, b, 2, A(1), &L, &U))
-RANGE_BOUND(table4_3, J->n, dec_table4(J, b, o, 3, A(1), A(2)), span_table4(J, b, 3, A(1), &L, &U))
+BOUNDED(q2_k, 256, dec_q2_k(J, b, o), span_q2_k(J, b, &L, &U))
+BOUNDED(q3_k, 256, dec_q3_k(J, b, o), span_q3_k(J, b, &L, &U))
+BOUNDED(q4_k, 256, dec_q45_k(J, b, o, 16, 0), span_q45_k(J, b, 0, &L, &U))
+BOUNDED(q5_k, 256, dec_q45_k(J, b, o, 48, 1), span_q45_k(J, b, 1, &L, &U))
+BOUNDED(q6_k, 256, dec_q6_k(J, b, o), span_q6_k(J, b, &L, &U))
+/* table4: mode, groups, span */
+BOUNDED(table4_0, J->n, dec_table4(J, b, o, 0, A(1), A(2)), span_table4(J, b, 0, A(1), &L, &U))
+BOUNDED(table4_1, J->n, dec_table4(J, b, o, 1, A(1), A(2)), span_table4(J, b, 1, A(1), &L, &U))
+BOUNDED(table4_2, J->n, dec_table4(J, b, o, 2, A(1), A(2)), span_table4(J, b, 2, A(1), &L, &U))
+BOUNDED(table4_3, J->n, dec_table4(J, b, o, 3, A(1), A(2)), span_table4(J, b, 3, A(1), &L, &U))
+DECODED(iq2_0, 256, dec_iq2(J, b, o, 0))
+DECODED(iq2_1, 256, dec_iq2(J, b, o, 1))
+DECODED(iq2_2, 256, dec_iq2(J, b, o, 2))
+DECODED(iq3_0, 256, dec_iq3(J, b, o, 0))
+DECODED(iq3_1, 256, dec_iq3(J, b, o, 1))
+DECODED(iq1_0, 256, dec_iq1(J, b, o, 0))
+DECODED(iq1_1, 256, dec_iq1(J, b, o, 1))
 #undef A
 
 typedef void (*range_fn)(const job_t *, range_t *);
