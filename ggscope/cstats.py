@@ -7,8 +7,7 @@ nothing to start and run at least as fast.  ``ggscope.stats`` asks ``engine()`` 
 module to use: this one when the extension was built, else numba's.
 
 ``GGSCOPE_KERNELS=numba`` forces the numba kernels (tests and benchmarks compare the two
-engines); ``GGSCOPE_KERNELS=c`` makes a missing extension an error instead of a
-fallback.
+engines); any other value changes nothing.
 
 Contracts: as ``ggscope.kernels`` (``moments``, ``bin_pairs``, ``count_pairs``,
 ``count_codes``, ``PIECE``) and as ``ggscope.fused`` (``LAYOUTS``, ``range_pass``,
@@ -39,10 +38,7 @@ PIECE = _cstats.PIECE if _cstats is not None else 2048
 
 def available() -> bool:
     """Whether the compiled kernels are built and not turned off by ``GGSCOPE_KERNELS``."""
-    choice = os.environ.get("GGSCOPE_KERNELS", "").lower()
-    if choice == "c" and _cstats is None:
-        raise ImportError("GGSCOPE_KERNELS=c but ggscope._cstats was not built (no C compiler at install time?)")
-    return _cstats is not None and choice != "numba"
+    return _cstats is not None and os.environ.get("GGSCOPE_KERNELS", "").lower() != "numba"
 
 
 def engine() -> ModuleType | None:

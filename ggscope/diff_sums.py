@@ -19,7 +19,6 @@ max |b-a| is exact.
 """
 from __future__ import annotations
 
-import os
 from typing import Callable
 
 import numpy as np
@@ -38,11 +37,7 @@ def engine() -> str:
     """``"c"`` when the compiled loop is built and not turned off by ``GGSCOPE_KERNELS``
     (``cstats.available``), else ``"numba"``."""
     from . import cstats
-    if _cpairs is None:
-        if os.environ.get("GGSCOPE_KERNELS", "").lower() == "c":
-            raise ImportError("GGSCOPE_KERNELS=c but ggscope._cpairs was not built (no C compiler at install time?)")
-        return "numba"
-    return "c" if cstats.available() else "numba"
+    return "c" if _cpairs is not None and cstats.available() else "numba"
 
 
 def _numba() -> Callable:

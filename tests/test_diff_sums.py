@@ -42,15 +42,14 @@ def test_the_compiled_engine_is_the_default_where_built(monkeypatch):
 
 
 def test_without_the_extension_numba_serves(monkeypatch):
-    """An install without a C compiler: numba's loops, unless GGSCOPE_KERNELS=c asks for C."""
+    """An install without a C compiler: numba's loops, whatever GGSCOPE_KERNELS says."""
     monkeypatch.setattr(diff_sums, "_cpairs", None)
     monkeypatch.delenv("GGSCOPE_KERNELS", raising=False)
     assert diff_sums.engine() == "numba"
     x, y = _data(3000, np.float32, np.float32)
     _check(pair_sums(x, y), _reference(x, y))
     monkeypatch.setenv("GGSCOPE_KERNELS", "c")
-    with pytest.raises(ImportError, match="_cpairs was not built"):
-        pair_sums(x, y)
+    assert diff_sums.engine() == "numba"
 
 
 def _reference(x, y):
