@@ -11,15 +11,16 @@ engines); any other value changes nothing.
 
 Contracts: as ``ggscope.kernels`` (``moments``, ``bin_pairs``, ``count_pairs``,
 ``count_codes``, ``PIECE``) and as ``ggscope.fused`` (``LAYOUTS``, ``range_pass``,
-``bin_pass``), except that ``range_pass`` always decodes and sums (so its total is never
-NaN and pass two never needs a second centring).
+``bin_pass``).  ``range_pass`` skips the blocks whose scales bound them inside the range
+found so far for every family but the i-quants and the historical nibble layouts, and
+then has no sum (total NaN), like ``ggscope.scale_range``; it can also count the
+blocks' f16 scale codes as it reads them.
 """
 from __future__ import annotations
 
 import os
 import threading
 from functools import lru_cache
-from types import ModuleType
 
 import numpy as np
 
@@ -30,10 +31,11 @@ try:
 except ImportError:                          # built without a compiler: numba's kernels
     _cstats = None
 
-__all__ = ["engine", "available", "LAYOUTS", "range_pass", "bin_pass", "moments", "bin_pairs", "count_pairs",
+__all__ = ["available", "LAYOUTS", "range_pass", "bin_pass", "moments", "bin_pairs", "count_pairs",
            "count_codes", "PIECE"]
 
 PIECE = _cstats.PIECE if _cstats is not None else 2048
+_FAMILIES: dict[str, int] = _cstats.families() if _cstats is not None else {}
 
 
 def available() -> bool:
@@ -41,32 +43,31 @@ def available() -> bool:
     return _cstats is not None and os.environ.get("GGSCOPE_KERNELS", "").lower() != "numba"
 
 
-def engine() -> ModuleType | None:
-    """This module when the compiled kernels are usable, else None (use numba's)."""
-    import sys
-    return sys.modules[__name__] if available() else None
-
-
-@lru_cache(maxsize=None)
-def _layout(layout: str) -> tuple[int, tuple[int, ...], int, int, np.ndarray, np.ndarray] | None:
+def _family(layout: str) -> int | None:
+    """The C family id of a layout whose arguments have a compiled variant, else None."""
     from .ggml_types import LAYOUTS as ALL
     if _cstats is None or layout not in SPECS:
         return None
-    dec, args, kind = SPECS[layout]
-    fam = _cstats.families().get(dec)
-    lay = ALL[layout]
-    if fam is None or not _cstats.fused_supports(fam, args, lay.block_elems):
-        return None
+    dec, args, _ = SPECS[layout]
+    fam = _FAMILIES.get(dec)
+    ok = fam is not None and _cstats.fused_supports(fam, args, ALL[layout].block_elems)
+    return fam if ok else None
+
+
+@lru_cache(maxsize=None)
+def _layout(layout: str) -> tuple[int, tuple[int, ...], int, int, np.ndarray, np.ndarray]:
+    """Everything a call passes for ``layout``; its tables are loaded on first use."""
+    from .ggml_types import LAYOUTS as ALL
+    fam = _family(layout)
+    if fam is None:
+        raise KeyError(f"{layout}: no compiled variant")
+    _, args, kind = SPECS[layout]
     g1, g2 = tables(kind)
     g1, g2 = np.ascontiguousarray(g1, np.float32), np.ascontiguousarray(g2, np.float32)
-    return fam, args, lay.block_elems, lay.block_bytes, g1, g2
+    return fam, args, ALL[layout].block_elems, ALL[layout].block_bytes, g1, g2
 
 
-def _supported() -> frozenset[str]:
-    return frozenset(name for name in SPECS if _layout(name) is not None)
-
-
-LAYOUTS = _supported()
+LAYOUTS = frozenset(name for name in SPECS if _family(name) is not None)
 
 
 @lru_cache(maxsize=1)
