@@ -18,6 +18,7 @@ NaN and pass two never needs a second centring).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Set
 from functools import lru_cache
 from types import ModuleType
 
@@ -65,11 +66,25 @@ def _layout(layout: str) -> tuple[int, tuple[int, ...], int, int, np.ndarray, np
     return fam, args, lay.block_elems, lay.block_bytes, g1, g2
 
 
-def _supported() -> frozenset[str]:
-    return frozenset(name for name in SPECS if _layout(name) is not None)
+class _Supported(Set):
+    """``LAYOUTS``, asked one layout at a time: ``layout in LAYOUTS`` builds the decode
+    tables of that layout only, so a one-shot command on one tensor does not build those
+    of every layout (4 ms, half of them IQ grids)."""
+
+    def __contains__(self, layout: object) -> bool:
+        return isinstance(layout, str) and _layout(layout) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name in SPECS if _layout(name) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __repr__(self) -> str:
+        return f"cstats.LAYOUTS({sorted(self)!r})"
 
 
-LAYOUTS = _supported()
+LAYOUTS = _Supported()
 
 
 @lru_cache(maxsize=1)
