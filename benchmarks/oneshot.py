@@ -21,7 +21,9 @@ Each tensor gets one row per engine (``--engines``): the kernels compiled at ins
 ``C``, ``numba``, or ``numpy`` (numba's engine on a small tensor runs the numpy twin
 and never loads numba, see ``ggscope.stats``).  ``--before DIR`` adds rows for another
 ggscope source tree (a worktree of an older commit, its extension built in place) in
-the same rounds.
+the same rounds.  ``--instructions`` also counts, with valgrind's callgrind, the
+instructions each process executes (``OPENBLAS_NUM_THREADS=1``): a figure the other
+sessions on the machine cannot disturb, for the rows that do not compile numba kernels.
 
 The user caches of the warm rows live in a private directory filled by a first run, so
 the figures do not depend on what the user's own cache holds.  Python compiles
@@ -33,17 +35,21 @@ Two tensors: a small one (the shipped example model's ``blk.0.attn_q.weight``, b
 ``stats.JIT_MIN_ELEMS``) and a large one (a 16 Mi element Q8_0 tensor written here
 with gguf-py: on numba's engine, the compiled kernels).
 
-    python benchmarks/oneshot.py [--repeat 5] [--engines c,numba] [--before DIR]
+    python benchmarks/oneshot.py [--repeat 5] [--engines c,numba] [--before DIR] [--instructions]
 """
 from __future__ import annotations
 
 import argparse
 import compileall
+import contextlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -87,15 +93,35 @@ def environment(tree: Path, engine: str, cache: Path) -> dict[str, str]:
     return env
 
 
-def wall(cmd: list[str], env: dict[str, str], fresh_cache: bool = False) -> float:
+@contextlib.contextmanager
+def prepared(env: dict[str, str], fresh_cache: bool) -> Iterator[tuple[dict[str, str], str]]:
+    """The environment and an empty working directory (``python -m`` and ``-c`` import
+    from the working directory first: it must not hold a ggscope)."""
     env = dict(env)
     with tempfile.TemporaryDirectory() as cache:
         if fresh_cache:                        # what a fresh install pays
             env["XDG_CACHE_HOME"] = cache
             env["NUMBA_CACHE_DIR"] = os.path.join(cache, "numba")
+        yield env, cache
+
+
+def wall(cmd: list[str], env: dict[str, str], fresh_cache: bool = False) -> float:
+    with prepared(env, fresh_cache) as (env, cwd):
         t0 = time.perf_counter()
-        subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(cmd, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
         return time.perf_counter() - t0
+
+
+def instructions(cmd: list[str], env: dict[str, str], fresh_cache: bool = False) -> int | None:
+    """Instructions the process executes (valgrind's callgrind), or None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with prepared(env, fresh_cache) as (env, cwd):
+        env["OPENBLAS_NUM_THREADS"] = "1"     # no BLAS threads spinning at numpy's import
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], env=env,
+                           cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    m = re.search(r"I\s+refs:\s+([\d,]+)", r.stderr)
+    return int(m.group(1).replace(",", "")) if r.returncode == 0 and m else None
 
 
 def large_file(work: Path) -> Path:
@@ -118,6 +144,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--engines", default="c,numba", help="kernels to measure: c (ggscope._cstats), numba")
     ap.add_argument("--before", type=Path, help="another ggscope source tree measured in the same rounds")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count the instructions of info, cold stats and gguf-py with valgrind (no noise)")
     a = ap.parse_args()
     py = sys.executable
     cli = [py, "-m", "ggscope"]
@@ -130,12 +158,13 @@ def main() -> None:
         code = f"{'code':7} " if a.before else ""
         print(f"{'tensor':7} {code}{'kernels':8} {'info':>6} {'stats warm':>11} {'stats cold':>11} {'gguf-py':>8}   "
               f"{'warm - info':>11} {'cold / gguf-py':>14}   (seconds, best of {a.repeat})")
+        counts = []
         for label, path, name in cases:
             rows = []
             for tag, tree in trees:
                 for engine in engines:
                     env = environment(tree, engine, Path(tmp) / f"cache-{tag}-{engine}")
-                    ran = subprocess.run([py, "-c", PROBE, str(path), name], env=env, check=True,
+                    ran = subprocess.run([py, "-c", PROBE, str(path), name], env=env, cwd=tmp, check=True,
                                          capture_output=True, text=True).stdout.strip()
                     if engine == "c" and ran != "C":
                         print(f"{label:7} {'':8} C kernels not built in {tree} ({ran} ran): row skipped")
@@ -156,6 +185,22 @@ def main() -> None:
                 code = f"{tag:7} " if a.before else ""
                 print(f"{label:7} {code}{ran:8} {info:6.2f} {warm:11.2f} {cold:11.2f} {p:8.2f}   {warm - info:+11.2f} "
                       f"{cold / p:13.2f}x", flush=True)
+            if a.instructions:
+                counts.append((label, path, name, rows))
+        for label, path, name, rows in counts:
+            peer_i = instructions([py, "-c", PEER, str(path), name], dict(os.environ))
+            if peer_i is None:
+                print("instructions not counted: no valgrind")
+                break
+            for tag, ran, env, _ in rows:
+                code = f"{tag:7} " if a.before else ""
+                if ran == "numba":                    # compiling under valgrind takes many minutes
+                    print(f"{label:7} {code}{ran:8} instructions not counted (numba compiles)")
+                    continue
+                info_i = instructions(cli + ["info", str(path)], env)
+                cold_i = instructions(cli + ["stats", str(path), name], env, fresh_cache=True)
+                print(f"{label:7} {code}{ran:8} instructions: info {info_i / 1e6:.0f} M, stats cold {cold_i / 1e6:.0f} M, "
+                      f"gguf-py {peer_i / 1e6:.0f} M -> cold / gguf-py {cold_i / peer_i:.2f}x", flush=True)
 
 
 if __name__ == "__main__":
