@@ -37,9 +37,12 @@ exit status: 0 ok, 1 findings/differences, 2 usage, I/O or damaged input.
 """
 
 
-def _available() -> dict[str, object]:
+def _available(only: str | None = None) -> dict[str, object]:
+    """The importable command modules, or with ``only`` just that one: a one-shot
+    command does not pay for importing and describing the seven others (``validate``
+    alone pulls in the config loader)."""
     mods = {}
-    for name in COMMANDS:
+    for name in (only,) if only else COMMANDS:
         try:
             mods[name] = importlib.import_module(f"ggscope.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -67,7 +70,10 @@ def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    mods = _available()
+    # the parser holds only the command the arguments name (`ggscope FILE` names tui);
+    # without one (`ggscope --help`, a typo), or if it is not installed, all of them
+    named = argv[0] if argv and argv[0] in COMMANDS else "tui" if not argv or not argv[0].startswith("-") else None
+    mods = (named and _available(named)) or _available()
     if "tui" in mods and (not argv or (argv[0] not in mods and not argv[0].startswith("-"))):
         argv = ["tui", *argv]     # `ggscope FILE` and bare `ggscope` open the browser
     parser = build_parser(mods)

@@ -63,7 +63,6 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -74,6 +73,8 @@ from .ggml_types import Layout, tensor_layout
 from .quant import code_values, decode_into, dequantizer
 
 if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor   # imported where a pool starts (5 ms)
+
     from .modelfile import TensorInfo
 
 __all__ = ["tensor_stats", "StatsCancelled", "DEFAULT_BINS", "DEFAULT_CHUNK_ELEMS",
@@ -213,6 +214,7 @@ class _Chunks:
                 results.append(guarded(i))
                 advance(i)
             return results
+        from concurrent.futures import ThreadPoolExecutor, wait
         if self.pool is None:                   # one pool for both passes
             self.pool = ThreadPoolExecutor(self.threads)
         futures = []

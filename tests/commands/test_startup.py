@@ -59,3 +59,32 @@ def test_stats_help_names_the_library_default():
     p = argparse.ArgumentParser()
     stats_command.add_arguments(p)
     assert f"(default {DEFAULT_BINS})" in p.format_help()
+
+
+EXAMPLE = REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+# what a one-shot command on one file and one tensor has no use for (issue 18, item 3):
+# the YAML parser (the specs come parsed, ggscope.spec.documents), the other commands'
+# modules and the config loader, a thread pool for a tensor of one chunk, numba
+ONE_SHOT_UNUSED = ("yaml", "numba", "concurrent.futures", "ggscope.config", "ggscope.commands.validate",
+                   "ggscope.commands.diff", "ggscope.commands.run", "ggscope.commands.tui")
+
+
+@pytest.mark.parametrize("argv", [["info", str(EXAMPLE)], ["stats", str(EXAMPLE), "blk.0.attn_q.weight"],
+                                  ["stats", "--json", str(EXAMPLE), "blk.0.attn_q.weight"]])
+def test_one_shot_commands_load_only_what_they_use(argv):
+    mods = loaded_after(f"from ggscope.cli import main\nassert main({argv!r}) == 0")
+    assert f"ggscope.commands.{argv[0]}" in mods and "ggscope.spec" in mods
+    assert sorted(m for m in mods if any(m == u or m.startswith(u + ".") for u in ONE_SHOT_UNUSED)) == []
+
+
+def test_stats_of_one_tensor_builds_only_its_layouts_tables():
+    """The compiled kernels' decode tables (IQ grids...) are built per layout when asked."""
+    from ggscope import cstats
+    if not cstats.available():
+        pytest.skip("ggscope._cstats not built (or GGSCOPE_KERNELS=numba): no C decode tables")
+    probe = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nimport ggscope\n"
+             f"ggscope.open({str(EXAMPLE)!r}).tensor('blk.0.attn_q.weight').stats()\n"
+             "from ggscope import cstats, fused_specs\n"
+             "print(cstats._layout.cache_info().currsize, fused_specs.tables.cache_info().currsize)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
+    assert out.stdout.split() == ["1", "1"]                 # Q8_0: its layout, its (empty) tables
