@@ -31,11 +31,12 @@ gemma3 forward pass (its cells for that file say so) and no compiled extensions 
 weight loading does not use: ``dequantize`` is numpy in both trees).  So with
 ``--baseline`` the run also writes a llama-shaped model both trees load, with about
 234 M parameters (32000 x 1024 untied embedding and output, 15 layers, 16 query and 4
-key/value heads of 64, FFN 2816), Q8_0 blocks of random codes with f16 scales sized
-for weights ~N(0, 0.02) and F32 norms, and measures it on all three sides.  Each cell
-shows load seconds, forward seconds, peak RSS (MiB) after the load and after the
-forward; with ``--repeat N`` each side runs N times, interleaved, and the run with the
-least load + forward time is shown.
+key/value heads of 64, FFN 2816; F32 norms), twice: F16 matrices of N(0, 0.02) values
+(decoding is little more than a widening, so the copy weighs most) and Q8_0 blocks of
+random codes with f16 scales sized for weights ~N(0, 0.02); both on all three sides.
+Each cell shows load seconds, forward seconds, peak RSS (MiB) after the load and after
+the forward; with ``--repeat N`` each side runs N times, interleaved, and the run with
+the least load + forward time is shown.
 
     python benchmarks/forward_vs_transformers.py [--no-tiny] [--no-big] [--threads 2] [--dir /tmp]
                                                 [--baseline DIR] [--repeat 1]
@@ -43,6 +44,7 @@ least load + forward time is shown.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -231,14 +233,15 @@ def write_gemma3_270m(path: Path, seed: int = 0) -> int:
     return n_params
 
 
-# ---- the 234M llama-shaped Q8_0 file (for --baseline) ----------------------------------------
+# ---- the 234M llama-shaped F16 / Q8_0 files (for --baseline) ---------------------------------
 
 LLAMA_234M = dict(n_vocab=32000, n_embd=1024, n_layer=15, n_head=16, n_head_kv=4, n_ff=2816, n_ctx=4096)
 
 
-def write_llama_234m(path: Path, seed: int = 0) -> int:
+def write_llama_234m(path: Path, encoding: str = "Q8_0", seed: int = 0) -> int:
     """A llama-shaped model every ggscope tree since the first llama forward pass loads (the
-    gemma3 one is newer); returns its parameter count."""
+    gemma3 one is newer), its matrices ``encoding`` ("Q8_0" or "F16"); returns its
+    parameter count."""
     import gguf
     from gguf import GGMLQuantizationType as Q
     g = LLAMA_234M
@@ -247,7 +250,7 @@ def write_llama_234m(path: Path, seed: int = 0) -> int:
     D = C // H
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_name("Random Llama 234M-shaped")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if encoding == "Q8_0" else gguf.LlamaFileType.MOSTLY_F16)
     w.add_context_length(g["n_ctx"])
     w.add_embedding_length(C)
     w.add_block_count(L)
@@ -262,7 +265,10 @@ def write_llama_234m(path: Path, seed: int = 0) -> int:
 
     def quant(name: str, rows: int, cols: int) -> None:
         nonlocal n_params
-        w.add_tensor(name, _random_blocks(rng, Q.Q8_0, rows, cols), raw_dtype=Q.Q8_0)
+        if encoding == "Q8_0":
+            w.add_tensor(name, _random_blocks(rng, Q.Q8_0, rows, cols), raw_dtype=Q.Q8_0)
+        else:
+            w.add_tensor(name, (rng.standard_normal((rows, cols), np.float32) * np.float32(0.02)).astype(np.float16))
         n_params += rows * cols
 
     def norm(name: str, n: int) -> None:
@@ -351,7 +357,7 @@ def main() -> int:
     ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the big models")
     ap.add_argument("--baseline", metavar="DIR",
                     help="another ggscope source tree (e.g. a git worktree of an older commit) measured "
-                         "in the same run as a column of its own; adds the 234M llama-shaped Q8_0 model")
+                         "in the same run as a column of its own; adds the 234M llama-shaped F16 and Q8_0 models")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per side and file, interleaved; the least disturbed one is shown")
     args = ap.parse_args()
@@ -375,7 +381,8 @@ def main() -> int:
                     bench.row(path.resolve(), PROMPT_TINY)
     big = [] if args.no_big else [("Random-Gemma3-270M-Q4_K_M.gguf", write_gemma3_270m)]
     if baseline:
-        big.append(("Random-Llama-234M-Q8_0.gguf", write_llama_234m))
+        big += [(f"Random-Llama-234M-{enc}.gguf", functools.partial(write_llama_234m, encoding=enc))
+                for enc in ("F16", "Q8_0")]
     for name, write in big:
         tmp = Path(tempfile.mkdtemp(prefix="ggscope-fwdbench-", dir=args.dir))
         try:
