@@ -21,11 +21,30 @@ Q5_0, Q6_K -> Q8_0, so the tied embedding is Q8_0).  gguf-py cannot quantize K t
 so blocks are random bytes with sane f16 scales; the file is written to a temporary
 directory and deleted afterwards.
 
+``--baseline DIR`` adds a column: another ggscope source tree (a git worktree of an
+older commit, e.g. ``git worktree add /tmp/base-57d7c50 57d7c50``) measured in the same
+run, in the same fresh-process way, its children started in that tree with only it on
+``PYTHONPATH`` (each child reports which ``ggscope`` it imported, and the run stops if
+it is not the one asked for).  Issue 18 item 7's "before" is 57d7c50, the parent of the
+commit that dropped ``WeightMapper.take``'s second float32 copy; that tree has no
+gemma3 forward pass (its cells for that file say so) and no compiled extensions (which
+weight loading does not use: ``dequantize`` is numpy in both trees).  So with
+``--baseline`` the run also writes a llama-shaped model both trees load, with about
+234 M parameters (32000 x 1024 untied embedding and output, 15 layers, 16 query and 4
+key/value heads of 64, FFN 2816; F32 norms), twice: F16 matrices of N(0, 0.02) values
+(decoding is little more than a widening, so the copy weighs most) and Q8_0 blocks of
+random codes with f16 scales sized for weights ~N(0, 0.02); both on all three sides.
+Each cell shows load seconds, forward seconds, peak RSS (MiB) after the load and after
+the forward; with ``--repeat N`` each side runs N times, interleaved, and the run with
+the least load + forward time is shown.
+
     python benchmarks/forward_vs_transformers.py [--no-tiny] [--no-big] [--threads 2] [--dir /tmp]
+                                                [--baseline DIR] [--repeat 1]
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -53,11 +72,12 @@ mf = ggscope.open(sys.argv[1])
 mod = module_for(mf)
 w = mod.load(mf)
 t1 = time.perf_counter()
+rss_load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 logits, _ = mod.forward(w, json.loads(sys.argv[2]))
 t2 = time.perf_counter()
-print(json.dumps({"load": t1 - t0, "forward": t2 - t1,
+print(json.dumps({"load": t1 - t0, "forward": t2 - t1, "rss_load": rss_load,
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "top1": int(logits.argmax())}))
+                  "top1": int(logits.argmax()), "module": ggscope.__file__}))
 """
 
 TRANSFORMERS = """
@@ -69,29 +89,45 @@ torch.set_num_threads(int(sys.argv[3]))
 path = sys.argv[1]
 m = AutoModelForCausalLM.from_pretrained(os.path.dirname(path), gguf_file=os.path.basename(path))
 t1 = time.perf_counter()
+rss_load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 with torch.no_grad():
     logits = m(torch.tensor([json.loads(sys.argv[2])])).logits[0, -1]
 t2 = time.perf_counter()
-print(json.dumps({"load": t1 - t0, "forward": t2 - t1,
+print(json.dumps({"load": t1 - t0, "forward": t2 - t1, "rss_load": rss_load,
                   "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "top1": int(logits.argmax())}))
 """
 
 
-def _child(code: str, path: Path, tokens: list[int], threads: int) -> dict | str:
+def _child(code: str, path: Path, tokens: list[int], threads: int, tree: Path = REPO) -> dict | str:
+    """One fresh interpreter; ``tree`` is the ggscope source tree it imports.  Its working
+    directory is ``tree`` too: ``python -c`` puts the working directory ahead of
+    ``PYTHONPATH`` on ``sys.path``."""
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads), PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false")
+               MKL_NUM_THREADS=str(threads), PYTHONPATH=str(tree), TOKENIZERS_PARALLELISM="false")
     try:
         out = subprocess.run([sys.executable, "-c", code, str(path), json.dumps(tokens), str(threads)],
-                             capture_output=True, text=True, env=env, timeout=900)
+                             capture_output=True, text=True, env=env, timeout=900, cwd=tree)
     except subprocess.TimeoutExpired:
         return "timed out"
     if out.returncode:
         if "ignore_mismatched_sizes" in out.stderr:
             return "its config mismatches the weights"
         last = (out.stderr.strip().splitlines() or ["failed"])[-1]
+        if "UnsupportedArchitecture" in last:
+            return "unsupported architecture"
         return last.split(": ", 1)[-1][:40]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    module = res.get("module")
+    if module is not None and not Path(module).resolve().is_relative_to(tree.resolve()):
+        sys.exit(f"a child meant to run the ggscope of {tree} imported {module}")
+    return res
+
+
+def _best_of(runs: list) -> dict | str:
+    """The run least disturbed by the shared machine (least load + forward), else the failure."""
+    ok = [r for r in runs if isinstance(r, dict)]
+    return min(ok, key=lambda r: r["load"] + r["forward"]) if ok else runs[0]
 
 
 # ---- the 270M gemma3-shaped Q4_K_M file -------------------------------------------------------
@@ -197,20 +233,118 @@ def write_gemma3_270m(path: Path, seed: int = 0) -> int:
     return n_params
 
 
+# ---- the 234M llama-shaped F16 / Q8_0 files (for --baseline) ---------------------------------
+
+LLAMA_234M = dict(n_vocab=32000, n_embd=1024, n_layer=15, n_head=16, n_head_kv=4, n_ff=2816, n_ctx=4096)
+
+
+def write_llama_234m(path: Path, encoding: str = "Q8_0", seed: int = 0) -> int:
+    """A llama-shaped model every ggscope tree since the first llama forward pass loads (the
+    gemma3 one is newer), its matrices ``encoding`` ("Q8_0" or "F16"); returns its
+    parameter count."""
+    import gguf
+    from gguf import GGMLQuantizationType as Q
+    g = LLAMA_234M
+    rng = np.random.default_rng(seed)
+    C, H, Hkv, F, L, V = g["n_embd"], g["n_head"], g["n_head_kv"], g["n_ff"], g["n_layer"], g["n_vocab"]
+    D = C // H
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("Random Llama 234M-shaped")
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if encoding == "Q8_0" else gguf.LlamaFileType.MOSTLY_F16)
+    w.add_context_length(g["n_ctx"])
+    w.add_embedding_length(C)
+    w.add_block_count(L)
+    w.add_feed_forward_length(F)
+    w.add_head_count(H)
+    w.add_head_count_kv(Hkv)
+    w.add_rope_dimension_count(D)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(1e4)
+    w.add_vocab_size(V)
+    n_params = 0
+
+    def quant(name: str, rows: int, cols: int) -> None:
+        nonlocal n_params
+        if encoding == "Q8_0":
+            w.add_tensor(name, _random_blocks(rng, Q.Q8_0, rows, cols), raw_dtype=Q.Q8_0)
+        else:
+            w.add_tensor(name, (rng.standard_normal((rows, cols), np.float32) * np.float32(0.02)).astype(np.float16))
+        n_params += rows * cols
+
+    def norm(name: str, n: int) -> None:
+        nonlocal n_params
+        w.add_tensor(name, (1 + 0.1 * rng.standard_normal(n)).astype(np.float32))
+        n_params += n
+
+    quant("token_embd.weight", V, C)
+    for i in range(L):
+        norm(f"blk.{i}.attn_norm.weight", C)
+        quant(f"blk.{i}.attn_q.weight", H * D, C)
+        quant(f"blk.{i}.attn_k.weight", Hkv * D, C)
+        quant(f"blk.{i}.attn_v.weight", Hkv * D, C)
+        quant(f"blk.{i}.attn_output.weight", C, H * D)
+        norm(f"blk.{i}.ffn_norm.weight", C)
+        quant(f"blk.{i}.ffn_gate.weight", F, C)
+        quant(f"blk.{i}.ffn_up.weight", F, C)
+        quant(f"blk.{i}.ffn_down.weight", C, F)
+    norm("output_norm.weight", C)
+    quant("output.weight", V, C)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return n_params
+
+
 # ---- report ---------------------------------------------------------------------------------
+
+CELL = 30          # "load s, forward s, MiB after load, peak MiB"
+
 
 def _cell(r) -> str:
     if isinstance(r, str):
-        return f"{'n/a: ' + r:<32.32}"
-    return f"{r['load']:6.2f} {r['forward']:6.3f} {r['rss']:7.0f}          "
+        return f"{'n/a: ' + r:<{CELL}.{CELL}}"
+    return f"{r['load']:6.2f} {r['forward']:6.3f} {r['rss_load']:7.0f} {r['rss']:7.0f} "
 
 
-def _row(label: str, ours, theirs) -> None:
-    ratio = ""
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        t_o, t_t = ours["load"] + ours["forward"], theirs["load"] + theirs["forward"]
-        ratio = f"{t_t / t_o:5.1f}x faster, {ours['rss'] / theirs['rss']:4.2f}x memory"
-    print(f"{label:<34} {_cell(ours)} {_cell(theirs)} {ratio}", flush=True)
+def _ratio(now, other, what: str) -> str:
+    if not (isinstance(now, dict) and isinstance(other, dict)):
+        return ""
+    if what == "before":
+        return (f"before/now: load {other['load'] / now['load']:4.1f}x, "
+                f"peak {other['rss'] - now['rss']:+.0f} MiB")
+    t_o, t_t = now["load"] + now["forward"], other["load"] + other["forward"]
+    return f"{t_t / t_o:5.1f}x faster, {now['rss'] / other['rss']:4.2f}x memory"
+
+
+class Bench:
+    """The sides of one run: ggscope, optionally an older ggscope tree, transformers."""
+
+    def __init__(self, threads: int, baseline: Path | None, repeat: int) -> None:
+        self.threads, self.baseline, self.repeat = threads, baseline, repeat
+
+    def header(self) -> None:
+        sides = ["ggscope"] + (["ggscope before"] if self.baseline else []) + ["transformers"]
+        cols = " ".join(f"{name:<{CELL}.{CELL}}" for name in sides)
+        unit = " ".join(f"{'load s  fwd s  MiB@load peak':<{CELL}}" for _ in sides)
+        print(f"{'file':<34} {cols} ratio (transformers / ggscope)")
+        print(f"{'':<34} {unit}")
+
+    def row(self, path: Path, tokens: list[int]) -> tuple:
+        """Every side ``repeat`` times, interleaved (a busy spell of the machine hits all
+        alike); prints the row and returns (ggscope, before, transformers)."""
+        runs: dict[str, list] = {"now": [], "before": [], "theirs": []}
+        for _ in range(self.repeat):
+            runs["now"].append(_child(GGSCOPE, path, tokens, self.threads))
+            if self.baseline:
+                runs["before"].append(_child(GGSCOPE, path, tokens, self.threads, self.baseline))
+            runs["theirs"].append(_child(TRANSFORMERS, path, tokens, self.threads))
+        now, theirs = _best_of(runs["now"]), _best_of(runs["theirs"])
+        before = _best_of(runs["before"]) if self.baseline else None
+        cells = [_cell(now)] + ([_cell(before)] if self.baseline else []) + [_cell(theirs)]
+        ratio = "; ".join(r for r in (_ratio(now, theirs, "theirs"), _ratio(now, before, "before")) if r)
+        print(f"{path.stem:<34} {' '.join(cells)} {ratio}", flush=True)
+        return now, before, theirs
 
 
 def main() -> int:
@@ -220,10 +354,23 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1,
                     help="BLAS / torch threads for both sides (1: the machine is shared, and "
                          "contended threads make small products slower, for both)")
-    ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the 270M model")
+    ap.add_argument("--dir", default=tempfile.gettempdir(), help="where to write the big models")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="another ggscope source tree (e.g. a git worktree of an older commit) measured "
+                         "in the same run as a column of its own; adds the 234M llama-shaped F16 and Q8_0 models")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per side and file, interleaved; the least disturbed one is shown")
     args = ap.parse_args()
-    print(f"{'file':<34} {'ggscope: load s, forward s, peak MiB':<32} "
-          f"{'transformers: load s, forward s, MiB':<32} ratio (transformers / ggscope)")
+    baseline = None
+    if args.baseline:
+        baseline = Path(args.baseline).resolve()
+        if not (baseline / "ggscope" / "__init__.py").is_file():
+            ap.error(f"--baseline {args.baseline}: no ggscope package there")
+        print(f"(ggscope before: {baseline}"
+              + (f", commit {_commit(baseline)}" if _commit(baseline) else "") + ")")
+    print(f"(ggscope: {REPO}" + (f", commit {_commit(REPO)}" if _commit(REPO) else "") + ")")
+    bench = Bench(args.threads, baseline, max(1, args.repeat))
+    bench.header()
     if not args.no_tiny:
         if not ARCH_DIR.is_dir():
             print(f"(tiny models skipped: {ARCH_DIR.resolve()} not found)")
@@ -231,20 +378,21 @@ def main() -> int:
             for enc in ("F32", "Q8_0"):
                 path = ARCH_DIR / f"Tiny-{stem}-v1.0-{enc}.gguf"
                 if path.is_file():
-                    _row(path.stem, _child(GGSCOPE, path, PROMPT_TINY, args.threads),
-                         _child(TRANSFORMERS, path, PROMPT_TINY, args.threads))
-    if not args.no_big:
+                    bench.row(path.resolve(), PROMPT_TINY)
+    big = [] if args.no_big else [("Random-Gemma3-270M-Q4_K_M.gguf", write_gemma3_270m)]
+    if baseline:
+        big += [(f"Random-Llama-234M-{enc}.gguf", functools.partial(write_llama_234m, encoding=enc))
+                for enc in ("F16", "Q8_0")]
+    for name, write in big:
         tmp = Path(tempfile.mkdtemp(prefix="ggscope-fwdbench-", dir=args.dir))
         try:
-            path = tmp / "Random-Gemma3-270M-Q4_K_M.gguf"
+            path = tmp / name
             t = time.perf_counter()
-            n = write_gemma3_270m(path)
+            n = write(path)
             print(f"(wrote {path.name}: {n / 1e6:.0f} M parameters, "
                   f"{path.stat().st_size / 2**20:.0f} MiB, in {time.perf_counter() - t:.1f} s)")
-            ours = _child(GGSCOPE, path, PROMPT_BIG, args.threads)
-            theirs = _child(TRANSFORMERS, path, PROMPT_BIG, args.threads)
-            _row(path.stem, ours, theirs)
-            if isinstance(ours, dict):
+            ours, _, theirs = bench.row(path, PROMPT_BIG)
+            if write is write_gemma3_270m and isinstance(ours, dict):
                 total = ours["load"] + ours["forward"]
                 print(f"8-token prompt through the 270M model: {total:.2f} s load + forward "
                       f"(goal < 5 s); top-1 ggscope {ours['top1']}"
@@ -252,6 +400,14 @@ def main() -> int:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return 0
+
+
+def _commit(tree: Path) -> str:
+    try:
+        return subprocess.run(["git", "-C", str(tree), "log", "-1", "--format=%h"], capture_output=True,
+                              text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
 if __name__ == "__main__":
