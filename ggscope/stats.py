@@ -110,6 +110,20 @@ def _kernels(n_elements: int) -> Any:
     return kernels
 
 
+_POOLS: dict[int, "ThreadPoolExecutor"] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool(threads: int) -> "ThreadPoolExecutor":
+    """One pool per thread count for the process: a model's tensors (the TUI, ``stats``
+    of every tensor) reuse its threads instead of starting two per tensor."""
+    from concurrent.futures import ThreadPoolExecutor
+    with _POOLS_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="ggscope-stats")
+        return _POOLS[threads]
+
+
 class StatsCancelled(Exception):
     """Raised by ``tensor_stats`` when its ``cancel`` hook returned true."""
 
@@ -157,9 +171,7 @@ class _Chunks:
         return fused
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-            self.pool = None
+        self.pool = None                        # shared: it outlives this tensor
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -214,9 +226,9 @@ class _Chunks:
                 results.append(guarded(i))
                 advance(i)
             return results
-        from concurrent.futures import ThreadPoolExecutor, wait
+        from concurrent.futures import wait
         if self.pool is None:                   # one pool for both passes
-            self.pool = ThreadPoolExecutor(self.threads)
+            self.pool = _pool(self.threads)
         futures = []
         try:
             for i in self.starts:
