@@ -27,8 +27,9 @@ the codes and decoded routes run on ``ggscope.kernels_numpy`` (same results) ins
 the compiled kernels: a one-shot command on a small tensor does not pay numba's import,
 initialisation and, on a fresh install, compilation.
 
-Contract of ``tensor_stats(t, *, bins=64, chunk_elems=1<<20, threads=2, progress=None,
-cancel=None)`` -> ``dict``:
+Contract of ``tensor_stats(t, *, bins=64, chunk_elems=None, threads=2, progress=None,
+cancel=None)`` -> ``dict`` (``chunk_elems`` None: 4 Mi elements where nothing is decoded
+into float32 buffers, else 1 Mi):
 
 * ``count`` (all elements), ``finite``, ``nan``, ``inf`` (both signs), ``zeros``
   (``== 0``, either sign); ``min``, ``max``, ``mean``, ``std`` (population, ddof=0),
@@ -82,6 +83,10 @@ __all__ = ["tensor_stats", "StatsCancelled", "DEFAULT_BINS", "DEFAULT_CHUNK_ELEM
 
 DEFAULT_BINS = 64
 DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
+# Routes that decode nothing into float32 buffers (the C kernels' fused layouts, codes,
+# bits) take chunks 4x larger: their per-chunk Python work, serialised on the GIL, was a
+# tenth of a two-thread Q4_K pass at 1 Mi elements (benchmarks/stats_vs_ggml.py)
+UNBUFFERED_CHUNK_ELEMS = 1 << 22
 STREAM_BYTES = 256 << 20            # larger tensors are read with pread instead of through the map
 CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
 JIT_MIN_ELEMS = 1 << 23             # per process: elements measured without numba before loading it
@@ -622,12 +627,23 @@ def _code_route(lay: Layout) -> bool:
     return lay.block_elems == 1 and lay.block_bytes <= 2 and lay.codec is not None
 
 
-def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int = DEFAULT_CHUNK_ELEMS,
+def _code_route_name(layout: str) -> bool:
+    """Whether the layout named is counted (codes, BIT1's bits) rather than decoded."""
+    from .ggml_types import LAYOUTS
+    lay = LAYOUTS.get(layout)
+    return lay is not None and (_code_route(lay) or lay.codec == "bit1")
+
+
+def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int | None = None,
                  threads: int = 2, progress: Callable[[int, int], None] | None = None,
                  cancel: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Statistics of every element of ``t`` (see the module docstring for the keys)."""
     if not isinstance(bins, int) or not 1 <= bins <= 1 << 20:
         raise ValueError(f"bins must be an integer in 1..{1 << 20}, not {bins!r}")
+    if chunk_elems is None:
+        from . import cstats
+        unbuffered = _code_route_name(t.layout) or (cstats.available() and t.layout in cstats.LAYOUTS)
+        chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
     if not isinstance(chunk_elems, int) or chunk_elems < 1:
         raise ValueError(f"chunk_elems must be a positive integer, not {chunk_elems!r}")
     lay = tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1)
