@@ -44,6 +44,8 @@ def test_the_extension_is_built_where_a_compiler_is():
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler on PATH")
     assert cstats._cstats is not None, "pip install built no ggscope._cstats (see setup.py)"
+    import ggscope.report.jsonable as J
+    assert J._cjson is not None, "pip install built no ggscope._cjson (see setup.py)"
     assert cstats.LAYOUTS == fused.LAYOUTS
 
 

@@ -26,6 +26,11 @@ import numpy as np
 from ..spec.scan import StringArray
 from .escape import json_key, json_text
 
+try:
+    from .. import _cjson            # compiled at install (setup.py); else the numpy route below
+except ImportError:
+    _cjson = None
+
 __all__ = ["jsonable", "value_json"]
 
 
@@ -77,6 +82,14 @@ def _string_array_text(v: StringArray) -> str | None:
         return None
     if len(v) == 0:
         return "[]"
+    if _cjson is not None and v.starts.dtype == np.int64 and v.lens.dtype == np.int64:
+        text = _cjson.join_json(v._arr, v.starts, v.lens, v.width)    # one copy, checked as it goes
+        if text is None:
+            return None
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
     body = v.joined_with(b'", "')
     if body is not None:
         if (np.count_nonzero(body < 0x20) or np.count_nonzero(body == 0x22) != 2 * len(v)

@@ -166,18 +166,24 @@ def test_number_arrays_written_in_bulk_are_json_dumps(arr):
     assert value_json(arr) == json.dumps(jsonable(arr), ensure_ascii=False, allow_nan=False)
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["c", "numpy"])
 @pytest.mark.parametrize("width,tail", [(8, 0), (4, 0), (4, 4), (8, 3), (2, 0), (1, 0)])
 @pytest.mark.parametrize("items", [
     ["plain", "Ġthe", "日本語", "", "a b", "x"],
     ['a "quote"', "ok"], ["back\\slash"], ["tab\t"], ["\xff-not-utf8"],
 ])
-def test_string_array_json_from_bytes_is_json_dumps(width, tail, items):
+def test_string_array_json_from_bytes_is_json_dumps(width, tail, items, compiled, monkeypatch):
     """String arrays are written from their bytes (the prefixes' last bytes become the
     separators): the text is json.dumps's, for any prefix width, with or without
     fixed-size fields after each string (a legacy vocabulary's scores), and the array
     falls back to the general path when a string needs escaping or is not UTF-8."""
+    import ggscope.report.jsonable as J
     from ggscope.report.jsonable import jsonable, value_json
     from ggscope.spec.scan import StringArray
+    if compiled and J._cjson is None:
+        pytest.skip("ggscope._cjson not built")
+    if not compiled:
+        monkeypatch.setattr(J, "_cjson", None)              # the numpy route
     raw = [s.encode("utf-8") if not s.startswith("\xff") else b"\xff-not-utf8" for s in items]
     data, starts = bytearray(b"pad"), []
     for b in raw:
@@ -191,3 +197,16 @@ def test_string_array_json_from_bytes_is_json_dumps(width, tail, items):
     else:
         assert joined is None
     assert value_json(sa) == json.dumps(jsonable(sa), ensure_ascii=False, allow_nan=False)
+
+
+def test_compiled_string_join_refuses_strings_outside_the_buffer():
+    """The C join checks every string against the buffer before copying (a scan never
+    makes such an array; the check keeps a wrong one from reading past the map)."""
+    import ggscope.report.jsonable as J
+    if J._cjson is None:
+        pytest.skip("ggscope._cjson not built")
+    arr = np.frombuffer(b"\x02\x00ab\x01\x00c", dtype=np.uint8)
+    assert J._cjson.join_json(arr, np.array([0, 4], np.int64), np.array([2, 1], np.int64), 2) == b'["ab", "c"]'
+    for starts, lens in (([0, 4], [2, 2]), ([-1], [1]), ([0], [-1]), ([7], [0])):
+        with pytest.raises(ValueError):
+            J._cjson.join_json(arr, np.array(starts, np.int64), np.array(lens, np.int64), 2)
