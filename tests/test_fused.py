@@ -43,9 +43,10 @@ ENGINES = list(_engines())
 def test_the_extension_is_built_where_a_compiler_is():
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler on PATH")
-    assert cstats._cstats is not None, "pip install built no ggscope._cstats (see setup.py)"
+    how = "not built into this tree: pip install -e . (or python setup.py build_ext --inplace), see setup.py"
+    assert cstats._cstats is not None, f"ggscope._cstats {how}"
     import ggscope.report.jsonable as J
-    assert J._cjson is not None, "pip install built no ggscope._cjson (see setup.py)"
+    assert J._cjson is not None, f"ggscope._cjson {how}"
     assert cstats.LAYOUTS == fused.LAYOUTS
 
 
