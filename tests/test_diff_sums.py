@@ -31,7 +31,7 @@ def engine(request, monkeypatch):
 def test_the_extension_is_built_where_a_compiler_is():
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler on PATH")
-    assert diff_sums._cpairs is not None, "pip install built no ggscope._cpairs (see setup.py)"
+    assert diff_sums._cpairs is not None, "ggscope._cpairs not built into this tree: pip install -e . (or python setup.py build_ext --inplace), see setup.py"
 
 
 def test_the_compiled_engine_is_the_default_where_built(monkeypatch):
