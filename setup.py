@@ -15,6 +15,10 @@ from setuptools import Extension, setup
 # about 5% on pass two (the pair counting), measured with benchmarks/stats_vs_ggml.py.
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
-setup(ext_modules=[Extension("ggscope._cstats", ["ggscope/_cstats.c"], extra_compile_args=FLAGS, optional=True),
-                   Extension("ggscope._cpairs", ["ggscope/_cpairs.c"], extra_compile_args=FLAGS, optional=True),
+HEADERS = ["ggscope/_ctargets.h"]
+
+setup(ext_modules=[Extension("ggscope._cstats", ["ggscope/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,
+                             optional=True),
+                   Extension("ggscope._cpairs", ["ggscope/_cpairs.c"], depends=HEADERS, extra_compile_args=FLAGS,
+                             optional=True),
                    Extension("ggscope._cjson", ["ggscope/_cjson.c"], extra_compile_args=FLAGS, optional=True)])

@@ -25,17 +25,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-/* a false alarm of GCC 12 on the address of a target_clones function (its resolver) */
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#endif
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
-/* one build runs well everywhere: the loader picks the widest vector unit present */
-#define TARGETS __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TARGETS
-#endif
+#include "_ctargets.h"
 /* Only the float64 sums of a piece may be reassociated (as numba's fastmath loop was):
    they are the sums of a piece in any order.  NaN and Inf keep their meaning (no
    finite-math), which the proof of finiteness relies on. */

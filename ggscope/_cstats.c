@@ -26,17 +26,7 @@
 
 /* GCC cannot see that every decoder writes its whole block before the passes read it */
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
-/* a false alarm of GCC 12 on the address of a target_clones function (its resolver) */
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#endif
-
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
-/* one build runs well everywhere: the loader picks the widest vector unit present */
-#define TARGETS __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TARGETS
-#endif
+#include "_ctargets.h"
 #define INLINE static inline __attribute__((always_inline))
 /* the decoders read bytes and write floats: no store of theirs can change a byte they read */
 #define IVDEP _Pragma("GCC ivdep")

@@ -1,0 +1,21 @@
+/* The instruction sets ggscope's C kernels are built for, shared by every extension.
+
+   Why: one build from source has to run well on the machine it lands on and on any
+   other x86-64 it is copied to; target_clones compiles a function once per level and
+   the loader picks the widest the CPU has.  Elsewhere (other compilers, other
+   architectures) TARGETS is empty and the default build runs. */
+#ifndef GGSCOPE_CTARGETS_H
+#define GGSCOPE_CTARGETS_H
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+/* a false alarm of GCC 12 on the address of a target_clones function (its resolver) */
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
+#define TARGETS __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TARGETS
+#endif
+
+#endif
