@@ -1261,20 +1261,9 @@ TARGETS static void moments_loop(const float *x, Py_ssize_t n, float shift, doub
     int64_t zeros = 0;
     for (Py_ssize_t s = 0; s < n; s += PIECE) {
         const int e = (int) (n - s < PIECE ? n - s : PIECE);
-        const int m = e - e % LANES;
         float a1, a2, aa;
-        int32_t z;
-        uint8_t idx[PIECE];
-        piece_bins(x + s, m, 0.0f, 0.0f, 0, shift, idx, &a1, &a2, &aa, &z);
-        for (int j = m; j < e; j++) {
-            const float v = x[s + j], dv = v - shift;
-            a1 += dv;
-            a2 += dv * dv;
-            aa += fabsf(v);
-            z += v == 0.0f;
-        }
+        zeros += piece_moments(x + s, e, shift, &a1, &a2, &aa);
         add_piece(x + s, e, shift, a1, a2, aa, &s1, &s2, &sa);
-        zeros += z;
     }
     r[0] = s1;
     r[1] = s2;
@@ -1300,19 +1289,11 @@ static PyObject *moments(PyObject *self, PyObject *args) {
 }
 
 TARGETS static int64_t bin_pairs_loop(const float *x, Py_ssize_t n, float lo, float scale, int32_t top, int64_t *table) {
-    uint8_t idx[PIECE + LANES];
-    float a1, a2, aa;
-    int32_t z;
+    uint8_t idx[PIECE];
     int64_t lone = 0;
     for (Py_ssize_t s = 0; s < n; s += PIECE) {
         const int e = (int) (n - s < PIECE ? n - s : PIECE);
-        const int m = e - e % LANES;
-        piece_bins(x + s, m, lo, scale, top, 0.0f, idx, &a1, &a2, &aa, &z);
-        for (int j = m; j < e; j++) {
-            int32_t t = (int32_t) ((x[s + j] - lo) * scale);
-            t = t < top ? t : top;
-            idx[j] = (uint8_t) (t > 0 ? t : 0);
-        }
+        piece_idx(x + s, e, lo, scale, top, idx);
         count_pair_idx(idx, e, table);
         if (e % 2) {                    /* a lone last value: (value, bin 0) pair */
             table[idx[e - 1]] += 1;
