@@ -317,11 +317,7 @@ class _Scales:
         if codes is None:
             self.floats.append(_scale_part(self.field, blocks))
             return
-        def make() -> np.ndarray:
-            table = np.zeros(1 << 16, np.int64)
-            self.tables.append(table)
-            return table
-        table = self.chunks.scratch("scale_table", make)
+        table = self._table()
         if self.chunks.kernels.__name__.endswith("cstats"):     # counted in place, no temporary
             self.chunks.kernels.count_codes(codes, table.reshape(1, -1))
         else:   # one code per block: numpy's bincount is cheap here and needs no compiled kernel
@@ -334,12 +330,15 @@ class _Scales:
             return None
         if _field_codes(blocks, self.field[0]) is None:        # unaligned: counted by ``add``
             return None
+        return self._table(), self.field[0]
 
+    def _table(self) -> np.ndarray:
+        """This thread's f16 scale-code counters (made once per thread, summed at the end)."""
         def make() -> np.ndarray:
             table = np.zeros(1 << 16, np.int64)
             self.tables.append(table)
             return table
-        return self.chunks.scratch("scale_table", make), self.field[0]
+        return self.chunks.scratch("scale_table", make)
 
     def summary(self) -> dict[str, Any] | None:
         if self.field is None or (not self.tables and not self.floats):
@@ -627,12 +626,6 @@ def _code_route(lay: Layout) -> bool:
     return lay.block_elems == 1 and lay.block_bytes <= 2 and lay.codec is not None
 
 
-def _code_route_name(layout: str) -> bool:
-    """Whether the layout named is counted (codes, BIT1's bits) rather than decoded."""
-    from .ggml_types import LAYOUTS
-    lay = LAYOUTS.get(layout)
-    return lay is not None and (_code_route(lay) or lay.codec == "bit1")
-
 
 def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int | None = None,
                  threads: int = 2, progress: Callable[[int, int], None] | None = None,
@@ -640,11 +633,7 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
     """Statistics of every element of ``t`` (see the module docstring for the keys)."""
     if not isinstance(bins, int) or not 1 <= bins <= 1 << 20:
         raise ValueError(f"bins must be an integer in 1..{1 << 20}, not {bins!r}")
-    if chunk_elems is None:
-        from . import cstats
-        unbuffered = _code_route_name(t.layout) or (cstats.available() and t.layout in cstats.LAYOUTS)
-        chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
-    if not isinstance(chunk_elems, int) or chunk_elems < 1:
+    if chunk_elems is not None and (not isinstance(chunk_elems, int) or chunk_elems < 1):
         raise ValueError(f"chunk_elems must be a positive integer, not {chunk_elems!r}")
     lay = tensor_layout(t.layout, int(t.shape[0]) if len(t.shape) else 1)
     if lay is None:
@@ -657,6 +646,10 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
     bits = lay.codec == "bit1"
     if lay.codec is None:
         dequantizer(t.layout)               # raises NotImplementedError naming the layout
+    if chunk_elems is None:
+        from . import cstats
+        unbuffered = codes or bits or (cstats.available() and t.layout in cstats.LAYOUTS)
+        chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
     ch = _Chunks(t, lay, chunk_elems, threads, progress, cancel, 1 if codes or bits else 2)
     try:
         ch.check()
