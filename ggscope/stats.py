@@ -164,13 +164,14 @@ class _Chunks:
         self.local = threading.local()
         self.pool: ThreadPoolExecutor | None = None
         self.kernels = _kernels(t.n_elements)
+        self.native = self.kernels.__name__ == "ggscope.cstats"     # the kernels compiled at install
 
     def fused(self) -> Any:
         """The fused decode + statistics passes of the kernels in use (``ggscope.cstats``
         or numba's ``ggscope.fused``), or None on the numpy kernels."""
         if self.kernels.__name__.endswith("kernels_numpy"):
             return None
-        if self.kernels.__name__.endswith("cstats"):
+        if self.native:
             return self.kernels
         from . import fused
         return fused
@@ -318,7 +319,7 @@ class _Scales:
             self.floats.append(_scale_part(self.field, blocks))
             return
         table = self._table()
-        if self.chunks.kernels.__name__.endswith("cstats"):     # counted in place, no temporary
+        if self.chunks.native:                                # counted in place, no temporary
             self.chunks.kernels.count_codes(codes, table.reshape(1, -1))
         else:   # one code per block: numpy's bincount is cheap here and needs no compiled kernel
             table += np.bincount(codes, minlength=1 << 16)
@@ -326,7 +327,7 @@ class _Scales:
     def table_for(self, blocks: np.ndarray) -> tuple[np.ndarray, int] | None:
         """(this thread's code table, field offset) for a fused C range pass that counts
         the f16 scale codes itself; None when the scales are kept some other way."""
-        if self.field is None or self.field[1].itemsize != 2 or not self.chunks.kernels.__name__.endswith("cstats"):
+        if self.field is None or self.field[1].itemsize != 2 or not self.chunks.native:
             return None
         if _field_codes(blocks, self.field[0]) is None:        # unaligned: counted by ``add``
             return None
