@@ -1061,8 +1061,9 @@ static int tables_ok(int fam, const job_t *J, Py_ssize_t g1, Py_ssize_t g2) {
     return J->g1c >= c1 && g1 >= r1 * J->g1c && (r2 == 0 || (J->g2c >= c2 && g2 >= r2 * J->g2c));
 }
 
-/* Fills J from (family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols). */
-static int setup_job(PyObject *const *argv, job_t *J, bufs_t *B, int *fam) {
+/* Fills J from (family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols) and picks
+   the family's variant (rf, bf). */
+static int setup_job(PyObject *const *argv, job_t *J, bufs_t *B, int *fam, range_fn *rf, bins_fn *bf) {
     memset(J, 0, sizeof *J);
     *fam = (int) PyLong_AsLong(argv[0]);
     if (*fam == -1 && PyErr_Occurred()) return 0;
@@ -1113,6 +1114,10 @@ static int setup_job(PyObject *const *argv, job_t *J, bufs_t *B, int *fam) {
     J->lut = B->lut.buf;
     J->g1 = B->g1.buf;
     J->g2 = B->g2.buf;
+    if (!pick(*fam, J, rf, bf)) {
+        PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
+        return 0;
+    }
     return 1;
 }
 
@@ -1150,11 +1155,7 @@ static PyObject *fused_range(PyObject *self, PyObject *const *argv, Py_ssize_t a
     int fam, have_table = 0;
     range_fn rf;
     bins_fn bf;
-    if (!setup_job(argv, &J, &B, &fam)) goto fail;
-    if (!pick(fam, &J, &rf, &bf)) {
-        PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
-        goto fail;
-    }
+    if (!setup_job(argv, &J, &B, &fam, &rf, &bf)) goto fail;
     if (argc == 13 && argv[11] != Py_None) {
         const long at = PyLong_AsLong(argv[12]);
         if (at == -1 && PyErr_Occurred()) goto fail;
@@ -1194,11 +1195,7 @@ static PyObject *fused_bins(PyObject *self, PyObject *const *argv, Py_ssize_t ar
     bins_fn bf;
     binargs_t BA;
     BA.lanes = NULL;
-    if (!setup_job(argv, &J, &B, &fam)) goto fail;
-    if (!pick(fam, &J, &rf, &bf)) {
-        PyErr_SetString(PyExc_ValueError, "these family arguments have no compiled variant");
-        goto fail;
-    }
+    if (!setup_job(argv, &J, &B, &fam, &rf, &bf)) goto fail;
     BA.lo = (float) PyFloat_AsDouble(argv[11]);
     BA.scale = (float) PyFloat_AsDouble(argv[12]);
     BA.top = (int32_t) PyLong_AsLong(argv[13]);
