@@ -26,10 +26,9 @@
 #include <string.h>
 
 #include "_ctargets.h"
-/* Only the float64 sums of a piece may be reassociated (as numba's fastmath loop was):
-   they are the sums of a piece in any order.  NaN and Inf keep their meaning (no
-   finite-math), which the proof of finiteness relies on. */
-#define REASSOC __attribute__((noinline, optimize("associative-math", "no-signed-zeros", "no-trapping-math")))
+/* Only the float64 sums of a piece may be reassociated (REASSOC, as numba's fastmath
+   loop was): they are the sums of a piece in any order.  NaN and Inf keep their meaning
+   (no finite-math), which the proof of finiteness relies on. */
 
 #define PIECE 2048                          /* pairs per piece: both sides fit in L1 */
 #define INF_BITS ((int64_t) 0x7FF0000000000000LL)

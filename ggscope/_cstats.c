@@ -525,8 +525,7 @@ INLINE float key_value(int32_t k) {
    L1-resident piece.  Only the float sums may be reassociated (as numba's fastmath
    kernels were): they are the sums of a piece in any order, while the bin index keeps
    the exact float32 formula -- hence separate, out-of-line functions with their own
-   optimization flags. */
-#define REASSOC __attribute__((noinline, optimize("associative-math", "no-signed-zeros", "no-trapping-math")))
+   optimization flags (REASSOC, _ctargets.h). */
 
 
 

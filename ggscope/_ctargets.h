@@ -1,4 +1,5 @@
-/* The instruction sets ggscope's C kernels are built for, shared by every extension.
+/* The instruction sets ggscope's C kernels are built for, and the one loop-level
+   optimization they allow, shared by every kernel extension.
 
    Why: one build from source has to run well on the machine it lands on and on any
    other x86-64 it is copied to; target_clones compiles a function once per level and
@@ -17,5 +18,10 @@
 #else
 #define TARGETS
 #endif
+
+/* For a sum loop alone: its additions may be reordered (vector lanes), nothing else
+   changes -- NaN and Inf keep their meaning, no FMA (setup.py), no other arithmetic
+   rewritten.  Out of line, so the flags stay on that loop. */
+#define REASSOC __attribute__((noinline, optimize("associative-math", "no-signed-zeros", "no-trapping-math")))
 
 #endif
