@@ -1,8 +1,8 @@
-"""The optional compiled statistics kernels (ggscope/_cstats.c).
+"""The optional compiled statistics kernels (csrc/_cstats.c, _cpairs.c, _cjson.c).
 
 Why a setup.py beside pyproject.toml: setuptools declares C extensions only here.  The
 extension is optional: without a C compiler or Python's headers the install still
-succeeds and ggscope uses its numba kernels instead (``ggscope.cstats.ENGINE``).
+succeeds and ggscope uses its numba kernels instead (``ggscope.stats.cstats.ENGINE``).
 """
 import sys
 
@@ -15,10 +15,10 @@ from setuptools import Extension, setup
 # about 5% on pass two (the pair counting), measured with benchmarks/stats_vs_ggml.py.
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
-HEADERS = ["ggscope/_ctargets.h"]
+HEADERS = ["csrc/_ctargets.h"]
 
-setup(ext_modules=[Extension("ggscope._cstats", ["ggscope/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,
+setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
-                   Extension("ggscope._cpairs", ["ggscope/_cpairs.c"], depends=HEADERS, extra_compile_args=FLAGS,
+                   Extension("ggscope.diff._cpairs", ["csrc/_cpairs.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
-                   Extension("ggscope._cjson", ["ggscope/_cjson.c"], extra_compile_args=FLAGS, optional=True)])
+                   Extension("ggscope.report._cjson", ["csrc/_cjson.c"], extra_compile_args=FLAGS, optional=True)])

@@ -7,7 +7,7 @@ the previous one's store (a store-to-load dependency): about 0.15 G elem/s where
 codes run at over 1 G elem/s.  Counting into interleaved sub-tables removes the chain.
 
 Measured in one process, one thread, over 32 M F16 codes counted in the chunks
-``ggscope.stats`` uses (``DEFAULT_CHUNK_ELEMS``), median of N, side by side:
+``ggscope.stats.tensors`` uses (``DEFAULT_CHUNK_ELEMS``), median of N, side by side:
 
 * one table: the single-counter loop as it was before (compiled here with numba);
 * ggscope: ``kernels.count_codes`` into the table shape ``stats`` gives it;
@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     import numba
 
-    from ggscope import kernels
-    from ggscope.stats import DEFAULT_CHUNK_ELEMS, code_table
+    from ggscope.stats import kernels
+    from ggscope.stats.tensors import DEFAULT_CHUNK_ELEMS, code_table
 
     @numba.njit(nogil=True)
     def one_table(codes, counts):

@@ -12,7 +12,7 @@ peak RSS and the wall time, and deletes the files.
 ``--f16-q8`` instead times the numeric path the issue measured (issue 18, item 4): A
 holds F16 tensors, B the same values quantized to Q8_0 by gguf-py (32 tensors of
 4096 x 4096: 537 M element pairs).  Side by side in one run, each in a fresh process:
-the diff now (one compiled pass per chunk pair, ``ggscope.diff_sums``), the diff
+the diff now (one compiled pass per chunk pair, ``ggscope.diff.sums``), the diff
 before (float64 copies and four ``einsum`` passes per chunk, the old ``_Acc.add``), and
 decoding both files' chunks alone (the floor).
 

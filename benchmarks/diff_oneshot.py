@@ -1,9 +1,9 @@
 """``ggscope diff`` starting at once: the pair sums on C vs numba, and one-shot diff walls.
 
 Why: issue 18 -- every command starting at once.  ``diff``'s per-chunk sums
-(``ggscope.diff_sums.pair_sums``) ran on numba only, so a one-shot ``ggscope diff``
+(``ggscope.diff.sums.pair_sums``) ran on numba only, so a one-shot ``ggscope diff``
 paid numba's import and, on a fresh install, its compilation; they now run on
-``ggscope/_cpairs.c`` when the install built it.  Side by side in one run:
+``csrc/_cpairs.c`` when the install built it.  Side by side in one run:
 
 1. throughput of ``pair_sums`` on ``--pairs`` float32 pairs (default 32 Mi), in this
    process after a warm-up, best of ``--repeat``: the C engine, the numba engine
@@ -50,7 +50,7 @@ print(np.abs(d).max(), np.sqrt((d @ d) / d.size), np.sqrt((d @ d) / (x @ x)), (x
 
 def throughput(n: int, repeat: int) -> None:
     sys.path.insert(0, str(REPO))
-    from ggscope import diff_sums
+    from ggscope.diff import sums as diff_sums
     rng = np.random.default_rng(1)
     x = rng.standard_normal(n, dtype=np.float32)
     y = x + np.float32(0.01) * rng.standard_normal(n, dtype=np.float32)

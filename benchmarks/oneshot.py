@@ -11,15 +11,15 @@ over all sides alike):
 * ``info``: ``ggscope info FILE``;
 * ``stats warm``: ``ggscope stats FILE TENSOR`` with the user cache already filled;
 * ``stats cold``: the same as a fresh install runs it: ``XDG_CACHE_HOME`` (the user
-  cache directory, where ``ggscope.jit`` keeps numba's kernels) and ``NUMBA_CACHE_DIR``
+  cache directory, where ``ggscope.core.jit`` keeps numba's kernels) and ``NUMBA_CACHE_DIR``
   point at a new empty directory each time, so whatever is cached is compiled again;
 * ``gguf-py``: ``python -c`` with GGUFReader + dequantize + numpy statistics.
 
 Each tensor gets one row per engine (``--engines``): the kernels compiled at install
-(``ggscope._cstats``, when built) and numba's (``GGSCOPE_KERNELS=numba``); the
+(``ggscope.stats._cstats``, when built) and numba's (``GGSCOPE_KERNELS=numba``); the
 ``kernels`` column says what actually ran, asked of a process that did the same work:
 ``C``, ``numba``, or ``numpy`` (numba's engine on a small tensor runs the numpy twin
-and never loads numba, see ``ggscope.stats``).  ``--before DIR`` adds rows for another
+and never loads numba, see ``ggscope.stats.tensors``).  ``--before DIR`` adds rows for another
 ggscope source tree (a worktree of an older commit, its extension built in place) in
 the same rounds.  ``--instructions`` also counts, with valgrind's callgrind, the
 instructions each process executes (``OPENBLAS_NUM_THREADS=1``): a figure the other
@@ -74,7 +74,7 @@ import sys
 import ggscope
 ggscope.open(sys.argv[1]).tensor(sys.argv[2]).stats()
 try:
-    from ggscope import cstats
+    from ggscope.stats import cstats
     c = cstats.available()
 except ImportError:
     c = False
@@ -86,7 +86,7 @@ def environment(tree: Path, engine: str, cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(tree) + os.pathsep + env.get("PYTHONPATH", "")
     env["XDG_CACHE_HOME"] = str(cache)
-    env.pop("NUMBA_CACHE_DIR", None)           # ggscope.jit puts numba's cache under XDG_CACHE_HOME
+    env.pop("NUMBA_CACHE_DIR", None)           # ggscope.core.jit puts numba's cache under XDG_CACHE_HOME
     env.pop("GGSCOPE_KERNELS", None)
     if engine == "numba":
         env["GGSCOPE_KERNELS"] = "numba"

@@ -101,7 +101,7 @@ def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
 def ggml_name(qname: str) -> str:
     """ggml's type_name ("q4_K") of a type, from ggscope's one type table."""
     sys.path.insert(0, str(REPO))
-    from ggscope.ggml_types import TYPES_BY_NAME
+    from ggscope.facts.ggml_types import TYPES_BY_NAME
     return TYPES_BY_NAME[qname].type_name
 
 
@@ -154,7 +154,7 @@ def best_time(fn, repeat: int) -> tuple[float, object]:
 def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
     sys.path.insert(0, tree)
     import ggscope
-    from ggscope.stats import tensor_stats
+    from ggscope.stats.tensors import tensor_stats
 
     mf = ggscope.open(path)
     t = mf.tensor("w")
@@ -204,7 +204,7 @@ def main() -> None:
         log(f"ggml C column skipped: {why}")
     before = f"{'before':>9} " if a.before else ""
     before += f"{'numba':>9} " if a.numba else ""
-    from ggscope import cstats
+    from ggscope.stats import cstats
     engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
     log(f"ggscope column: {engine}")
     print(f"{'type':8} {before}{'ggscope':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'vs gguf-py':>10}   (elements/s; "

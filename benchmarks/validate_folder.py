@@ -65,7 +65,7 @@ def _median(fn, runs: int) -> float:
 
 def bench_folder(paths: list[Path], runs: int) -> None:
     from ggscope.cli import main
-    from ggscope.validate import validate_file
+    from ggscope.validate.runner import validate_file
 
     def in_process():
         for p in paths:
@@ -86,7 +86,7 @@ def bench_folder(paths: list[Path], runs: int) -> None:
 
 def bench_header(tmp: Path, runs: int) -> None:
     import ggscope
-    from ggscope.validate import validate
+    from ggscope.validate.runner import validate
     from open_header import write_header
 
     path = tmp / "llama3-header.gguf"

@@ -226,7 +226,7 @@ types:
         pos: offset
         size: nbytes
         doc: The tensor's bytes inside the data section.
-      # -- generated from ggscope/ggml_types.py by `python -m ggscope.spec.gen_gguf_types`; do not edit --
+      # -- generated from ggscope/facts/ggml_types.py by `python -m tools.gen_gguf_types`; do not edit --
       block_elems:
         value: 'type == ggml_type::f32 ? 1 : type == ggml_type::f16 ? 1 : type == ggml_type::q4_0 ? 32 : type == ggml_type::q4_1 ? 32 : type == ggml_type::q5_0 ? 32 : type == ggml_type::q5_1 ? 32 : type == ggml_type::q8_0 ? 32 : type == ggml_type::q8_1 ? 32 : type == ggml_type::q2_k ? 256 : type == ggml_type::q3_k ? 256 : type == ggml_type::q4_k ? 256 : type == ggml_type::q5_k ? 256 : type == ggml_type::q6_k ? 256 : type == ggml_type::q8_k ? 256 : type == ggml_type::iq2_xxs ? 256 : type == ggml_type::iq2_xs ? 256 : type == ggml_type::iq3_xxs ? 256 : type == ggml_type::iq1_s ? 256 : type == ggml_type::iq4_nl ? 32 : type == ggml_type::iq3_s ? 256 : type == ggml_type::iq2_s ? 256 : type == ggml_type::iq4_xs ? 256 : type == ggml_type::i8 ? 1 : type == ggml_type::i16 ? 1 : type == ggml_type::i32 ? 1 : type == ggml_type::i64 ? 1 : type == ggml_type::f64 ? 1 : type == ggml_type::iq1_m ? 256 : type == ggml_type::bf16 ? 1 : type == ggml_type::tq1_0 ? 256 : type == ggml_type::tq2_0 ? 256 : type == ggml_type::mxfp4 ? 32 : type == ggml_type::nvfp4 ? 64 : type == ggml_type::q1_0 ? 128 : type == ggml_type::q2_0 ? 64 : 0'
         doc: Elements per block of the type (0 for unknown or removed types).
@@ -261,7 +261,7 @@ enums:
     10: uint64
     11: int64
     12: float64
-  # -- generated from ggscope/ggml_types.py by `python -m ggscope.spec.gen_gguf_types`; do not edit --
+  # -- generated from ggscope/facts/ggml_types.py by `python -m tools.gen_gguf_types`; do not edit --
   ggml_type:
     0: f32
     1: f16

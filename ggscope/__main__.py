@@ -1,4 +1,4 @@
 """``python -m ggscope`` runs the command line."""
-from .cli import main
+from ggscope.cli import main
 
 raise SystemExit(main())

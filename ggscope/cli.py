@@ -14,7 +14,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from .errors import GGScopeError
+from ggscope.core.errors import GGScopeError
 
 __all__ = ["main", "COMMANDS"]
 
@@ -56,7 +56,7 @@ def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
         prog="ggscope",
         description="Inspect, validate and diff ggml-family model files.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from . import __version__
+    from ggscope import __version__
     parser.add_argument("--version", action="version", version=f"ggscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in mods.items():
@@ -84,8 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
+    from ggscope.core import progress
+    from ggscope.report.progress import terminal_reporter
     try:
-        return int(args._run(args))
+        with progress.use(terminal_reporter()):    # bars only when stderr is a terminal
+            return int(args._run(args))
     except KeyboardInterrupt:
         print("ggscope: interrupted", file=sys.stderr)
         return 130

@@ -358,7 +358,7 @@ def compare(records: Sequence[Record], root: Any, *, paths: Collection[str] | No
     ``paths`` limits the check to those paths and everything under them; ``ignore``
     leaves out paths (and everything under them), e.g. helper instances ggscope hides.
     """
-    from ggscope.node import find
+    from ggscope.ksy.node import find
 
     problems: list[str] = []
     for rec in records:

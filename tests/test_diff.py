@@ -1,4 +1,4 @@
-"""ggscope.diff against independent oracles.
+"""ggscope.diff.compare against independent oracles.
 
 Numeric oracles are computed here with numpy from gguf-py (``GGUFReader`` for the bytes,
 ``gguf.quants.dequantize`` for the values) on files gguf-py wrote, and from the real
@@ -15,8 +15,8 @@ from gguf import GGUFReader
 from gguf.quants import dequantize as gg_dequantize
 
 import ggscope
-import ggscope.diff as diffmod
-from ggscope.diff import DiffCancelled, diff_files
+import ggscope.diff.compare as diffmod
+from ggscope.diff.compare import DiffCancelled, diff_files
 from gguf_writers import KV, GArray, T, TensorSpec, V, quantized_tensor, write_gguf_py
 
 

@@ -11,7 +11,7 @@ import pytest
 from gguf import GGUFReader, LlamaFileType
 
 import ggscope
-from ggscope.diff import diff_files, diff_metadata
+from ggscope.diff.compare import diff_files, diff_metadata
 from ggscope.report import diff as render
 from gguf_writers import KV, T, TensorSpec, V, write_gguf_py
 

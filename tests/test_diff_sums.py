@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from ggscope import diff_sums
-from ggscope.diff_sums import pair_sums
+from ggscope.diff import sums as diff_sums
+from ggscope.diff.sums import pair_sums
 from gguf_writers import T, TensorSpec, write_gguf_py
 
 
@@ -31,13 +31,13 @@ def engine(request, monkeypatch):
 def test_the_extension_is_built_where_a_compiler_is():
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler on PATH")
-    assert diff_sums._cpairs is not None, "ggscope._cpairs not built into this tree: pip install -e . (or python setup.py build_ext --inplace), see setup.py"
+    assert diff_sums._cpairs is not None, "ggscope.diff._cpairs not built into this tree: pip install -e . (or python setup.py build_ext --inplace), see setup.py"
 
 
 def test_the_compiled_engine_is_the_default_where_built(monkeypatch):
     monkeypatch.delenv("GGSCOPE_KERNELS", raising=False)
     if diff_sums._cpairs is None:
-        pytest.skip("ggscope._cpairs not built")
+        pytest.skip("ggscope.diff._cpairs not built")
     assert diff_sums.engine() == "c"
 
 
@@ -181,7 +181,7 @@ def test_a_diff_does_not_load_numba(tmp_path):
     """A one-shot ``ggscope diff`` of two files costs no numba import when the extension
     is built (issue 18: every command starting at once)."""
     if diff_sums.engine() != "c":
-        pytest.skip("ggscope._cpairs not built or turned off")
+        pytest.skip("ggscope.diff._cpairs not built or turned off")
     rng = np.random.default_rng(5)
     w = rng.standard_normal((64, 256)).astype(np.float32)
     a = write_gguf_py(tmp_path / "a.gguf", tensors=[TensorSpec("w", T.F32, w)])

@@ -1,5 +1,5 @@
 """The fused decode + statistics passes against the numpy codecs, in both engines:
-numba's (ggscope.fused) and the C extension built at install (ggscope.cstats).
+numba's (ggscope.stats.fused) and the C extension built at install (ggscope.stats.cstats).
 
 The fused kernels never return decoded values, so each block is checked through what
 they compute from it: min and max exactly, every value's bin on a 256-bin histogram
@@ -18,10 +18,11 @@ from gguf import GGMLQuantizationType as Q
 from gguf.constants import GGML_QUANT_SIZES
 
 import ggscope
-from ggscope import cstats, fused
-from ggscope.ggml_types import LAYOUTS
+from ggscope.stats import cstats
+from ggscope.stats import fused
+from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.quant import dequantize
-from ggscope.stats import tensor_stats
+from ggscope.stats.tensors import tensor_stats
 from tests.gguf_writers import TensorSpec, quantized_tensor, write_gguf_py
 
 # the float scalar fields of every layout, from the one block-layout table
@@ -44,9 +45,9 @@ def test_the_extension_is_built_where_a_compiler_is():
     if shutil.which("cc") is None and shutil.which("gcc") is None:
         pytest.skip("no C compiler on PATH")
     how = "not built into this tree: pip install -e . (or python setup.py build_ext --inplace), see setup.py"
-    assert cstats._cstats is not None, f"ggscope._cstats {how}"
+    assert cstats._cstats is not None, f"ggscope.stats._cstats {how}"
     import ggscope.report.jsonable as J
-    assert J._cjson is not None, f"ggscope._cjson {how}"
+    assert J._cjson is not None, f"ggscope.report._cjson {how}"
     assert cstats.LAYOUTS == fused.LAYOUTS
 
 
@@ -169,7 +170,7 @@ def _numpy_route(monkeypatch):
 def test_stats_equal_the_numpy_route(tmp_path, monkeypatch, endian, kernels):
     """tensor_stats on the fused route and, forced, on the numpy codecs: the same."""
     if kernels == "c" and cstats._cstats is None:
-        pytest.skip("ggscope._cstats not built")
+        pytest.skip("ggscope.stats._cstats not built")
     monkeypatch.setenv("GGSCOPE_KERNELS", kernels)
     rng = np.random.default_rng(11)
     specs = []
@@ -211,7 +212,7 @@ def test_a_skewed_tensor_is_centred_again(tmp_path, monkeypatch, kernels):
     blocks[:, 2:] = rng.integers(124, 127, size=(n, 32), dtype=np.int8).view(np.uint8)
     blocks[7, 2] = np.array([-127], np.int8).view(np.uint8)[0]
     if kernels == "c" and cstats._cstats is None:
-        pytest.skip("ggscope._cstats not built")
+        pytest.skip("ggscope.stats._cstats not built")
     monkeypatch.setenv("GGSCOPE_KERNELS", kernels)
     path = write_gguf_py(tmp_path / "skew.gguf", tensors=[TensorSpec("w", Q.Q8_0, blocks.reshape(64, -1))])
     x = reference("Q8_0", blocks, False).reshape(-1).astype(np.float64)
@@ -238,9 +239,9 @@ def test_handcrafted_fixtures_agree_with_numpy(shared_fixtures, monkeypatch, ker
     on the dequantized values.  Tiny values made the re-centred pass two drop its
     histogram (all bins 0) before the second run was kept."""
     import glob
-    import ggscope.stats as S
+    import ggscope.stats.tensors as S
     if kernels == "c" and cstats._cstats is None:
-        pytest.skip("ggscope._cstats not built")
+        pytest.skip("ggscope.stats._cstats not built")
     files = sorted(glob.glob(str(shared_fixtures / "ggml" / "handcrafted" / "DATA_SUCCESS*.gguf")))
     if not files:
         pytest.skip("no ggml/handcrafted/DATA_SUCCESS*.gguf in ../shared/fixtures")

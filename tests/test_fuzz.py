@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import ggscope  # noqa: E402
-from ggscope.validate import selected_rules, validate  # noqa: E402
+from ggscope.validate.runner import selected_rules, validate  # noqa: E402
 
 PEAK_BOUND = 32 * 2**20          # 32 MiB, whatever the file claims
 CALL_BUDGET = 1_000_000          # a seed costs a few thousand calls, whatever the file claims
@@ -106,7 +106,7 @@ def _format_seeds() -> dict[str, bytes]:
     """One small real file per format (../shared/fixtures, when present) and a BIT1 file."""
     from pathlib import Path
 
-    from ggscope.writers.bit1 import bit1_bytes
+    from bit1_writer import bit1_bytes
     shared = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures"
     out = {"bit1": bit1_bytes(vocab_size=20, d_model=100, n_layers=2, n_heads=2, d_ff=70)}
     for label, rel in {"ggml": "llama-legacy/llama0L-ggml-unversioned-q4_0.bin",

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ggscope import ggml_types as G
+from ggscope.facts import ggml_types as G
 
 gguf = pytest.importorskip("gguf")
 

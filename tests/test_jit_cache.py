@@ -1,4 +1,4 @@
-"""ggscope.jit: numba's kernel cache goes to the user cache directory, never next to the
+"""ggscope.core.jit: numba's kernel cache goes to the user cache directory, never next to the
 package, and an unusable cache directory costs speed, never an error."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ PACKAGE = Path(ggscope.__file__).resolve().parent
 SCRIPT = """
 import os, sys
 import numpy as np
-import ggscope.stats as S
+import ggscope.stats.tensors as S
 S.JIT_MIN_ELEMS = 0                          # the compiled route even for a small tensor
 import ggscope
 mf = ggscope.open(sys.argv[1])
@@ -95,8 +95,8 @@ def test_a_cache_dir_that_is_a_file_only_costs_speed(tmp_path):
 
 
 def test_every_module_reaches_numba_through_jit():
-    """A module that imports numba itself, before ggscope.jit has run, would cache its
-    kernels next to the package: every compiled kernel comes through ggscope.jit."""
+    """A module that imports numba itself, before ggscope.core.jit has run, would cache its
+    kernels next to the package: every compiled kernel comes through ggscope.core.jit."""
     import re
     direct = re.compile(r"^\s*(from numba import|import numba\b)", re.M)
     offenders = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")

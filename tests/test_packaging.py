@@ -17,4 +17,4 @@ def test_wheel_contains_specs_and_examples(tmp_path):
     for ksy in sorted((REPO / "formats").glob("*.ksy")):
         assert f"ggscope/formats/{ksy.name}" in names
     assert any(n.startswith("ggscope/examples/") and n.endswith(".gguf") for n in names)
-    assert "ggscope/spec/engine.py" in names
+    assert "ggscope/ksy/engine.py" in names

@@ -1,4 +1,4 @@
-"""ggscope.rwkv_arch against the tensor sets the documents give for each architecture.
+"""ggscope.facts.rwkv_arch against the tensor sets the documents give for each architecture.
 
 Oracles: the required parameter names per architecture (legacy-formats.md §6.6, via
 ``tests/formats/rwkv_manifest.py``) with the shapes §6.6 states, and the
@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "formats"))
 from rwkv_manifest import arch_of, required_names  # noqa: E402
 
-from ggscope.rwkv_arch import arch_version, head_geometry  # noqa: E402
+from ggscope.facts.rwkv_arch import arch_version, head_geometry  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RWKV_DIR = REPO / ".." / "shared" / "fixtures" / "rwkv"

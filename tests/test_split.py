@@ -13,7 +13,7 @@ import pytest
 gguf = pytest.importorskip("gguf")
 
 from ggscope.cli import main  # noqa: E402
-from ggscope.split import open_model, shard_paths  # noqa: E402
+from ggscope.model.split import open_model, shard_paths  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 Q8 = REPO / "fixtures" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"

@@ -7,7 +7,7 @@ from gguf import GGMLQuantizationType as Q
 from gguf.quants import dequantize
 
 import ggscope
-from ggscope.stats import StatsCancelled, tensor_stats
+from ggscope.stats.tensors import StatsCancelled, tensor_stats
 from tests.gguf_writers import TensorSpec, quantized_tensor, write_gguf_py
 
 TYPES = ("F32", "F16", "BF16", "Q4_0", "Q8_0", "Q5_1", "Q4_K", "Q6_K", "IQ4_XS")
@@ -191,7 +191,7 @@ def test_unaligned_sixteen_bit_data(tmp_path):
 @pytest.mark.parametrize("cache", [True, False])
 def test_decoded_once_or_twice_agree(model, monkeypatch, cache):
     """Pass two reuses decoded chunks when the tensor fits CACHE_BYTES, else decodes again."""
-    import ggscope.stats as S
+    import ggscope.stats.tensors as S
     monkeypatch.setattr(S, "CACHE_BYTES", 1 << 40 if cache else 0)
     for name in ("Q4_K", "bad"):
         t = model.tensor(f"t.{name}")
@@ -232,10 +232,10 @@ def test_all_nan_tensor(tmp_path):
 def test_numpy_kernels_give_the_compiled_results(model, monkeypatch):
     """Small tensors skip numba (kernels_numpy); every kernel set -- numba's, numpy's and
     the C extension's -- gives the same statistics."""
-    import ggscope.cstats as C
-    import ggscope.kernels as compiled
-    import ggscope.kernels_numpy as plain
-    import ggscope.stats as S
+    import ggscope.stats.cstats as C
+    import ggscope.stats.kernels as compiled
+    import ggscope.stats.kernels_numpy as plain
+    import ggscope.stats.tensors as S
     sets = (compiled, plain) + ((C,) if C.available() else ())
     for t in model.tensors:
         got = {}
@@ -256,13 +256,13 @@ def test_numpy_kernels_give_the_compiled_results(model, monkeypatch):
 def test_the_compiled_kernels_serve_every_size(monkeypatch):
     """With the extension built at install, statistics never wait for numba: every
     tensor, small or large, runs on the C kernels."""
-    import ggscope.cstats as C
-    import ggscope.stats as S
+    import ggscope.stats.cstats as C
+    import ggscope.stats.tensors as S
     if not C.available():
-        pytest.skip("ggscope._cstats not built")
+        pytest.skip("ggscope.stats._cstats not built")
     monkeypatch.setattr(S, "_numpy_spent", 0)
-    assert S._kernels(10).__name__ == "ggscope.cstats"
-    assert S._kernels(1 << 30).__name__ == "ggscope.cstats"
+    assert S._kernels(10).__name__ == "ggscope.stats.cstats"
+    assert S._kernels(1 << 30).__name__ == "ggscope.stats.cstats"
 
 
 def test_a_large_tensor_does_not_load_numba(tmp_path):
@@ -270,10 +270,10 @@ def test_a_large_tensor_does_not_load_numba(tmp_path):
     the extension is built (the cold-start goal of issue 18)."""
     import subprocess
     import sys
-    import ggscope.cstats as C
+    import ggscope.stats.cstats as C
     if not C.available():
-        pytest.skip("ggscope._cstats not built")
-    import ggscope.stats as S
+        pytest.skip("ggscope.stats._cstats not built")
+    import ggscope.stats.tensors as S
     rows = S.JIT_MIN_ELEMS // 1024 + 8                  # Q8_0 rows of 1024 values: 32 blocks of 34 bytes
     blocks = np.random.default_rng(1).integers(0, 256, (rows * 32, 34), dtype=np.uint8)
     blocks[:, 0:2] = np.array([0.01], np.float16).view(np.uint8)
@@ -301,14 +301,14 @@ def test_a_small_tensor_does_not_load_numba(model):
 def test_numba_is_loaded_once_the_numpy_budget_is_spent(monkeypatch):
     """Without the compiled extension (here: turned off), small tensors use numpy and
     larger work loads numba."""
-    import ggscope.stats as S
+    import ggscope.stats.tensors as S
     monkeypatch.setenv("GGSCOPE_KERNELS", "numba")
     monkeypatch.setattr(S, "JIT_MIN_ELEMS", 1000)
     monkeypatch.setattr(S, "_numpy_spent", 0)
     monkeypatch.delitem(__import__("sys").modules, "numba", raising=False)   # as in a fresh process
-    assert S._kernels(600).__name__ == "ggscope.kernels_numpy"
-    assert S._kernels(300).__name__ == "ggscope.kernels_numpy"
-    assert S._kernels(600).__name__ == "ggscope.kernels"
+    assert S._kernels(600).__name__ == "ggscope.stats.kernels_numpy"
+    assert S._kernels(300).__name__ == "ggscope.stats.kernels_numpy"
+    assert S._kernels(600).__name__ == "ggscope.stats.kernels"
 
 
 def _codes(kind: str, n: int) -> np.ndarray:
@@ -331,12 +331,12 @@ def test_count_codes_is_bincount_on_constant_and_spread_codes(kernels, kind):
     """Constant codes are counted into interleaved lanes (one counter would serialise every
     update on the previous store), spread codes into one table: either way, chunk by chunk,
     strided or not, the counts are numpy's bincount exactly."""
-    import ggscope.cstats as C
-    import ggscope.kernels as compiled
-    import ggscope.kernels_numpy as plain
-    from ggscope.stats import code_table
+    import ggscope.stats.cstats as C
+    import ggscope.stats.kernels as compiled
+    import ggscope.stats.kernels_numpy as plain
+    from ggscope.stats.tensors import code_table
     if kernels == "c" and not C.available():
-        pytest.skip("ggscope._cstats not built")
+        pytest.skip("ggscope.stats._cstats not built")
     k = {"compiled": compiled, "numpy": plain, "c": C}[kernels]
     codes = _codes(kind, 300_007)
     size = 1 << (8 * codes.itemsize)
@@ -355,11 +355,11 @@ def test_count_codes_is_bincount_on_constant_and_spread_codes(kernels, kind):
 @pytest.mark.parametrize("fill", ["zeros", "half zero"])
 def test_constant_sixteen_bit_tensor_stats_are_exact(tmp_path, monkeypatch, fill, kernels):
     """An all-zero (or half-zero) F16 tensor through the compiled code counter: numpy's statistics."""
-    import ggscope.cstats as C
-    import ggscope.kernels as compiled
-    import ggscope.stats as S
+    import ggscope.stats.cstats as C
+    import ggscope.stats.kernels as compiled
+    import ggscope.stats.tensors as S
     if kernels == "c" and not C.available():
-        pytest.skip("ggscope._cstats not built")
+        pytest.skip("ggscope.stats._cstats not built")
     x = _codes(fill, 96 * 512).view(np.float16).reshape(96, 512)
     path = write_gguf_py(tmp_path / "z.gguf", tensors=[TensorSpec("z", Q.F16, x)])
     monkeypatch.setattr(S, "_kernels", lambda n: compiled if kernels == "numba" else C)

@@ -20,7 +20,7 @@ import json
 import pytest
 
 import ggscope
-from ggscope.tokenizer import escape_text, load
+from ggscope.model.tokenizer import escape_text, load
 from test_tokenizer_llama_vocab import read_cases
 
 

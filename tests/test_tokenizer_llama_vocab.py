@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import ggscope
-from ggscope.tokenizer import TokenizerError, load
+from ggscope.model.tokenizer import TokenizerError, load
 
 VOCAB = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "llama-vocab"
 REQUIRED = {"llama-spm", "gpt-2", "falcon", "starcoder", "deepseek-coder", "bert-bge"}

@@ -10,7 +10,8 @@ import gguf
 import gguf.constants as c
 import pytest
 
-from ggscope import upstream, upstream_overlay as overlay
+from ggscope.facts import upstream
+from ggscope.facts import upstream_overlay as overlay
 
 
 def test_every_overlay_entry_cites_a_dated_source():
@@ -63,9 +64,9 @@ def test_facts_are_read_from_the_installed_package():
 
 
 def test_ggml_type_table_agrees_with_gguf_py_and_overlay():
-    # ggscope.ggml_types carries block layouts gguf-py has no notion of; its ids and names
+    # ggscope.facts.ggml_types carries block layouts gguf-py has no notion of; its ids and names
     # must be the ones llama.cpp maintains
-    from ggscope import ggml_types
+    from ggscope.facts import ggml_types
     for type_id, name in upstream.ggml_type_names().items():
         t = ggml_types.type_by_id(type_id)
         assert t.name == name and not t.removed, (type_id, name, t)

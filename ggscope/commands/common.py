@@ -11,10 +11,10 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..errors import GGScopeError, UnknownFormat, UnreadableFile
+from ggscope.core.errors import GGScopeError, UnknownFormat, UnreadableFile
 
 if TYPE_CHECKING:
-    from ..modelfile import ModelFile
+    from ggscope.model.modelfile import ModelFile
 
 __all__ = ["open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
 
@@ -26,7 +26,7 @@ def error(msg: str) -> None:
 def damage_message(mf: ModelFile) -> str:
     d = mf.damage
     assert d is not None
-    from ..report.escape import escape_text
+    from ggscope.core.escape import escape_text
     path = escape_text(mf.path)
     return (f"{path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
             f"in field {escape_text(d.path) or '/'}: {escape_text(d.error)}. Everything before that offset "
@@ -36,7 +36,7 @@ def damage_message(mf: ModelFile) -> str:
 def open_or_report(path: str, *, allow_damage: bool = False) -> ModelFile | None:
     """Open ``path`` (a shard opens its whole split model); on failure print one paragraph
     and return None."""
-    from ..split import open_model
+    from ggscope.model.split import open_model
     try:
         mf = open_model(path)
     except UnreadableFile as exc:
@@ -87,7 +87,7 @@ def progress_bar(label: str):
     from rich.markup import escape
     from rich.progress import Progress
 
-    from ..report.escape import escape_text
+    from ggscope.core.escape import escape_text
     bar = Progress(console=Console(stderr=True), transient=True)
     task = bar.add_task(escape(label), total=None)
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import GGScopeError
-from .common import add_color_argument, console, error, open_or_report, progress_bar, use_rich
+from ggscope.core.errors import GGScopeError
+from ggscope.commands.common import add_color_argument, console, error, open_or_report, progress_bar, use_rich
 
 HELP = "compare two model files: metadata, tensor set, and numeric error per tensor"
 DESCRIPTION = """\
@@ -74,15 +74,15 @@ def add_arguments(p) -> None:
 
 
 def _run_tui(a, b) -> int:
-    from ..tui.diff_app import run as run_diff_screen     # textual loads only for --tui
+    from ggscope.tui.diff_app import run as run_diff_screen     # textual loads only for --tui
     return int(run_diff_screen(a, b) or 0)
 
 
 def _logits(args, a, b):
     """The --logits comparison: architectures checked first, then tokens, then both runs."""
-    from ..forward import module_for
-    from ..forward.logits import compare_logits, tokens_for
-    from .run import parse_ids
+    from ggscope.forward import module_for
+    from ggscope.forward.logits import compare_logits, tokens_for
+    from ggscope.commands.run import parse_ids
     module_for(a)                       # an unsupported architecture is named before tokenizing
     module_for(b)
     if args.logits is not None:
@@ -90,7 +90,7 @@ def _logits(args, a, b):
     else:
         ids, notes = parse_ids(args.logits_tokens, "--logits-tokens"), ()
     result = compare_logits(a, b, ids, notes=notes)
-    from ..tokenizer import TokenizerError, load as load_tokenizer
+    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
     try:
         return result.with_pieces(load_tokenizer(a).piece_bytes)    # candidates as text
     except TokenizerError:
@@ -98,8 +98,8 @@ def _logits(args, a, b):
 
 
 def run(args) -> int:
-    from ..diff import DiffCancelled, diff_files     # numpy and the spec engine: only now
-    from ..report import diff as render
+    from ggscope.diff.compare import DiffCancelled, diff_files     # numpy and the spec engine: only now
+    from ggscope.report import diff as render
     a = open_or_report(args.a)
     if a is None:
         return 2

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import sys
 
-from .common import error
+from ggscope.commands.common import error
 
 HELP = "show one rule's full explanation"
 DESCRIPTION = """\
@@ -40,7 +40,7 @@ def render(rule) -> str:
 
 
 def suggestions(query: str) -> list[str]:
-    from ..rules import RULES
+    from ggscope.rules import RULES
     q = query.strip()
     pool = {r.code: r for r in RULES} | {r.name: r for r in RULES}
     hits = difflib.get_close_matches(q.upper(), [r.code for r in RULES], n=3, cutoff=0.6)
@@ -54,7 +54,7 @@ def suggestions(query: str) -> list[str]:
 
 
 def run(args) -> int:
-    from ..rules import REDIRECTS, by_code
+    from ggscope.rules import REDIRECTS, by_code
     rule = by_code(args.rule.strip())
     if rule is None:
         close = suggestions(args.rule)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import add_color_argument, console, open_or_report, use_rich
+from ggscope.commands.common import add_color_argument, console, open_or_report, use_rich
 
 HELP = "show a file's header, metadata and tensor table"
 DESCRIPTION = """\
@@ -29,7 +29,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..report import info as render
+    from ggscope.report import info as render
     mf = open_or_report(args.file)
     if mf is None:
         return 2

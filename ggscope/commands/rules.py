@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .common import error
+from ggscope.commands.common import error
 
 HELP = "list the validator's rules: code, name, severity, family, summary"
 DESCRIPTION = """\
@@ -51,8 +51,8 @@ def table(rules) -> str:
 
 
 def run(args) -> int:
-    from ..rules import FAMILIES
-    from ..report.rules_doc import ordered
+    from ggscope.rules import FAMILIES
+    from ggscope.report.rules_doc import ordered
     rules = ordered()
     if args.family:
         if args.family not in FAMILIES:

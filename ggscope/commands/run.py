@@ -2,7 +2,7 @@
 
 Why: a file can parse cleanly and still compute garbage (wrong tensor order, broken
 quantization); running the reference forward pass of ``ggscope.forward`` shows it.
-The prompt is tokenized with the file's own vocabulary (``ggscope.tokenizer``) or
+The prompt is tokenized with the file's own vocabulary (``ggscope.model.tokenizer``) or
 given as ids with ``--tokens``.  Errors (no forward pass for the architecture, no
 tokenizer, bad ids, missing weights) are one line on stderr and exit status 2.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import GGScopeError
-from .common import error, open_or_report
+from ggscope.core.errors import GGScopeError
+from ggscope.commands.common import error, open_or_report
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
 DESCRIPTION = """\
@@ -67,7 +67,7 @@ def _labeller(mf, tok):
     one (--tokens); None when the file has no vocabulary ggscope can read."""
     if tok is not None:
         return tok
-    from ..tokenizer import TokenizerError, load as load_tokenizer
+    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
     try:
         return load_tokenizer(mf)
     except TokenizerError:
@@ -76,16 +76,16 @@ def _labeller(mf, tok):
 
 def _run(args) -> int:
     import numpy as np
-    from .. import forward as F
-    from ..forward.logits import check_logits, log_softmax
-    from ..tokenizer import escape_text
+    from ggscope import forward as F
+    from ggscope.forward.logits import check_logits, log_softmax
+    from ggscope.model.tokenizer import escape_text
     mf = open_or_report(args.file)
     if mf is None:
         return 2
     module = F.module_for(mf)
     tok = None
     if args.prompt is not None:
-        from ..tokenizer import load as load_tokenizer
+        from ggscope.model.tokenizer import load as load_tokenizer
         tok = load_tokenizer(mf)
         ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
     else:
@@ -118,7 +118,7 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        from ..report.jsonable import jsonable
+        from ggscope.report.jsonable import jsonable
         json.dump(jsonable(out), sys.stdout, ensure_ascii=False, allow_nan=False)
         sys.stdout.write("\n")
     else:

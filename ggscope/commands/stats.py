@@ -1,7 +1,7 @@
 """``ggscope stats FILE [TENSOR ...]``: streaming per-tensor statistics.
 
 Why: finding the broken tensor (NaN/Inf values, zero or non-finite block scales, a
-collapsed range) of a model file without loading it; ``ggscope.stats.tensor_stats``
+collapsed range) of a model file without loading it; ``ggscope.stats.tensors.tensor_stats``
 does the work in bounded memory.  stdout carries the table or the JSON only; progress
 goes to stderr and only on a terminal.
 """
@@ -11,8 +11,8 @@ import fnmatch
 import json
 import sys
 
-from ..report.escape import escape_text
-from .common import add_color_argument, console, error, open_or_report, use_rich
+from ggscope.core.escape import escape_text
+from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
 
 
 def _markup_escape(text: str) -> str:
@@ -67,8 +67,8 @@ def _select(mf, patterns: list[str]):
 
 
 def run(args) -> int:
-    from ..report import stats as render
-    from ..stats import DEFAULT_BINS, tensor_stats
+    from ggscope.report import stats as render
+    from ggscope.stats.tensors import DEFAULT_BINS, tensor_stats
     if args.bins is None:
         args.bins = DEFAULT_BINS
     if not 1 <= args.bins <= 1 << 20:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import error
+from ggscope.commands.common import error
 
 HELP = "browse a file interactively (the default when the first argument is a file)"
 DESCRIPTION = """\
@@ -41,9 +41,9 @@ def _refusal(path: str) -> str | None:
     import os
     if "://" in path:             # not a local file: the app's loader opens it (or says why not)
         return None
-    from ..detect import detect, known_formats
-    from ..errors import GGScopeError, UnknownFormat
-    from ..regular_file import check_regular_file
+    from ggscope.model.detect import detect, known_formats
+    from ggscope.core.errors import GGScopeError, UnknownFormat
+    from ggscope.source.local import check_regular_file
     try:
         check_regular_file(path)          # a FIFO or device would block the open below
     except GGScopeError as exc:
@@ -67,5 +67,5 @@ def run(args) -> int:
     if why is not None:
         error(why)
         return 2
-    from ..tui.run import run_app
+    from ggscope.tui.run import run_app
     return run_app(path)

@@ -13,9 +13,9 @@ import glob
 import os
 import sys
 
-from ..config import FORMATS, ConfigError, load
-from ..errors import GGScopeError
-from .common import add_color_argument, error, progress_bar
+from ggscope.validate.config import FORMATS, ConfigError, load
+from ggscope.core.errors import GGScopeError
+from ggscope.commands.common import add_color_argument, error, progress_bar
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
 DESCRIPTION = """\
@@ -90,9 +90,9 @@ def _split(s: str) -> list[str]:
 
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
-    from ..remote import is_remote
-    from ..source import check_regular_file
-    from ..validate import validate_file
+    from ggscope.source.remote import is_remote
+    from ggscope.source.mapped import check_regular_file
+    from ggscope.validate.runner import validate_file
     if not is_remote(path):
         try:
             check_regular_file(path)        # a FIFO or device must not block the gate
@@ -119,7 +119,7 @@ def _read_list(name: str) -> list[str]:
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
                progress=None):
     if scheduler:
-        from ..cluster import check_on_cluster, stderr_progress
+        from ggscope.validate.cluster import check_on_cluster, stderr_progress
         return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
                                 jobs=max(jobs, 1), progress=stderr_progress())
     if jobs <= 1 or len(files) <= 1:
@@ -144,7 +144,8 @@ def _choose_format(cli: str | None, configured: str | None) -> str:
 
 
 def run(args) -> int:
-    from ..report import findings_json, findings_text
+    from ggscope.report import findings_json
+    from ggscope.report import findings_text
     try:
         cfg = load()
     except ConfigError as exc:
@@ -155,7 +156,7 @@ def run(args) -> int:
     deep = cfg.deep if args.deep is None else args.deep
     jobs = args.jobs or cfg.jobs
     fmt = _choose_format(args.format, cfg.format)
-    from ..validate import UnknownSelector, check_selectors
+    from ggscope.validate.runner import UnknownSelector, check_selectors
     try:
         check_selectors(select, "--select" if args.select is not None else f"{cfg.source}: select")
         check_selectors(ignore, "--ignore" if args.ignore is not None else f"{cfg.source}: ignore")
@@ -199,10 +200,10 @@ def run(args) -> int:
     if fmt == "json":
         sys.stdout.write(findings_json.render(findings) + "\n")
     elif fmt == "sarif":
-        from ..report import sarif
+        from ggscope.report import sarif
         sys.stdout.write(sarif.render(findings) + "\n")
     elif fmt == "github":
-        from ..report import github
+        from ggscope.report import github
         sys.stdout.write(github.render(findings))
         print(findings_text.summary(findings, checked), file=sys.stderr)
     else:

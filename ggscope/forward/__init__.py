@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import GGScopeError
-from ..rwkv_arch import arch_version, head_geometry
+from ggscope.core.errors import GGScopeError
+from ggscope.facts.rwkv_arch import arch_version, head_geometry
 
 if TYPE_CHECKING:
-    from ..modelfile import ModelFile
+    from ggscope.model.modelfile import ModelFile
 
 __all__ = [
     "ARCHITECTURES", "Architecture", "UnsupportedArchitecture", "WeightError",

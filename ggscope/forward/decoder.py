@@ -36,11 +36,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import GGScopeError
-from . import WeightError, WeightMapper, architecture, check_tokens
-from .matmul import StreamedRows, linear as _lin, round_activations, typed as _typed
-from .ops import layer_norm, sigmoid, silu
-from .traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
+from ggscope.core.errors import GGScopeError
+from ggscope.forward import WeightError, WeightMapper, architecture, check_tokens
+from ggscope.forward.matmul import StreamedRows, linear as _lin, round_activations, typed as _typed
+from ggscope.forward.ops import layer_norm, sigmoid, silu
+from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
 
 __all__ = ["Traits", "TRAITS", "Config", "Layer", "Weights", "State", "load", "forward",
            "rms_norm", "rope", "gelu", "LEGACY_FORMATS"]
@@ -112,7 +112,7 @@ def load(model) -> Weights:
     legacy = model.format in LEGACY_FORMATS
     arch = architecture(model)
     if arch not in TRAITS:
-        from . import UnsupportedArchitecture
+        from ggscope.forward import UnsupportedArchitecture
         raise UnsupportedArchitecture(model.path, arch, model.format)
     m = WeightMapper(model, arch)
     names = LEGACY_NAMES[arch] if legacy else None

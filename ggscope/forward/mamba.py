@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightError, WeightMapper, check_tokens
-from .ops import linear, silu
+from ggscope.forward import WeightError, WeightMapper, check_tokens
+from ggscope.forward.ops import linear, silu
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state", "rms_norm", "softplus"]

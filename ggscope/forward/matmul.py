@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import GGScopeError
-from ..ggml_types import LAYOUTS
-from ..quant import decode_into, dequantizer
+from ggscope.core.errors import GGScopeError
+from ggscope.facts.ggml_types import LAYOUTS
+from ggscope.quant import decode_into, dequantizer
 
 __all__ = ["Mat", "StreamedRows", "linear", "typed", "round_activations", "CHUNK_ELEMS"]
 

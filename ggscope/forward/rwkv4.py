@@ -26,13 +26,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightError, WeightMapper, check_tokens
-from .ops import layer_norm, lerp, linear, relu_squared, sigmoid
+from ggscope.forward import WeightError, WeightMapper, check_tokens
+from ggscope.forward.ops import layer_norm, lerp, linear, relu_squared, sigmoid
+from ggscope.forward.rwkv_gguf import GGUFMapper
+from ggscope.forward.rwkv_sizes import LN_EPS, Sizes
 
 __all__ = ["mapper_for", "Sizes", "Ends", "ChannelMix", "Config", "Layer", "Weights", "LayerState",
            "State", "load", "forward", "initial_state"]
 
-LN_EPS = 1e-5          # LayerNorm eps of every RWKV version (rwkv.cpp rwkv_layer_norm)
 PP_EMPTY = -1e30       # "no tokens yet" log-scale of the v4 WKV state (rwkv.cpp, ChatRWKV)
 
 
@@ -42,38 +43,8 @@ def mapper_for(model, arch: str) -> WeightMapper:
     """The weight mapper for ``model``: rwkv.cpp names as stored, or (GGUF files, v6/v7)
     the same names answered through ``rwkv_gguf``'s table of llama.cpp's names."""
     if model.format == "gguf":
-        from .rwkv_gguf import GGUFMapper
         return GGUFMapper(model, arch)
     return WeightMapper(model, arch)
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """The file's own sizes (rwkv.cpp header) plus the FFN width from ffn.key."""
-    n_vocab: int
-    n_embed: int
-    n_layer: int
-    n_ffn: int
-
-    @classmethod
-    def read(cls, mapper: WeightMapper) -> "Sizes":
-        own = getattr(mapper, "sizes", None)        # GGUF files: rwkv_gguf.GGUFMapper
-        if own is not None:
-            return own()
-        meta = mapper.model.metadata
-        try:
-            n_vocab = int(meta["rwkv_cpp.n_vocab"])
-            n_embed = int(meta["rwkv_cpp.n_embed"])
-            n_layer = int(meta["rwkv_cpp.n_layer"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise WeightError(f"{mapper.model.path}: rwkv.cpp header size missing or "
-                              f"not a number: {exc}") from None
-        if min(n_vocab, n_embed, n_layer) <= 0:
-            raise WeightError(f"{mapper.model.path}: header sizes must be positive, got "
-                              f"n_vocab={n_vocab} n_embed={n_embed} n_layer={n_layer}")
-        key_ne = mapper.ne("blocks.0.ffn.key.weight")
-        n_ffn = key_ne[1] if len(key_ne) == 2 else 0
-        return cls(n_vocab, n_embed, n_layer, n_ffn)
 
 
 @dataclass(frozen=True)

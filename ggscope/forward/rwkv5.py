@@ -34,9 +34,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightMapper, architecture
-from .ops import group_norm, layer_norm, lerp, linear, silu
-from .rwkv4 import LN_EPS, ChannelMix, Ends, Sizes, feed_tokens
+from ggscope.forward import WeightMapper, architecture
+from ggscope.forward.ops import group_norm, layer_norm, lerp, linear, silu
+from ggscope.forward.rwkv4 import LN_EPS, ChannelMix, Ends, Sizes, feed_tokens
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state"]

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightError, WeightMapper
-from .ops import (decay_from_log, group_norm, layer_norm, linear, relu_squared,
-                  sigmoid, silu, token_shift)
-from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
+from ggscope.forward import WeightError, WeightMapper
+from ggscope.forward.ops import decay_from_log, group_norm, layer_norm, linear, relu_squared, sigmoid, silu, token_shift
+from ggscope.forward.rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state"]

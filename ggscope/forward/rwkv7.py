@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightMapper
-from .ops import group_norm, l2_normalize, layer_norm, linear, relu_squared, sigmoid, token_shift
-from .rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
+from ggscope.forward import WeightMapper
+from ggscope.forward.ops import group_norm, l2_normalize, layer_norm, linear, relu_squared, sigmoid, token_shift
+from ggscope.forward.rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
 
 __all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
            "initial_state"]

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import WeightError, WeightMapper
-from .rwkv4 import LN_EPS, Sizes
+from ggscope.forward import WeightError, WeightMapper
+from ggscope.forward.rwkv_sizes import LN_EPS, Sizes
 
 __all__ = ["GGUFMapper", "GLOBAL_NAMES", "LAYER_NAMES"]
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import WeightError, WeightMapper
+from ggscope.forward import WeightError, WeightMapper
+from ggscope.facts.legacy_tensors import LEGACY_NAMES
 
 __all__ = ["Traits", "TRAITS", "Config", "LEGACY_FORMATS", "LEGACY_NAMES", "read_config"]
 
@@ -68,42 +69,6 @@ TRAITS: dict[str, Traits] = {
     "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
 }
 
-# Meta / early llama.cpp and ggml gpt-2 example tensor names -> GGUF names
-LEGACY_NAMES = {
-    "llama": {
-        "token_embd.weight": "tok_embeddings.weight",
-        "output_norm.weight": "norm.weight",
-        "output.weight": "output.weight",
-        "blk.{i}.attn_norm.weight": "layers.{i}.attention_norm.weight",
-        "blk.{i}.attn_q.weight": "layers.{i}.attention.wq.weight",
-        "blk.{i}.attn_k.weight": "layers.{i}.attention.wk.weight",
-        "blk.{i}.attn_v.weight": "layers.{i}.attention.wv.weight",
-        "blk.{i}.attn_output.weight": "layers.{i}.attention.wo.weight",
-        "blk.{i}.ffn_norm.weight": "layers.{i}.ffn_norm.weight",
-        "blk.{i}.ffn_gate.weight": "layers.{i}.feed_forward.w1.weight",
-        "blk.{i}.ffn_down.weight": "layers.{i}.feed_forward.w2.weight",
-        "blk.{i}.ffn_up.weight": "layers.{i}.feed_forward.w3.weight",
-    },
-    "gpt2": {
-        "token_embd.weight": "model/wte",
-        "position_embd.weight": "model/wpe",
-        "output_norm.weight": "model/ln_f/g",
-        "output_norm.bias": "model/ln_f/b",
-        "output.weight": "model/lm_head",
-        "blk.{i}.attn_norm.weight": "model/h{i}/ln_1/g",
-        "blk.{i}.attn_norm.bias": "model/h{i}/ln_1/b",
-        "blk.{i}.attn_qkv.weight": "model/h{i}/attn/c_attn/w",
-        "blk.{i}.attn_qkv.bias": "model/h{i}/attn/c_attn/b",
-        "blk.{i}.attn_output.weight": "model/h{i}/attn/c_proj/w",
-        "blk.{i}.attn_output.bias": "model/h{i}/attn/c_proj/b",
-        "blk.{i}.ffn_norm.weight": "model/h{i}/ln_2/g",
-        "blk.{i}.ffn_norm.bias": "model/h{i}/ln_2/b",
-        "blk.{i}.ffn_up.weight": "model/h{i}/mlp/c_fc/w",
-        "blk.{i}.ffn_up.bias": "model/h{i}/mlp/c_fc/b",
-        "blk.{i}.ffn_down.weight": "model/h{i}/mlp/c_proj/w",
-        "blk.{i}.ffn_down.bias": "model/h{i}/mlp/c_proj/b",
-    },
-}
 # hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
 _LEGACY_EPS = {"llama": 1e-6, "gpt2": 1e-5}
 DEFAULT_ROPE_BASE = 10000.0

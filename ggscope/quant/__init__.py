@@ -35,10 +35,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..ggml_types import LAYOUTS, Layout, tensor_layout
+from ggscope.facts.ggml_types import LAYOUTS, Layout, tensor_layout
 
 if TYPE_CHECKING:
-    from ..modelfile import TensorInfo
+    from ggscope.model.modelfile import TensorInfo
 
 __all__ = ["dequantize", "iter_dequantized", "dequantize_tensor", "dequantizer", "decode_into",
            "code_values", "DEFAULT_CHUNK_ELEMS"]

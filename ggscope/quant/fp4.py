@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .floats import new_out
+from ggscope.quant.floats import new_out
 
 __all__ = ["DEQUANTIZERS", "E8M0_HALF", "UE4M3_HALF"]
 

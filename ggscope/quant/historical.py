@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .floats import f16_scale, f32_scale, new_out, scalar_field
-from .legacy import fifth_bits, finish, nibbles
+from ggscope.quant.floats import f16_scale, f32_scale, new_out, scalar_field
+from ggscope.quant.legacy import fifth_bits, finish, nibbles
 
 __all__ = ["DEQUANTIZERS"]
 

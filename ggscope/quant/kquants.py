@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .floats import f16_scale, f32_scale, new_out
-from .legacy import interleave, split_nibbles
+from ggscope.quant.floats import f16_scale, f32_scale, new_out
+from ggscope.quant.legacy import interleave, split_nibbles
 
 __all__ = ["DEQUANTIZERS"]
 

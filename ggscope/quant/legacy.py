@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .floats import f16_scale, new_out
+from ggscope.quant.floats import f16_scale, new_out
 
 __all__ = ["DEQUANTIZERS", "nibbles", "split_nibbles", "interleave", "fifth_bits", "finish"]
 

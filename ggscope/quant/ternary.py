@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .floats import f16_scale, new_out
+from ggscope.quant.floats import f16_scale, new_out
 
 __all__ = ["DEQUANTIZERS"]
 

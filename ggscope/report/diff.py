@@ -10,7 +10,7 @@ first items, never a whole vocabulary.  Each takes an optional ``LogitsDiff``
 per-position table and a summary line.
 
 The text renderings open with what each file is (format, file type, size, bits per
-weight: ``ggscope.summary``), the tensor counts and the worst error; a tensor whose
+weight: ``ggscope.model.summary``), the tensor counts and the worst error; a tensor whose
 only change is its offset is *moved*; ``general.file_type`` values carry llama.cpp's
 names (Q8_0 (7) → Q4_K_S (14)); a legacy header word compared under its GGUF key
 shows both names.  On a terminal the tensor table keeps to the console's width by
@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .. import __version__
-from ..diff import DiffResult, MetaChange, MetaEntry, TensorDiff
-from ..forward.logits import LogitsDiff
-from ..tokenizer import escape_text
-from .info import summarize_value
-from .jsonable import jsonable
+from ggscope import __version__
+from ggscope.diff.compare import DiffResult, MetaChange, MetaEntry, TensorDiff
+from ggscope.forward.logits import LogitsDiff
+from ggscope.model.tokenizer import escape_text
+from ggscope.report.info import summarize_value
+from ggscope.report.jsonable import jsonable
 
 __all__ = ["as_json", "plain", "rich_renderables", "summary_line", "logits_json", "logits_summary",
            "METRICS", "STATUS_STYLE", "number", "shape_text", "display_status", "summary_rows", "worst_line",
@@ -35,8 +35,8 @@ __all__ = ["as_json", "plain", "rich_renderables", "summary_line", "logits_json"
 
 def _text(s: Any) -> str:
     """File-provided text on its way to a terminal: control characters escaped by the
-    one escaping helper (``ggscope.report.escape``)."""
-    from .escape import escape_text as escape_file_text
+    one escaping helper (``ggscope.core.escape``)."""
+    from ggscope.core.escape import escape_text as escape_file_text
     return escape_file_text(str(s))
 
 
@@ -167,7 +167,7 @@ def _what(t: TensorDiff) -> str:
 def value_text(key: str, v: Any, limit: int = 120) -> str:
     """A metadata value as shown: file types by name, file text escaped."""
     if key == "general.file_type" and isinstance(v, int) and not isinstance(v, bool):
-        from ..summary import file_type_name
+        from ggscope.model.summary import file_type_name
         return f"{file_type_name(v)} ({v})"
     return _text(summarize_value(v, limit))
 
@@ -208,8 +208,8 @@ def summary_rows(r: DiffResult) -> list[tuple[str, str, str]]:
     a, b = r.summary_a, r.summary_b
     if a is None or b is None:
         return []
-    from .info import human_bytes
-    from ..summary import human_count
+    from ggscope.report.info import human_bytes
+    from ggscope.model.summary import human_count
 
     def size(sm: Any) -> str:
         return f"{human_bytes(sm.file_size)}"

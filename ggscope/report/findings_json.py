@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from ..rules import Finding
-from .jsonable import jsonable
+from ggscope.rules import Finding
+from ggscope.report.jsonable import jsonable
 
 __all__ = ["render"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..rules import Finding
-from .escape import escape_text
+from ggscope.rules import Finding
+from ggscope.core.escape import escape_text
 
 __all__ = ["line", "render", "summary"]
 

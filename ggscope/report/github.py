@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..rules import Finding
+from ggscope.rules import Finding
 
 __all__ = ["line", "render", "escape_data", "escape_property", "LEVELS"]
 

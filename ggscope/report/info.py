@@ -11,9 +11,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..modelfile import ModelFile
-from .escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
-from .jsonable import jsonable, value_json
+from ggscope.model.modelfile import ModelFile
+from ggscope.core.escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
+from ggscope.report.jsonable import jsonable, value_json
 
 __all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
 

@@ -23,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from ..spec.scan import StringArray
-from .escape import json_key, json_text
+from ggscope.ksy.scan import StringArray
+from ggscope.core.escape import json_key, json_text
 
 try:
-    from .. import _cjson            # compiled at install (setup.py); else the numpy route below
+    from ggscope.report import _cjson            # compiled at install (setup.py); else the numpy route below
 except ImportError:
     _cjson = None
 

@@ -4,20 +4,18 @@ Why: the rule docstrings are the one source of each rule's explanation; this pag
 ``ggscope explain`` and SARIF's ``help`` all render them, so they never disagree.
 
 Contract: ``render()`` returns the whole page (an index table, then one section per
-rule in code order).  ``python -m ggscope.report.rules_doc`` rewrites docs/rules.md;
+rule in code order).  ``python -m tools.gen_rules_doc`` rewrites docs/rules.md;
 ``--check`` exits 1 when the file is stale.  tests/rules/test_catalogue.py asserts
 the file is current, so regenerate it whenever a rule is added or its text changes.
 """
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 from pathlib import Path
 
-from ..rules import FAMILIES, RULES
+from ggscope.rules import FAMILIES, RULES
 
-__all__ = ["render", "ordered", "DOC_PATH", "main"]
+__all__ = ["render", "ordered", "DOC_PATH"]
 
 DOC_PATH = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 _SECTIONS = ("What it checks", "Why it matters", "Example", "Reference")
@@ -67,26 +65,3 @@ def render() -> str:
         for r in others:
             out += ["", f"### {r.code} {r.name}", "", r.summary, "", _body(r.explanation())]
     return "\n".join(out) + "\n"
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m ggscope.report.rules_doc", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/rules.md is not current")
-    ap.add_argument("--output", type=Path, default=DOC_PATH, help=f"where to write (default {DOC_PATH})")
-    args = ap.parse_args(argv)
-    text = render()
-    if args.check:
-        current = args.output.read_text(encoding="utf-8") if args.output.is_file() else ""
-        if current != text:
-            print(f"{args.output} is stale; run python -m ggscope.report.rules_doc", file=sys.stderr)
-            return 1
-        return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text, encoding="utf-8")
-    print(f"wrote {args.output} ({len(RULES)} rules)", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import quote
 
-from ..rules import RULES, Finding, Rule
+from ggscope.rules import RULES, Finding, Rule
 
 __all__ = ["render", "as_sarif", "LEVELS", "SCHEMA"]
 
@@ -75,7 +75,7 @@ def _result(f: Finding, index: int) -> dict:
 
 
 def as_sarif(findings: Iterable[Finding]) -> dict:
-    from .. import __version__
+    from ggscope import __version__
     findings = list(findings)
     descriptors = [_descriptor(r) for r in RULES]
     index = {d["id"]: i for i, d in enumerate(descriptors)}
@@ -96,5 +96,5 @@ def as_sarif(findings: Iterable[Finding]) -> dict:
 
 
 def render(findings: Iterable[Finding]) -> str:
-    from .jsonable import jsonable
+    from ggscope.report.jsonable import jsonable
     return json.dumps(jsonable(as_sarif(findings)), ensure_ascii=False, indent=2)

@@ -2,15 +2,15 @@
 
 Why: statistics are read by people scanning for broken tensors (NaN/Inf, zero scales)
 and by scripts; the text form is one aligned row per tensor, the JSON form carries the
-whole mapping from ``ggscope.stats.tensor_stats`` (histogram included).
+whole mapping from ``ggscope.stats.tensors.tensor_stats`` (histogram included).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .escape import escape_text
-from .jsonable import jsonable
+from ggscope.core.escape import escape_text
+from ggscope.report.jsonable import jsonable
 
 __all__ = ["COLUMNS", "row", "plain", "as_json", "rich_table"]
 
@@ -42,7 +42,7 @@ def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] 
 
 
 def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
-    from .. import __version__
+    from ggscope import __version__
     return {"version": __version__, "file": jsonable(path), "tensors": [jsonable(dict(s)) for s in stats],
             "errors": [{"name": jsonable(n), "error": escape_text(m)} for n, m in errors]}
 

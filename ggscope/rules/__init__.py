@@ -7,7 +7,7 @@ reused.
 """
 from __future__ import annotations
 
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "REDIRECTS", "by_code", "Finding", "Rule", "Severity", "CheckContext"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .base import CheckContext, Finding, Rule, Severity
-from .structure import ggml_layout, tensor_nodes
-from .structure import _nbytes as ggml_nbytes
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.structure import ggml_layout, tensor_nodes
+from ggscope.rules.structure import _nbytes as ggml_nbytes
 
 __all__ = ["RULES", "MisalignedTensorOffset", "NonZeroHeaderPadding", "NonZeroTensorPadding"]
 

@@ -19,8 +19,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from ..modelfile import ModelFile
-    from ..node import Node
+    from ggscope.model.modelfile import ModelFile
+    from ggscope.ksy.node import Node
 
 __all__ = ["Severity", "Finding", "Rule", "CheckContext", "quoted"]
 
@@ -72,7 +72,7 @@ class CheckContext:
                        path, s, e, spec_path, self.rule.name)
 
     def node(self, path: str) -> "Node | None":
-        from ..node import find
+        from ggscope.ksy.node import find
         return find(self.mf.root, path)
 
 
@@ -107,7 +107,7 @@ def quoted(text: "str | bytes") -> str:
     """File-provided text or bytes in a finding's message: in double quotes, control
     characters and bytes that are not UTF-8 escaped (``"FU\\x00G"``), never a Python
     ``b'...'`` repr."""
-    from ..report.escape import escape_text
+    from ggscope.core.escape import escape_text
     if isinstance(text, (bytes, bytearray, memoryview)):
         text = bytes(text).decode("utf-8", "surrogateescape")
     return '"' + escape_text(str(text)) + '"'

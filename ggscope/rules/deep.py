@@ -4,7 +4,7 @@ Why: a file can be structurally valid and still hold NaN weights (a diverged tra
 run, a broken conversion) or quantized blocks whose scale is NaN, Inf or zero (a
 quantizer bug: every weight of the block becomes NaN or 0).  Finding those needs the
 data itself, so these rules read it - streamed in bounded chunks
-through ``ggscope.chunked.RangeReader`` (never through the file's memory map, whose
+through ``ggscope.source.ranges.RangeReader`` (never through the file's memory map, whose
 pages would pile up in the process), so peak memory does not grow with tensor or file
 size (a sparse 20 GB file: benchmarks/deep_memory.py).  GG1001 tests the exponent bits
 of float elements on two threads, no decoding; GG1002 reads the block scales.
@@ -29,9 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..chunked import RangeReader
-from ..ggml_types import LAYOUTS
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.source.ranges import RangeReader
+from ggscope.facts.ggml_types import LAYOUTS
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "ForwardCheck", "scale_field",
            "FORWARD_BUDGET_BYTES", "probe_tokens"]
@@ -246,9 +246,9 @@ class ForwardCheck(Rule):
     needs_tensor_data = True
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ..errors import GGScopeError
-        from ..forward import TokenError, UnsupportedArchitecture, architecture, module_for
-        from ..forward.logits import check
+        from ggscope.core.errors import GGScopeError
+        from ggscope.forward import TokenError, UnsupportedArchitecture, architecture, module_for
+        from ggscope.forward.logits import check
         mf = ctx.mf
         if mf.damage is not None or not mf.tensors:
             return

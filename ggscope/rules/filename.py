@@ -9,7 +9,7 @@ there and the shards agree; given one shard, the set is checked.
 Contract: ``GGUF_FILENAME_RE`` is the convention's regular expression (ggml docs/gguf.md
 §"Validating Above Naming Convention"), translated from JavaScript (``(?<n>`` ->
 ``(?P<n>``, ASCII classes), with the optional Sidecar prefix (``mmproj-``, ``mtp-``) from
-``ggscope.upstream_overlay``; ``parse_filename(name)`` returns the named parts (Version
+``ggscope.facts.upstream_overlay``; ``parse_filename(name)`` returns the named parts (Version
 defaults to "v1.0", as the spec's reference code does) or None.  The shard rule opens sibling files header-only (never tensor data).
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ import os
 import re
 from collections.abc import Iterator
 
-from .. import upstream
-from ..upstream_overlay import FILENAME_PREFIXES
-from ..split import SHARD_RE, shard_paths
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.facts import upstream
+from ggscope.facts.upstream_overlay import FILENAME_PREFIXES
+from ggscope.model.split import SHARD_RE, shard_paths
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
            "FilenameMetadataMismatch", "SplitSetIncomplete"]
@@ -58,7 +58,7 @@ def _node(ctx: CheckContext, key: str):
 
 
 def _on_disk(ctx: CheckContext) -> bool:
-    from ..remote import is_remote
+    from ggscope.source.remote import is_remote
     return bool(ctx.mf.path) and (os.path.isfile(ctx.mf.path) or is_remote(ctx.mf.path))
 
 
@@ -161,8 +161,8 @@ class SplitSetIncomplete(Rule):
     summary = "A shard of the split model is missing or the shards disagree."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        import ggscope
-        from ..remote import RemoteError, is_remote
+        from ggscope.model.open import open as open_file
+        from ggscope.source.remote import RemoteError, is_remote
         paths = shard_paths(ctx.mf.path or "")
         if paths is None or not _on_disk(ctx):
             return
@@ -187,7 +187,7 @@ class SplitSetIncomplete(Rule):
                 continue
             try:
                 shard = ctx.mf if path == ctx.mf.path or (not is_remote(path) and os.path.abspath(path)
-                                                          == os.path.abspath(ctx.mf.path)) else ggscope.open(path)
+                                                          == os.path.abspath(ctx.mf.path)) else open_file(path)
             except RemoteError as exc:
                 if "not found" in str(exc):
                     missing.append(i)

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .. import legacy_tensors
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.facts import legacy_tensors
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "LEGACY_FORMATS", "GgjtAlignment", "LegacyTypeInvalid", "Bit1Size", "Bit1PaddingBits",
            "MissingTensors", "TensorDims", "TensorNames", "RwkvHeader", "Bit1Header"]
@@ -343,7 +343,7 @@ class Bit1Header(Rule):
 
     Example: a BIT1 file with version 2, or logit_scale_M 0.
 
-    Reference: /work/shared/seeds/bit1-export.txt (``MAGIC``, ``VERSION``, ``M_SCALE``);
+    Reference: the BIT1 exporter (the v18 BitLM checkpoint export script: ``MAGIC``, ``VERSION``, ``M_SCALE``);
     legacy-formats.md §8.1, §8.4.
     """
     code, name, severity, family = "GG909", "bit1-header", Severity.ERROR, "legacy"

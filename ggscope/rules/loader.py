@@ -3,8 +3,8 @@
 Why: the failures people meet after converting or hand-editing a model - "unknown model
 architecture", "key not found in model", "missing tensor", "wrong shape", "wrong number of
 tensors", an assert in the vocabulary loader, a crash at the first evaluation - happen in
-llama.cpp's ``llama_model_load``, not in ggml's reader.  ``ggscope.loader_engine`` runs the
-per-architecture table ``ggscope.loader_table`` (written from llama.cpp's source) once per
+llama.cpp's ``llama_model_load``, not in ggml's reader.  ``ggscope.rules.loader_engine`` runs the
+per-architecture table ``ggscope.facts.loader_table`` (written from llama.cpp's source) once per
 file; each rule here reports one kind of issue from that run.  Error means llama.cpp
 refuses the file or crashes on it; an architecture the table does not cover gets an info
 finding and no guess.
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .. import loader_engine
-from ..loader_table import ARCHS, SOURCE
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.rules import loader_engine
+from ggscope.facts.loader_table import ARCHS, SOURCE
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "MAX_PER_RULE"]
 

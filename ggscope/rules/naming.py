@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "KeyNotAscii", "KeyNotSnakeCase", "KeyTooLong", "KeyNotNamespaced"]
 

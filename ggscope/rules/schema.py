@@ -3,7 +3,7 @@
 Why: a file can be structurally perfect and still deviate from what llama.cpp writes -
 ``llama.block_count`` stored as a string, no ``general.architecture``, quantized tensors
 without ``general.quantization_version``.  The facts come from gguf-py at run time
-(``ggscope.upstream`` via ``ggscope.gguf_schema``); what llama.cpp's loader refuses (a
+(``ggscope.facts.upstream`` via ``ggscope.facts.gguf_schema``); what llama.cpp's loader refuses (a
 required key missing, a key read with another type) is the loader family's (GG11xx).
 
 Contract: rules read ``mf.metadata``/``metadata_types``/``tensors`` and point at the
@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from .. import gguf_schema as schema
-from .. import upstream
-from ..ggml_types import TYPES_BY_NAME
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.facts import gguf_schema as schema
+from ggscope.facts import upstream
+from ggscope.facts.ggml_types import TYPES_BY_NAME
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "FTYPE_MAIN_TYPE", "StandardKeyType", "ArchitectureName",
            "QuantizationVersionMissing", "FileTypeMismatch"]

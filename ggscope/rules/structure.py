@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .. import ggml_types
-from ..upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
-from .base import CheckContext, Finding, Rule, Severity, quoted
+from ggscope.facts import ggml_types
+from ggscope.facts.upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "GGMLLayout", "ggml_layout", "damage_kind", "kv_nodes", "tensor_nodes",
            "GGML_MAX_DIMS", "GGML_MAX_NAME", "INT64_MAX", "SIZE_MAX"]

@@ -4,7 +4,7 @@ Why: llama.cpp looks every weight up by name (``token_embd.weight``,
 ``blk.0.attn_q.weight``, ...) and refuses a model with a missing or an extra tensor, so
 a converter that spells a name differently makes a file no llama.cpp build loads.  The
 per-architecture lists are llama.cpp's gguf-py ``MODEL_TENSORS`` / ``TENSOR_NAMES``, read
-through ``ggscope.upstream`` so they follow the installed package.
+through ``ggscope.facts.upstream`` so they follow the installed package.
 
 Contract: ``is_standard(arch, name)`` says whether ``name`` (with an optional
 ``.weight``/``.bias``/``.scale``/``.scales`` suffix) is one of ``arch``'s names; an
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .. import upstream
+from ggscope.facts import upstream
 
 __all__ = ["SUFFIXES", "is_standard", "split_name"]
 

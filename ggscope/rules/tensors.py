@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .base import CheckContext, Finding, Rule, Severity
-from .structure import _nbytes as ggml_nbytes
-from .structure import ggml_layout, tensor_nodes
-from .tensor_names import is_standard
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.structure import _nbytes as ggml_nbytes
+from ggscope.rules.structure import ggml_layout, tensor_nodes
+from ggscope.rules.tensor_names import is_standard
 
 __all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors", "TrailingBytes"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..gguf_schema import TOKEN_ID_RE
-from .base import CheckContext, Finding, Rule, Severity
+from ggscope.facts.gguf_schema import TOKEN_ID_RE
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "TokenArrayLength", "SpecialTokenOutOfRange", "VocabEmbeddingRows"]
 

@@ -29,16 +29,15 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from .format import file_text, human_bytes, short_value
-from .messages import (CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
-                       StatsFinished, StatsProgressed)
-from .screens.prompt import PromptScreen
-from .widgets.detail import DetailPane
-from .widgets.overview import OverviewPane
+from ggscope.tui.format import file_text, human_bytes, short_value
+from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
+from ggscope.tui.screens.prompt import PromptScreen
+from ggscope.tui.widgets.detail import DetailPane
+from ggscope.tui.widgets.overview import OverviewPane
 
 if TYPE_CHECKING:
-    from ..modelfile import ModelFile
-    from ..node import Node
+    from ggscope.model.modelfile import ModelFile
+    from ggscope.ksy.node import Node
 
 __all__ = ["GGScopeApp", "AUTO_STATS_BYTES", "TABS", "left_width"]
 
@@ -75,8 +74,8 @@ def _count(n: int, noun: str) -> str:
 
 def _findings(mf: ModelFile) -> list:
     """The validator's findings, plus the damage itself if no rule reported it."""
-    from ..validate import validate
-    from ..rules import Finding, Severity
+    from ggscope.validate.runner import validate
+    from ggscope.rules import Finding, Severity
     try:
         found = list(validate(mf))
     except Exception as exc:  # noqa: BLE001 - the browser must open whatever the rules do
@@ -92,10 +91,10 @@ def _findings(mf: ModelFile) -> list:
 
 def _open(path: str) -> tuple[Any, str]:
     """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown)."""
-    import ggscope
-    from ..errors import GGScopeError, UnreadableFile
+    from ggscope.model.open import open as open_file
+    from ggscope.core.errors import GGScopeError, UnreadableFile
     try:
-        return ggscope.open(path), ""
+        return open_file(path), ""
     except UnreadableFile as exc:
         return None, f"ggscope: cannot read {exc}"
     except GGScopeError as exc:
@@ -176,10 +175,10 @@ class GGScopeApp(App):
         yield Footer()
 
     def _panes(self, mf: ModelFile) -> dict[str, list]:
-        from .regions import Regions
-        from .widgets.hex_view import HexView
-        from .widgets.node_tree import NodeTree
-        from .widgets.tables import FindingsTable, MetadataTable, TensorTable
+        from ggscope.tui.regions import Regions
+        from ggscope.tui.widgets.hex_view import HexView
+        from ggscope.tui.widgets.node_tree import NodeTree
+        from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable
         self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
         self.tensor_by_path = {t.node_path: t for t in mf.tensors if t.node_path}
         names = {**self.meta_by_path, **{p: t.name for p, t in self.tensor_by_path.items()}}
@@ -233,7 +232,7 @@ class GGScopeApp(App):
         self.refresh_bindings()
         self.query_one(OverviewPane).show_file(mf)
         if mf.damage is not None:       # after the hex view's first cursor report
-            from .widgets.node_tree import NodeTree
+            from ggscope.tui.widgets.node_tree import NodeTree
             self.call_after_refresh(self.show_node, mf.damage)
             self.call_after_refresh(self.query_one(NodeTree).reveal, mf.damage)
         self.run_validator()
@@ -242,7 +241,7 @@ class GGScopeApp(App):
 
     # --- routing ------------------------------------------------------------------------
     def _hex(self):
-        from .widgets.hex_view import HexView
+        from ggscope.tui.widgets.hex_view import HexView
         return self.query_one(HexView)
 
     def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None) -> None:
@@ -265,7 +264,7 @@ class GGScopeApp(App):
         self.show_node(message.node)
 
     def on_range_requested(self, message: RangeRequested) -> None:
-        from ..node import deepest_at
+        from ggscope.ksy.node import deepest_at
         if self.mf is None:
             return
         start = message.start
@@ -278,7 +277,7 @@ class GGScopeApp(App):
             self.notify(file_text(message.label), timeout=2)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
-        from ..node import deepest_at
+        from ggscope.ksy.node import deepest_at
         node = deepest_at(self.mf.root, message.offset)
         self.selected = node
         self._hex().select_range(node.start, node.end, move_cursor=False)
@@ -316,7 +315,7 @@ class GGScopeApp(App):
         self.query_one(DetailPane).turn_page(delta)
 
     def action_goto(self) -> None:
-        from .search import parse_offset
+        from ggscope.tui.search import parse_offset
 
         def done(answer: str | None) -> None:
             if answer is None:
@@ -343,7 +342,7 @@ class GGScopeApp(App):
             self._search(self.selected.start if self.selected is not None else -1)
 
     def _search(self, after: int) -> None:
-        from .search import search
+        from ggscope.tui.search import search
         hit = search(self.mf, self.last_query, after)
         if hit is None:
             self.notify(f"not found: {file_text(self.last_query)}", severity="warning")
@@ -370,7 +369,7 @@ class GGScopeApp(App):
         self.post_message(FindingsReady(_findings(self.mf)))
 
     def on_findings_ready(self, message: FindingsReady) -> None:
-        from .widgets.tables import FindingsTable
+        from ggscope.tui.widgets.tables import FindingsTable
         rank = {"error": 0, "warning": 1, "info": 2}        # worst first, then by offset
         self.findings = sorted(message.findings, key=lambda f: (
             rank.get(getattr(f.severity, "value", str(f.severity)), 3), f.start is None, f.start or 0))
@@ -413,7 +412,7 @@ class GGScopeApp(App):
             self.stats[message.name] = message.stats
         else:
             self.__dict__.setdefault("_stats_errors", {})[message.name] = message.error
-        from .widgets.tables import TensorTable
+        from ggscope.tui.widgets.tables import TensorTable
         table = self.query_one(TensorTable)
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:

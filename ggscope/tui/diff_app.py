@@ -2,7 +2,7 @@
 
 Why: the text diff of two quantizations is a long table; here the worst tensors can be
 sorted to the top, the unchanged ones hidden, and any row opened to see both files'
-fields side by side.  A is the reference, as in ``ggscope.diff``.
+fields side by side.  A is the reference, as in ``ggscope.diff.compare``.
 
 Layout: both files' headers side by side, a summary line (tensor counts per status,
 metadata counts), tabs "1 Tensors" (name, status, type A→B, shape A→B, max|Δ|, RMSE,
@@ -14,7 +14,7 @@ quits.
 
 The screen paints at once: every tensor has a *pending* row built from the two
 indexes.  A thread worker compares header and metadata first, then each tensor with
-``ggscope.diff.diff_tensor`` (bounded memory, cancellation polled per window), and
+``ggscope.diff.compare.diff_tensor`` (bounded memory, cancellation polled per window), and
 posts each result as it finishes; the row fills in and the progress bar advances.
 State is the CSS class ``-diff-running`` while the worker runs.
 
@@ -38,14 +38,14 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from .. import diff as diffmod
-from ..diff import DiffCancelled, HeaderChange, MetadataDiff, TensorDiff
-from ..modelfile import ModelFile
-from ..report.diff import STATUS_STYLE, display_status
-from .messages import DiffFinished, DiffRowSelected, MetadataDiffed, TensorDiffed
-from .format import file_text, human_bytes
-from .widgets.diff_detail import DiffDetail
-from .widgets.diff_tables import PENDING, DiffMetadataTable, DiffTensorTable, pending_diffs
+from ggscope.diff import compare as diffmod
+from ggscope.diff.compare import DiffCancelled, HeaderChange, MetadataDiff, TensorDiff
+from ggscope.model.modelfile import ModelFile
+from ggscope.report.diff import STATUS_STYLE, display_status
+from ggscope.tui.messages import DiffFinished, DiffRowSelected, MetadataDiffed, TensorDiffed
+from ggscope.tui.format import file_text, human_bytes
+from ggscope.tui.widgets.diff_detail import DiffDetail
+from ggscope.tui.widgets.diff_tables import PENDING, DiffMetadataTable, DiffTensorTable, pending_diffs
 
 __all__ = ["DiffApp", "run"]
 
@@ -53,7 +53,7 @@ TABS = ("tensors", "metadata")
 
 
 def _side(label: str, mf: ModelFile) -> Text:
-    from ..summary import summarize
+    from ggscope.model.summary import summarize
     s = summarize(mf)
     t = Text()
     t.append(f"{label}  ", style="bold")
@@ -208,7 +208,7 @@ class DiffApp(App):
 
     # --- state --------------------------------------------------------------------------
     def counts(self) -> dict[str, int]:
-        """Tensors per status among those compared so far, in ``ggscope.diff.STATUSES`` order."""
+        """Tensors per status among those compared so far, in ``ggscope.diff.compare.STATUSES`` order."""
         out = {s: 0 for s in diffmod.STATUSES}
         for td in self.diffs.values():
             if td.status != PENDING:

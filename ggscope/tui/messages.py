@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 
 if TYPE_CHECKING:          # the browser must paint before numpy-heavy modules load
-    from ..diff import HeaderChange, MetadataDiff, TensorDiff
-    from ..node import Node
+    from ggscope.diff.compare import HeaderChange, MetadataDiff, TensorDiff
+    from ggscope.ksy.node import Node
 
 __all__ = ["NodeSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
            "StatsComputed", "StatsFinished", "FindingsReady", "FileLoaded",

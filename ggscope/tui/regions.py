@@ -10,7 +10,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable
 
-from ..node import LazyChildren, Node
+from ggscope.ksy.node import LazyChildren, Node
 
 __all__ = ["Regions", "KINDS"]
 

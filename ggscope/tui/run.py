@@ -11,7 +11,7 @@ __all__ = ["run_app"]
 
 
 def run_app(path: str) -> int:
-    from .app import GGScopeApp
+    from ggscope.tui.app import GGScopeApp
     app = GGScopeApp(path)
     app.run()
     if app.load_error:

@@ -7,8 +7,8 @@ looks, in order, for a metadata key, a tensor name and then bytes in the file af
 """
 from __future__ import annotations
 
-from ..modelfile import ModelFile
-from ..node import find
+from ggscope.model.modelfile import ModelFile
+from ggscope.ksy.node import find
 
 __all__ = ["parse_offset", "search"]
 

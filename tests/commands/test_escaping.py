@@ -12,7 +12,7 @@ import struct
 import pytest
 
 from ggscope.cli import main
-from ggscope.report.escape import escape_text, json_text
+from ggscope.core.escape import escape_text, json_text
 
 TITLE_KEY = b"x.\x1b]0;pwned\x07"
 RED = b"\x1b[31mred"

@@ -179,9 +179,9 @@ def test_string_array_json_from_bytes_is_json_dumps(width, tail, items, compiled
     falls back to the general path when a string needs escaping or is not UTF-8."""
     import ggscope.report.jsonable as J
     from ggscope.report.jsonable import jsonable, value_json
-    from ggscope.spec.scan import StringArray
+    from ggscope.ksy.scan import StringArray
     if compiled and J._cjson is None:
-        pytest.skip("ggscope._cjson not built")
+        pytest.skip("ggscope.report._cjson not built")
     if not compiled:
         monkeypatch.setattr(J, "_cjson", None)              # the numpy route
     raw = [s.encode("utf-8") if not s.startswith("\xff") else b"\xff-not-utf8" for s in items]
@@ -204,7 +204,7 @@ def test_compiled_string_join_refuses_strings_outside_the_buffer():
     makes such an array; the check keeps a wrong one from reading past the map)."""
     import ggscope.report.jsonable as J
     if J._cjson is None:
-        pytest.skip("ggscope._cjson not built")
+        pytest.skip("ggscope.report._cjson not built")
     arr = np.frombuffer(b"\x02\x00ab\x01\x00c", dtype=np.uint8)
     assert J._cjson.join_json(arr, np.array([0, 4], np.int64), np.array([2, 1], np.int64), 2) == b'["ab", "c"]'
     for starts, lens in (([0, 4], [2, 2]), ([-1], [1]), ([0], [-1]), ([7], [0])):

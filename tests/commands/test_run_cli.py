@@ -67,7 +67,7 @@ def test_prompt_uses_the_files_tokenizer(shared_fixtures, capsys):
     vocab = shared_fixtures / "llama-vocab"
     # a vocab-only file has no tensors: the weights error comes after tokenizing, so use
     # the tokenizer module directly for the ids and the CLI for the error path
-    from ggscope.tokenizer import load
+    from ggscope.model.tokenizer import load
     import ggscope
     assert load(ggscope.open(vocab / "ggml-vocab-gpt-2.gguf")).encode("Hello world") == [15496, 995]
     assert main(["run", str(vocab / "ggml-vocab-gpt-2.gguf"), "--prompt", "Hello world"]) == 2

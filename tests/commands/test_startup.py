@@ -16,8 +16,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
-HEAVY = ("numpy", "numba", "textual", "ggscope.spec", "ggscope.rules", "ggscope.stats", "ggscope.diff",
-         "ggscope.validate", "ggscope.modelfile")
+HEAVY = ("numpy", "numba", "textual", "ggscope.ksy", "ggscope.rules", "ggscope.stats.tensors", "ggscope.diff.compare",
+         "ggscope.validate.runner", "ggscope.model.modelfile")
 
 
 def loaded_after(code: str) -> set[str]:
@@ -29,8 +29,11 @@ def loaded_after(code: str) -> set[str]:
     return set(json.loads(out.stdout))
 
 
+LIGHT = ("ggscope.ksy", "ggscope.ksy.node")     # the package's lazy names and the node tree: no engine
+
+
 def heavy(mods: set[str]) -> list[str]:
-    return sorted(m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    return sorted(m for m in mods if m not in LIGHT and any(m == h or m.startswith(h + ".") for h in HEAVY))
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["validate", "--help"], ["diff", "--help"],
@@ -54,7 +57,7 @@ def test_browser_window_needs_no_parser_numpy_or_kernels():
 
 def test_stats_help_names_the_library_default():
     from ggscope.commands import stats as stats_command
-    from ggscope.stats import DEFAULT_BINS
+    from ggscope.stats.tensors import DEFAULT_BINS
     import argparse
     p = argparse.ArgumentParser()
     stats_command.add_arguments(p)
@@ -65,7 +68,7 @@ EXAMPLE = REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
 # what a one-shot command on one file and one tensor has no use for (issue 18, item 3):
 # the YAML parser (the specs come parsed, ggscope.spec.documents), the other commands'
 # modules and the config loader, a thread pool for a tensor of one chunk, numba
-ONE_SHOT_UNUSED = ("yaml", "numba", "concurrent.futures", "ggscope.config", "ggscope.commands.validate",
+ONE_SHOT_UNUSED = ("yaml", "numba", "concurrent.futures", "ggscope.validate.config", "ggscope.commands.validate",
                    "ggscope.commands.diff", "ggscope.commands.run", "ggscope.commands.tui")
 
 
@@ -73,18 +76,18 @@ ONE_SHOT_UNUSED = ("yaml", "numba", "concurrent.futures", "ggscope.config", "ggs
                                   ["stats", "--json", str(EXAMPLE), "blk.0.attn_q.weight"]])
 def test_one_shot_commands_load_only_what_they_use(argv):
     mods = loaded_after(f"from ggscope.cli import main\nassert main({argv!r}) == 0")
-    assert f"ggscope.commands.{argv[0]}" in mods and "ggscope.spec" in mods
+    assert f"ggscope.commands.{argv[0]}" in mods and "ggscope.ksy" in mods
     assert sorted(m for m in mods if any(m == u or m.startswith(u + ".") for u in ONE_SHOT_UNUSED)) == []
 
 
 def test_stats_of_one_tensor_builds_only_its_layouts_tables():
     """The compiled kernels' decode tables (IQ grids...) are built per layout when asked."""
-    from ggscope import cstats
+    from ggscope.stats import cstats
     if not cstats.available():
-        pytest.skip("ggscope._cstats not built (or GGSCOPE_KERNELS=numba): no C decode tables")
+        pytest.skip("ggscope.stats._cstats not built (or GGSCOPE_KERNELS=numba): no C decode tables")
     probe = (f"import sys\nsys.path.insert(0, {str(REPO)!r})\nimport ggscope\n"
              f"ggscope.open({str(EXAMPLE)!r}).tensor('blk.0.attn_q.weight').stats()\n"
-             "from ggscope import cstats, fused_specs\n"
+             "from ggscope.stats import cstats, fused_specs\n"
              "print(cstats._layout.cache_info().currsize, fused_specs.tables.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.split() == ["1", "1"]                 # Q8_0: its layout, its (empty) tables

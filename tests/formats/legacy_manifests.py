@@ -255,9 +255,9 @@ def cut_inside(spec_id: str, data: bytes, field: str):
 
     Returns (cut offset, ParseResult of the cut copy).
     """
-    from ggscope.node import find
-    from ggscope.source import ByteSource
-    from ggscope.spec import parse
+    from ggscope.ksy.node import find
+    from ggscope.source.mapped import ByteSource
+    from ggscope.ksy import parse
     node = find(parse(spec_id, ByteSource(data)).root, field)
     assert node is not None and node.end > node.start, field
     cut = (node.start + node.end) // 2 if node.end - node.start > 1 else node.start

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ggscope.node import find
-from ggscope.source import ByteSource
-from ggscope.spec import parse
-from ggscope.views.bit1 import build
-from ggscope.writers.bit1 import bit1_bytes, bit1_sections, bit1_size, main, write_bit1
+from ggscope.ksy.node import find
+from ggscope.source.mapped import ByteSource
+from ggscope.ksy import parse
+from ggscope.model.views.bit1 import build
+from bit1_writer import bit1_bytes, bit1_sections, bit1_size, main, write_bit1
 
 REPO = Path(__file__).resolve().parents[2]
 DIMS = ("vocab_size", "d_model", "n_layers", "n_heads", "d_ff")
@@ -165,7 +165,7 @@ def test_stats_count_the_sign_bits_exactly(tmp_path: Path, monkeypatch, dims, di
     statistics of the decoded ±1 values, and the row padding -- even when the writer
     leaves it dirty -- is never counted."""
     import ggscope
-    from ggscope.stats import tensor_stats
+    from ggscope.stats.tensors import tensor_stats
     path = tmp_path / "m.bit1"
     write_bit1(path, seed=5, dirty_tail_bits=dirty, **_kw(dims))
     with ggscope.open(str(path)) as mf:
@@ -174,7 +174,7 @@ def test_stats_count_the_sign_bits_exactly(tmp_path: Path, monkeypatch, dims, di
                 continue
             x = t.dequantize().astype(np.float64).reshape(-1)
             with monkeypatch.context() as m:
-                m.setattr("ggscope.stats.decode_into", None)       # nothing may be decoded
+                m.setattr("ggscope.stats.tensors.decode_into", None)       # nothing may be decoded
                 s = tensor_stats(t, chunk_elems=100, threads=2)
             assert (s["count"], s["min"], s["max"], s["zeros"]) == (x.size, x.min(), x.max(), 0), t.name
             assert s["mean"] == pytest.approx(x.mean(), abs=1e-12) and s["std"] == pytest.approx(x.std(), abs=1e-12)

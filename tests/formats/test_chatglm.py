@@ -20,10 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import legacy_manifests as manifests  # noqa: E402
 
 import ggscope  # noqa: E402
-from ggscope.detect_legacy import sniff  # noqa: E402
-from ggscope.source import ByteSource  # noqa: E402
-from ggscope.spec import parse  # noqa: E402
-from ggscope.views.chatglm_cpp import TokenizerError, sentencepiece_pieces, tiktoken_tokens  # noqa: E402
+from ggscope.model.detect_legacy import sniff  # noqa: E402
+from ggscope.source.mapped import ByteSource  # noqa: E402
+from ggscope.ksy import parse  # noqa: E402
+from ggscope.model.views.chatglm_cpp import TokenizerError, sentencepiece_pieces, tiktoken_tokens  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / ".." / "shared" / "fixtures" / "chatglm"

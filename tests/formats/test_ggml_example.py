@@ -21,10 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import legacy_manifests as manifests  # noqa: E402
 
 import ggscope  # noqa: E402
-from ggscope.detect_legacy import hparams_style, sniff  # noqa: E402
-from ggscope.node import find  # noqa: E402
-from ggscope.source import ByteSource  # noqa: E402
-from ggscope.spec import parse  # noqa: E402
+from ggscope.model.detect_legacy import hparams_style, sniff  # noqa: E402
+from ggscope.ksy.node import find  # noqa: E402
+from ggscope.source.mapped import ByteSource  # noqa: E402
+from ggscope.ksy import parse  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 FOLDER = REPO / ".." / "shared" / "fixtures" / "ggml-legacy"

@@ -4,7 +4,7 @@ The reference compiler (kaitai-struct-compiler 0.11, via ``kaitai_oracle``) must
 both specs; the Python parser it generates must read every real rwkv.cpp file in
 ``../shared/fixtures/rwkv`` to exactly its last byte with the header words, tensor
 count, per-type counts, names and shapes that MANIFEST.md and legacy-formats §6.6
-state, and must read BIT1 files from ``ggscope.writers.bit1`` to exactly their last
+state, and must read BIT1 files from ``bit1_writer`` to exactly their last
 byte with every section where the writer put it and the sizes §8.3 works out.
 Skips (with the reason) when node, the compiler or the shared fixtures are absent.
 """
@@ -19,7 +19,7 @@ import pytest
 from kaitai_oracle import compile_ksy, kaitai_records
 from rwkv_manifest import arch_of, manifest_rows, not_quantized, required_names
 
-from ggscope.writers.bit1 import bit1_sections, bit1_size, write_bit1
+from bit1_writer import bit1_sections, bit1_size, write_bit1
 
 REPO = Path(__file__).resolve().parents[2]
 RWKV_KSY = REPO / "formats" / "rwkv_cpp.ksy"

@@ -15,9 +15,9 @@ import pytest
 
 from rwkv_manifest import arch_of, manifest_rows, not_quantized, required_names, type_counts
 
-from ggscope.source import ByteSource
-from ggscope.spec import parse
-from ggscope.views.rwkv_cpp import build
+from ggscope.source.mapped import ByteSource
+from ggscope.ksy import parse
+from ggscope.model.views.rwkv_cpp import build
 
 REPO = Path(__file__).resolve().parents[2]
 RWKV_DIR = REPO / ".." / "shared" / "fixtures" / "rwkv"

@@ -211,7 +211,7 @@ def test_unsupported_architecture_names_supported_ones(tmp_path):
 def test_weights_are_not_copied_after_decoding(repo_fixtures, monkeypatch):
     """The decoded float32 array is the weight: no second float32 copy (issue 18 item 7)."""
     from ggscope.forward import WeightMapper
-    from ggscope.modelfile import TensorInfo
+    from ggscope.model.modelfile import TensorInfo
     mf = ggscope.open(repo_fixtures / "TinyLlama-Test-164K-v1.0-Q8_0.gguf")
     decoded = []
     original = TensorInfo.dequantize

@@ -30,7 +30,7 @@ import pytest
 
 import ggscope
 from ggscope.forward import architecture, module_for
-from ggscope.tokenizer import load as load_tokenizer
+from ggscope.model.tokenizer import load as load_tokenizer
 
 GELU = {"gemma2", "gemma3", "starcoder2", "gpt2"}
 ARCHS = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "starcoder2", "gpt2",

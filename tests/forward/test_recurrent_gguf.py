@@ -23,7 +23,7 @@ import pytest
 
 import ggscope
 from ggscope.forward import architecture, module_for
-from ggscope.tokenizer import load as load_tokenizer
+from ggscope.model.tokenizer import load as load_tokenizer
 
 ARCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "llama-cpp-arch"
 TOLERANCE = {"F32": 1e-5, "Q8_0": 5e-2}     # MANIFEST.md "Suggested tolerances"
@@ -120,7 +120,7 @@ def test_tokenizer_matches_llama_cpp(name):
 def test_missing_hyperparameters_are_one_line_errors(arch, needle, tmp_path):
     """A GGUF file naming the architecture but lacking its keys: a WeightError naming
     the key, never a traceback from numpy."""
-    from ggscope.errors import GGScopeError
+    from ggscope.core.errors import GGScopeError
     from ggscope.forward import run
     from gguf_writers import T, TensorSpec, write_gguf_py
     path = write_gguf_py(tmp_path / "m.gguf", arch=arch, tensors=[

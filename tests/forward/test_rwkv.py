@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 import ggscope
-from ggscope.errors import GGScopeError
+from ggscope.core.errors import GGScopeError
 from ggscope.forward import (UnsupportedArchitecture, TokenError, WeightError, architecture,
                              module_for, run, supported)
-from ggscope.modelfile import ModelFile, TensorInfo
+from ggscope.model.modelfile import ModelFile, TensorInfo
 
 RWKV = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "rwkv"
 PROMPT = [34, 105, 110]          # the bytes '"in'

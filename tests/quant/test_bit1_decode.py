@@ -17,7 +17,7 @@ import pytest
 import ggscope
 from ggscope.cli import main
 from ggscope.quant import dequantize, iter_dequantized
-from ggscope.writers.bit1 import bit1_sections, write_bit1
+from bit1_writer import bit1_sections, write_bit1
 
 SHAPES = {
     "ragged": dict(vocab_size=37, d_model=100, n_layers=1, n_heads=3, d_ff=70),

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ggscope
-from ggscope.ggml_types import resolve_type
+from ggscope.facts.ggml_types import resolve_type
 from ggscope.quant import dequantize
 
 ERAS = {"2023-04": 0, "2023-05-18-qnt1": 1, "2023-05-26-qnt2": 2}

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ggscope
-from ggscope.ggml_types import LAYOUTS
+from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.quant import dequantize, dequantize_tensor
 
 

@@ -223,7 +223,7 @@ def test_progress_bar_on_a_terminal_for_large_fetches(server, tmp_path, monkeypa
 
 def test_deep_rules_give_fetched_tensor_pages_back(server, tmp_path):
     from ggscope.rules.deep import BadBlockScales, NonFiniteValues
-    from ggscope.validate import validate
+    from ggscope.validate.runner import validate
     import gguf
     path = tmp_path / "deep.gguf"
     w = gguf.GGUFWriter(path, "llama")
@@ -242,7 +242,7 @@ def test_deep_rules_give_fetched_tensor_pages_back(server, tmp_path):
 
 
 def test_stats_of_a_large_remote_tensor_fetch_chunk_by_chunk(server, tmp_path, monkeypatch):
-    import ggscope.stats as stats_mod
+    import ggscope.stats.tensors as stats_mod
     monkeypatch.setattr(stats_mod, "STREAM_BYTES", 1 << 20)      # "large" = over 1 MiB here
     path = write_f32(tmp_path / "f32.gguf", 2 << 20)               # 8 MiB of F32 data
     mf = ggscope.open(server.serve("/f32.gguf", path))

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import ggscope
-from ggscope.validate import selected_rules, validate
+from ggscope.validate.runner import selected_rules, validate
 from gguf_writers import write_gguf_py
 
 

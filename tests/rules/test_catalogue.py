@@ -1,7 +1,7 @@
 """The rule catalogue itself: codes, names, severities, docstrings, docs/rules.md.
 
 Any rule added to ``ggscope.rules.RULES`` is held to these; after adding or editing a
-rule, regenerate the page with ``python -m ggscope.report.rules_doc``.
+rule, regenerate the page with ``python -m tools.gen_rules_doc``.
 """
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_docstring_has_the_four_sections_in_order(rule):
 
 
 def test_docs_rules_md_is_current():
-    assert rules_doc.DOC_PATH.is_file(), "docs/rules.md missing: run python -m ggscope.report.rules_doc"
+    assert rules_doc.DOC_PATH.is_file(), "docs/rules.md missing: run python -m tools.gen_rules_doc"
     assert rules_doc.DOC_PATH.read_text(encoding="utf-8") == rules_doc.render(), \
-        "docs/rules.md is stale: run python -m ggscope.report.rules_doc"
+        "docs/rules.md is stale: run python -m tools.gen_rules_doc"
     for r in RULES:
         assert f"### {r.code} {r.name}" in rules_doc.render()

@@ -14,7 +14,7 @@ import pytest
 import ggscope
 from ggscope.cli import main
 from ggscope.rules import Severity
-from ggscope.validate import selected_rules, validate
+from ggscope.validate.runner import selected_rules, validate
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
@@ -34,7 +34,7 @@ def _files() -> list[Path]:
             if p.is_file() and p.suffix != ".md" and p.stat().st_size <= 8 << 20:
                 with open(p, "rb") as fh:
                     head = fh.read(4096)
-                from ggscope.detect import detect
+                from ggscope.model.detect import detect
                 if detect(head, p.stat().st_size) is not None:
                     out.append(p)
     return out

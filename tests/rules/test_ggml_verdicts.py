@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ggscope.validate import validate_file
+from ggscope.validate.runner import validate_file
 
 
 def _cases(shared):

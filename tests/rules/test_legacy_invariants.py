@@ -11,8 +11,8 @@ import pytest
 
 import ggscope
 from ggscope.rules import Severity
-from ggscope.validate import validate
-from ggscope.writers.bit1 import bit1_bytes
+from ggscope.validate.runner import validate
+from bit1_writer import bit1_bytes
 
 RWKV = "rwkv/tiny-rwkv-4v0-660K-FP16.bin"
 GGMF = "llama-legacy/llama0L-ggmf-v1-f16.bin"

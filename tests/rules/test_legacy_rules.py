@@ -2,8 +2,8 @@
 import pytest
 
 import ggscope
-from ggscope.validate import validate
-from ggscope.writers.bit1 import bit1_bytes
+from ggscope.validate.runner import validate
+from bit1_writer import bit1_bytes
 
 SHAPE = dict(vocab_size=10, d_model=100, n_layers=1, n_heads=2, d_ff=70)
 

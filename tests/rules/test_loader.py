@@ -20,7 +20,7 @@ from gguf_writers import KV, GArray, T, TensorSpec, V
 
 from ggscope.cli import main
 from ggscope.rules import by_code
-from ggscope.validate import validate_file
+from ggscope.validate.runner import validate_file
 
 from _helpers import findings, gguf
 

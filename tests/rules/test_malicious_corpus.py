@@ -10,7 +10,7 @@ import pytest
 
 import ggscope
 from ggscope.rules import by_code
-from ggscope.validate import selected_rules, validate
+from ggscope.validate.runner import selected_rules, validate
 
 from conftest import FIXTURES
 from work_budget import call_budget

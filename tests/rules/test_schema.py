@@ -5,8 +5,8 @@ from gguf import GGUFWriter
 from gguf_writers import KV, T, TensorSpec, V, quantized_tensor
 
 import ggscope
-from ggscope import gguf_schema
-from ggscope.validate import validate
+from ggscope.facts import gguf_schema
+from ggscope.validate.runner import validate
 
 from _helpers import codes, findings, gguf
 

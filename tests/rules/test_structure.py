@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gguf_writers import KV, TensorSpec, V, T, write_gguf_py
-from ggscope.validate import validate_file
+from ggscope.validate.runner import validate_file
 
 
 def _codes(path, select="GG1"):

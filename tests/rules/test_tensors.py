@@ -106,6 +106,6 @@ def test_hostile_corpus_never_crashes():
                 mf = ggscope.open(str(p))
             except Exception:               # not openable at all: not this family's concern
                 continue
-            from ggscope.validate import selected_rules, validate
+            from ggscope.validate.runner import selected_rules, validate
             out = validate(mf, selected_rules(select=["GG2", "GG3", "GG5"]))
             assert not [f for f in out if f.code == "GG000"], (p, out)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ggscope
+import ggscope.ksy.node
 from gguf_writers import KV, GArray, TensorSpec, T, V, write_gguf_py, write_gguf_v1_v2
 from _helpers import findings
 
@@ -36,7 +37,7 @@ def test_gguf_py_value_zoo_is_clean(tmp_path):
 def test_bool_byte_2_is_invalid(tmp_path):
     p = write_gguf_py(tmp_path / "b.gguf", kvs=_llama_kvs(KV("test.flag", V.BOOL, True)), tensors=[_w()])
     mf = ggscope.open(str(p))
-    node = ggscope.node.find(mf.root, mf.metadata_nodes["test.flag"])["value"]
+    node = ggscope.ksy.node.find(mf.root, mf.metadata_nodes["test.flag"])["value"]
     data = bytearray(p.read_bytes())
     assert data[node.start] == 1           # gguf-py wrote True as the byte 1
     data[node.start] = 2

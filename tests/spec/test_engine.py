@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import yaml
 
-from ggscope.node import find
-from ggscope.source import ByteSource
-from ggscope.spec.engine import MAX_DEPTH, parse_spec
-from ggscope.spec.expr import compile_expr
-from ggscope.spec.model import compile_spec
+from ggscope.ksy.node import find
+from ggscope.source.mapped import ByteSource
+from ggscope.ksy.engine import MAX_DEPTH, parse_spec
+from ggscope.ksy.expr import compile_expr
+from ggscope.ksy.model import compile_spec
 
 ENTRY_FAST = """
 meta: {id: t, endian: le}

@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 import ggscope
-from ggscope import ggml_types
-from ggscope.spec.gen_gguf_types import main as gen_main
-from ggscope.spec.loader import spec_path
+from ggscope.facts import ggml_types
+from tools.gen_gguf_types import main as gen_main
+from ggscope.ksy.loader import spec_path
 
 
 def test_spec_type_section_is_current():
-    assert gen_main(["--check"]) == 0, "run python -m ggscope.spec.gen_gguf_types"
+    assert gen_main(["--check"]) == 0, "run python -m tools.gen_gguf_types"
 
 
 def test_spec_block_sizes_agree_with_table(tmp_path):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import struct
 
 import ggscope
-from ggscope.source import ByteSource
-from ggscope.spec.engine import MAX_ZERO_SIZE_ELEMENTS, parse_spec
-from ggscope.spec.model import compile_spec
+from ggscope.source.mapped import ByteSource
+from ggscope.ksy.engine import MAX_ZERO_SIZE_ELEMENTS, parse_spec
+from ggscope.ksy.model import compile_spec
 import yaml
 
 

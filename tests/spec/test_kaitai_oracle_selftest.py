@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ggscope.node import LazyChildren, Node
+from ggscope.ksy.node import LazyChildren, Node
 from kaitai_oracle import (KaitaiCompileError, KaitaiUnavailable, Record, compare,
                            kaitai_records, node_modules_dir)
 import kaitai_oracle

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 from gguf_writers import KV, T, TensorSpec, V, write_gguf_py, write_gguf_v1_v2
 
-from ggscope.node import find
-from ggscope.source import ByteSource
-from ggscope.spec import parse_spec
-from ggscope.spec.loader import load_ksy_file, load_spec, spec_path
-from ggscope.spec.records import RecordArray
-from ggscope.views import gguf as view
+from ggscope.ksy.node import find
+from ggscope.source.mapped import ByteSource
+from ggscope.ksy import parse_spec
+from ggscope.ksy.loader import load_ksy_file, load_spec, spec_path
+from ggscope.ksy.records import RecordArray
+from ggscope.model.views import gguf as view
 
 TENSORS = [TensorSpec("token_embd.weight", T.F32, np.arange(24, dtype=np.float32).reshape(3, 8)),
            TensorSpec("blk.0.attn_norm.weight", T.F32, np.ones(8, np.float32)),

@@ -12,7 +12,7 @@ import struct
 import numpy as np
 import pytest
 
-from ggscope.spec.scan import ScanStop, StringArray, scan_length_prefixed
+from ggscope.ksy.scan import ScanStop, StringArray, scan_length_prefixed
 
 
 def _build(strings, width, le, tail=0):

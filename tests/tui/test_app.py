@@ -140,14 +140,14 @@ def test_stats_worker_fills_table_or_says_unavailable(q8):
     cells = run(flow())
     assert finished and not finished[0].cancelled
     if all(c == "n/a" for c in cells):
-        pytest.skip("ggscope.stats is not there yet: the table says n/a (statistics unavailable)")
+        pytest.skip("ggscope.stats.tensors is not there yet: the table says n/a (statistics unavailable)")
     assert [float(c) for c in cells] == pytest.approx(want, rel=1e-3, abs=1e-4)
 
 
 def test_stats_worker_cancels(q8, monkeypatch):
     """The first tensor's statistics block until `x` is pressed: the key always lands
     while the worker runs, however busy the machine."""
-    from ggscope.modelfile import TensorInfo
+    from ggscope.model.modelfile import TensorInfo
     started, release = threading.Event(), threading.Event()
 
     def gated(self, **kw):
@@ -232,13 +232,14 @@ def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
     """Started with a path, the browser paints its frame and the overview says it is
     parsing while ggscope.open is still running; when parsing ends the panes fill in."""
     started, release = threading.Event(), threading.Event()
-    real_open = ggscope.open
+    import ggscope.model.open as model_open
+    real_open = model_open.open
 
     def gated(path):
         started.set()
         release.wait(60)          # a safety net for a broken test, never a measurement
         return real_open(path)
-    monkeypatch.setattr(ggscope, "open", gated)
+    monkeypatch.setattr(model_open, "open", gated)
 
     async def flow():
         app = GGScopeApp(str(q8), auto_stats=False)
@@ -300,7 +301,7 @@ def test_cli_opens_the_browser_on_a_path(q8, monkeypatch):
 
 def test_stats_worker_fills_bit1_sign_tensors(tmp_path):
     """BIT1 sign-bit tensors get statistics in the browser (rows of 100 bits, padded)."""
-    from ggscope.writers.bit1 import write_bit1
+    from bit1_writer import write_bit1
     path = tmp_path / "m.bit1"
     write_bit1(path, vocab_size=12, d_model=100, n_layers=1, n_heads=2, d_ff=70, seed=4)
     mf = ggscope.open(str(path))

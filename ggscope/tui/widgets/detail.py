@@ -15,11 +15,11 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Sparkline, Static
 
-from ...node import Node
-from ..format import file_text, human_bytes, short_value, value_pages
+from ggscope.ksy.node import Node
+from ggscope.tui.format import file_text, human_bytes, short_value, value_pages
 
 if TYPE_CHECKING:
-    from ...modelfile import TensorInfo
+    from ggscope.model.modelfile import TensorInfo
 
 __all__ = ["DetailPane", "histogram_counts", "ARRAY_PAGE"]
 

@@ -15,10 +15,10 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ...diff import HeaderChange, MetaChange, MetaEntry, TensorDiff
-from ...modelfile import TensorInfo
-from ...report.diff import METRICS, STATUS_STYLE, display_status, number, value_text
-from ..format import file_text, human_bytes
+from ggscope.diff.compare import HeaderChange, MetaChange, MetaEntry, TensorDiff
+from ggscope.model.modelfile import TensorInfo
+from ggscope.report.diff import METRICS, STATUS_STYLE, display_status, number, value_text
+from ggscope.tui.format import file_text, human_bytes
 
 __all__ = ["DiffDetail"]
 

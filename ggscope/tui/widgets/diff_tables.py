@@ -18,11 +18,11 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import DataTable
 
-from ...diff import HeaderChange, MetadataDiff, MetaChange, TensorDiff, tensor_names, tensors_by_name
-from ...modelfile import ModelFile
-from ...report.diff import STATUS_STYLE, display_status, number, shape_text, value_text
-from ..format import file_text
-from ..messages import DiffRowSelected
+from ggscope.diff.compare import HeaderChange, MetadataDiff, MetaChange, TensorDiff, tensor_names, tensors_by_name
+from ggscope.model.modelfile import ModelFile
+from ggscope.report.diff import STATUS_STYLE, display_status, number, shape_text, value_text
+from ggscope.tui.format import file_text
+from ggscope.tui.messages import DiffRowSelected
 
 __all__ = ["DiffTensorTable", "DiffMetadataTable", "SORTS", "COLUMNS", "PENDING", "UNCHANGED",
            "pending_diffs", "pair_text", "meta_rows"]

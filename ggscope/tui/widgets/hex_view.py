@@ -22,9 +22,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from ...source import ByteSource
-from ..messages import CursorMoved
-from ..regions import KINDS, Regions
+from ggscope.source.mapped import ByteSource
+from ggscope.tui.messages import CursorMoved
+from ggscope.tui.regions import KINDS, Regions
 
 __all__ = ["HexView", "BYTES_PER_ROW", "row_width"]
 

@@ -15,9 +15,9 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from ...node import Node
-from ..format import file_text, short_value
-from ..messages import NodeSelected
+from ggscope.ksy.node import Node
+from ggscope.tui.format import file_text, short_value
+from ggscope.tui.messages import NodeSelected
 
 __all__ = ["NodeTree", "PAGE"]
 

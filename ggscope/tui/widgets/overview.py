@@ -2,7 +2,7 @@
 
 Format and version, architecture, name, parameter count, file type (llama.cpp's
 name), size, bits per weight, the tensor types with their counts and bytes, and the
-validator's findings counted by severity.  The facts come from ``ggscope.summary``;
+validator's findings counted by severity.  The facts come from ``ggscope.model.summary``;
 this pane only lays them out.  Before the file is parsed it says so.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from ..format import file_text, human_bytes
+from ggscope.tui.format import file_text, human_bytes
 
 __all__ = ["OverviewPane", "severity_counts"]
 
@@ -46,7 +46,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
         yield Static(Text(f"parsing {file_text(Path(self.path).name)} …", style="italic"), id="overview-text")
 
     def show_file(self, mf) -> None:
-        from ...summary import human_count, summarize
+        from ggscope.model.summary import human_count, summarize
         s = summarize(mf)
         facts: list[tuple[str, Any]] = [
             ("format", f"{s.format} v{s.version}, {s.endian}-endian"),

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from textual.widgets import DataTable
 
-from ...modelfile import ModelFile, TensorInfo
-from ...node import find
-from ..format import file_text, human_bytes, short_value
-from ..messages import NodeSelected, RangeRequested
+from ggscope.model.modelfile import ModelFile, TensorInfo
+from ggscope.ksy.node import find
+from ggscope.tui.format import file_text, human_bytes, short_value
+from ggscope.tui.messages import NodeSelected, RangeRequested
 
 __all__ = ["MetadataTable", "TensorTable", "FindingsTable"]
 
@@ -24,7 +24,7 @@ class MetadataTable(DataTable):
         self.mf = mf
 
     def on_mount(self) -> None:
-        from ...summary import file_type_name
+        from ggscope.model.summary import file_type_name
         self.add_columns("key", "type", "value")
         for key, value in self.mf.metadata.items():
             text = short_value(value, 120)

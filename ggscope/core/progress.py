@@ -1,0 +1,78 @@
+"""One progress abstraction: long work reports how far it is, the front end draws it.
+
+Why: work that may take long (fetching a remote file's data, streaming tensors) lives in
+layers that must not draw (nothing below ``report`` imports rich or textual), while
+only the front end knows whether there is a terminal to draw on.  So the work calls
+``task(description, total)`` and advances it; a *reporter* installed by the front end
+(``ggscope.report.progress.terminal_reporter`` on a terminal, the browser's own widget,
+or none at all) turns that into a bar.  With no reporter installed, progress costs one
+function call per update and draws nothing.
+
+Contract: ``with task(desc, total) as t: t.advance(n)`` (or ``t.update(done, total,
+desc)``); ``desc`` may hold file-provided text - reporters escape it.  ``use(reporter)``
+installs a reporter for the duration of a ``with`` block; a reporter is a callable
+``(desc, total) -> Task`` whose result is a context manager with ``advance``/``update``.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Protocol
+
+__all__ = ["Task", "task", "use", "NULL"]
+
+
+class Task(Protocol):
+    def advance(self, n: int) -> None: ...
+    def update(self, done: int, total: int | None = None, desc: str | None = None) -> None: ...
+
+
+class _Null:
+    def advance(self, n: int) -> None:
+        pass
+
+    def update(self, done: int, total: int | None = None, desc: str | None = None) -> None:
+        pass
+
+    def __enter__(self) -> "_Null":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+NULL = _Null()
+_state = threading.local()
+_default: Callable | None = None
+
+
+def _reporter() -> Callable | None:
+    return getattr(_state, "reporter", None) or _default
+
+
+def task(desc: str, total: int | None = None):
+    """A progress task (a context manager with ``advance``/``update``); a no-op when no
+    reporter is installed."""
+    r = _reporter()
+    return NULL if r is None else r(desc, total)
+
+
+@contextlib.contextmanager
+def use(reporter: Callable | None, *, process_wide: bool = True) -> Iterator[None]:
+    """Install ``reporter`` for the block (process-wide by default, so worker threads
+    report too; ``process_wide=False`` limits it to this thread)."""
+    global _default
+    if process_wide:
+        old, _default = _default, reporter
+        try:
+            yield
+        finally:
+            _default = old
+    else:
+        old = getattr(_state, "reporter", None)
+        _state.reporter = reporter
+        try:
+            yield
+        finally:
+            _state.reporter = old

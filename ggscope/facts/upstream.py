@@ -1,0 +1,183 @@
+"""The facts llama.cpp maintains, read from gguf-py (``gguf`` on PyPI) at run time.
+
+Why: architecture names, standard metadata keys and the types llama.cpp's writer gives
+them, each architecture's tensor names, and the file-type and tensor-type enums are
+maintained in llama.cpp's ``gguf-py/gguf/constants.py`` and ``gguf_writer.py``; a copy
+drifts (the 2023 spec text lacked 27 of today's architectures).  So they are read from
+the installed gguf-py, plus ``upstream_overlay`` for what upstream added after that
+release.  Nothing here is transcribed.
+
+Contract (all computed once, lazily):
+
+* ``arch_names()``: every ``general.architecture`` value llama.cpp knows.
+* ``key_types()``: key template (``"{arch}.context_length"``, ``"general.name"``) -> the
+  GGUF type name gguf-py's ``GGUFWriter`` writes it with (``"uint32"``, ``"float32"``,
+  ``"string"``, ``"bool"``, ``"array[string]"``, ``"array"`` for an array of any
+  element type).  Read from the writer's ``add_*`` methods; token-id keys that only the
+  special-vocabulary helper writes are ``uint32`` like the writer's own.
+* ``expected_key_type(key, arch)``: the type of a concrete key, or None.
+* ``arch_tensors(arch)``: ``(base names, block names)`` of ``MODEL_TENSORS[arch]``
+  (block names without ``blk.{bid}.``), or None for an unknown architecture.
+* ``file_types()``: ``general.file_type`` value -> name (``"MOSTLY_Q4_K_M"``).
+* ``ggml_type_names()``: ggml type id -> name (``"Q4_K"``).
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from functools import lru_cache
+
+from ggscope.facts import upstream_overlay as overlay
+
+__all__ = ["arch_names", "key_types", "expected_key_type", "arch_tensors", "file_types", "ggml_type_names"]
+
+
+def _constants():
+    import gguf.constants as c
+    return c
+
+
+@lru_cache(maxsize=1)
+def arch_names() -> frozenset[str]:
+    return frozenset(_constants().MODEL_ARCH_NAMES.values())
+
+
+def _all_keys() -> dict[str, str]:
+    """Attribute path ("LLM.CONTEXT_LENGTH") -> key template, for every ``Keys`` class."""
+    c = _constants()
+    out: dict[str, str] = {}
+    for cname, cls in vars(c.Keys).items():
+        if isinstance(cls, type):
+            for attr, val in vars(cls).items():
+                if isinstance(val, str) and not attr.startswith("_"):
+                    out[f"{cname}.{attr}"] = val
+    return out
+
+
+_PY_TYPES = {"str": "string", "bytes": "string", "bytearray": "string", "float": "float32",
+             "int": "int32", "bool": "bool", "TokenType": "int32"}
+
+
+def _array_element(annotation: ast.AST | None) -> str | None:
+    """``Sequence[float]`` -> "float32" (gguf-py's ``GGUFValueType.get_type`` mapping)."""
+    if annotation is None:
+        return None
+    names = {n.id for n in ast.walk(annotation) if isinstance(n, ast.Name)}
+    kinds = {_PY_TYPES[n] for n in names if n in _PY_TYPES}
+    return kinds.pop() if len(kinds) == 1 else None
+
+
+def _key_of(node: ast.AST, keys: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        node = node.func.value
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not (isinstance(node, ast.Name) and node.id == "Keys") or len(parts) != 2:
+        return None
+    return keys.get(f"{parts[1]}.{parts[0]}")
+
+
+@lru_cache(maxsize=1)
+def key_types() -> dict[str, str]:
+    import gguf.gguf_writer as gw
+    keys = _all_keys()
+    tree = ast.parse(inspect.getsource(gw))
+    found: dict[str, set[str]] = {}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        args = {a.arg: a.annotation for a in fn.args.args}
+        for call in ast.walk(fn):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and isinstance(call.func.value, ast.Name) and call.func.value.id == "self"
+                    and call.func.attr.startswith("add_") and len(call.args) >= 2):
+                continue
+            key = _key_of(call.args[0], keys)
+            if key is None:
+                continue
+            kind = call.func.attr[4:]
+            if kind == "array":
+                val = call.args[1]
+                elem = _array_element(args.get(val.id)) if isinstance(val, ast.Name) else None
+                kind = f"array[{elem}]" if elem else "array"
+            found.setdefault(key, set()).add(kind)
+    out: dict[str, str] = {}
+    for key, kinds in found.items():
+        if len(kinds) == 1:
+            out[key] = kinds.pop()
+        else:           # a scalar or a per-layer array ({arch}.feed_forward_length, ...)
+            scalars = sorted(k for k in kinds if not k.startswith("array"))
+            out[key] = scalars[0] + "|array" if len(scalars) == 1 else "any"
+    for attr, key in keys.items():   # special token ids the writer sets through SpecialVocab
+        if key not in out and attr.startswith("Tokenizer.") and attr.endswith("_ID"):
+            out[key] = "uint32"
+    return out
+
+
+@lru_cache(maxsize=None)
+def _templates_for(arch: str | None) -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
+    """Exact keys, and patterns for templates with other fields (``general.base_model.{id}.name``)."""
+    exact, patterns = {}, []
+    for tmpl, t in key_types().items():
+        if tmpl.startswith("{arch}."):
+            if not arch:
+                continue
+            tmpl = tmpl.replace("{arch}", arch, 1)
+        if "{" not in tmpl:
+            exact[tmpl] = t
+        else:
+            rx = "".join(r"\d+" if part.startswith("{") else re.escape(part)
+                         for part in re.split(r"(\{[a-z_]+\})", tmpl) if part)
+            patterns.append((re.compile(rx), t))
+    return exact, tuple(patterns)
+
+
+def expected_key_type(key: str, arch: str | None = None) -> str | None:
+    """The type gguf-py writes ``key`` with (None: not a standard key)."""
+    exact, patterns = _templates_for(arch)
+    if key in exact:
+        return exact[key]
+    for rx, t in patterns:
+        if rx.fullmatch(key):
+            return t
+    return None
+
+
+@lru_cache(maxsize=None)
+def arch_tensors(arch: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    c = _constants()
+    by_name = {v: k for k, v in c.MODEL_ARCH_NAMES.items()}
+    member = by_name.get(arch)
+    if member is None:
+        return None
+    base, block = set(), set()
+    for t in c.MODEL_TENSORS.get(member, ()):
+        name = c.TENSOR_NAMES.get(t)
+        if name is None:
+            continue
+        if name.startswith("blk.{bid}."):
+            block.add(name[len("blk.{bid}."):])
+        elif "{" not in name:
+            base.add(name)
+    return frozenset(base), frozenset(block)
+
+
+@lru_cache(maxsize=1)
+def file_types() -> dict[int, str]:
+    c = _constants()
+    out = {int(m.value): m.name for m in c.LlamaFileType}
+    for v, n in overlay.FILE_TYPES.items():
+        out.setdefault(v, n)
+    return out
+
+
+@lru_cache(maxsize=1)
+def ggml_type_names() -> dict[int, str]:
+    c = _constants()
+    out = {int(m.value): m.name for m in c.GGMLQuantizationType}
+    for v, n in overlay.GGML_TYPES.items():
+        out.setdefault(v, n)
+    return out

@@ -1,0 +1,364 @@
+"""Text -> token ids from a model file's own vocabulary, the way llama.cpp splits text.
+
+Why: ``ggscope run --prompt`` must feed a model the ids llama.cpp would feed it, so the
+tokenizer is rebuilt from the file's metadata rather than fetched from elsewhere.  The
+merging itself is done by Hugging Face ``tokenizers`` (no hand-written BPE loop); this
+module only translates GGUF metadata into a ``tokenizers.Tokenizer``:
+
+* ``tokenizer.ggml.model == "llama"`` (SentencePiece BPE with scores): a BPE model whose
+  merges are derived from the scores (a merge ``a b`` ranks by the score of ``ab``, as
+  SentencePiece's and llama.cpp's greedy highest-score-pair loop does), byte fallback to
+  ``<0xXX>`` pieces, spaces turned into "▁" and one "▁" put in front of the text
+  (``tokenizer.ggml.add_space_prefix``, default true, as llama.cpp).
+* ``tokenizer.ggml.model == "gpt2"`` (byte-level BPE with merges): the pre-tokenizer
+  regexes llama.cpp picks for ``tokenizer.ggml.pre`` (``PRE_TOKENIZER_REGEXES``, copied
+  from llama.cpp's ``src/llama-vocab.cpp``), applied in sequence as llama.cpp's
+  ``unicode_regex_split`` does, then GPT-2's byte-to-unicode map and the merges.
+* ``tokenizer.ggml.model == "bert"`` (WordPiece): the converter stored word-initial
+  pieces with a leading "▁" and continuation pieces without their "##"; turned back,
+  they feed ``tokenizers``' WordPiece model behind llama.cpp's preprocessing (NFD
+  without combining marks, lower case, split at whitespace, punctuation, ASCII symbols and CJK characters;
+  ``llm_tokenizer_wpm_session::preprocess`` in ``src/llama-vocab.cpp``).
+* Early llama.cpp files (GGML/GGMF/GGJT) carry LLaMA's SentencePiece vocabulary as the
+  converter of the time wrote it: "▁" as a plain space, byte pieces as the raw byte
+  (ids 3..258), no token types.  It is turned back into SentencePiece pieces
+  (``_legacy_pieces``) so that the file tokenizes as llama.cpp tokenizes LLaMA today.
+* rwkv.cpp files carry no vocabulary: their tiny models are byte-level, id = byte.
+
+User-defined tokens (token_type 4) are matched in the text as whole pieces, as llama.cpp
+does even without special-token parsing; control tokens are not.  Anything else
+(Unigram, an unknown ``pre``) raises ``TokenizerError`` saying what is supported.
+
+Contract: ``load(model) -> Tokenizer``; ``Tokenizer.encode(text, add_bos=None)`` gives a
+list of ints (``add_bos=None`` follows the file's ``tokenizer.ggml.add_bos_token``),
+``decode(ids)`` gives text; ``piece_bytes(id)`` is one token's text as llama.cpp's
+``token_to_piece`` (special tokens rendered) gives it, ``piece(id)`` the same as str and
+``label(id)`` a terminal-safe quoted form (``escape_text``) for listing candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ggscope.core.errors import GGScopeError
+from ggscope.core.escape import escape_label as escape_text  # the one escaping module
+
+if TYPE_CHECKING:
+    from ggscope.model.modelfile import ModelFile
+
+__all__ = ["Tokenizer", "TokenizerError", "PRE_TOKENIZER_REGEXES", "load", "supported_models",
+           "escape_text"]
+
+
+class TokenizerError(GGScopeError):
+    """The file's vocabulary cannot be turned into a tokenizer."""
+
+
+_GPT2 = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"""
+_LLAMA3 = (r"""(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+"""
+           r"""|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+_QWEN2 = (r"""(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+"""
+          r"""|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""")
+_DEEPSEEK_LLM = (
+    "[\r\n]",
+    # escaped: these ranges include characters that Unicode normalization would change
+    ("\\s?[A-Za-z\u00b5\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373\u0376\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-\U000118df\U0001e900-\U0001e943]+"),
+    "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+    "\\s+$",
+    "[一-龥ࠀ-一가-퟿]+",
+    "\\p{N}+",
+)
+_DEEPSEEK_CODER = ("[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}")
+_FALCON = (r"[\p{P}\$\+<=>\^~\|`]+", _GPT2, "[0-9][0-9][0-9]")
+_STARCODER = (r"\p{N}", _GPT2)
+_DEFAULT = (r"[\p{P}\$\+<=>\^~\|]+", _GPT2, r"\p{N}+", "[0-9][0-9][0-9]")
+
+# tokenizer.ggml.pre -> the regexes llama.cpp applies in order (src/llama-vocab.cpp).
+PRE_TOKENIZER_REGEXES: dict[str, tuple[str, ...]] = {
+    "default": _DEFAULT,
+    "llama3": (_LLAMA3,), "llama-v3": (_LLAMA3,), "llama-bpe": (_LLAMA3,),
+    "dbrx": (_LLAMA3,), "smaug-bpe": (_LLAMA3,), "falcon3": (_LLAMA3,),
+    "deepseek-llm": _DEEPSEEK_LLM,
+    "deepseek-coder": _DEEPSEEK_CODER,
+    "falcon": _FALCON,
+    "starcoder": _STARCODER, "refact": _STARCODER, "command-r": _STARCODER,
+    "smollm": _STARCODER, "codeshell": _STARCODER, "exaone": _STARCODER,
+    "gpt-2": (_GPT2,), "mpt": (_GPT2,), "olmo": (_GPT2,), "jais": (_GPT2,),
+    "qwen2": (_QWEN2,),
+}
+# pre-tokenizers for which llama.cpp looks a whole pre-token up in the vocab before merging
+_IGNORE_MERGES = {"llama3", "llama-v3", "llama-bpe", "falcon3"}
+
+# llama_token_type (gguf-py TokenType): NORMAL 1, UNKNOWN 2, CONTROL 3, USER_DEFINED 4,
+# UNUSED 5, BYTE 6
+TOKEN_TYPE_NORMAL, TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_CONTROL = 1, 2, 3
+TOKEN_TYPE_USER_DEFINED, TOKEN_TYPE_BYTE = 4, 6
+SPM_SPACE = "\u2581"             # "▁"
+
+
+def supported_models() -> str:
+    return ('tokenizer.ggml.model "llama" (SentencePiece BPE), "bert" (WordPiece) and "gpt2" '
+            f'(byte-level BPE; pre: {", ".join(sorted(PRE_TOKENIZER_REGEXES))}); '
+            'rwkv.cpp files (bytes)')
+
+
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-to-unicode table, reversed (the pieces of byte-level BPE)."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    chars, n = {}, 0
+    for b in range(256):
+        if b in keep:
+            chars[chr(b)] = b
+        else:
+            chars[chr(256 + n)] = b
+            n += 1
+    return chars
+
+
+@dataclass(frozen=True)
+class Tokenizer:
+    """A ready tokenizer: ``hf`` is a ``tokenizers.Tokenizer`` or None for byte-level."""
+    kind: str                  # "llama", "bert", "gpt2" or "bytes"
+    hf: Any
+    bos_id: int | None
+    add_bos: bool
+    n_vocab: int
+    tokens: tuple[str, ...] = ()   # the vocabulary as the tokenizer reads it
+    types: tuple[int, ...] = ()    # llama_token_type of each token
+
+    def piece_bytes(self, tid: int) -> bytes:
+        """Token ``tid``'s text, as llama.cpp's ``token_to_piece`` with special tokens
+        rendered: control, unknown and user-defined tokens as stored; normal tokens
+        with "▁" as space (SentencePiece, WordPiece) or through GPT-2's byte table
+        (byte-level BPE); byte tokens as their byte.  b"" for an id it does not know."""
+        tid = int(tid)
+        if self.kind == "bytes" or not self.tokens:
+            return bytes([tid]) if 0 <= tid < 256 else b""
+        if not 0 <= tid < len(self.tokens):
+            return b""
+        text = self.tokens[tid]
+        ttype = self.types[tid] if tid < len(self.types) else TOKEN_TYPE_NORMAL
+        if ttype in (TOKEN_TYPE_CONTROL, TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_USER_DEFINED):
+            return text.encode("utf-8", "surrogateescape")
+        if self.kind == "gpt2":
+            if ttype != TOKEN_TYPE_NORMAL:
+                return b""
+            table = _BYTE_DECODER
+            return b"".join(bytes([table[c]]) if c in table else c.encode("utf-8", "surrogateescape")
+                            for c in text)
+        if ttype == TOKEN_TYPE_BYTE and len(text) == 6 and text.startswith("<0x"):
+            try:
+                return bytes([int(text[3:5], 16)])
+            except ValueError:
+                return b""
+        if ttype != TOKEN_TYPE_NORMAL:
+            return b""
+        return text.replace(SPM_SPACE, " ").encode("utf-8", "surrogateescape")
+
+    def piece(self, tid: int) -> str:
+        """``piece_bytes`` as text (bytes that are not UTF-8 as U+FFFD)."""
+        return self.piece_bytes(tid).decode("utf-8", "replace")
+
+    def label(self, tid: int) -> str:
+        """Token ``tid``'s text quoted and escaped for a terminal, e.g. ``" world"``."""
+        return '"' + escape_text(self.piece_bytes(tid)) + '"'
+
+    def encode(self, text: str, add_bos: bool | None = None) -> list[int]:
+        if self.hf is None:
+            ids = list(text.encode("utf-8"))
+        else:
+            ids = list(self.hf.encode(text, add_special_tokens=False).ids)
+        bos = self.add_bos if add_bos is None else add_bos
+        if bos and self.bos_id is not None:
+            ids = [self.bos_id, *ids]
+        return ids
+
+    def decode(self, ids: list[int]) -> str:
+        if self.hf is None:
+            return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
+        return self.hf.decode(list(ids), skip_special_tokens=False)
+
+
+_BYTE_DECODER = _byte_decoder()
+
+
+def _meta_list(meta: dict, key: str) -> list:
+    value = meta.get(key)
+    if value is None:
+        return []
+    return value.tolist() if hasattr(value, "tolist") else list(value)
+
+
+def _spm_merges(tokens: list[str], scores: list[float], vocab: dict[str, int]) -> list[tuple[str, str]]:
+    """Merges for a SentencePiece BPE vocab: every split of a piece into two pieces,
+    ranked by the merged piece's score (higher first), then by its id."""
+    found = []
+    for piece, pid in vocab.items():
+        if len(piece) < 2:
+            continue
+        for i in range(1, len(piece)):
+            a, b = piece[:i], piece[i:]
+            if a in vocab and b in vocab:
+                found.append((-scores[pid], pid, vocab[a], a, b))
+    found.sort()
+    return [(a, b) for *_, a, b in found]
+
+
+def _user_defined(tokens: list[str], types: list[int]) -> list[str]:
+    return [t for t, ty in zip(tokens, types) if ty == TOKEN_TYPE_USER_DEFINED]
+
+
+def _legacy_pieces(tokens: list[str]) -> tuple[list[str], list[int]]:
+    """An early llama.cpp vocabulary (GGML/GGMF/GGJT) as SentencePiece pieces and types.
+
+    Its converter (``convert-pth-to-ggml.py`` of 2023-03) wrote each piece's text with
+    "▁" turned into a space, ``<unk>`` as " ⁇ ", ``<s>``/``</s>`` empty and the 256
+    byte pieces (ids 3..258, right after the three specials) as the raw byte, which the
+    parser shows as that character or U+FFFD; the loader of the time mapped byte b to
+    id b + 3 (legacy-formats.md; llama-legacy/MANIFEST.md "Vocab text").  Files whose
+    ids 3..258 do not look like that keep their pieces and get only the space fix.
+    """
+    pieces = [t.replace(" ", SPM_SPACE) for t in tokens]
+    types = [TOKEN_TYPE_NORMAL] * len(tokens)
+    bytes_at_3 = len(tokens) >= 259 and all(
+        tokens[3 + b] in (chr(b), "\ufffd") for b in range(256))
+    if not bytes_at_3:
+        return pieces, types
+    for i, (name, ttype) in enumerate((("<unk>", TOKEN_TYPE_UNKNOWN), ("<s>", TOKEN_TYPE_CONTROL),
+                                       ("</s>", TOKEN_TYPE_CONTROL))):
+        pieces[i], types[i] = name, ttype
+    for b in range(256):
+        pieces[3 + b], types[3 + b] = f"<0x{b:02X}>", TOKEN_TYPE_BYTE
+    return pieces, types
+
+
+# llama.cpp's WordPiece preprocessing: a code point is its own word when it is
+# punctuation (Unicode P*), an ASCII symbol (S* below 0x7F) or a CJK ideograph
+# (llm_tokenizer_wpm_session::is_chinese_char).
+_WPM_SPLIT = (r"[\p{P}]|[\$\+<=>\^`\|~]|[\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}"
+              r"\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}\x{2B740}-\x{2B81F}"
+              r"\x{2B920}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]")
+
+
+def _build_bert(meta: dict, tokens: list[str], types: list[int]):
+    from tokenizers import Regex, Tokenizer as HF, decoders, models, normalizers, pre_tokenizers
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        if types[i] in (TOKEN_TYPE_CONTROL, TOKEN_TYPE_UNKNOWN) or (t.startswith("[") and t.endswith("]")):
+            wp = t
+        elif t.startswith(SPM_SPACE):
+            wp = t[1:]                              # word-initial piece
+        else:
+            wp = "##" + t                           # continuation piece
+        vocab.setdefault(wp, i)
+    unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))
+    unk_piece = tokens[unk] if 0 <= unk < len(tokens) else "[UNK]"
+    hf = HF(models.WordPiece(vocab=vocab, unk_token=unk_piece, continuing_subword_prefix="##",
+                             max_input_chars_per_word=1 << 30))
+    # llama.cpp: NFD, drop NUL / U+FFFD / control characters and the combining marks
+    # NFD split off (its vectors: "Führer" -> "fu", "##hrer"), lower case
+    hf.normalizer = normalizers.Sequence([
+        normalizers.NFD(), normalizers.Replace(Regex(r"[\x00\x{FFFD}\p{Cc}\p{Cf}]"), ""),
+        normalizers.StripAccents(), normalizers.Lowercase()])
+    hf.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.WhitespaceSplit(),
+        pre_tokenizers.Split(Regex(_WPM_SPLIT), behavior="isolated")])
+    hf.decoder = decoders.WordPiece(prefix="##")
+    return hf
+
+
+def _build_llama(meta: dict, tokens: list[str], types: list[int]):
+    from tokenizers import AddedToken, Tokenizer as HF, decoders, models, normalizers
+    scores = [float(s) for s in _meta_list(meta, "tokenizer.ggml.scores")] or [0.0] * len(tokens)
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    unk = meta.get("tokenizer.ggml.unknown_token_id", 0)
+    unk_piece = tokens[int(unk)] if 0 <= int(unk) < len(tokens) else None
+    bpe = models.BPE(vocab=vocab, merges=_spm_merges(tokens, scores, vocab),
+                     unk_token=unk_piece, byte_fallback=True, fuse_unk=True)
+    hf = HF(bpe)
+    steps = [normalizers.Replace(" ", "▁")]
+    if bool(meta.get("tokenizer.ggml.add_space_prefix", True)):
+        steps.insert(0, normalizers.Prepend("▁"))
+    hf.normalizer = normalizers.Sequence(steps)
+    hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                    decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    user = _user_defined(tokens, types)
+    if user:
+        hf.add_tokens([AddedToken(t, normalized=False, special=False) for t in user])
+    return hf
+
+
+def _build_gpt2(meta: dict, tokens: list[str], types: list[int], path: str):
+    from tokenizers import AddedToken, Regex, Tokenizer as HF, decoders, models, pre_tokenizers
+    pre = str(meta.get("tokenizer.ggml.pre", "default"))
+    regexes = PRE_TOKENIZER_REGEXES.get(pre)
+    if regexes is None:
+        raise TokenizerError(f"{path}: no pre-tokenizer for tokenizer.ggml.pre {pre!r}; "
+                             f"supported: {supported_models()}")
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    merges = []
+    for m in _meta_list(meta, "tokenizer.ggml.merges"):
+        a, sep, b = str(m).partition(" ")
+        if sep:
+            merges.append((a, b))
+    hf = HF(models.BPE(vocab=vocab, merges=merges, ignore_merges=pre in _IGNORE_MERGES))
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(r), behavior="isolated") for r in regexes]
+        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    hf.decoder = decoders.ByteLevel()
+    user = _user_defined(tokens, types)
+    if user:
+        hf.add_tokens([AddedToken(t, normalized=False, special=False) for t in user])
+    return hf
+
+
+def load(model: "ModelFile") -> Tokenizer:
+    """The tokenizer of ``model``, built from its metadata; ``TokenizerError`` if none."""
+    meta = model.metadata
+    if model.format == "rwkv.cpp":
+        return Tokenizer("bytes", None, None, False, 256)
+    tokens = [str(t) for t in _meta_list(meta, "tokenizer.ggml.tokens")]
+    kind = meta.get("tokenizer.ggml.model")
+    legacy = kind is None and bool(tokens) and model.format in ("ggml", "ggmf", "ggjt")
+    if legacy:
+        kind = "llama" if "tokenizer.ggml.scores" in meta else "bytes-vocab"
+    if not tokens:
+        raise TokenizerError(f"{model.path}: the file has no vocabulary "
+                             f"(tokenizer.ggml.tokens); pass token ids with --tokens")
+    types = [int(t) for t in _meta_list(meta, "tokenizer.ggml.token_type")] or [1] * len(tokens)
+    if legacy and kind == "llama":
+        tokens, types = _legacy_pieces(tokens)
+    bos = meta.get("tokenizer.ggml.bos_token_id")
+    bos = int(bos) if bos is not None else None
+    try:
+        if kind == "llama":
+            hf = _build_llama(meta, tokens, types)
+            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", True))
+            if bos is None and model.format != "gguf":
+                bos = 1                       # early llama.cpp: <s> is id 1
+        elif kind == "gpt2":
+            hf = _build_gpt2(meta, tokens, types, model.path)
+            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
+        elif kind == "bert":
+            hf = _build_bert(meta, tokens, types)
+            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
+            if bos is None and meta.get("tokenizer.ggml.cls_token_id") is not None:
+                bos = int(meta["tokenizer.ggml.cls_token_id"])    # llama.cpp: BERT's BOS is [CLS]
+        elif kind == "bytes-vocab" and len(tokens) == 256:
+            return Tokenizer("bytes", None, None, False, 256)
+        else:
+            raise TokenizerError(f"{model.path}: no tokenizer for tokenizer.ggml.model "
+                                 f"{kind!r}; supported: {supported_models()}; "
+                                 f"pass token ids with --tokens")
+    except ImportError as exc:
+        raise TokenizerError(f"the 'tokenizers' package is needed for text prompts ({exc}); "
+                             f"pass token ids with --tokens") from None
+    except Exception as exc:  # tokenizers raises plain Exceptions on bad vocab data
+        if isinstance(exc, TokenizerError):
+            raise
+        raise TokenizerError(f"{model.path}: cannot build the tokenizer: {exc}") from None
+    return Tokenizer(str(kind), hf, bos, add_bos, len(tokens), tuple(tokens), tuple(types))

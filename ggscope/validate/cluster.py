@@ -1,0 +1,96 @@
+"""Validation mapped over a Dask distributed cluster (``validate --scheduler``).
+
+The validator is a pure function of one path (``check``: findings, or the reason the
+file could not be checked), so the cluster only maps it: ``Client.map`` with one task
+per file, results streamed back with ``as_completed`` as they finish and put back in
+the order the files were given, so the report equals a local run's.  Dask's scheduler
+re-runs a task whose worker died (up to ``distributed.scheduler.allowed-failures``
+times); a task that still cannot finish (``KilledWorker``) or raises becomes that
+file's problem line - never a lost or a duplicated result, since each file is one
+task with its own key and its result slot is filled once.
+
+``scheduler`` is an address (``tcp://host:8786``) or ``"local"``: a LocalCluster of
+``jobs`` single-threaded worker processes for this run.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ggscope.core.errors import GGScopeError
+
+__all__ = ["check_on_cluster", "ClusterError"]
+
+Result = tuple[Any, "str | None"]
+
+
+class ClusterError(GGScopeError):
+    """The scheduler could not be reached or started."""
+
+
+def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: tuple, *, scheduler: str,
+                     jobs: int, progress: Callable[[int, int], None] | None = None) -> list[Result]:
+    """``[check(f, *args) for f in files]``, computed on the cluster."""
+    try:
+        from distributed import Client, LocalCluster, as_completed
+        from distributed.client import FutureCancelledError
+        from distributed.scheduler import KilledWorker
+    except ImportError as exc:   # pragma: no cover - the optional extra
+        raise ClusterError(f"--scheduler needs Dask's distributed package (pip install 'ggscope[dask]'): {exc}") \
+            from None
+    for name in ("distributed", "tornado"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)   # a dead worker is reported per file, not logged
+    cluster = None
+    try:
+        if scheduler == "local":
+            cluster = LocalCluster(n_workers=jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.CRITICAL)
+            client = Client(cluster)
+        else:
+            client = Client(scheduler)      # connect timeout: dask's distributed.comm.timeouts.connect
+    except (OSError, TimeoutError, ValueError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+    results: list[Result | None] = [None] * len(files)
+    run = uuid.uuid4().hex[:8]
+    try:
+        keys = [f"ggscope-validate-{run}-{i}" for i in range(len(files))]
+        where = {k: i for i, k in enumerate(keys)}
+        futures = client.map(check, list(files), *[[a] * len(files) for a in args], key=keys, pure=False)
+        done = 0
+        for fut in as_completed(futures):
+            i = where[fut.key]
+            try:
+                results[i] = fut.result()
+            except KilledWorker:
+                results[i] = (None, f"cannot check {files[i]}: the Dask workers checking it died "
+                                    "(it was retried and failed each time)")
+            except FutureCancelledError:
+                results[i] = (None, f"cannot check {files[i]}: its task was cancelled on the cluster")
+            except Exception as exc:  # noqa: BLE001 - one file's failure is that file's problem
+                results[i] = (None, f"cannot check {files[i]}: {type(exc).__name__}: {exc}")
+            done += 1
+            if progress is not None:
+                progress(done, len(files))
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    assert all(r is not None for r in results)
+    return results  # type: ignore[return-value]
+
+
+def stderr_progress() -> Callable[[int, int], None] | None:
+    """A one-line counter on a terminal; nothing when stderr is not one."""
+    if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
+        return None
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done == total else ""
+        print(f"\r{done}/{total} files checked", end=end, file=sys.stderr, flush=True)
+    return show

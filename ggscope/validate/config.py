@@ -1,0 +1,118 @@
+"""Project defaults for ``ggscope validate`` from ``[tool.ggscope]`` in pyproject.toml.
+
+Why: a repository that gates its model files in CI states its choices once (which
+rules, ``--deep``, output format, jobs) instead of repeating flags in every workflow
+and pre-commit hook.  Flags given on the command line override these defaults.
+
+Contract: ``find_pyproject(start)`` walks from ``start`` (default: the current
+directory) upward and returns the nearest ``pyproject.toml`` that has a
+``[tool.ggscope]`` table, as ruff does; ``load(start)`` returns its ``Config`` (all
+defaults when there is none).  A file that is not valid TOML, an unknown key or a
+value of the wrong type raises ``ConfigError``; the CLI reports it and exits 2.
+
+    [tool.ggscope]
+    select = ["GG1", "GG5"]        # codes, code prefixes, rule names or families
+    ignore = ["key-not-namespaced"]
+    deep = false
+    format = "text"                # text | json | sarif | github
+    jobs = 2
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None  # type: ignore[assignment]
+
+__all__ = ["Config", "ConfigError", "FORMATS", "find_pyproject", "load", "parse"]
+
+FORMATS: tuple[str, ...] = ("text", "json", "sarif", "github")
+
+
+class ConfigError(ValueError):
+    """``[tool.ggscope]`` cannot be used as written (a usage error: exit 2)."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    deep: bool = False
+    format: str | None = None
+    jobs: int = 1
+    source: str | None = None      # the pyproject.toml it came from, None for defaults
+
+
+def _read_toml(path: Path) -> dict:
+    if tomllib is None:
+        raise ConfigError(f"{path}: reading [tool.ggscope] needs Python 3.11 or newer (tomllib)")
+    try:
+        with open(path, "rb") as fh:
+            return tomllib.load(fh)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def find_pyproject(start: str | os.PathLike | None = None) -> tuple[Path, dict] | None:
+    """The nearest pyproject.toml with a ``[tool.ggscope]`` table, and that table."""
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for d in (here, *here.parents):
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            if tomllib is None and "tool.ggscope" not in candidate.read_text("utf-8", "replace"):
+                continue           # Python 3.10: only a file that has the table needs tomllib
+            table = _read_toml(candidate).get("tool", {}).get("ggscope")
+            if table is not None:
+                return candidate, table
+    return None
+
+
+def _codes(value, key: str, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings (codes, prefixes, names or families)")
+    return tuple(v.strip() for v in value if v.strip())
+
+
+def parse(table: dict, where: str = "[tool.ggscope]") -> Config:
+    """Check a ``[tool.ggscope]`` table and turn it into a Config."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.ggscope] must be a table")
+    known = {"select", "ignore", "deep", "format", "jobs"}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key{'s' if len(unknown) > 1 else ''} in [tool.ggscope]: "
+                          f"{', '.join(unknown)} (known: {', '.join(sorted(known))})")
+    deep = table.get("deep", False)
+    if not isinstance(deep, bool):
+        raise ConfigError(f"{where}: deep must be true or false")
+    fmt = table.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"{where}: format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    jobs = table.get("jobs", 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ConfigError(f"{where}: jobs must be a positive integer, not {jobs!r}")
+    select, ignore = _codes(table.get("select", []), "select", where), _codes(table.get("ignore", []), "ignore", where)
+    from ggscope.validate.runner import UnknownSelector, check_selectors
+    try:
+        check_selectors(select, "select")
+        check_selectors(ignore, "ignore")
+    except UnknownSelector as exc:
+        raise ConfigError(f"{where}: [tool.ggscope] {exc}") from None
+    return Config(select, ignore, deep, fmt, jobs, where)
+
+
+def load(start: str | os.PathLike | None = None) -> Config:
+    """The Config for a run started in ``start`` (defaults when no pyproject.toml has one)."""
+    found = find_pyproject(start)
+    if found is None:
+        return Config()
+    path, table = found
+    return parse(table, str(path))

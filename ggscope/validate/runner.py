@@ -1,0 +1,164 @@
+"""Run the rule catalogue over files and collect findings.
+
+``validate_file(path, select=..., ignore=..., deep=False)`` opens one file and returns
+its findings, sorted by byte offset.  A file that cannot be opened at all (missing,
+unreadable, unknown format) is not a finding: it raises, and the CLI turns that into
+exit 2 - with one exception: a file named ``*.gguf`` whose magic is wrong is a GGUF file
+ggml refuses, so it yields finding GG101 (bad-magic) instead.
+A rule that crashes is a bug in ggscope; it is reported as finding GG000 so one broken
+rule never hides the others' findings, and tests fail on any GG000.
+"""
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from ggscope.core.errors import UnknownFormat
+from ggscope.model.modelfile import ModelFile
+from ggscope.rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
+
+__all__ = ["validate", "validate_file", "selected_rules", "check_selectors", "UnknownSelector"]
+
+
+def _code_prefix(code: str, p: str) -> bool:
+    """``GG1`` selects the GG1xx family, not the four-digit GG10xx/GG11xx ones (``GG11`` does)."""
+    p = p.upper()
+    if not code.startswith(p):
+        return False
+    return not (len(p) == 3 and len(code) == 6)
+
+
+def _matches(rule: type[Rule], patterns: Iterable[str]) -> bool:
+    for p in patterns:
+        p = p.strip()
+        if not p:
+            continue
+        if _code_prefix(rule.code, p) or fnmatch.fnmatch(rule.name, p) or rule.family == p:
+            return True
+    return False
+
+
+class UnknownSelector(ValueError):
+    """A ``--select``/``--ignore`` word that names no rule: a usage error (exit 2).
+
+    Why: a CI gate whose rules a typo switches off silently is not a gate.
+    """
+
+    def __init__(self, word: str, option: str, suggestion: str | None) -> None:
+        self.word = word
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        super().__init__(f"{option}: {word!r} is no rule code, code prefix, rule name or family{hint} "
+                         "(`ggscope rules` lists them)")
+
+
+def _vocabulary() -> list[str]:
+    words = {r.code for r in RULES} | {r.name for r in RULES} | {r.family for r in RULES}
+    return sorted(words | set(REDIRECTS))
+
+
+def check_selectors(words: Iterable[str], option: str = "--select") -> None:
+    """Raise ``UnknownSelector`` for the first word that matches no rule (with a close match)."""
+    import difflib
+    for w in words:
+        w = w.strip()
+        if not w or w.upper() in REDIRECTS or any(_matches(r, [w]) for r in RULES):
+            continue
+        close = difflib.get_close_matches(w, _vocabulary(), n=1, cutoff=0.6)
+        if not close:
+            close = difflib.get_close_matches(w.upper(), [r.code for r in RULES], n=1, cutoff=0.6)
+        raise UnknownSelector(w, option, close[0] if close else None)
+
+
+def selected_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False) -> list[type[Rule]]:
+    """Rules chosen by code prefix (``GG1``, ``GG501``), name glob or family name.
+
+    Raises ``UnknownSelector`` when a word matches no rule at all.
+    """
+    select, ignore = list(select), list(ignore)
+    check_selectors(select, "--select")
+    check_selectors(ignore, "--ignore")
+    out = []
+    for r in RULES:
+        if r.needs_tensor_data and not deep:
+            continue
+        if select and not _matches(r, select):
+            continue
+        if ignore and _matches(r, ignore):
+            continue
+        out.append(r)
+    return out
+
+
+def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: dict | None = None) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule_cls in (selected_rules() if rules is None else rules):
+        if mf.format not in rule_cls.formats and "*" not in rule_cls.formats:
+            continue
+        rule = rule_cls()
+        ctx = CheckContext(mf, rule, options or {})
+        try:
+            findings.extend(rule.check(ctx))
+        except Exception as exc:  # noqa: BLE001 - a broken rule must not hide the others
+            findings.append(Finding("GG000", Severity.ERROR, mf.path,
+                                    f"internal error in rule {rule_cls.code} ({rule_cls.name}): "
+                                    f"{type(exc).__name__}: {exc}", rule="internal-error"))
+    findings.sort(key=lambda f: (f.start if f.start is not None else -1, f.code))
+    return findings
+
+
+def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
+    """GG101 for a ``.gguf`` file that is no known format, or None to re-raise."""
+    if not str(path).lower().endswith(".gguf"):
+        return None
+    from ggscope.rules.structure import BadMagic
+    if BadMagic not in rules:
+        return []
+    from ggscope.source.mapped import open_source
+    first = open_source(path).read(0, 4)
+    return [BadMagic.finding_for(str(path), first)]
+
+
+def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False,
+                  options: dict | None = None) -> list[Finding]:
+    from ggscope.model.open import open as open_file
+    rules = selected_rules(select, ignore, deep)
+    try:
+        mf = open_file(path)
+    except UnknownFormat:
+        found = _bad_magic(path, rules)
+        if found is None:
+            raise
+        return found
+    try:
+        return validate(*_secondary_shard(mf, rules), options)
+    finally:
+        mf.close()
+
+
+MODEL_LEVEL_FAMILIES = ("schema", "tokenizer", "loader")
+
+
+def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile, list[type[Rule]]]:
+    """A shard after the first of a split model, checked as llama.cpp's loader sees it.
+
+    gguf-split writes the model's metadata into the first shard only; llama.cpp reads
+    metadata from the first shard and only ``split.no`` from the others.  So a later
+    shard is not checked for the model-level keys and tensors (schema, tokenizer, loader:
+    the first shard's check covers them), and its other rules see the first shard's keys under its own.
+    """
+    import dataclasses
+
+    from ggscope.model.split import shard_paths
+    no = mf.metadata.get("split.no")
+    paths = shard_paths(mf.path) if mf.format == "gguf" else None
+    if not paths or len(paths) < 2 or not isinstance(no, int) or isinstance(no, bool) or no < 1:
+        return mf, rules
+    rules = [r for r in rules if r.family not in MODEL_LEVEL_FAMILIES]
+    from ggscope.model.open import open as open_file
+    try:
+        first = open_file(paths[0])
+    except Exception:  # noqa: BLE001 - a missing first shard is GG803's finding
+        return mf, rules
+    meta = {**first.metadata, **mf.metadata}
+    types = {**first.metadata_types, **mf.metadata_types}
+    return dataclasses.replace(mf, metadata=meta, metadata_types=types, _by_name={}), rules
