@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ggscope.core import progress as _progress
 from ggscope.core.errors import DamagedFile, GGScopeError, UnknownFormat, UnreadableFile
 
 if TYPE_CHECKING:
@@ -18,6 +19,16 @@ if TYPE_CHECKING:
 __all__ = ["open", "open_bytes", "ModelFile", "TensorInfo", "GGScopeError", "UnknownFormat", "UnreadableFile",
            "DamagedFile", "__version__"]
 __version__ = "0.1.0"
+
+def _terminal_task(desc: str, total: int | None):
+    # long work done through the library draws on a terminal as the CLI does (and on
+    # nothing else); the renderer loads only when a task starts
+    from ggscope.report.progress import terminal_reporter
+    reporter = terminal_reporter()
+    return _progress.NULL if reporter is None else reporter(desc, total)
+
+
+_progress.set_fallback(_terminal_task)
 
 _LAZY = {"ModelFile": "ggscope.model.modelfile", "TensorInfo": "ggscope.model.modelfile"}
 

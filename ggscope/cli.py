@@ -84,11 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
-    from ggscope.core import progress
-    from ggscope.report.progress import terminal_reporter
     try:
-        with progress.use(terminal_reporter()):    # bars only when stderr is a terminal
-            return int(args._run(args))
+        return int(args._run(args))      # long work draws bars on a terminal (ggscope.core.progress)
     except KeyboardInterrupt:
         print("ggscope: interrupted", file=sys.stderr)
         return 130

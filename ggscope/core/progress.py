@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-__all__ = ["Task", "task", "use", "NULL"]
+__all__ = ["Task", "task", "use", "set_fallback", "NULL"]
 
 
 class Task(Protocol):
@@ -45,10 +45,18 @@ class _Null:
 NULL = _Null()
 _state = threading.local()
 _default: Callable | None = None
+_fallback: Callable | None = None      # set by the ggscope package: a bar on a terminal for library use
 
 
 def _reporter() -> Callable | None:
-    return getattr(_state, "reporter", None) or _default
+    return getattr(_state, "reporter", None) or _default or _fallback
+
+
+def set_fallback(reporter: Callable | None) -> None:
+    """The reporter used when none is installed with ``use`` (the package sets one that
+    draws on a terminal, so library users see long fetches as the CLI does)."""
+    global _fallback
+    _fallback = reporter
 
 
 def task(desc: str, total: int | None = None):
