@@ -29,6 +29,6 @@ fi
 
 mkdir -p "$dest"
 [ -f "$dest/package.json" ] || echo '{"name": "ggscope-ksc", "private": true}' > "$dest/package.json"
-npm install --prefix "$dest" --no-audit --no-fund --loglevel=error --silent \
-    "kaitai-struct-compiler@$ksc_version" "$yaml_spec" >/dev/null
+npm install --prefix "$dest" --no-audit --no-fund --loglevel=error \
+    "kaitai-struct-compiler@$ksc_version" "$yaml_spec" >&2
 echo "install_ksc.sh: kaitai-struct-compiler $(installed_version) installed in $dest" >&2

@@ -1,7 +1,10 @@
 """The ``ggscope`` command line: a dispatcher over ``ggscope.commands.<name>``.
 
 ``ggscope FILE`` (no subcommand) opens the interactive browser; ``ggscope SUBCOMMAND
-...`` runs one of the commands below.  Each command module exposes ``HELP`` (one line),
+...`` runs one of the commands below; ``ggscope help [COMMAND]`` prints the help of
+either, and a first word that is neither a command nor a file gets "did you mean".
+Shell completion comes from argcomplete: ``ggscope completion bash|zsh|fish`` prints the
+script to source.  Each command module exposes ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> int``.  stdout carries data only; notices
 and errors go to stderr.  Exit status: 0 success, 1 the command's "found something"
 result (validate: error-level findings; diff: files differ), 2 usage, I/O or
@@ -10,7 +13,9 @@ damaged-input errors.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -30,6 +35,8 @@ examples:
   ggscope stats model.gguf blk.0.attn_q.weight
   ggscope diff model-f16.gguf model-q4_k.gguf
   ggscope run model.gguf --prompt "Hello"
+  ggscope help validate                   the help of one command
+  eval "$(ggscope completion bash)"       tab completion (also zsh, fish)
 
 formats: GGUF v1-v3 (little/big-endian), GGML/GGMF/GGJT v1-v3, ggml example files,
 rwkv.cpp (100/101), chatglm.cpp, BIT1.
@@ -38,26 +45,35 @@ exit status: 0 ok, 1 findings/differences, 2 usage, I/O or damaged input.
 
 
 def _available(only: str | None = None) -> dict[str, object]:
-    """The importable command modules, or with ``only`` just that one: a one-shot
-    command does not pay for importing and describing the seven others (``validate``
-    alone pulls in the config loader)."""
-    mods = {}
-    for name in (only,) if only else COMMANDS:
-        try:
-            mods[name] = importlib.import_module(f"ggscope.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"ggscope.commands.{name}":
-                raise
-    return mods
+    """The command modules, or with ``only`` just that one: a one-shot command does not
+    pay for importing and describing the others (``validate`` alone pulls in the config
+    loader)."""
+    return {name: importlib.import_module(f"ggscope.commands.{name}") for name in ((only,) if only else COMMANDS)}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with "did you mean" for a mistyped subcommand and, for arguments a
+    subcommand does not know, that subcommand's usage rather than the top level's."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.subparsers: dict[str, argparse.ArgumentParser] = {}
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            owner = self.subparsers.get(getattr(ns, "command", None) or "", self)
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
+        return ns
 
 
 def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="ggscope",
         description="Inspect, validate and diff ggml-family model files.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     from ggscope import __version__
-    parser.add_argument("--version", action="version", version=f"ggscope {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"ggscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in mods.items():
         p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
@@ -65,22 +81,81 @@ def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
+        parser.subparsers[name] = p
+    if len(mods) > 1 or "help" in mods:
+        sub.add_parser("help", help="show the help of ggscope or of one command").add_argument(
+            "topic", nargs="?", metavar="COMMAND", choices=[*COMMANDS, "help", "completion"])
+        comp = sub.add_parser("completion", help="print the shell completion script (bash, zsh or fish)",
+                              description="Print the script that gives ggscope tab completion in your shell.",
+                              epilog='examples:\n  eval "$(ggscope completion bash)"      # in ~/.bashrc\n'
+                                     '  eval "$(ggscope completion zsh)"       # in ~/.zshrc\n'
+                                     '  ggscope completion fish | source       # in ~/.config/fish/config.fish',
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
+        comp.add_argument("shell", choices=("bash", "zsh", "fish"))
     return parser
 
 
+def _looks_like_input(word: str) -> bool:
+    """A first argument the browser should open: an existing path, a URL or a glob."""
+    return ("://" in word or os.path.exists(word) or any(c in word for c in "*?[")
+            or os.sep in word or word.lower().endswith((".gguf", ".bin", ".ggml", ".bit1")))
+
+
+def _not_a_command(word: str) -> int:
+    close = difflib.get_close_matches(word, (*COMMANDS, "help", "completion"), n=1, cutoff=0.6)
+    hint = f"; did you mean '{close[0]}'?" if close else "; see 'ggscope --help'"
+    shown = word.encode("unicode_escape").decode("ascii")      # a user's word, never raw control bytes
+    print(f"ggscope: '{shown}' is neither a command nor a file{hint}", file=sys.stderr)
+    return 2
+
+
+def _help(parser: _Parser, topic: str | None) -> int:
+    if topic in (None, "help"):
+        parser.print_help()
+    elif topic == "completion":
+        return main(["completion", "--help"])
+    else:
+        return main([topic, "--help"])
+    return 0
+
+
+def _completion(shell: str) -> int:
+    from argcomplete import shellcode
+    sys.stdout.write(shellcode(["ggscope"], shell=shell))
+    return 0
+
+
+def _complete() -> None:
+    """Under argcomplete's shell hook (``_ARGCOMPLETE`` set): answer and exit."""
+    import argcomplete
+    argcomplete.autocomplete(build_parser(_available()))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if argv is None and os.environ.get("_ARGCOMPLETE"):
+        _complete()                                    # exits when it has answered
     argv = list(sys.argv[1:] if argv is None else argv)
+    first = argv[0] if argv else None
     # the parser holds only the command the arguments name (`ggscope FILE` names tui);
-    # without one (`ggscope --help`, a typo), or if it is not installed, all of them
-    named = argv[0] if argv and argv[0] in COMMANDS else "tui" if not argv or not argv[0].startswith("-") else None
-    mods = (named and _available(named)) or _available()
-    if "tui" in mods and (not argv or (argv[0] not in mods and not argv[0].startswith("-"))):
-        argv = ["tui", *argv]     # `ggscope FILE` and bare `ggscope` open the browser
+    # without one (`ggscope --help`, a typo) all of them
+    if first in COMMANDS:
+        mods = _available(first)
+    elif first is None or (not first.startswith("-") and first not in ("help", "completion")):
+        if first is not None and not _looks_like_input(first):
+            return _not_a_command(first)
+        mods = _available("tui")
+        argv = ["tui", *argv]          # `ggscope FILE` and bare `ggscope` open the browser
+    else:
+        mods = _available()
     parser = build_parser(mods)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:      # argparse: --help exits 0, usage errors exit 2
         return int(exc.code or 0)
+    if args.command == "help":
+        return _help(parser, args.topic)
+    if args.command == "completion":
+        return _completion(args.shell)
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2

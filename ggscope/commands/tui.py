@@ -4,7 +4,8 @@ With no FILE the bundled example model opens.  A damaged file still opens (the t
 shows the error node, the findings pane lists it); a file that cannot be read or is
 no ggml-family format prints one paragraph on stderr and exits 2 -- checked from its
 first bytes before the window opens, so the window never flashes for a wrong path.
-The file itself is parsed inside the app, after the window is up.
+The file itself is parsed inside the app, after the window is up.  Without a terminal
+(stdin or stdout not a TTY) no browser starts: ``info``'s text is printed instead.
 """
 from __future__ import annotations
 
@@ -61,11 +62,24 @@ def _refusal(path: str) -> str | None:
     return None
 
 
+def _has_terminal() -> bool:
+    """A browser needs a terminal to draw on and keys to read."""
+    import sys
+    return all(getattr(s, "isatty", lambda: False)() for s in (sys.stdin, sys.stdout))
+
+
 def run(args) -> int:
     path = args.file or str(EXAMPLE)
     why = _refusal(path)
     if why is not None:
         error(why)
         return 2
+    if not _has_terminal():
+        # no terminal (a pipe, a script, CI): what `info` prints, then exit - a browser
+        # would write escape codes into the pipe and wait for keys that never come
+        import argparse
+        from ggscope.commands import info
+        error("no terminal: printing `ggscope info` (run it in a terminal to browse)")
+        return info.run(argparse.Namespace(file=path, json=False, color="never"))
     from ggscope.tui.run import run_app
     return run_app(path)

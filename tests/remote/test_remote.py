@@ -267,6 +267,7 @@ def test_browser_on_a_url_shows_the_bytes_it_fetches(server, tmp_path, monkeypat
     url = server.serve("/f32.gguf", path)
     opened = []
     monkeypatch.setattr("ggscope.tui.run.run_app", lambda target: opened.append(target) or 0)
+    monkeypatch.setattr("ggscope.commands.tui._has_terminal", lambda: True)
     assert main([url]) == 0 and opened == [url]
 
     async def rows(mf):

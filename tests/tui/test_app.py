@@ -224,6 +224,7 @@ def test_command_errors_and_default_file(tmp_path, monkeypatch, capsys):
     assert err.count("ggscope:") == 2
     opened = []
     monkeypatch.setattr("ggscope.tui.run.run_app", lambda path: opened.append(path) or 0)
+    monkeypatch.setattr("ggscope.commands.tui._has_terminal", lambda: True)
     assert cli.main([]) == 0
     assert opened == [str(tui_command.EXAMPLE)]       # the app parses it, after its window is up
 
