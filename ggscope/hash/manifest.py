@@ -25,6 +25,7 @@ lines to print, the exit status and the facts (per tensor, per file, per shard) 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 from ggscope.core.errors import GGScopeError
@@ -68,13 +69,17 @@ class Manifest:
 
     @classmethod
     def read(cls, path: str) -> "Manifest":
-        try:
-            fh = open(path, "rb")         # noqa: SIM115 - closed below
-        except OSError:
-            raise ManifestError(5, b"ERROR cannot open manifest " + _b(path)) from None
         entries: dict = {}
         firsts: set[bytes] = set()
-        try:
+        # the tool's ifstream opens a directory (and reads no line from it); a FIFO or
+        # device would block or never end: refused as "cannot open", not a hang
+        if not os.path.isdir(path):
+            try:
+                if not stat.S_ISREG(os.stat(path).st_mode):
+                    raise OSError(path)
+                fh = open(path, "rb")     # noqa: SIM115 - closed by the with below
+            except OSError:
+                raise ManifestError(5, b"ERROR cannot open manifest " + _b(path)) from None
             with fh:
                 for raw in fh:
                     words = raw.rstrip(b"\n").split()
@@ -82,8 +87,6 @@ class Manifest:
                         firsts.add(words[0])
                     if len(words) >= 3:
                         entries.setdefault((words[0], words[2]), words[1])
-        except OSError:                   # a directory opens but cannot be read: no lines
-            pass
         types = tuple(t for t in HEADER_ORDER if t.encode() in firsts)
         if not types:
             raise ManifestError(4, b"ERROR manifest does not have any known hash format in " + _b(path))

@@ -97,10 +97,13 @@ class _Disk:
 
 class _Remote:
     def __init__(self, source) -> None:
+        self.source = source
         self.reader = source.reader
         self.size = source.size
 
     def read(self, start: int, end: int, buf: bytearray) -> memoryview:
+        if self.source.has(start, end):       # already fetched with the header: no second request
+            return memoryview(self.source.read(start, end))
         data = self.reader.fetch(start, end)
         if len(data) != end - start:
             raise FileChanged(f"{self.reader.display}: the server sent {len(data)} of the {end - start} bytes "
