@@ -92,8 +92,9 @@ class Manifest:
             raise ManifestError(4, b"ERROR manifest does not have any known hash format in " + _b(path))
         return cls(path, entries, types)
 
-    def lookup(self, algo: str, hexdigest: str, name: bytes) -> str:
-        want = self.entries.get((LOOKUP_TYPE.get(algo, algo).encode(), name))
+    def lookup(self, algo: str, hexdigest: str, name: bytes, *, quirk: bool = True) -> str:
+        """Ok, Mismatch or Not Found; ``quirk=False`` looks a uuid up as a uuid."""
+        want = self.entries.get(((LOOKUP_TYPE.get(algo, algo) if quirk else algo).encode(), name))
         if want is None:
             return NOT_FOUND
         return OK if want == hexdigest.encode() else MISMATCH
@@ -104,6 +105,17 @@ class Manifest:
     def pick(self) -> tuple[str, ...]:
         """The algorithm the tool checks when no hash option is given."""
         return next(((t,) for t in STRENGTH if t in self.types))
+
+    def name_for(self, path: str) -> bytes | None:
+        """The name this manifest gives the file at ``path``: ``path`` itself, else the one
+        file name it holds with the same final component, else None."""
+        files = self.files()
+        exact = _b(path)
+        if exact in files:
+            return exact
+        base = exact.rsplit(b"/", 1)[-1]
+        same = [f for f in files if f.rsplit(b"/", 1)[-1] == base]
+        return same[0] if len(same) == 1 else None
 
     def files(self) -> set[bytes]:
         """Names of whole-data entries (the files the manifest describes)."""
