@@ -57,7 +57,7 @@ def add_arguments(p) -> None:
     p.add_argument("--sha256", action="store_true", help="use sha256 hash")
     p.add_argument("--xxh3", action="store_true", help="use xxh3 (64-bit) hash; llama-gguf-hash has no such option")
     p.add_argument("--all", action="store_true", help="use all hash (sha256, sha1 and xxh64, as the tool's --all)")
-    p.add_argument("--no-layer", action="store_true", help="exclude per layer (per tensor) hash")
+    p.add_argument("--no-layer", "--no_layer", action="store_true", help="exclude per layer (per tensor) hash")
     p.add_argument("--uuid", action="store_true", help="generate UUIDv5 ID of the tensor data")
     p.add_argument("-c", "--check", metavar="MANIFEST", help="verify against a manifest")
     p.add_argument("--json", action="store_true", help="print one JSON object")
