@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SHARED_FIXTURES
 from ggscope.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_FIXTURES = REPO / ".." / "shared" / "fixtures"      # as tests/conftest.py defines it
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import generated  # noqa: E402
