@@ -127,3 +127,33 @@ def test_a_remote_file_replaced_by_one_of_the_same_size_is_an_error(files, tmp_p
         code, out, err = run(capsysbinary, [srv.url("/r.gguf")])
     assert code == 2 and out == b""
     assert b"changed while being read" in err and b"ETag" in err
+
+
+def test_an_hf_path_hashes_as_the_local_file(tmp_path):
+    """hf://OWNER/REPO/PATH through huggingface_hub (HF_ENDPOINT at a loopback Hub that
+    answers the revision lookup and the ranged resolve), as tests/remote/test_hf.py does."""
+    import json
+    import os
+    import re
+    import subprocess
+
+    from werkzeug.wrappers import Response
+    repo = Path(__file__).resolve().parents[2]
+    q8 = repo / "fixtures" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    with RangeServer() as srv:
+        srv.http.expect_request(re.compile(r"^/api/models/owner/repo(/revision/.*)?$")).respond_with_handler(
+            lambda req: Response(json.dumps({"id": "owner/repo", "sha": sha, "siblings": []}),
+                                 mimetype="application/json"))
+        srv.http.expect_request(re.compile(rf"^/owner/repo/resolve/(main|{sha})/{q8.name}$")).respond_with_handler(
+            lambda req: file_response(req, q8, srv.served))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+        env.update(HF_ENDPOINT=srv.url("").rstrip("/"), HF_HOME=str(tmp_path / "hf-home"), HF_TOKEN="hf_x",
+                   HF_HUB_DISABLE_TELEMETRY="1", GGSCOPE_HTTP_TIMEOUT="5", PYTHONPATH=str(repo))
+        url = f"hf://owner/repo/{q8.name}"
+        got = subprocess.run([sys.executable, "-m", "ggscope", "hash", "--sha256", url], env=env,
+                             capture_output=True, timeout=120)
+    local = subprocess.run([sys.executable, "-m", "ggscope", "hash", "--sha256", q8.name], cwd=q8.parent,
+                           env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == local.stdout.replace(q8.name.encode(), url.encode())
