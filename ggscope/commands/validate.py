@@ -16,6 +16,7 @@ import sys
 from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
 from ggscope.commands.common import add_color_argument, error, progress_bar
+from ggscope.core.escape import escape_text
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
 DESCRIPTION = """\
@@ -30,6 +31,7 @@ examples:
   ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
+  ggscope validate --manifest model.manifest model.gguf   tensor data against a hash manifest
   ggscope validate https://host/model.gguf hf://OWNER/REPO/model-Q4_K_M.gguf@main
   ggscope validate --scheduler local --jobs 8 --from-list urls.txt      Dask LocalCluster
   ggscope validate --scheduler tcp://scheduler:8786 --from-list urls.txt
@@ -66,6 +68,8 @@ def add_arguments(p) -> None:
                    help="output format (default text; github inside GitHub Actions)")
     p.add_argument("--select", default=None, help="comma-separated codes, code prefixes, names or families to run")
     p.add_argument("--ignore", default=None, help="comma-separated codes, code prefixes, names or families to skip")
+    p.add_argument("--manifest", metavar="MANIFEST", default=None,
+                   help="also check tensor data against a llama-gguf-hash / ggscope hash manifest (rules GG12xx)")
     p.add_argument("--deep", action=argparse.BooleanOptionalAction, default=None,
                    help="also run rules that read tensor data (--no-deep overrides a config default)")
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
@@ -88,7 +92,8 @@ def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None):
+def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None,
+               manifest: str | None = None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ggscope.source.remote import is_remote
     from ggscope.source.mapped import check_regular_file
@@ -101,8 +106,8 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
                     if os.path.isdir(path) else "")
             return None, f"cannot read {exc}{hint}"
     try:
-        return validate_file(path, select=select, ignore=ignore, deep=deep,
-                             options={"progress": progress} if progress else None), None
+        options = {k: v for k, v in (("progress", progress), ("manifest", manifest)) if v}
+        return validate_file(path, select=select, ignore=ignore, deep=deep, options=options or None), None
     except (GGScopeError, OSError) as exc:
         return None, str(exc)
 
@@ -117,21 +122,21 @@ def _read_list(name: str) -> list[str]:
 
 
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
-               progress=None):
+               progress=None, manifest: str | None = None):
     if scheduler:
         from ggscope.validate.cluster import check_on_cluster, stderr_progress
-        return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
+        return check_on_cluster(_check_one, files, (select, ignore, deep, None, manifest), scheduler=scheduler,
                                 jobs=max(jobs, 1), progress=stderr_progress())
     if jobs <= 1 or len(files) <= 1:
-        return [_check_one(f, select, ignore, deep, progress) for f in files]
+        return [_check_one(f, select, ignore, deep, progress, manifest) for f in files]
     from concurrent.futures import ProcessPoolExecutor
     # The first file is checked here: it imports the rules and compiles the format's
     # spec once, and forked workers inherit both instead of repeating the work.
-    first = _check_one(files[0], select, ignore, deep)
+    first = _check_one(files[0], select, ignore, deep, None, manifest)
     rest = files[1:]
     n = len(rest)
     with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
-        return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n,
+        return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n, [None] * n, [manifest] * n,
                                  chunksize=max(1, n // (jobs * 4)))]
 
 
@@ -164,6 +169,13 @@ def run(args) -> int:
         error(str(exc))
         return 2
 
+    if args.manifest is not None:         # a manifest that cannot be read is a usage error, before any file
+        from ggscope.hash.manifest import Manifest, ManifestError
+        try:
+            Manifest.read(args.manifest)
+        except ManifestError as exc:
+            error(f"--manifest: {escape_text(str(exc))}")
+            return 2
     listed = []
     if args.from_list:
         try:
@@ -185,7 +197,7 @@ def run(args) -> int:
     try:
         with (progress_bar("reading tensor data") if deep and not args.scheduler else contextlib.nullcontext()) \
                 as progress:
-            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress)
+            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress, args.manifest)
     except GGScopeError as exc:
         error(str(exc))
         return 2

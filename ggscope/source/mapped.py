@@ -160,6 +160,11 @@ class RemoteByteSource(ByteSource):
         if b1 > b0:
             self._have[b0:b1] = True
 
+    def has(self, start: int, end: int) -> bool:
+        """Whether [start, end) is held now (a read of it costs no request)."""
+        start, end = max(0, start), min(end, self.size)
+        return start >= end or bool(self._have[start // BLOCK:-(-end // BLOCK)].all())
+
     def fetched(self) -> int:
         """Bytes of the file held now (whole blocks)."""
         n = int(self._have.sum()) * BLOCK

@@ -7,7 +7,8 @@ and never notices a file that changes size between two requests; HfFileSystem's 
 reads a whole response into memory.  For a 20 GB model each of those is either wrong
 answers or a 20 GB download.  So every request here is a ranged GET on fsspec's aiohttp
 session (its connection pool, URL encoding, event loop) whose answer must be ``206``
-with a ``Content-Range`` that matches the request and the size seen first; anything
+with a ``Content-Range`` that matches the request and the size seen first (and the
+ETag and Last-Modified seen first, where the server sends them); anything
 else is a ``RemoteError`` with one line of text.  ``hf://`` paths are resolved by
 ``HfFileSystem`` (repository, revision, path; the token from ``HF_TOKEN`` or the token
 file, as every Hugging Face tool does) and then read through the same ranged GET.
@@ -66,6 +67,7 @@ class RangeReader:
         self.display = display
         self.headers = dict(headers or {})
         self.size: int | None = None
+        self.identity: tuple[str | None, str | None] | None = None    # (ETag, Last-Modified) first seen
         self.requests = 0
         self.bytes_received = 0
         self._fs = _http_fs()
@@ -119,6 +121,7 @@ class RangeReader:
                 raise RemoteError(f"{self.display}: the server's partial answer has no usable Content-Range "
                                   f"header ({_printable(r.headers.get('Content-Range', 'none'))})")
             self._check_size(total)
+            self._check_identity(r.headers.get("ETag"), r.headers.get("Last-Modified"))
             want = min(end, total) - start
             if first != start or last - first + 1 != want:
                 raise RemoteError(f"{self.display}: asked for bytes {start}-{start + want - 1}, the server sent "
@@ -137,6 +140,19 @@ class RangeReader:
         elif total != self.size:
             raise RemoteError(f"{self.display}: the file changed size from {self.size} to {total} bytes "
                               "while being read")
+
+    def _check_identity(self, etag: str | None, modified: str | None) -> None:
+        """A file replaced by one of the same size shows a new ETag or Last-Modified: an
+        error, not bytes of two different files mixed into one answer."""
+        if self.identity is None:
+            self.identity = (etag, modified)
+        elif _changed(self.identity[0], etag) or _changed(self.identity[1], modified):
+            raise RemoteError(f"{self.display}: the file changed while being read (its "
+                              f"{'ETag' if _changed(self.identity[0], etag) else 'Last-Modified date'} changed)")
+
+
+def _changed(old: str | None, new: str | None) -> bool:
+    return old is not None and new is not None and old != new
 
 
 def _parse_range(value: str) -> tuple[int | None, int | None, int | None]:

@@ -114,6 +114,7 @@ class GGScopeApp(App):
         Binding("c", "copy", "Copy"),
         Binding("s", "stats", "Stats"),
         Binding("x", "cancel_stats", "Stop"),
+        Binding("h", "hashes", "Hashes", show=False),     # not in the footer: snapshots stay as they are
         Binding("left_square_bracket", "page(-1)", "Page-"),
         Binding("right_square_bracket", "page(1)", "Page+"),
         Binding("plus", "resize(4)", "Wide"),
@@ -417,6 +418,24 @@ class GGScopeApp(App):
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:
                 table.set_stats(i, message.stats, message.error)
+
+    # --- hashes on demand (`h`): the selected tensor's llama-gguf-hash digests ----------------
+    def action_hashes(self) -> None:
+        t = self.tensor_by_path.get(self.selected.path) if self.selected is not None else None
+        if t is None:
+            self.notify("select a tensor to hash (tensors tab)", timeout=3)
+        else:
+            self.compute_hashes(t)
+
+    @work(thread=True, exclusive=True, group="hash", exit_on_error=False)
+    def compute_hashes(self, t) -> None:
+        from ggscope.core.escape import escape_text
+        from ggscope.hash.engine import tensor_digests
+        try:
+            text = "\n".join(f"{a:<7} {h}" for a, h in tensor_digests(t, ("xxh64", "sha1", "sha256")))
+        except Exception as exc:  # noqa: BLE001 - a damaged or vanished file must not kill the app
+            text = f"cannot hash: {escape_text(str(exc))}"
+        self.call_from_thread(self.notify, text, title=escape_text(t.name), timeout=60, markup=False)
 
     def on_stats_progressed(self, message: StatsProgressed) -> None:
         self.query_one("#stats-progress", ProgressBar).update(total=message.total, progress=message.done)
