@@ -85,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     from ggscope.core import progress
+    from ggscope.core.escape import escape_text
     from ggscope.report.progress import terminal_reporter
     try:
         with progress.use(terminal_reporter()):    # bars only when stderr is a terminal
@@ -93,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ggscope: interrupted", file=sys.stderr)
         return 130
     except GGScopeError as exc:   # e.g. a remote read that fails while tensor data streams
-        print(f"ggscope: {exc}", file=sys.stderr)
+        print(f"ggscope: {escape_text(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
