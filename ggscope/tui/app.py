@@ -29,7 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from ggscope.tui.format import file_text, human_bytes, short_value
+from ggscope.tui.format import file_text, human_bytes, plain, short_value
 from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
 from ggscope.tui.screens.prompt import PromptScreen
 from ggscope.tui.widgets.detail import DetailPane
@@ -138,7 +138,7 @@ class GGScopeApp(App):
         self.load_error = ""            # why the loader could not open the file
         self.meta_by_path: dict[str, str] = {}
         self.tensor_by_path: dict[str, Any] = {}
-        self.sub_title = Path(self.path).name
+        self.sub_title = file_text(Path(self.path).name)
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
@@ -154,7 +154,7 @@ class GGScopeApp(App):
         return text
 
     def compose(self) -> ComposeResult:
-        yield Static(self._summary(), id="summary")
+        yield Static(plain(self._summary()), id="summary")
         panes = self._panes(self.mf) if self.mf is not None else {}
         with Horizontal(id="main"):
             with TabbedContent(id="left", initial="overview"):
@@ -221,7 +221,7 @@ class GGScopeApp(App):
             await pane.mount_all(panes[tab])
         await self.query(".placeholder").remove()
         await self.query_one("#right").mount_all(panes["hex"], before=0)
-        self.query_one("#summary", Static).update(self._summary())
+        self.query_one("#summary", Static).update(plain(self._summary()))
         self._file_ready()
 
     def _file_ready(self) -> None:
@@ -274,7 +274,7 @@ class GGScopeApp(App):
             self.selected = node
             self.query_one(DetailPane).show_node(node, finding=message.finding)
         if message.label:
-            self.notify(file_text(message.label), timeout=2)
+            self.notify(file_text(message.label), timeout=2, markup=False)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
         from ggscope.ksy.node import deepest_at
@@ -322,7 +322,7 @@ class GGScopeApp(App):
                 return
             off = parse_offset(answer, self.mf.source.size)
             if off is None:
-                self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning")
+                self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning", markup=False)
                 return
             hexview = self._hex()
             hexview.focus()
@@ -345,7 +345,7 @@ class GGScopeApp(App):
         from ggscope.tui.search import search
         hit = search(self.mf, self.last_query, after)
         if hit is None:
-            self.notify(f"not found: {file_text(self.last_query)}", severity="warning")
+            self.notify(f"not found: {file_text(self.last_query)}", severity="warning", markup=False)
             return
         start, end, label = hit
         self.post_message(RangeRequested(start, end, label))
@@ -361,7 +361,7 @@ class GGScopeApp(App):
         else:
             text = short_value(value, 1 << 20) if value is not None else f"{node.start:#x}"
         self.copy_to_clipboard(text)
-        self.notify(f"copied {file_text(key) if key is not None else node.path or '/'}", timeout=2)
+        self.notify(f"copied {file_text(key) if key is not None else node.path or '/'}", timeout=2, markup=False)
 
     # --- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="validate", exit_on_error=False)
