@@ -30,6 +30,8 @@ from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from ggscope.tui.format import file_text, human_bytes, plain, short_value
+from ggscope.tui.jobs import file_findings, open_path
+from ggscope.tui.layout import left_width
 from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
 from ggscope.tui.screens.prompt import PromptScreen
 from ggscope.tui.widgets.detail import DetailPane
@@ -50,55 +52,10 @@ TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 
               "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
-HEX_16 = 82             # a 16-byte hex row with a 10-digit offset, the scrollbar and the border
-HEX_8 = 46              # the same with 8 bytes a row
-
-
-def left_width(terminal: int, shift: int = 0) -> int:
-    """The left pane's width.  Wide terminals (the left keeps 50 columns beside them)
-    give the hex view 16-byte rows and the rest, up to 60 %, to the left; narrower ones
-    8-byte rows; the left keeps at least 30 columns (half of a very narrow terminal).
-    ``shift`` is what ``+``/``-`` added."""
-    if terminal < 60:
-        width = terminal // 2
-    elif terminal - HEX_16 >= 50:
-        width = min(terminal - HEX_16, terminal * 3 // 5)
-    else:
-        width = max(30, min(terminal - HEX_8, terminal * 3 // 5))
-    return max(10, min(terminal - 10, width + shift))
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _findings(mf: ModelFile) -> list:
-    """The validator's findings, plus the damage itself if no rule reported it."""
-    from ggscope.validate.runner import validate
-    from ggscope.rules import Finding, Severity
-    try:
-        found = list(validate(mf))
-    except Exception as exc:  # noqa: BLE001 - the browser must open whatever the rules do
-        found = [Finding("GG000", Severity.ERROR, mf.path,
-                         f"the validator stopped with an internal error ({type(exc).__name__}): {exc}")]
-    d = mf.damage
-    if d is not None and not any(f.start == d.start for f in found):
-        found.insert(0, Finding("GG001", Severity.ERROR, mf.path,
-                                f"parsing stopped at offset {d.start:#x} in {d.path or '/'}: {d.error}",
-                                path=d.path, start=d.start, end=d.start + 1))
-    return found
-
-
-def _open(path: str) -> tuple[Any, str]:
-    """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown)."""
-    from ggscope.model.open import open as open_file
-    from ggscope.core.errors import GGScopeError, UnreadableFile
-    try:
-        return open_file(path), ""
-    except UnreadableFile as exc:
-        return None, f"ggscope: cannot read {exc}"
-    except GGScopeError as exc:
-        return None, f"ggscope: {exc}"
 
 
 class GGScopeApp(App):
@@ -205,7 +162,7 @@ class GGScopeApp(App):
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_file(self) -> None:
-        mf, error = _open(self.path)
+        mf, error = open_path(self.path)
         self.post_message(FileLoaded(mf, error))
 
     async def on_file_loaded(self, message: FileLoaded) -> None:
@@ -366,7 +323,7 @@ class GGScopeApp(App):
     # --- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="validate", exit_on_error=False)
     def run_validator(self) -> None:
-        self.post_message(FindingsReady(_findings(self.mf)))
+        self.post_message(FindingsReady(file_findings(self.mf)))
 
     def on_findings_ready(self, message: FindingsReady) -> None:
         from ggscope.tui.widgets.tables import FindingsTable
