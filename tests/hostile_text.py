@@ -75,6 +75,13 @@ def hostile_gguf(*, arch: bytes = HOSTILE, tokenizer_model: bytes = b"llama", sc
     return head + data
 
 
+def hostile_rwkv() -> bytes:
+    """An rwkv.cpp v101 file whose one parameter is named ``HOSTILE`` and has a type
+    (Q4_1_O) that v101 does not define: ``info`` reports it among the type errors."""
+    head = struct.pack("<4s5I", b"fmgg", 101, 256, 32, 1, 0)
+    return head + struct.pack("<4I", 1, len(HOSTILE), 4, 32) + HOSTILE + bytes(24)
+
+
 def write_hostile(directory: Path, name: str = NAME, **kw) -> Path:
     """The hostile GGUF in ``directory``, under its hostile name by default."""
     p = Path(directory) / name

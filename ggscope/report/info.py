@@ -52,7 +52,7 @@ def _extra_text(v: Any) -> str:
     if isinstance(v, str):
         return escape_text(v)
     if isinstance(v, dict):
-        return "; ".join(f"{k}: {_extra_text(x) or 'none'}" for k, x in v.items())
+        return "; ".join(f"{escape_text(k)}: {_extra_text(x) or 'none'}" for k, x in v.items())  # type_errors: name -> why
     if isinstance(v, (list, tuple)) and all(isinstance(x, (bytes, bytearray)) for x in v):
         return f"{len(v)} entries (exact bytes; --json lists them)"
     return summarize_value(v)

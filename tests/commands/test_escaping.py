@@ -99,7 +99,7 @@ def test_helper():
 import os
 import re
 
-from hostile_text import HOSTILE, MARKUP, VALID, hostile_gguf, raw_left
+from hostile_text import HOSTILE, MARKUP, VALID, hostile_gguf, hostile_rwkv, raw_left
 
 RICH_CSI = re.compile("\x1b\\[[0-9;?]*[A-Za-z]")   # Rich's own colours and cursor codes (--color always)
 # messages built outside the output layer that quote file text with Python's repr
@@ -118,13 +118,17 @@ def files(tmp_path):
     b.write_bytes(hostile_gguf(scale=0.25))                 # other tensor data: rows are listed
     tok = tmp_path / "tok.gguf"                             # a llama whose tokenizer is hostile
     tok.write_bytes(hostile_gguf(arch=b"llama", tokenizer_model=HOSTILE))
-    return {"A": str(a), "B": str(b), "TOK": str(tok)}
+    rwkv = tmp_path / "types.bin"                           # a legacy file with a type error
+    rwkv.write_bytes(hostile_rwkv())
+    return {"A": str(a), "B": str(b), "TOK": str(tok), "RWKV": str(rwkv)}
 
 
 CASES = {
     "info": ["info", "A"],
     "info rich": ["info", "--color", "always", "A"],
     "info json": ["info", "--json", "A"],
+    "info legacy type error": ["info", "RWKV"],
+    "info legacy type error rich": ["info", "--color", "always", "RWKV"],
     "validate": ["validate", "A"],
     "validate json": ["validate", "--format", "json", "A"],
     "validate sarif": ["validate", "--format", "sarif", "A"],
