@@ -129,3 +129,43 @@ def test_markup_in_a_file_does_not_crash_a_pane(tmp_path, field):
             await pilot.pause()
             return app.is_running
     assert asyncio.run(flow())
+
+
+def test_diff_screen_shows_file_text_literally(tmp_path):
+    """``ggscope diff --tui`` over two hostile files: the tensor and metadata tables, the
+    summary and the detail pane show the text literally; nothing quits the app."""
+    import ggscope
+    from hostile_text import hostile_gguf
+    from ggscope.tui.diff_app import DiffApp
+    a = write_hostile(tmp_path)
+    b = tmp_path / "b.gguf"
+    b.write_bytes(hostile_gguf(arch=b"llama", scale=0.25))     # changed values, a changed key
+    shots, details = {}, {}
+
+    def detail(app) -> str:
+        import io
+        from rich.console import Console
+        con = Console(width=400, file=io.StringIO(), color_system=None)
+        con.print(app.query_one("#diff-detail-text").content)
+        return con.file.getvalue()
+
+    async def flow():
+        app = DiffApp(ggscope.open(a), ggscope.open(b))
+        async with app.run_test(size=SIZE) as pilot:
+            await _settle(pilot, lambda: not app.has_class("-diff-running") and app.n_done)
+            await pilot.press("down")
+            await pilot.pause()
+            shots["tensors"] = _screen(app)
+            details["tensor"] = detail(app)
+            await pilot.press("2", "down")
+            await pilot.pause()
+            shots["metadata"] = _screen(app)
+            details["key"] = detail(app)
+            return app.is_running
+    assert asyncio.run(flow())
+    for name, (text, actions) in shots.items():
+        assert raw_left(text) == [] and actions == [], name
+    for name, text in details.items():
+        assert raw_left(text) == [], name
+    assert "[@click=app.quit]" in shots["tensors"][0] and "[/bold]" in shots["metadata"][0]
+    assert SHOWN in details["tensor"] + details["key"]
