@@ -41,7 +41,10 @@ In which output, each exactly once, where the text leaves ggscope:
 ``UNSAFE`` is one table of ranges (Unicode 14 as in Python 3.11's ``unicodedata``, plus
 the format characters added since) so that the check is one regular expression;
 tests/core/test_escape.py proves it covers every Cc/Cf/Cs/Zl/Zp character of the
-running Python.
+running Python.  Every such character is unprintable to ``str.isprintable`` (one C
+loop), so printable text - almost all text - skips the expression, and ASCII JSON is
+checked with ``str.isascii`` (a flag) and one search for DEL
+(benchmarks/escape_text.py: ``json_safe`` costs a fraction of the ``json.dumps`` before it).
 """
 from __future__ import annotations
 
@@ -68,12 +71,27 @@ def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
     return "".join(lit(a) if a == b else f"{lit(a)}-{lit(b)}" for a, b in ranges)
 
 
-_UNSAFE = re.compile(f"[{_char_class(UNSAFE_RANGES)}]")
-_KEEP = {"": _UNSAFE, "\n": re.compile(f"(?!\\n)[{_char_class(UNSAFE_RANGES)}]"),
-         "\r\n": re.compile(f"(?![\\r\\n])[{_char_class(UNSAFE_RANGES)}]")}
+# One class of the BMP ranges plus every astral character: a class holding the astral
+# ranges themselves makes ``re`` three times slower; an astral match is checked in Python.
+_BMP = tuple(r for r in UNSAFE_RANGES if r[1] < 0x10000)
+_ASTRAL = tuple(r for r in UNSAFE_RANGES if r[0] >= 0x10000)
+_CLASS = f"[{_char_class(_BMP)}\\U00010000-\\U0010ffff]"
+_UNSAFE = re.compile(_CLASS)
+_KEEP = {"": _UNSAFE, "\n": re.compile(f"(?!\\n){_CLASS}"), "\r\n": re.compile(f"(?![\\r\\n]){_CLASS}")}
 # json.dumps escapes C0 inside strings itself; outside them C0 is the layout (indent)
-_JSON_UNSAFE = re.compile(f"[{_char_class(tuple(r for r in UNSAFE_RANGES if r[0] > 0x1F))}]")
-_LABEL_EXTRA = re.compile(f'[{_char_class(UNSAFE_RANGES)}\\\\"]|[^\\x20-\\x7e]')
+_JSON_UNSAFE = re.compile(f"[{_char_class(tuple(r for r in _BMP if r[0] > 0x1F))}\\U00010000-\\U0010ffff]")
+
+
+_LABEL_EXTRA = re.compile(r'[^\x20-\x7e]|["\\]')        # all but printable ASCII, and " \
+
+
+def _unsafe_astral(o: int) -> bool:
+    return any(a <= o <= b for a, b in _ASTRAL)
+
+
+def _is_unsafe(c: str) -> bool:
+    o = ord(c)
+    return _unsafe_astral(o) if o >= 0x10000 else _UNSAFE.match(c) is not None
 _SURROGATES = re.compile("[\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
@@ -89,7 +107,8 @@ def _escape_char(c: str) -> str:
 
 
 def _one(m: re.Match) -> str:
-    return _escape_char(m.group())
+    c = m.group()
+    return _escape_char(c) if _is_unsafe(c) else c     # an astral match may be an emoji
 
 
 def _as_str(s: Any) -> str:
@@ -105,6 +124,8 @@ def escape_text(s: Any, *, keep: str = "") -> str:
     ``keep`` is ``"\\n"`` or ``"\\r\\n"`` for a renderer that draws (or encodes) line
     breaks itself: the browser's detail pane, a GitHub annotation."""
     s = _as_str(s)
+    if s.isprintable():              # C speed; every UNSAFE character is unprintable to Python
+        return s
     pattern = _KEEP[keep]
     return pattern.sub(_one, s) if pattern.search(s) else s
 
@@ -116,7 +137,7 @@ def _label_one(m: re.Match) -> str:
     c = m.group()
     if c in _LABEL_NAMED:
         return _LABEL_NAMED[c]
-    if _UNSAFE.match(c):
+    if _is_unsafe(c):
         return _escape_char(c)
     import unicodedata
     cat = unicodedata.category(c)
@@ -160,6 +181,8 @@ def _json_one(m: re.Match) -> str:
     o = ord(m.group())
     if o < 0x10000:
         return f"\\u{o:04x}"
+    if not _unsafe_astral(o):
+        return m.group()
     o -= 0x10000                        # JSON escapes astral characters as a surrogate pair
     return f"\\u{0xD800 + (o >> 10):04x}\\u{0xDC00 + (o & 0x3FF):04x}"
 
@@ -169,4 +192,8 @@ def json_safe(text: str) -> str:
     ``UNSAFE`` character written as a ``\\u`` escape; parses back to the same value.
     Outside strings JSON is ASCII, so every such character is inside a string (C0
     controls are escaped there by ``json.dumps`` already; outside they are the layout)."""
+    if text.isascii() and "\x7f" not in text:    # a flag and a memchr: the usual case
+        return text
+    if text.isprintable():                      # one C loop: no UNSAFE character
+        return text
     return _JSON_UNSAFE.sub(_json_one, text) if _JSON_UNSAFE.search(text) else text

@@ -41,6 +41,7 @@ def test_forms():
     assert escape_text("a\x1b[31m\n\t\r\x7f\x9b") == "a\\x1b[31m\\n\\t\\r\\x7f\\x9b"
     assert escape_text("r\u202el\u200bz\ufeff\u2028") == "r\\u202el\\u200bz\\ufeff\\u2028"
     assert escape_text("tag\U000e0041") == "tag\\U000e0041"
+    assert escape_text("🦙\U000f0000\U000e0041🦙") == "🦙\U000f0000\\U000e0041🦙"   # astral: only Cf escaped
     assert escape_text(b"caf\xe9\xff") == "caf\\xe9\\xff"                 # bytes that are not UTF-8
     assert escape_text("caf\xe9\xff".encode("latin-1").decode("utf-8", "surrogateescape")) == "caf\\xe9\\xff"
     assert escape_text(escape_text("x\ny\x1b")) == escape_text("x\ny\x1b")  # a second pass changes nothing
@@ -50,6 +51,7 @@ def test_label_is_stricter():
     assert escape_label('q"\\') == 'q\\"\\\\'
     assert escape_label("\u00a0\ue000\u0378 ") == "\\xa0\\ue000\\u0378 "    # NBSP, private use, unassigned
     assert escape_label(b"\xe2\x96") == "\\xe2\\x96"
+    assert escape_label("🦙\U000f0000") == "🦙\\U000f0000"
     assert escape_label("é 🦙") == "é 🦙"
 
 
