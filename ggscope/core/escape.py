@@ -38,6 +38,11 @@ In which output, each exactly once, where the text leaves ggscope:
   writes every ``UNSAFE`` character as a ``\\uNNNN`` escape: the document parses back
   to the same strings, is always valid UTF-8, and ``cat`` of it cannot drive a terminal.
 
+A finding's message is display text built by a rule, which quotes the file text in it
+with ``rules.base.quoted`` (this ``escape_text``); the outputs escape the whole message
+where it leaves, which changes nothing there (escaping is idempotent: backslashes are
+left alone) and catches text a message took in any other way.
+
 ``UNSAFE`` is one table of ranges (Unicode 14 as in Python 3.11's ``unicodedata``, plus
 the format characters added since) so that the check is one regular expression;
 tests/core/test_escape.py proves it covers every Cc/Cf/Cs/Zl/Zp character of the
