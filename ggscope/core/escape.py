@@ -22,10 +22,13 @@ for reading, not for parsing back.
 In which output, each exactly once, where the text leaves ggscope:
 
 * text (info, stats, validate, diff, run, every error line) and GitHub annotations
-  (before the workflow command's own ``%0A`` encoding): ``escape_text``;
+  (before the workflow command's own ``%0A`` encoding, keeping line breaks:
+  ``keep="\\r\\n"``): ``escape_text``;
 * Rich tables and the Textual browser: ``rich.text.Text(escape_text(s))`` - never a
-  markup string, so ``[`` is just a bracket (the browser's ``tui.format.file_text``
-  returns that ``Text``; notifications pass ``markup=False``);
+  markup string, so ``[`` is just a bracket (the browser escapes with
+  ``tui.format.file_text``, the detail pane keeping line feeds, and hands widgets
+  ``Text`` through ``tui.format.plain`` and ``tui.widgets.plain_table.PlainTable``;
+  notifications pass ``markup=False``);
 * a token in a quoted label (``run``'s candidates, ``diff --logits``): ``escape_label``,
   which also escapes the backslash, the double quote, every space that is not U+0020
   and characters that are private or unassigned, since a token is often one invisible
