@@ -104,8 +104,8 @@ def _looks_like_input(word: str) -> bool:
 def _not_a_command(word: str) -> int:
     close = difflib.get_close_matches(word, (*COMMANDS, "help", "completion"), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else "; see 'ggscope --help'"
-    shown = word.encode("unicode_escape").decode("ascii")      # a user's word, never raw control bytes
-    print(f"ggscope: '{shown}' is neither a command nor a file{hint}", file=sys.stderr)
+    from ggscope.core.escape import escape_text
+    print(f"ggscope: '{escape_text(word)}' is neither a command nor a file{hint}", file=sys.stderr)
     return 2
 
 
@@ -159,13 +159,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
+    from ggscope.core.escape import escape_text
     try:
         return int(args._run(args))      # long work draws bars on a terminal (ggscope.core.progress)
     except KeyboardInterrupt:
         print("ggscope: interrupted", file=sys.stderr)
         return 130
     except GGScopeError as exc:   # e.g. a remote read that fails while tensor data streams
-        print(f"ggscope: {exc}", file=sys.stderr)
+        print(f"ggscope: {escape_text(exc)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

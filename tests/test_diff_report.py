@@ -13,6 +13,7 @@ from gguf import GGUFReader, LlamaFileType
 import ggscope
 from ggscope.diff.compare import diff_files, diff_metadata
 from ggscope.report import diff as render
+from ggscope.report import diff_rich
 from gguf_writers import KV, T, TensorSpec, V, write_gguf_py
 
 from pathlib import Path
@@ -68,7 +69,7 @@ def test_offset_only_changes_are_moved(q8_q4):
 def test_terminal_table_fits_and_keeps_names_whole(q8_q4, width):
     from rich.console import Console
     con = Console(width=width, file=io.StringIO(), color_system=None, highlight=False)
-    for part in render.rich_renderables(q8_q4):
+    for part in diff_rich.rich_renderables(q8_q4):
         con.print(part)
     out = con.file.getvalue()
     lines = out.splitlines()

@@ -20,7 +20,8 @@ import json
 import pytest
 
 import ggscope
-from ggscope.model.tokenizer import escape_text, load
+from ggscope.core.escape import escape_label
+from ggscope.model.tokenizer import load
 from test_tokenizer_llama_vocab import read_cases
 
 
@@ -80,12 +81,12 @@ def test_rwkv_cpp_byte_pieces(shared_fixtures):
     assert tok.label(ord("A")) == '"A"' and tok.label(10) == '"\\n"' and tok.label(0xE2) == '"\\xe2"'
 
 
-def test_escape_text():
-    assert escape_text("a\x1b[31mb") == "a\\x1b[31mb"
-    assert escape_text('q"\\') == 'q\\"\\\\'
-    assert escape_text("\u202e") == "\\u202e"                 # bidi override
-    assert escape_text(b"\xe2\x96") == "\\xe2\\x96"             # incomplete UTF-8
-    assert escape_text("é 🦙") == "é 🦙"
+def test_escape_label():
+    assert escape_label("a\x1b[31mb") == "a\\x1b[31mb"
+    assert escape_label('q"\\') == 'q\\"\\\\'
+    assert escape_label("\u202e") == "\\u202e"                 # bidi override
+    assert escape_label(b"\xe2\x96") == "\\xe2\\x96"             # incomplete UTF-8
+    assert escape_label("é 🦙") == "é 🦙"
 
 
 def test_legacy_tiny_unigram_vocab(shared_fixtures):

@@ -1,7 +1,8 @@
 """What every command does the same way: opening files, reporting errors, output mode.
 
 Errors are one paragraph on stderr naming file, offset and field path; they map to
-exit status 2.  Colour and rich tables only when stdout is a terminal (and
+exit status 2.  ``error`` is where such a paragraph leaves: it escapes it once
+(``core.escape.escape_text``), whatever file text it quotes.  Colour and rich tables only when stdout is a terminal (and
 ``NO_COLOR`` is not set) unless ``--color`` says otherwise.
 """
 from __future__ import annotations
@@ -20,16 +21,16 @@ __all__ = ["open_or_report", "damage_message", "add_color_argument", "use_rich",
 
 
 def error(msg: str) -> None:
-    print(f"ggscope: {msg}", file=sys.stderr)
+    from ggscope.core.escape import escape_text
+    print(f"ggscope: {escape_text(msg)}", file=sys.stderr)
 
 
 def damage_message(mf: ModelFile) -> str:
     d = mf.damage
     assert d is not None
-    from ggscope.core.escape import escape_text
-    path = escape_text(mf.path)
+    path = mf.path                   # escaped where the paragraph is printed (``error``)
     return (f"{path}: damaged {mf.format} file: parsing stopped at offset {d.start} ({d.start:#x}) "
-            f"in field {escape_text(d.path) or '/'}: {escape_text(d.error)}. Everything before that offset "
+            f"in field {d.path or '/'}: {d.error}. Everything before that offset "
             f"parsed; run `ggscope validate {path}` for every finding.")
 
 
@@ -78,8 +79,9 @@ def console(args: Any):
 def progress_bar(label: str):
     """A progress bar on stderr while long work runs, only when stderr is a terminal
     (nothing is written when it is piped), as a ``(done, total, description)``
-    callback, else None.  Descriptions may hold file-provided text: control characters
-    and rich markup are escaped."""
+    callback, else None.  Descriptions may hold file-provided text: escaped once
+    (``core.escape``) and then quoted for Rich's markup (``rich.markup.escape``: a
+    progress description is a markup string)."""
     if not sys.stderr.isatty():
         yield None
         return

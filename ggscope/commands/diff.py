@@ -10,7 +10,6 @@ pass).
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from ggscope.core.errors import GGScopeError
@@ -125,11 +124,12 @@ def run(args) -> int:
     except DiffCancelled:
         return 2
     if args.json:
-        json.dump(render.as_json(result, logits), sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        from ggscope.report.jsonable import dumps
+        sys.stdout.write(dumps(render.as_json(result, logits)) + "\n")
     elif use_rich(args):
+        from ggscope.report.diff_rich import rich_renderables
         con = console(args)
-        for r in render.rich_renderables(result, logits):
+        for r in rich_renderables(result, logits):
             con.print(r)
     else:
         sys.stdout.write(render.plain(result, logits) + "\n")

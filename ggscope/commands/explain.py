@@ -59,9 +59,9 @@ def run(args) -> int:
     if rule is None:
         close = suggestions(args.rule)
         hint = f"; did you mean {', '.join(close)}?" if close else "; `ggscope rules` lists every code"
-        error(f"no rule {args.rule!r}{hint}")
+        error(f'no rule "{args.rule}"{hint}')
         return 2
     if args.rule.strip().upper() in REDIRECTS:
-        print(f"ggscope: {args.rule.upper()} was renamed to {rule.code}", file=sys.stderr)
+        error(f"{args.rule.strip().upper()} was renamed to {rule.code}")
     sys.stdout.write(render(rule))
     return 0

@@ -6,7 +6,6 @@ then shows one rule in full.  The data is ``ggscope.rules.RULES``, nothing else.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from ggscope.commands.common import error
@@ -56,12 +55,12 @@ def run(args) -> int:
     rules = ordered()
     if args.family:
         if args.family not in FAMILIES:
-            error(f"unknown family {args.family!r}; families: {', '.join(FAMILIES)}")
+            error(f"unknown family \"{args.family}\"; families: {', '.join(FAMILIES)}")
             return 2
         rules = [r for r in rules if r.family == args.family]
     if args.json:
-        json.dump([as_json(r) for r in rules], sys.stdout, ensure_ascii=False)
-        sys.stdout.write("\n")
+        from ggscope.report.jsonable import dumps
+        sys.stdout.write(dumps([as_json(r) for r in rules]) + "\n")
     else:
         sys.stdout.write(table(rules))
     return 0

@@ -8,7 +8,6 @@ tokenizer, bad ids, missing weights) are one line on stderr and exit status 2.
 """
 from __future__ import annotations
 
-import json
 import sys
 
 from ggscope.core.errors import GGScopeError
@@ -78,7 +77,7 @@ def _run(args) -> int:
     import numpy as np
     from ggscope import forward as F
     from ggscope.forward.logits import check_logits, log_softmax
-    from ggscope.model.tokenizer import escape_text
+    from ggscope.core.escape import escape_text
     mf = open_or_report(args.file)
     if mf is None:
         return 2
@@ -118,12 +117,11 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        from ggscope.report.jsonable import jsonable
-        json.dump(jsonable(out), sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        from ggscope.report.jsonable import dumps
+        sys.stdout.write(dumps(out) + "\n")
     else:
         w = sys.stdout.write
-        w(f"architecture: {out['architecture']}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
+        w(f"architecture: {escape_text(out['architecture'])}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
         w("rank  id        logit      prob  token\n")
         for r, t in enumerate(top, 1):
             text = names.label(t["id"]) if names is not None else "(no vocabulary)"

@@ -8,7 +8,6 @@ goes to stderr and only on a terminal.
 from __future__ import annotations
 
 import fnmatch
-import json
 import sys
 
 from ggscope.core.escape import escape_text
@@ -79,7 +78,7 @@ def run(args) -> int:
         return 2
     chosen, missing = _select(mf, args.tensors)
     if missing:
-        error(f"{args.file}: no tensor matches {', '.join(repr(m) for m in missing)}; "
+        error(f"{args.file}: no tensor matches {', '.join(f'“{m}”' for m in missing)}; "
               f"`ggscope info {args.file}` lists the tensors")
         return 2
     rich = use_rich(args) and not args.json
@@ -107,8 +106,8 @@ def run(args) -> int:
         if progress:
             progress.stop()
     if args.json:
-        json.dump(render.as_json(mf.path, results, errors), sys.stdout, ensure_ascii=False, allow_nan=False)
-        sys.stdout.write("\n")
+        from ggscope.report.jsonable import dumps
+        sys.stdout.write(dumps(render.as_json(mf.path, results, errors)) + "\n")
     elif rich:
         con = console(args)
         con.print(render.rich_table(results))

@@ -80,7 +80,7 @@ def add_arguments(p) -> None:
 def _expand(patterns: list[str]) -> tuple[list[str], list[str]]:
     files, missing = [], []
     for pat in patterns:
-        if glob.has_magic(pat):
+        if glob.has_magic(pat) and not os.path.lexists(pat):     # a file named "[x].gguf" is itself
             hits = sorted(glob.glob(pat, recursive=True))
             (files.extend(hits) if hits else missing.append(pat))
         else:

@@ -33,7 +33,7 @@ Contract: ``load(model) -> Tokenizer``; ``Tokenizer.encode(text, add_bos=None)``
 list of ints (``add_bos=None`` follows the file's ``tokenizer.ggml.add_bos_token``),
 ``decode(ids)`` gives text; ``piece_bytes(id)`` is one token's text as llama.cpp's
 ``token_to_piece`` (special tokens rendered) gives it, ``piece(id)`` the same as str and
-``label(id)`` a terminal-safe quoted form (``escape_text``) for listing candidates.
+``label(id)`` a terminal-safe quoted form (``core.escape.escape_label``) for listing candidates.
 """
 from __future__ import annotations
 
@@ -41,13 +41,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ggscope.core.errors import GGScopeError
-from ggscope.core.escape import escape_label as escape_text  # the one escaping module
+from ggscope.core.escape import escape_label
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["Tokenizer", "TokenizerError", "PRE_TOKENIZER_REGEXES", "load", "supported_models",
-           "escape_text"]
+__all__ = ["Tokenizer", "TokenizerError", "PRE_TOKENIZER_REGEXES", "load", "supported_models"]
 
 
 class TokenizerError(GGScopeError):
@@ -161,7 +160,7 @@ class Tokenizer:
 
     def label(self, tid: int) -> str:
         """Token ``tid``'s text quoted and escaped for a terminal, e.g. ``" world"``."""
-        return '"' + escape_text(self.piece_bytes(tid)) + '"'
+        return '"' + escape_label(self.piece_bytes(tid)) + '"'
 
     def encode(self, text: str, add_bos: bool | None = None) -> list[int]:
         if self.hf is None:

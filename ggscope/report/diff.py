@@ -3,7 +3,7 @@
 ``as_json`` is for scripts (one object: "identical", "header", "metadata" {"added",
 "removed", "changed"}, "tensors" [{"name", "status", "max_abs", "rmse", "rel_rmse",
 "cosine", "snr_db", ...}]); ``plain`` is for pipes (tab-free aligned text, no colour);
-``rich_renderables`` for a terminal.  Identical tensors are counted, not listed, in the
+``report.diff_rich.rich_renderables`` for a terminal.  Identical tensors are counted, not listed, in the
 text renderings; JSON lists every tensor.  Added/removed arrays show their length and
 first items, never a whole vocabulary.  Each takes an optional ``LogitsDiff``
 (``ggscope diff --logits``): JSON gains a "logits" object, the text renderings a
@@ -14,8 +14,10 @@ weight: ``ggscope.model.summary``), the tensor counts and the worst error; a ten
 only change is its offset is *moved*; ``general.file_type`` values carry llama.cpp's
 names (Q8_0 (7) → Q4_K_S (14)); a legacy header word compared under its GGUF key
 shows both names.  On a terminal the tensor table keeps to the console's width by
-dropping the least important columns first (``TENSOR_COLUMNS``' priorities).  Every
-string from a file passes ``_text`` (control characters escaped).
+dropping the least important columns first (``diff_rich.TENSOR_COLUMNS``).  Every
+string from a file is escaped once by ``core.escape`` (``escape_text``; a token's text
+by ``escape_label``); JSON carries file text losslessly (``json_text``:
+text that is not UTF-8 as ``{"bytes": hex}``) and is written by ``jsonable.dumps``.
 """
 from __future__ import annotations
 
@@ -25,19 +27,18 @@ from typing import Any
 from ggscope import __version__
 from ggscope.diff.compare import DiffResult, MetaChange, MetaEntry, TensorDiff
 from ggscope.forward.logits import LogitsDiff
-from ggscope.model.tokenizer import escape_text
+from ggscope.core.escape import escape_label, json_text
+from ggscope.core.escape import escape_text as _text
 from ggscope.report.info import summarize_value
 from ggscope.report.jsonable import jsonable
 
-__all__ = ["as_json", "plain", "rich_renderables", "summary_line", "logits_json", "logits_summary",
+__all__ = ["as_json", "plain", "summary_line", "logits_json", "logits_summary",
            "METRICS", "STATUS_STYLE", "number", "shape_text", "display_status", "summary_rows", "worst_line",
-           "value_text", "counts_line"]
+           "value_text", "counts_line", "change_lines", "logits_rows", "LOGITS_HEAD"]
 
-def _text(s: Any) -> str:
-    """File-provided text on its way to a terminal: control characters escaped by the
-    one escaping helper (``ggscope.core.escape``)."""
-    from ggscope.core.escape import escape_text as escape_file_text
-    return escape_file_text(str(s))
+STATUS_STYLE = {"identical": "green", "equal": "green", "moved": "green", "changed": "yellow",
+                "shape-changed": "red", "added": "cyan", "removed": "magenta", "error": "bold red"}
+
 
 
 def display_status(t: TensorDiff) -> str:
@@ -53,13 +54,13 @@ METRICS = ("max_abs", "rmse", "rel_rmse", "cosine", "snr_db")
 def _entry_json(e: MetaEntry) -> dict[str, Any]:
     v = e.value
     if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
-        return {"key": e.key, "type": e.type, "value": jsonable(v)}
-    return {"key": e.key, "type": e.type, "n_items": len(v),
+        return {"key": json_text(e.key), "type": e.type, "value": jsonable(v)}
+    return {"key": json_text(e.key), "type": e.type, "n_items": len(v),
             "first": jsonable([v[i] for i in range(min(len(v), PREVIEW))])}
 
 
 def _change_json(c: MetaChange) -> dict[str, Any]:
-    out: dict[str, Any] = {"key": c.key, "type_a": c.type_a, "type_b": c.type_b}
+    out: dict[str, Any] = {"key": json_text(c.key), "type_a": c.type_a, "type_b": c.type_b}
     if c.is_array:
         out.update(len_a=c.len_a, len_b=c.len_b, n_differing=c.n_differing,
                    first=[{"index": d.index, "a": jsonable(d.a), "b": jsonable(d.b)} for d in c.first])
@@ -69,18 +70,18 @@ def _change_json(c: MetaChange) -> dict[str, Any]:
 
 
 def _tensor_json(t: TensorDiff) -> dict[str, Any]:
-    return {"name": t.name, "status": t.status, "shown_as": display_status(t), "changes": list(t.changes),
+    return {"name": json_text(t.name), "status": t.status, "shown_as": display_status(t), "changes": list(t.changes),
             "shape_a": list(t.shape_a) if t.shape_a is not None else None,
             "shape_b": list(t.shape_b) if t.shape_b is not None else None,
             "type_a": t.type_a, "type_b": t.type_b, "offset_a": t.offset_a, "offset_b": t.offset_b,
             "n_elements": t.n_elements,
             **{m: jsonable(getattr(t, m)) for m in METRICS},
-            "n_nonfinite": t.n_nonfinite, "error": t.error}
+            "n_nonfinite": t.n_nonfinite, "error": jsonable(t.error)}
 
 
 def logits_json(d: LogitsDiff) -> dict[str, Any]:
-    return {"architecture_a": d.architecture_a, "architecture_b": d.architecture_b,
-            "n_vocab": d.n_vocab, "tokens": list(d.tokens), "notes": list(d.notes),
+    return {"architecture_a": json_text(d.architecture_a), "architecture_b": json_text(d.architecture_b),
+            "n_vocab": d.n_vocab, "tokens": list(d.tokens), "notes": [json_text(n) for n in d.notes],
             "kl_mean": d.kl_mean, "kl_max": d.kl_max, "top1_agreement": d.top1_agreement,
             "max_abs_logit": d.max_abs_logit, "n_nonfinite": d.n_nonfinite,
             "positions": [{"index": p.index, "token": p.token, "kl": p.kl, "top1_a": p.top1_a,
@@ -90,15 +91,16 @@ def logits_json(d: LogitsDiff) -> dict[str, Any]:
                           for p in d.positions]}
 
 
-def _piece_text(d: LogitsDiff, tid: int) -> str:
-    return d.pieces.get(tid, b"").decode("utf-8", "replace")
+def _piece_text(d: LogitsDiff, tid: int) -> Any:
+    """A token's exact text: a string, or ``{"bytes": hex}`` when it is not UTF-8."""
+    return json_text(d.pieces.get(tid, b"").decode("utf-8", "surrogateescape"))
 
 
 def _label(d: LogitsDiff, tid: int) -> str:
     """``id "text"`` with the text escaped for a terminal, or the id alone."""
     if tid not in d.pieces:
         return str(tid)
-    return f'{tid} "{escape_text(d.pieces[tid])}"'
+    return f'{tid} "{escape_label(d.pieces[tid])}"'
 
 
 def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
@@ -111,14 +113,15 @@ def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
 def _summary_json(sm: Any) -> dict[str, Any] | None:
     if sm is None:
         return None
-    return {"format": sm.format, "version": sm.version, "architecture": sm.architecture, "name": sm.name,
+    return {"format": sm.format, "version": sm.version, "architecture": jsonable(sm.architecture),
+            "name": jsonable(sm.name),
             "file_type": sm.file_type, "n_params": sm.n_params, "file_size": sm.file_size,
             "tensor_bytes": sm.tensor_bytes, "bits_per_weight": sm.bpw,
             "tensor_types": [{"type": t, "tensors": n, "bytes": b} for t, n, b in sm.census]}
 
 
 def _result_json(r: DiffResult) -> dict[str, Any]:
-    return {"version": __version__, "a": r.path_a, "b": r.path_b, "identical": r.identical,
+    return {"version": __version__, "a": json_text(r.path_a), "b": json_text(r.path_b), "identical": r.identical,
             "summary": {"a": _summary_json(r.summary_a), "b": _summary_json(r.summary_b)},
             "header": [{"field": h.field, "a": jsonable(h.a), "b": jsonable(h.b)} for h in r.header],
             "metadata": {"added": [_entry_json(e) for e in r.metadata.added],
@@ -169,7 +172,7 @@ def value_text(key: str, v: Any, limit: int = 120) -> str:
     if key == "general.file_type" and isinstance(v, int) and not isinstance(v, bool):
         from ggscope.model.summary import file_type_name
         return f"{file_type_name(v)} ({v})"
-    return _text(summarize_value(v, limit))
+    return summarize_value(v, limit)          # escaped there, once
 
 
 def _key(key: str, *own: str) -> str:
@@ -272,16 +275,16 @@ def logits_summary(d: LogitsDiff) -> str:
     return text
 
 
-def _logits_rows(d: LogitsDiff) -> list[list[str]]:
+def logits_rows(d: LogitsDiff) -> list[list[str]]:
     return [[str(p.index), _label(d, p.token), number(p.kl, "kl"), _label(d, p.top1_a),
              _label(d, p.top1_b) + ("" if p.agree else " ≠"), number(p.max_abs_logit, "max_abs")]
             for p in d.positions]
 
 
 def _logits_plain(d: LogitsDiff) -> list[str]:
-    out = [f"logits: {d.architecture_a} vs {d.architecture_b}, {d.n_vocab} tokens in the vocabulary"]
-    out += [f"note: {n}" for n in d.notes]
-    rows = _logits_rows(d)
+    out = [f"logits: {_text(d.architecture_a)} vs {_text(d.architecture_b)}, {d.n_vocab} tokens in the vocabulary"]
+    out += [f"note: {_text(n)}" for n in d.notes]
+    rows = logits_rows(d)
     widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(LOGITS_HEAD)]
     out.append("  ".join(h.rjust(w) for h, w in zip(LOGITS_HEAD, widths)))
     out += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows]
@@ -320,109 +323,3 @@ def plain(r: DiffResult, logits: LogitsDiff | None = None) -> str:
     if logits is not None:
         out += _logits_plain(logits)
     return "\n".join(out)
-
-
-STATUS_STYLE = {"identical": "green", "equal": "green", "moved": "green", "changed": "yellow",
-                "shape-changed": "red", "added": "cyan", "removed": "magenta", "error": "bold red"}
-
-# (heading, right-aligned, priority: lower survives a narrow terminal longer)
-TENSOR_COLUMNS = (("tensor", False, 0), ("status", False, 1), ("type", False, 2), ("shape", False, 6),
-                  ("max|Δ|", True, 5), ("rmse", True, 7), ("rel rmse", True, 3), ("cosine", True, 4),
-                  ("snr dB", True, 8), ("note", False, 9))
-
-
-def _pair(a: Any, b: Any, status: str) -> str:
-    if status == "added":
-        return str(b)
-    if status == "removed" or a == b:
-        return str(a)
-    return f"{a} → {b}"
-
-
-def _rich_rows(r: DiffResult) -> list[list[str]]:
-    return [[_text(t.name), display_status(t), _pair(t.type_a, t.type_b, t.status),
-             _pair(shape_text(t.shape_a), shape_text(t.shape_b), t.status),
-             *(number(getattr(t, m), m) for m in METRICS), _text(t.error or "")]
-            for t in r.tensors if not t.same]
-
-
-class _FittingTable:
-    """A rich renderable: the tensor table with as many columns as the width allows,
-    dropped in ``TENSOR_COLUMNS`` priority order; long names and notes fold."""
-
-    def __init__(self, rows: list[list[str]], title: str) -> None:
-        self.rows, self.title = rows, title
-
-    def __rich_console__(self, console, options):
-        from rich.table import Table
-        from rich.text import Text
-        widths = [max(len(h), *(len(row[i]) for row in self.rows)) for i, (h, _, _) in enumerate(TENSOR_COLUMNS)]
-        widths[0] = min(widths[0], 24)           # a name may fold; keep room for numbers
-        keep = sorted(range(len(TENSOR_COLUMNS)), key=lambda i: TENSOR_COLUMNS[i][2])
-        chosen: list[int] = []
-        used = 4                                   # the table's outer border
-        for i in keep:
-            if not any(row[i] for row in self.rows) and TENSOR_COLUMNS[i][0] == "note":
-                continue
-            if used + widths[i] + 3 <= options.max_width or not chosen:
-                chosen.append(i)
-                used += widths[i] + 3
-        chosen.sort()
-        dropped = [TENSOR_COLUMNS[i][0] for i in range(len(TENSOR_COLUMNS))
-                   if i not in chosen and any(row[i] for row in self.rows)]
-        table = Table(title=self.title, caption=("left out for width: " + ", ".join(dropped)
-                                                 + "; --json has every column") if dropped else None,
-                      caption_justify="left")
-        for i in chosen:
-            h, right, _ = TENSOR_COLUMNS[i]
-            table.add_column(h, justify="right" if right else "left",
-                             overflow="fold", no_wrap=right, min_width=min(widths[i], 10) if i == 0 else None)
-        for row in self.rows:
-            cells = [Text(row[i], style=STATUS_STYLE.get(row[i], "")) if i == 1 else row[i] for i in chosen]
-            table.add_row(*cells)
-        yield table
-
-
-def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
-    out: list[Any] = [Text(f"--- {_text(r.path_a)}\n+++ {_text(r.path_b)}", style="bold")]
-    srows = summary_rows(r)
-    if srows:
-        summ = Table(box=None, pad_edge=False, header_style="bold")
-        summ.add_column("", style="bold cyan", no_wrap=True)
-        summ.add_column("A", overflow="fold")
-        summ.add_column("B", overflow="fold")
-        for what, a, b in srows:
-            summ.add_row(what, a, Text(b, style="yellow" if a != b else ""))
-        out.append(summ)
-        if r.tensors:
-            out.append(Text(counts_line(r)))
-        if worst_line(r):
-            out.append(Text(worst_line(r), style="yellow"))
-    lines = change_lines(r)
-    if lines:
-        meta = Table(title="metadata and header", show_header=False, box=None)
-        meta.add_column(overflow="fold")
-        style = {"+": "cyan", "-": "magenta", "~": "yellow", "h": "yellow"}
-        for ln in lines:
-            meta.add_row(Text(ln, style=style.get(ln[:1], "")))
-        out.append(meta)
-    rows = _rich_rows(r)
-    if rows:
-        out.append(_FittingTable(rows, "tensors (B relative to A)"))
-    n_same = sum(t.same for t in r.tensors)
-    if n_same and not r.identical:
-        out.append(Text(f"({n_same} identical tensors not shown)", style="dim"))
-    out.append(Text(summary_line(r), style="green" if r.identical else "yellow"))
-    if logits is not None:
-        table = Table(title=f"next-token distributions ({logits.architecture_a} vs "
-                            f"{logits.architecture_b}; position i predicts after tokens 0..i)")
-        for h in LOGITS_HEAD:
-            table.add_column(h, justify="right")
-        for p, row in zip(logits.positions, _logits_rows(logits)):
-            table.add_row(*(Text(c) for c in row), style="" if p.agree else "yellow")  # token text is not markup
-        out.append(table)
-        out += [Text(f"note: {n}", style="dim") for n in logits.notes]
-        out.append(Text(logits_summary(logits), style="green" if logits.same else "yellow"))
-    return out

@@ -4,14 +4,13 @@ Why: CI scripts and ``jq`` read this; the keys are a contract (see ``Finding.as_
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from ggscope.rules import Finding
-from ggscope.report.jsonable import jsonable
+from ggscope.report.jsonable import dumps
 
 __all__ = ["render"]
 
 
 def render(findings: Iterable[Finding]) -> str:
-    return json.dumps([jsonable(f.as_dict()) for f in findings], ensure_ascii=False)
+    return dumps([f.as_dict() for f in findings])

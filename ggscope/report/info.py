@@ -6,14 +6,13 @@ terminal).  Long arrays are summarised as their count and first items.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO
 
 import numpy as np
 
 from ggscope.model.modelfile import ModelFile
 from ggscope.core.escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
-from ggscope.report.jsonable import jsonable, value_json
+from ggscope.report.jsonable import dumps, jsonable, value_json
 
 __all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
 
@@ -33,10 +32,8 @@ def summarize_value(v: Any, limit: int = 120) -> str:
         b = bytes(v)
         hexed = b[:limit // 3].hex(" ")
         return f"{len(b)} bytes: {hexed}" + (" …" if len(b) > limit // 3 else "") if b else "0 bytes"
-    if isinstance(v, str):
-        s = v.encode("utf-8", "backslashreplace").decode("utf-8")
-        s = s.replace("\n", "\\n")
-        return repr(s if len(s) <= limit else s[:limit] + "…")
+    if isinstance(v, str):              # quoted and escaped once (core.escape), never a repr
+        return '"' + escape_text(v if len(v) <= limit else v[:limit]) + ('"' if len(v) <= limit else '…"')
     if isinstance(v, (np.ndarray, list)) or (hasattr(v, "tolist") and hasattr(v, "__len__")):
         n = len(v)
         head = [v[i] for i in range(min(n, ARRAY_PREVIEW))]
@@ -53,9 +50,9 @@ def _extra_text(v: Any) -> str:
     if v is None or (hasattr(v, "__len__") and not isinstance(v, (str, bytes)) and len(v) == 0) or v == "":
         return ""
     if isinstance(v, str):
-        return v.encode("utf-8", "backslashreplace").decode("utf-8").replace("\n", "\\n")
+        return escape_text(v)
     if isinstance(v, dict):
-        return "; ".join(f"{k}: {_extra_text(x) or 'none'}" for k, x in v.items())
+        return "; ".join(f"{escape_text(k)}: {_extra_text(x) or 'none'}" for k, x in v.items())  # type_errors: name -> why
     if isinstance(v, (list, tuple)) and all(isinstance(x, (bytes, bytearray)) for x in v):
         return f"{len(v)} entries (exact bytes; --json lists them)"
     return summarize_value(v)
@@ -82,29 +79,26 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
 def as_json(mf: ModelFile) -> dict[str, Any]:
     """Everything, as valid UTF-8 JSON: file text that is not valid UTF-8 is written as
     ``{"bytes": hex}``; a metadata key that is not is escaped and its exact bytes are
-    listed under ``metadata_key_bytes`` (see ``report.escape``)."""
+    listed under ``metadata_key_bytes`` (see ``core.escape``)."""
     out = _summary(mf)
     out["metadata"] = {json_key(k): jsonable(v) for k, v in mf.metadata.items()}
     return out
 
 
 def write_json(mf: ModelFile, out: TextIO) -> None:
-    """Write ``json.dumps(as_json(mf), ensure_ascii=False, allow_nan=False)`` to ``out``,
-    character for character, in pieces: string arrays go straight from their bytes
-    (``jsonable.value_json``) and no one string of the whole document is built."""
-    def dumps(x: Any) -> str:
-        return json.dumps(x, ensure_ascii=False, allow_nan=False)
-
+    """Write ``jsonable.dumps(as_json(mf))`` to ``out``, character for character, in
+    pieces: string arrays go straight from their bytes (``jsonable.value_json``) and no
+    one string of the whole document is built."""
     sep = "{"
     for key, value in _summary(mf).items():
-        out.write(f"{sep}{dumps(key)}: ")
+        out.write(f"{sep}{dumps(key, converted=True)}: ")
         sep = ", "
         if key != "metadata":
-            out.write(dumps(value))
+            out.write(dumps(value, converted=True))
             continue
         inner = "{"
         for k, v in mf.metadata.items():
-            out.write(f"{inner}{dumps(json_key(str(k)))}: ")
+            out.write(f"{inner}{dumps(json_key(str(k)), converted=True)}: ")
             out.write(value_json(v))
             inner = ", "
         out.write("{}" if inner == "{" else "}")

@@ -4,7 +4,11 @@ numpy arrays and StringArrays become lists, bytes become hex strings, and non-fi
 floats become the strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers,
 and silently writing ``NaN`` makes output that strict parsers reject).  Text that is not
 valid UTF-8 becomes ``{"bytes": "<hex>"}`` and such a key is escaped
-(``report.escape``), so the output is always valid UTF-8 JSON.
+(``core.escape.json_text``/``json_key``), so the output is always valid UTF-8 JSON.
+``dumps`` is how every command writes JSON: ``json.dumps`` of ``jsonable`` through
+``core.escape.json_safe``, so controls, C1, bidi and zero-width characters inside
+strings are ``\\u`` escapes (lossless; ``cat`` of the output cannot drive a terminal);
+``value_json`` writes one value the same way.
 
 Why the bulk paths: a Llama-3 header holds 408,000 strings and 256,000 numbers in
 arrays; converting a column at once (``tolist()`` of a numpy array, one decode and one
@@ -24,14 +28,14 @@ from typing import Any
 import numpy as np
 
 from ggscope.ksy.scan import StringArray
-from ggscope.core.escape import json_key, json_text
+from ggscope.core.escape import json_key, json_safe, json_text
 
 try:
     from ggscope.report import _cjson            # compiled at install (setup.py); else the numpy route below
 except ImportError:
     _cjson = None
 
-__all__ = ["jsonable", "value_json"]
+__all__ = ["jsonable", "value_json", "dumps"]
 
 
 def _float(x: float) -> Any:
@@ -160,16 +164,23 @@ def _number_array_text(v: np.ndarray) -> str | None:
     return None
 
 
+def dumps(v: Any, indent: int | None = None, *, converted: bool = False) -> str:
+    """The JSON text of ``v`` as every command writes it: ``json.dumps(jsonable(v),
+    ensure_ascii=False, allow_nan=False)`` through ``json_safe``; ``converted`` says
+    ``v`` is ``jsonable``'s output already."""
+    doc = v if converted else jsonable(v)
+    return json_safe(json.dumps(doc, ensure_ascii=False, allow_nan=False, indent=indent))
+
+
 def value_json(v: Any) -> str:
-    """``json.dumps(jsonable(v), ensure_ascii=False, allow_nan=False)``, character for
-    character; string arrays that need no escaping are written from their bytes without
-    a Python string per element."""
+    """``dumps(v)``, character for character; string arrays that need no escaping are
+    written from their bytes without a Python string per element."""
     if isinstance(v, StringArray):
         text = _string_array_text(v)
         if text is not None:
-            return text
+            return json_safe(text)
     if isinstance(v, np.ndarray):
         text = _number_array_text(v)
         if text is not None:
             return text
-    return json.dumps(jsonable(v), ensure_ascii=False, allow_nan=False)
+    return dumps(v)

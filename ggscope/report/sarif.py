@@ -30,7 +30,8 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def _uri(path: str) -> str:
-    """A relative URI when the file is under the current directory, else a file:// URI."""
+    """A relative URI when the file is under the current directory, else a file:// URI;
+    percent-encoded from the name's exact bytes (also those that are not UTF-8)."""
     p = Path(path)
     try:
         rel = os.path.relpath(p.resolve(), Path.cwd().resolve()) if p.is_absolute() else os.path.normpath(path)
@@ -38,7 +39,7 @@ def _uri(path: str) -> str:
         rel = None
     if rel is None or rel.startswith(".."):
         return p.resolve().as_uri()
-    return quote(Path(rel).as_posix())
+    return quote(Path(rel).as_posix(), errors="surrogateescape")   # a name's exact bytes, %XX
 
 
 def _descriptor(rule: type[Rule]) -> dict:
@@ -96,5 +97,5 @@ def as_sarif(findings: Iterable[Finding]) -> dict:
 
 
 def render(findings: Iterable[Finding]) -> str:
-    from ggscope.report.jsonable import jsonable
-    return json.dumps(jsonable(as_sarif(findings)), ensure_ascii=False, indent=2)
+    from ggscope.report.jsonable import dumps
+    return dumps(as_sarif(findings), indent=2)

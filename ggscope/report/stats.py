@@ -44,7 +44,7 @@ def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] 
 def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
     from ggscope import __version__
     return {"version": __version__, "file": jsonable(path), "tensors": [jsonable(dict(s)) for s in stats],
-            "errors": [{"name": jsonable(n), "error": escape_text(m)} for n, m in errors]}
+            "errors": [{"name": jsonable(n), "error": jsonable(m)} for n, m in errors]}
 
 
 def rich_table(stats: Sequence[Mapping[str, Any]]):

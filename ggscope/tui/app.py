@@ -29,7 +29,9 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from ggscope.tui.format import file_text, human_bytes, short_value
+from ggscope.tui.format import file_text, human_bytes, plain, short_value
+from ggscope.tui.jobs import file_findings, open_path
+from ggscope.tui.layout import left_width
 from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
 from ggscope.tui.screens.prompt import PromptScreen
 from ggscope.tui.widgets.detail import DetailPane
@@ -50,55 +52,10 @@ TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 
               "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
-HEX_16 = 82             # a 16-byte hex row with a 10-digit offset, the scrollbar and the border
-HEX_8 = 46              # the same with 8 bytes a row
-
-
-def left_width(terminal: int, shift: int = 0) -> int:
-    """The left pane's width.  Wide terminals (the left keeps 50 columns beside them)
-    give the hex view 16-byte rows and the rest, up to 60 %, to the left; narrower ones
-    8-byte rows; the left keeps at least 30 columns (half of a very narrow terminal).
-    ``shift`` is what ``+``/``-`` added."""
-    if terminal < 60:
-        width = terminal // 2
-    elif terminal - HEX_16 >= 50:
-        width = min(terminal - HEX_16, terminal * 3 // 5)
-    else:
-        width = max(30, min(terminal - HEX_8, terminal * 3 // 5))
-    return max(10, min(terminal - 10, width + shift))
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def _findings(mf: ModelFile) -> list:
-    """The validator's findings, plus the damage itself if no rule reported it."""
-    from ggscope.validate.runner import validate
-    from ggscope.rules import Finding, Severity
-    try:
-        found = list(validate(mf))
-    except Exception as exc:  # noqa: BLE001 - the browser must open whatever the rules do
-        found = [Finding("GG000", Severity.ERROR, mf.path,
-                         f"the validator stopped with an internal error ({type(exc).__name__}): {exc}")]
-    d = mf.damage
-    if d is not None and not any(f.start == d.start for f in found):
-        found.insert(0, Finding("GG001", Severity.ERROR, mf.path,
-                                f"parsing stopped at offset {d.start:#x} in {d.path or '/'}: {d.error}",
-                                path=d.path, start=d.start, end=d.start + 1))
-    return found
-
-
-def _open(path: str) -> tuple[Any, str]:
-    """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown)."""
-    from ggscope.model.open import open as open_file
-    from ggscope.core.errors import GGScopeError, UnreadableFile
-    try:
-        return open_file(path), ""
-    except UnreadableFile as exc:
-        return None, f"ggscope: cannot read {exc}"
-    except GGScopeError as exc:
-        return None, f"ggscope: {exc}"
 
 
 class GGScopeApp(App):
@@ -139,7 +96,7 @@ class GGScopeApp(App):
         self.load_error = ""            # why the loader could not open the file
         self.meta_by_path: dict[str, str] = {}
         self.tensor_by_path: dict[str, Any] = {}
-        self.sub_title = Path(self.path).name
+        self.sub_title = file_text(Path(self.path).name)
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
@@ -155,7 +112,7 @@ class GGScopeApp(App):
         return text
 
     def compose(self) -> ComposeResult:
-        yield Static(self._summary(), id="summary")
+        yield Static(plain(self._summary()), id="summary")
         panes = self._panes(self.mf) if self.mf is not None else {}
         with Horizontal(id="main"):
             with TabbedContent(id="left", initial="overview"):
@@ -206,7 +163,7 @@ class GGScopeApp(App):
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_file(self) -> None:
-        mf, error = _open(self.path)
+        mf, error = open_path(self.path)
         self.post_message(FileLoaded(mf, error))
 
     async def on_file_loaded(self, message: FileLoaded) -> None:
@@ -222,7 +179,7 @@ class GGScopeApp(App):
             await pane.mount_all(panes[tab])
         await self.query(".placeholder").remove()
         await self.query_one("#right").mount_all(panes["hex"], before=0)
-        self.query_one("#summary", Static).update(self._summary())
+        self.query_one("#summary", Static).update(plain(self._summary()))
         self._file_ready()
 
     def _file_ready(self) -> None:
@@ -275,7 +232,7 @@ class GGScopeApp(App):
             self.selected = node
             self.query_one(DetailPane).show_node(node, finding=message.finding)
         if message.label:
-            self.notify(file_text(message.label), timeout=2)
+            self.notify(file_text(message.label), timeout=2, markup=False)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
         from ggscope.ksy.node import deepest_at
@@ -323,7 +280,7 @@ class GGScopeApp(App):
                 return
             off = parse_offset(answer, self.mf.source.size)
             if off is None:
-                self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning")
+                self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning", markup=False)
                 return
             hexview = self._hex()
             hexview.focus()
@@ -346,7 +303,7 @@ class GGScopeApp(App):
         from ggscope.tui.search import search
         hit = search(self.mf, self.last_query, after)
         if hit is None:
-            self.notify(f"not found: {file_text(self.last_query)}", severity="warning")
+            self.notify(f"not found: {file_text(self.last_query)}", severity="warning", markup=False)
             return
         start, end, label = hit
         self.post_message(RangeRequested(start, end, label))
@@ -362,12 +319,12 @@ class GGScopeApp(App):
         else:
             text = short_value(value, 1 << 20) if value is not None else f"{node.start:#x}"
         self.copy_to_clipboard(text)
-        self.notify(f"copied {file_text(key) if key is not None else node.path or '/'}", timeout=2)
+        self.notify(f"copied {file_text(key) if key is not None else node.path or '/'}", timeout=2, markup=False)
 
     # --- workers -------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="validate", exit_on_error=False)
     def run_validator(self) -> None:
-        self.post_message(FindingsReady(_findings(self.mf)))
+        self.post_message(FindingsReady(file_findings(self.mf)))
 
     def on_findings_ready(self, message: FindingsReady) -> None:
         from ggscope.tui.widgets.tables import FindingsTable

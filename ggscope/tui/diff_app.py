@@ -93,7 +93,7 @@ class DiffApp(App):
         self.finished = False          # the worker compared every tensor
         self.cancelled = False
         self.failed = ""               # the worker's unexpected error, if any
-        self.sub_title = f"{Path(a.path).name} → {Path(b.path).name}"
+        self.sub_title = f"{file_text(Path(a.path).name)} → {file_text(Path(b.path).name)}"
 
     # --- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -160,7 +160,7 @@ class DiffApp(App):
         if message.cancelled:
             self.notify("comparison stopped", timeout=2)
         elif message.error:
-            self.notify(f"comparison failed: {message.error}", severity="error")
+            self.notify(f"comparison failed: {file_text(message.error)}", severity="error", markup=False)
         self._update_labels()
 
     # --- routing ----------------------------------------------------------------------

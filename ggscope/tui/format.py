@@ -1,13 +1,21 @@
 """Text forms of values for the browser's labels, tables and detail pane.
 
-Every string that comes from the inspected file passes ``file_text`` before it is
-drawn: control characters (which a terminal would obey) become visible escapes.
-``file_text`` is the one place to swap for ggscope's shared escaping helper.
+Every string that comes from the inspected file passes ``file_text`` - ggscope's one
+escaping (``ggscope.core.escape.escape_text``: controls, format characters such as
+U+202E and U+200B, separators and bytes that are not UTF-8 become visible escapes) -
+and reaches a widget only as ``rich.text.Text`` (``plain``), never as a markup string:
+``[/bold]`` or ``[@click=app.quit]`` in a file is shown as written.  Tables use
+``widgets.plain_table.PlainTable``, which makes every str cell such a ``Text``;
+notifications pass ``markup=False``.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from rich.text import Text
+
+from ggscope.core.escape import escape_text
 
 
 def _is_array(value: Any) -> bool:
@@ -15,18 +23,20 @@ def _is_array(value: Any) -> bool:
     return hasattr(value, "dtype") and hasattr(value, "shape") and getattr(value, "ndim", 0) > 0
 
 
-__all__ = ["short_value", "human_bytes", "file_text", "value_pages", "PAGE_CHARS"]
+__all__ = ["short_value", "human_bytes", "file_text", "plain", "value_pages", "PAGE_CHARS"]
 
 PAGE_CHARS = 2000            # a long string is shown this many characters a page
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x20), 0x7F)}
-_CONTROL.update({0x0A: "\\n", 0x09: "\\t", 0x0D: "\\r"})
-_CONTROL.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
 
 
-def file_text(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` from a file, with control characters shown as escapes (\\n, \\x1b)."""
-    table = _CONTROL if not keep_newlines else {k: v for k, v in _CONTROL.items() if k != 0x0A}
-    return str(text).translate(table)
+def file_text(text: Any, *, keep_newlines: bool = False) -> str:
+    """``text`` from a file, escaped (``core.escape.escape_text``); ``keep_newlines``
+    keeps line feeds as line breaks (the detail pane's pages) and escapes the rest."""
+    return escape_text(text, keep="\n" if keep_newlines else "")
+
+
+def plain(text: str, style: str = "") -> Text:
+    """Text already escaped (or ggscope's own) as a widget takes it: never markup."""
+    return Text(text, style=style)
 
 
 def short_value(value: Any, width: int = 60) -> str:

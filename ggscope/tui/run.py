@@ -15,5 +15,6 @@ def run_app(path: str) -> int:
     app = GGScopeApp(path)
     app.run()
     if app.load_error:
-        print(app.load_error, file=sys.stderr)
+        from ggscope.core.escape import escape_text
+        print(escape_text(app.load_error), file=sys.stderr)
     return int(app.return_code or 0)

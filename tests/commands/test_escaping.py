@@ -89,3 +89,90 @@ def test_helper():
     assert escape_text("r\u202el") == "r\\u202el"
     assert escape_text("plain ünïcode \\x") == "plain ünïcode \\x"
     assert json_text(BAD.decode("utf-8", "surrogateescape")) == {"bytes": BAD.hex()}
+
+
+# --- the same hostile strings through every command ------------------------------------
+# (tests/hostile_text.py: markup, ESC and C1 sequences, U+202E, U+200B, U+FEFF and bytes
+# that are not UTF-8 in the file name, keys, values, the architecture, the chat
+# template, the tokens and the tensor names; the browser's test reads the same file)
+
+import os
+import re
+
+from hostile_text import HOSTILE, MARKUP, VALID, hostile_gguf, hostile_rwkv, raw_left
+
+RICH_CSI = re.compile("\x1b\\[[0-9;?]*[A-Za-z]")   # Rich's own colours and cursor codes (--color always)
+# messages built outside the output layer that quote file text with Python's repr
+# (rules' and the forward pass's `{name!r}`): terminal-safe, but a byte that is not
+# UTF-8 reads '\udcff' there instead of \xff - left to those modules' owners
+REPR_MESSAGES = {"validate", "validate json", "validate sarif", "validate github", "run architecture",
+                 "run tokenizer", "diff logits tokenizer"}
+HOSTILE_ARG = HOSTILE.decode("utf-8", "surrogateescape")   # as Python gives argv that is not UTF-8
+
+
+@pytest.fixture
+def files(tmp_path):
+    from hostile_text import write_hostile
+    a = write_hostile(tmp_path)
+    b = tmp_path / "b.gguf"
+    b.write_bytes(hostile_gguf(scale=0.25))                 # other tensor data: rows are listed
+    tok = tmp_path / "tok.gguf"                             # a llama whose tokenizer is hostile
+    tok.write_bytes(hostile_gguf(arch=b"llama", tokenizer_model=HOSTILE))
+    rwkv = tmp_path / "types.bin"                           # a legacy file with a type error
+    rwkv.write_bytes(hostile_rwkv())
+    return {"A": str(a), "B": str(b), "TOK": str(tok), "RWKV": str(rwkv)}
+
+
+CASES = {
+    "info": ["info", "A"],
+    "info rich": ["info", "--color", "always", "A"],
+    "info json": ["info", "--json", "A"],
+    "info legacy type error": ["info", "RWKV"],
+    "info legacy type error rich": ["info", "--color", "always", "RWKV"],
+    "validate": ["validate", "A"],
+    "validate json": ["validate", "--format", "json", "A"],
+    "validate sarif": ["validate", "--format", "sarif", "A"],
+    "validate github": ["validate", "--format", "github", "A"],
+    "stats": ["stats", "A"],
+    "stats rich": ["stats", "--color", "always", "A"],
+    "stats json": ["stats", "--json", "A"],
+    "stats missing": ["stats", "A", HOSTILE_ARG],
+    "diff": ["diff", "A", "B"],
+    "diff rich": ["diff", "--color", "always", "A", "B"],
+    "diff json": ["diff", "--json", "A", "B"],
+    "rules": ["rules", "--family", HOSTILE_ARG],
+    "explain": ["explain", HOSTILE_ARG],
+    "run architecture": ["run", "A", "--prompt", "hi"],
+    "run tokenizer": ["run", "TOK", "--prompt", "hi"],
+    "diff logits tokenizer": ["diff", "--metadata-only", "TOK", "TOK", "--logits", "hi"],
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_command_shows_file_text_escaped(case, files, capsysbinary, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    argv = [files.get(a, a) for a in CASES[case]]
+    code = main(argv)
+    cap = capsysbinary.readouterr()
+    out, err = cap.out.decode("utf-8"), cap.err.decode("utf-8")      # strict: valid UTF-8 always
+    assert code in (0, 1, 2)
+    assert "Traceback" not in err
+    for stream in (out, err):
+        shown = RICH_CSI.sub("", stream) if "rich" in case else stream
+        assert "\x1b]8;" not in stream                                # no hyperlink made of file text
+        assert raw_left(shown) == [], f"{case}: raw characters reached the terminal"
+        if case not in REPR_MESSAGES:
+            assert "\\udc" not in stream                              # bytes shown as \xff, not as a repr
+    text = out + err
+    if "json" in case or "sarif" in case:
+        doc = json.loads(out)
+        assert VALID not in out                                       # C1/bidi/zero-width as \u escapes ...
+        if case in ("info json",):
+            assert doc["metadata"]["x.valid"] == VALID                # ... that parse back to the text
+            assert doc["metadata"]["general.name"] == {"bytes": (b"name:" + HOSTILE).hex()}
+            assert doc["file"] == {"bytes": os.fsencode(files["A"]).hex()}
+        if case == "diff json":
+            names = [t["name"] for t in doc["tensors"]]
+            assert {"bytes": (b"t:" + HOSTILE).hex()} in names
+    else:
+        assert any(m in text for m in MARKUP), f"{case}: markup was eaten, not shown"

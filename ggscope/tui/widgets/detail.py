@@ -69,7 +69,7 @@ class DetailPane(VerticalScroll):
             sev = getattr(finding.severity, "value", str(finding.severity))
             t.append(f"{finding.code} {sev}", style="bold red" if sev == "error" else "bold yellow")
             where = f" at offset {finding.start:#x}" if finding.start is not None else ""
-            t.append(f"{where}{' in ' + finding.path if finding.path else ''}\n", style="bold")
+            t.append(f"{where}{' in ' + file_text(finding.path) if finding.path else ''}\n", style="bold")
             t.append(f"{file_text(finding.message)}\n\n")
         if key is not None:
             t.append(file_text(key), style="bold")

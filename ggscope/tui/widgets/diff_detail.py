@@ -32,7 +32,7 @@ def _side_by_side(rows: list[tuple[str, str, str]]) -> Table:
     table.add_column("A", overflow="fold")
     table.add_column("B", overflow="fold")
     for field, a, b in rows:
-        table.add_row(Text(field, style="bold"), a, Text(b, style="yellow" if a != b else ""))
+        table.add_row(Text(field, style="bold"), Text(a), Text(b, style="yellow" if a != b else ""))
     return table
 
 
@@ -47,14 +47,14 @@ class DiffDetail(VerticalScroll):
     """Shows one tensor's or one metadata entry's two sides; see the module docstring."""
 
     def compose(self):
-        yield Static("select a tensor or a metadata key", id="diff-detail-text")
+        yield Static(Text("select a tensor or a metadata key"), id="diff-detail-text")
 
     def _show(self, *parts: Any) -> None:
         self.query_one("#diff-detail-text", Static).update(Group(*parts))
 
     def show_tensor(self, td: TensorDiff, ta: TensorInfo | None, tb: TensorInfo | None) -> None:
         head = Text()
-        head.append(td.name, style="bold")
+        head.append(file_text(td.name), style="bold")
         head.append(f"  {display_status(td)}", style=STATUS_STYLE.get(display_status(td), "dim"))
         if td.changes:
             head.append(f"  ({', '.join(td.changes)} changed)", style="yellow")
@@ -78,7 +78,7 @@ class DiffDetail(VerticalScroll):
         both.add_row(facts, metrics)
         parts: list[Any] = [head, both]
         if td.error:
-            parts.append(Text(td.error, style="bold red"))
+            parts.append(Text(file_text(td.error), style="bold red"))
         self._show(*parts)
 
     def show_metadata(self, change: str, entry: Any) -> None:
@@ -91,13 +91,13 @@ class DiffDetail(VerticalScroll):
             where = "only in B (added)" if change == "+" else "only in A (removed)"
             value = value_text(entry.key, entry.value, 2000)
             a, b = ("∅", value) if change == "+" else (value, "∅")
-            self._show(Text(f"{entry.key}  {where}", style="bold"),
+            self._show(Text(f"{file_text(entry.key)}  {where}", style="bold"),
                        _side_by_side([("type", entry.type if change == "-" else "∅",
                                        entry.type if change == "+" else "∅"), ("value", a, b)]))
             return
         assert isinstance(entry, MetaChange)
         if not entry.is_array:
-            self._show(Text(f"{entry.key}  changed", style="bold"),
+            self._show(Text(f"{file_text(entry.key)}  changed", style="bold"),
                        _side_by_side([("type", entry.type_a, entry.type_b),
                                       ("value", value_text(entry.key, entry.a, 2000), value_text(entry.key, entry.b, 2000))]))
             return
@@ -106,7 +106,7 @@ class DiffDetail(VerticalScroll):
         note = Text(f"{entry.n_differing} of the {min(entry.len_a or 0, entry.len_b or 0)} common items differ"
                     + (f"; the first {len(entry.first)} are shown" if entry.n_differing and
                        entry.n_differing > len(entry.first) else ""), style="italic")
-        self._show(Text(f"{entry.key}  changed", style="bold"), _side_by_side(rows), note)
+        self._show(Text(f"{file_text(entry.key)}  changed", style="bold"), _side_by_side(rows), note)
 
     def show_text(self, text: str) -> None:
         self._show(Text(text, style="italic"))

@@ -23,6 +23,7 @@ from ggscope.model.modelfile import ModelFile
 from ggscope.report.diff import STATUS_STYLE, display_status, number, shape_text, value_text
 from ggscope.tui.format import file_text
 from ggscope.tui.messages import DiffRowSelected
+from ggscope.tui.widgets.plain_table import PlainTable
 
 __all__ = ["DiffTensorTable", "DiffMetadataTable", "SORTS", "COLUMNS", "PENDING", "UNCHANGED",
            "pending_diffs", "pair_text", "meta_rows"]
@@ -101,7 +102,7 @@ def _cells(td: TensorDiff) -> list[Text]:
     return [cells[key] for key, *_ in COLUMNS]
 
 
-class DiffTensorTable(DataTable):
+class DiffTensorTable(PlainTable):
     """One row per tensor; see the module docstring."""
 
     def __init__(self, diffs: dict[str, TensorDiff], **kw) -> None:
@@ -207,7 +208,7 @@ def meta_rows(header: tuple[HeaderChange, ...], meta: MetadataDiff) -> list[tupl
 _MARK_STYLE = {"+": "cyan", "-": "magenta", "~": "yellow", "header": "yellow"}
 
 
-class DiffMetadataTable(DataTable):
+class DiffMetadataTable(PlainTable):
     """Header fields and metadata keys that differ, A's and B's values side by side."""
 
     def __init__(self, **kw) -> None:

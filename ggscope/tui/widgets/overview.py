@@ -53,7 +53,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
             ("architecture", file_text(s.architecture) if s.architecture else Text("not stated", style="dim")),
             ("name", file_text(s.name) if s.name else Text("not stated", style="dim")),
             ("parameters", f"{human_count(s.n_params)} ({s.n_params:,})"),
-            ("file type", s.file_type or Text("not stated", style="dim")),
+            ("file type", file_text(s.file_type) if s.file_type else Text("not stated", style="dim")),
             ("size", f"{human_bytes(s.file_size)} ({s.file_size:,} B)"),
             ("bits/weight", f"{s.bpw:.2f}" if s.bpw is not None else Text("no tensors", style="dim")),
             ("contents", f"{s.n_keys} metadata key{'s' * (s.n_keys != 1)}, "
@@ -75,8 +75,8 @@ class OverviewPane(VerticalScroll, can_focus=True):
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold cyan", no_wrap=True)
         grid.add_column(overflow="fold")
-        for label, value in self.facts:
-            grid.add_row(label, value)
+        for label, value in self.facts:       # Text, never markup: values hold file text
+            grid.add_row(Text(label), value if isinstance(value, Text) else Text(str(value)))
         parts: list[Any] = [grid]
         if getattr(self, "census", None):
             types = Table(box=None, pad_edge=False, header_style="bold", title="tensor types",
@@ -85,7 +85,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
             types.add_column("tensors", justify="right")
             types.add_column("size", justify="right")
             for name, n, nbytes in self.census:
-                types.add_row(name, str(n), human_bytes(nbytes))
+                types.add_row(Text(file_text(name)), Text(str(n)), Text(human_bytes(nbytes)))
             parts += [Text(""), types]
         parts.append(Text(""))
         line = Text("findings  ", style="bold cyan")

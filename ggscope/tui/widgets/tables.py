@@ -12,11 +12,12 @@ from ggscope.model.modelfile import ModelFile, TensorInfo
 from ggscope.ksy.node import find
 from ggscope.tui.format import file_text, human_bytes, short_value
 from ggscope.tui.messages import NodeSelected, RangeRequested
+from ggscope.tui.widgets.plain_table import PlainTable
 
 __all__ = ["MetadataTable", "TensorTable", "FindingsTable"]
 
 
-class MetadataTable(DataTable):
+class MetadataTable(PlainTable):
     """Key, type and value of every metadata entry; long arrays shown as count + head."""
 
     def __init__(self, mf: ModelFile, **kw) -> None:
@@ -53,7 +54,7 @@ class MetadataTable(DataTable):
 STAT_COLUMNS = ("mean", "std", "min", "max")
 
 
-class TensorTable(DataTable):
+class TensorTable(PlainTable):
     """Name, shape, type, offset, size, then statistics as the worker delivers them."""
 
     def __init__(self, mf: ModelFile, **kw) -> None:
@@ -103,7 +104,7 @@ class TensorTable(DataTable):
             self.post_message(RangeRequested(t.offset, t.offset + t.nbytes, t.name))
 
 
-class FindingsTable(DataTable):
+class FindingsTable(PlainTable):
     """The validator's findings; highlighting one jumps to its bytes and shows the whole
 message in the detail pane."""
 
