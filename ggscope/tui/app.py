@@ -30,6 +30,7 @@ from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
 from ggscope.tui.format import file_text, human_bytes, plain, short_value
+from ggscope.tui.hashes import HashesOnDemand
 from ggscope.tui.jobs import file_findings, open_path
 from ggscope.tui.layout import left_width
 from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
@@ -58,7 +59,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-class GGScopeApp(App):
+class GGScopeApp(HashesOnDemand, App):
     """The browser; ``GGScopeApp(path_or_modelfile).run()``."""
 
     CSS_PATH = "ggscope.tcss"
@@ -375,24 +376,6 @@ class GGScopeApp(App):
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:
                 table.set_stats(i, message.stats, message.error)
-
-    # --- hashes on demand (`h`): the selected tensor's llama-gguf-hash digests ----------------
-    def action_hashes(self) -> None:
-        t = self.tensor_by_path.get(self.selected.path) if self.selected is not None else None
-        if t is None:
-            self.notify("select a tensor to hash (tensors tab)", timeout=3)
-        else:
-            self.compute_hashes(t)
-
-    @work(thread=True, exclusive=True, group="hash", exit_on_error=False)
-    def compute_hashes(self, t) -> None:
-        from ggscope.core.escape import escape_text
-        from ggscope.hash.engine import tensor_digests
-        try:
-            text = "\n".join(f"{a:<7} {h}" for a, h in tensor_digests(t, ("xxh64", "sha1", "sha256")))
-        except Exception as exc:  # noqa: BLE001 - a damaged or vanished file must not kill the app
-            text = f"cannot hash: {escape_text(str(exc))}"
-        self.call_from_thread(self.notify, text, title=escape_text(t.name), timeout=60, markup=False)
 
     def on_stats_progressed(self, message: StatsProgressed) -> None:
         self.query_one("#stats-progress", ProgressBar).update(total=message.total, progress=message.done)

@@ -296,6 +296,7 @@ def test_cli_opens_the_browser_on_a_path(q8, monkeypatch):
 
     monkeypatch.setattr(GGScopeApp, "run", lambda self, **kw: App.run(self, headless=True, size=SIZE,
                                                                        auto_pilot=auto))
+    monkeypatch.setattr("ggscope.commands.tui._has_terminal", lambda: True)
     assert cli.main([str(q8)]) == 0
     assert f"{len(gguf.GGUFReader(q8).tensors)} tensors" in seen["summary"]
 
