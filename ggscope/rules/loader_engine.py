@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ggscope.facts import loader_table as table
-from ggscope.facts import upstream
+from ggscope.facts import llama_arch as gen
+from ggscope.rules import loader_generated as generated
 
 __all__ = ["Issue", "Prediction", "predict", "key_name", "tensor_name"]
 
@@ -90,6 +91,8 @@ class _Stop(Exception):
 
 
 class _Run:
+    Stop = _Stop
+
     def __init__(self, mf):
         self.mf = mf
         self.md = mf.metadata
@@ -212,12 +215,16 @@ class _Run:
                      f"{_GGUF_SHORT.get(self.types.get('tokenizer.ggml.model'), '?')} but expected type str",
                      self.node("tokenizer.ggml.model"))
             raise _Stop
-        if model not in table.TOKENIZER_MODELS:
+        if model not in gen.TOKENIZER_MODELS:
             self.add("vocab", f"unknown tokenizer: {model!r}", self.node("tokenizer.ggml.model"))
             raise _Stop
         if model in ("no_vocab", "none"):
             v = self.md.get(key_name("LLM.VOCAB_SIZE", self.arch))
             return _int(v) if v is not None else None
+        pre = self.md.get("tokenizer.ggml.pre")
+        if model in gen.BPE_MODELS and isinstance(pre, str) and pre and pre not in gen.PRE_TOKENIZERS:
+            self.add("vocab", f"unknown pre-tokenizer type: {_q(pre)}", self.node("tokenizer.ggml.pre"))
+            raise _Stop
         tokens = self.md.get("tokenizer.ggml.tokens")
         if tokens is None:
             self.add("vocab", "cannot find tokenizer vocab in model file", node)
@@ -226,7 +233,7 @@ class _Run:
             self.add("vocab", f"tokenizer.ggml.tokens is {self.types.get('tokenizer.ggml.tokens')}; "
                      "gguf_get_arr_str asserts an array of strings", self.node("tokenizer.ggml.tokens"))
             raise _Stop
-        if model in table.BPE_MODELS:
+        if model in gen.BPE_MODELS:
             pre = self.md.get("tokenizer.ggml.pre")
             if "tokenizer.ggml.merges" not in self.md:
                 if model == "gemma4" or pre not in table.MERGES_OPTIONAL_PRE:
@@ -310,20 +317,30 @@ class _Run:
                      f"{have.type} weights (crash at the first evaluation)", have.node_path)
 
     def run(self) -> Prediction:
-        if self.arch is None or self.arch == "clip":
+        if self.arch is None:
             return self.pred
-        if self.arch not in upstream.arch_names():
-            self.add("unknown-arch", f"unknown model architecture: {_q(self.arch)}", self.node("general.architecture"))
+        if self.arch == "clip":
+            return self.pred          # a projector: the sidecar rules judge it
+        if self.arch not in gen.ARCHS:
+            # llm_arch_from_string, then llama_model_mapping's default (src/llama-model.cpp)
+            known = self.arch in gen.ARCH_NAMES.values() and self.arch != "(unknown)"
+            self.add("unknown-arch", f"unsupported model architecture: {_q(self.arch)}" if known else
+                     f"unknown model architecture: {_q(self.arch)}", self.node("general.architecture"))
             return self.pred
         try:
             for attr, ctype, req in table.LOADER_KEYS:
                 self.read(attr, ctype, req)
             if self.pred.of("key-type"):
                 raise _Stop
-            if not self.pred.covered or not self.mf.tensors:
-                # llama-vocab.cpp is the same for every architecture; a file without tensors is
-                # a vocabulary file, read with vocab_only (load_hparams stops after general.name)
+            if not self.mf.tensors:
+                # a file without tensors is a vocabulary file, read with vocab_only
+                # (load_hparams stops after general.name)
                 self.vocab()
+                return self.pred
+            if not self.pred.covered:
+                h = generated.hparams(self)
+                h["vocab"][0] = self.vocab()
+                generated.tensors(self, h)
                 return self.pred
             env = self.hparams()
             n_vocab = self.vocab()

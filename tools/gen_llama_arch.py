@@ -1,0 +1,519 @@
+"""Generate ggscope/facts/llama_arch.py from the llama.cpp source of one pinned version.
+
+Why: what llama.cpp's loader reads and creates for each architecture changes with every
+release; transcribing it by hand covers a few architectures and drifts.  This script reads
+the source llama-cpp-python 0.3.36 vendors and writes the table as data, so upgrading
+llama.cpp is re-running it:
+
+* src/llama-arch.cpp: ``LLM_ARCH_NAMES``, ``LLM_KV_NAMES``, ``LLM_TENSOR_NAMES``;
+* src/llama-model.cpp: ``llama_model_mapping`` (architecture -> model class) and
+  ``llama_model_base::load_hparams`` (the keys read for every architecture);
+* src/models/models.h (class inheritance) and src/models/*.cpp: each class's
+  ``load_arch_hparams`` (``ml.get_key`` / ``get_key_or_arr`` / ``get_arr`` calls with their
+  required flag and the conditions around them) and ``load_arch_tensors``
+  (``create_tensor`` calls with shape expressions, flags, the loop over layers and the
+  conditions around them; the helpers ``create_tensor_qkv`` and
+  ``create_tensor_gate_up_exps`` expanded as llama-model.cpp defines them);
+* src/llama-hparams.h: the C type of each hparams field (the GGUF type get_key accepts);
+* src/llama-vocab.cpp: the tokenizer models and BPE pre-tokenizer names it knows.
+
+Usage: ``python -m tools.gen_llama_arch LLAMA_CPP_DIR [--check]``; without a directory the
+script downloads the sdist (``pip download llama-cpp-python==0.3.36 --no-binary :all:
+--no-deps``) into a temporary directory.  ``--check`` exits 1 when the checked-in module
+differs from what the source makes.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+PINNED_PACKAGE = "llama-cpp-python==0.3.36"
+OUT = Path(__file__).resolve().parent.parent / "ggscope" / "facts" / "llama_arch.py"
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+def strip_comments(text: str) -> str:
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < len(text) and text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = len(text) if j < 0 else j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = len(text) if j < 0 else j + 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def match_close(text: str, i: int, open_: str, close: str) -> int:
+    """Index of the bracket closing the one at ``i`` (strings skipped)."""
+    depth = 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            i += 1
+            while text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise ValueError("unbalanced")
+
+
+def split_args(text: str) -> list[str]:
+    out, depth, cur, i = [], 0, [], 0
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while text[j] != '"':
+                j += 2 if text[j] == "\\" else 1
+            cur.append(text[i:j + 1])
+            i = j + 1
+            continue
+        if c in "({[<" and not (c == "<" and depth == 0 and not re.match(r"<\w", text[i:])):
+            depth += 1
+        elif c in ")}]>" and not (c == ">" and depth == 0):
+            depth -= 1
+        if c == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def cmap(text: str, name: str) -> dict[str, str]:
+    start = text.index(name + " = {")
+    body = text[start:match_close(text, text.index("{", start), "{", "}")]
+    return dict(re.findall(r"\{\s*(\w+)\s*,\s*\"([^\"]*)\"\s*\}", body))
+
+
+def function_body(text: str, signature: str) -> str | None:
+    m = re.search(signature, text)
+    if not m:
+        return None
+    b = text.index("{", m.end() - 1)
+    return text[b + 1:match_close(text, b, "{", "}")]
+
+
+# --- walking a function body: every call with the loop and conditions around it --------
+_CTRL = re.compile(r"\b(if|for|while|switch)\s*\(")
+_CALL = re.compile(r"\b(create_tensor_qkv|create_tensor_gate_up_exps|create_tensor|ml\.get_key_or_arr|ml\.get_key|"
+                   r"ml\.get_arr_n|ml\.get_arr|load_swa_pattern)\s*\(")
+_LAYER_LOOP = re.compile(r"^\s*int\s+(\w+)\s*=\s*0\s*;\s*\1\s*<\s*(n_layer_all|n_layer|hparams\.n_layer\(\))\s*;")
+
+
+def walk(body: str):
+    """Yield ``(call, args, loop, conds)``; ``loop`` is None, ``"n_layer"`` or ``"n_layer_all"``
+    (the innermost loop over layers), ``conds`` the headers of the enclosing ifs/else/other loops."""
+    stack: list[list] = []   # [kind, header, closing, depth]
+    depth, i = 0, 0
+
+    def ctx():
+        loop, conds = None, []
+        for kind, header, _c, _d in stack:
+            if kind == "layer":
+                loop = header
+            elif kind == "cond":
+                conds.append(header)
+        return loop, tuple(conds)
+
+    def calls_in(text):
+        for m in _CALL.finditer(text):
+            e = match_close(text, m.end() - 1, "(", ")")
+            yield m.group(1), split_args(text[m.end():e])
+
+    while i < len(body):
+        c = body[i]
+        if c == '"':
+            i = match_close(body, i, '"', '"') + 1 if False else _skip_string(body, i)
+            continue
+        m = _CTRL.match(body, i)
+        if m and (i == 0 or not (body[i - 1].isalnum() or body[i - 1] == "_")):
+            e = match_close(body, m.end() - 1, "(", ")")
+            header = " ".join(body[m.end():e].split())
+            loop, conds = ctx()
+            for call, args in calls_in(body[m.end():e]):
+                yield call, args, loop, conds
+            lm = _LAYER_LOOP.match(header) if m.group(1) == "for" else None
+            kind, head = ("layer", lm.group(2).replace("hparams.n_layer()", "n_layer")) if lm else \
+                ("cond", f"{m.group(1)} ({header})")
+            i = e + 1
+            while body[i].isspace():
+                i += 1
+            if body[i] == "{":
+                stack.append([kind, head, "}", depth])
+                depth += 1
+                i += 1
+            else:
+                stack.append([kind, head, ";", depth])
+            continue
+        if body.startswith("else", i) and not (body[i - 1].isalnum() or body[i - 1] == "_") \
+                and not (body[i + 4].isalnum() or body[i + 4] == "_"):
+            i += 4
+            while body[i].isspace():
+                i += 1
+            if body.startswith("if", i):
+                continue          # "else if (...)": the if is a condition of its own
+            if body[i] == "{":
+                stack.append(["cond", "else", "}", depth])
+                depth += 1
+                i += 1
+            else:
+                stack.append(["cond", "else", ";", depth])
+            continue
+        m = _CALL.match(body, i)
+        if m and (i == 0 or not (body[i - 1].isalnum() or body[i - 1] in "_.")) or \
+                (m and body[i - 1] == "." and body[i - 3:i] == "ml."):
+            e = match_close(body, m.end() - 1, "(", ")")
+            loop, conds = ctx()
+            yield m.group(1), split_args(body[m.end():e]), loop, conds
+            for call, args in calls_in(body[m.end():e]):
+                yield call, args, loop, conds
+            i = e + 1
+            continue
+        if c == "{":
+            stack.append(["plain", None, "}", depth])
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            while stack and stack[-1][2] == ";":
+                stack.pop()
+            if stack:
+                stack.pop()
+            while stack and stack[-1][2] == ";" and stack[-1][3] == depth:
+                stack.pop()
+        elif c == ";":
+            while stack and stack[-1][2] == ";" and stack[-1][3] == depth:
+                stack.pop()
+        i += 1
+
+
+def _skip_string(text: str, i: int) -> int:
+    j = i + 1
+    while text[j] != '"':
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
+# --- C expressions -> Python over the loader's variables ------------------------------
+_CAST = re.compile(r"\(\s*(?:int64_t|int32_t|uint32_t|int|size_t|int64_t)\s*\)|static_cast<\w+>|int64_t\s*\(")
+
+
+def py_expr(c: str) -> str | None:
+    """A shape or size expression in Python, or None when it is not plain arithmetic."""
+    s = " ".join(c.split())
+    s = re.sub(r"\bhparams\.(\w+)\s*\(\s*(?:i|il|0)?\s*\)", r"\1", s)
+    s = re.sub(r"\bhparams\.", "", s)
+    s = re.sub(r"\b(\w+)\.(size|n_tokens)\(\)", r"\1_\2", s)
+    s = _CAST.sub("", s)
+    s = s.replace("std::max", "max").replace("std::min", "min")
+    if re.search(r"[?:\[\]\"'{}!&|]|->|\.", s) or re.search(r"\b(?:true|false|nullptr|NULL)\b", s):
+        return None
+    s = re.sub(r"(?<![/])/(?![/])", "//", s)
+    s = re.sub(r"(\d+)[uUlLfF]+\b", r"\1", s)
+    try:
+        compile(s, "<expr>", "eval")
+    except SyntaxError:
+        return None
+    return s
+
+
+# --- the source, read --------------------------------------------------------------
+def field_types(hparams_h: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for ctype, name in re.findall(r"^\s*(uint32_t|int32_t|float|bool|uint64_t|std::string)\s+(\w+)\s*[=;]",
+                                  hparams_h, re.M):
+        out[name] = ctype
+    for ctype, name in re.findall(r"std::array<\s*(uint32_t|int32_t|float|bool)\s*,\s*LLAMA_MAX_\w+\s*>\s+(\w+)",
+                                  hparams_h):
+        out[name] = ctype + "[]"
+    return out
+
+
+_CTYPES = {"uint32_t": "u32", "int32_t": "i32", "float": "f32", "bool": "bool", "std::string": "str",
+           "uint64_t": "u64", "uint16_t": "u16", "int": "i32"}
+
+
+def hparam_rows(body: str, fields: dict[str, str], kv_names: dict[str, str], local_ok: bool = True):
+    rows = []
+    for call, args, _loop, conds in walk(body):
+        if not call.startswith("ml.get") or not args or not args[0].startswith("LLM_KV_"):
+            continue
+        kid = args[0]
+        if kid not in kv_names:
+            continue
+        fn = call[3:]
+        dest = args[1] if len(args) > 1 else ""
+        req_i = {"get_key": 2, "get_arr": 2, "get_arr_n": 2, "get_key_or_arr": 3}[fn]
+        if fn == "get_key_or_arr" and len(args) == 3 and args[2] in ("true", "false"):
+            req_i = 2                           # the scalar overload (kid, uint32_t &, required)
+        req = args[req_i] if len(args) > req_i else "true"
+        field = dest[len("hparams."):] if dest.startswith("hparams.") else None
+        ctype = None
+        if field and field in fields:
+            ctype = fields[field]
+        elif dest and re.match(r"^\w+$", dest):
+            m = re.search(r"\b(uint32_t|int32_t|float|bool|std::string|uint64_t|uint16_t|int)\s+" + dest + r"\b", body)
+            ctype = m.group(1) if m else None
+        short = None
+        if ctype:
+            arr = ctype.endswith("[]")
+            short = _CTYPES.get(ctype.rstrip("[]"))
+            if short and (arr or fn == "get_arr"):
+                short += "[]"
+        if fn == "get_arr":
+            mode = "array"
+        elif fn == "get_key_or_arr":
+            mode = "per_layer"
+        elif fn == "get_arr_n":
+            mode = "array_n"
+        else:
+            mode = "scalar"
+        rows.append((kid, short, req.strip() == "true" if req.strip() in ("true", "false") else None, mode,
+                     field or dest, conds))
+    return rows
+
+
+def tensor_rows(body: str, tensor_names: dict[str, str]):
+    """create_tensor calls as (tensor, suffix, shape, required, duplicated, loop, conds, unless, bid)."""
+    rows, dynamic, derive = [], False, []
+    for m in re.finditer(r"\bconst\s+(?:int64_t|int32_t|uint32_t|int|auto|int64_t)\s+(\w+)\s*=\s*([^;]+);", body):
+        derive.append((m.group(1), py_expr(m.group(2))))
+    for call, args, loop, conds in walk(body):
+        if call == "create_tensor":
+            row = _tensor(args[0], args[1], args[2] if len(args) > 2 else "0", tensor_names, loop, conds)
+            if row is None:
+                dynamic = True
+            elif row:
+                rows.append(row)
+        elif call == "create_tensor_qkv":
+            _l, bid, e, q, k, v, flags = (args + ["0"] * 7)[:7]
+            b = f", {bid}"
+            qkv = f"{q} + {k} + {v}"
+            for t, s, sh, f, unless in (
+                    ("ATTN_QKV", "weight", f"{{{e}, {qkv}}}", "TENSOR_NOT_REQUIRED", None),
+                    ("ATTN_QKV", "bias", f"{{{qkv}}}", "TENSOR_NOT_REQUIRED", None),
+                    ("ATTN_Q", "weight", f"{{{e}, {q}}}", flags, "ATTN_QKV"),
+                    ("ATTN_K", "weight", f"{{{e}, {k}}}", flags, "ATTN_QKV"),
+                    ("ATTN_V", "weight", f"{{{e}, {v}}}", flags, "ATTN_QKV"),
+                    ("ATTN_Q", "bias", f"{{{q}}}", "TENSOR_NOT_REQUIRED", None),
+                    ("ATTN_K", "bias", f"{{{k}}}", "TENSOR_NOT_REQUIRED", None),
+                    ("ATTN_V", "bias", f"{{{v}}}", "TENSOR_NOT_REQUIRED", None)):
+                row = _tensor(f'tn(LLM_TENSOR_{t}, "{s}"{b})', sh, f, tensor_names, loop, conds)
+                if row:
+                    rows.append(row[:7] + (unless,) + row[8:])
+        elif call == "create_tensor_gate_up_exps":
+            _l, bid, e, ff, ne, flags = (args + ["0"] * 6)[:6]
+            b = f", {bid}"
+            for t, sh, f, unless in (("FFN_GATE_UP_EXPS", f"{{{e}, {ff} * 2, {ne}}}", "TENSOR_NOT_REQUIRED", None),
+                                     ("FFN_GATE_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS"),
+                                     ("FFN_UP_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS")):
+                row = _tensor(f'tn(LLM_TENSOR_{t}, "weight"{b})', sh, f, tensor_names, loop, conds)
+                if row:
+                    rows.append(row[:7] + (unless,) + row[8:])
+    return rows, dynamic, [(n, e) for n, e in derive if e is not None]
+
+
+def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds):
+    m = re.match(r"^tn\(\s*(LLM_TENSOR_\w+)\s*(.*)\)$", " ".join(tn.split()))
+    if not m or m.group(1) not in tensor_names:
+        return None
+    rest = split_args(m.group(2).lstrip(", ")) if m.group(2).strip() else []
+    suffix = rest[0].strip('"') if rest and rest[0].startswith('"') else None
+    bids = rest[1:] if suffix is not None else rest
+    bid = bids[0] if bids else None
+    shape = shape.strip()
+    dims = tuple(py_expr(d) for d in split_args(shape[1:-1])) if shape.startswith("{") else None
+    f = " ".join(flags.split())
+    dup = "TENSOR_DUPLICATED" in f
+    known = re.fullmatch(r"[\w\s|]*", f) is not None and all(
+        w in ("0", "TENSOR_NOT_REQUIRED", "TENSOR_DUPLICATED", "TENSOR_SKIP", "TENSOR_SKIP_IF_VIRTUAL",
+              "TENSOR_ALLOW_RESHAPE", "TENSOR_READ_LAZY") for w in re.findall(r"\w+", f))
+    required = known and "TENSOR_NOT_REQUIRED" not in f and "TENSOR_SKIP" not in f.replace("TENSOR_SKIP_IF_VIRTUAL", "")
+    if bid is not None and bid not in ("i", "il"):
+        loop = "other"
+    elif bid is None:
+        loop = None
+    if dup:
+        return ()
+    return (m.group(1)[len("LLM_TENSOR_"):], suffix, dims, required, "TENSOR_ALLOW_RESHAPE" in f, loop, conds,
+            None, bid if loop == "other" else None)
+
+
+def vocab_facts(vocab: str):
+    load = vocab[vocab.index("void llama_vocab::impl::load("):]
+    models = sorted(set(re.findall(r'tokenizer_model == "([^"]+)"', load[:load.index("tokenizer_pre.empty()")])))
+    bpe = sorted(set(re.findall(r'tokenizer_model == "([^"]+)"', load[load.index('tokenizer_model == "gpt2"') - 20:
+                                                                      load.index("type = LLAMA_VOCAB_TYPE_BPE")])))
+    bpe += [m for m in re.findall(r'tokenizer_model == "([^"]+)"\)\s*\{[^}]*?type = LLAMA_VOCAB_TYPE_BPE', load)
+            if m not in bpe]
+    a = load.index("if (type == LLAMA_VOCAB_TYPE_BPE)")
+    b = load.index("unknown pre-tokenizer type", a)
+    pres = sorted(set(re.findall(r'tokenizer_pre == "([^"]+)"', load[a:b])))
+    return models, sorted(set(bpe)), pres
+
+
+def read_source(root: Path) -> dict:
+    src = root / "src"
+    arch_cpp = strip_comments((src / "llama-arch.cpp").read_text())
+    model_cpp = strip_comments((src / "llama-model.cpp").read_text())
+    models_h = strip_comments((src / "models" / "models.h").read_text())
+    hparams_h = strip_comments((src / "llama-hparams.h").read_text())
+    arch_names = cmap(arch_cpp, "LLM_ARCH_NAMES")
+    kv_names = cmap(arch_cpp, "LLM_KV_NAMES")
+    tensor_names = cmap(arch_cpp, "LLM_TENSOR_NAMES")
+    fields = field_types(hparams_h)
+    mapping_body = function_body(model_cpp, r"llama_model \* llama_model_mapping\([^)]*\)\s*\{")
+    arch_class: dict[str, str] = {}
+    pending: list[str] = []
+    for m in re.finditer(r"case\s+(LLM_ARCH_\w+)\s*:|return\s+new\s+(llama_model_\w+)\s*\(", mapping_body):
+        if m.group(1):
+            pending.append(m.group(1))
+        else:
+            for a in pending:
+                arch_class[a] = m.group(2)
+            pending = []
+    parents = dict(re.findall(r"struct\s+(llama_model_\w+)\s*:\s*public\s+(llama_model_\w+)", models_h))
+    bodies: dict[tuple[str, str], str] = {}
+    for f in sorted((src / "models").glob("*.cpp")):
+        text = strip_comments(f.read_text())
+        for m in re.finditer(r"void\s+(llama_model_\w+)::(load_arch_hparams|load_arch_tensors)\s*\([^)]*\)\s*\{", text):
+            b = m.end() - 1
+            bodies[(m.group(1), m.group(2))] = text[b + 1:match_close(text, b, "{", "}")]
+
+    def body(cls: str, fn: str) -> str:
+        while cls:
+            if (cls, fn) in bodies:
+                return bodies[(cls, fn)]
+            cls = parents.get(cls)
+        return ""
+
+    base = function_body(model_cpp, r"void llama_model_base::load_hparams\(llama_model_loader & ml\)\s*\{")
+    swa = function_body(model_cpp, r"void llama_model_base::load_swa_pattern\([^)]*\)\s*\{")
+    common = hparam_rows(base, fields, kv_names)
+    swa_rows = hparam_rows(swa, fields, kv_names)
+    archs = {}
+    for enum, name in arch_names.items():
+        cls = arch_class.get(enum)
+        if cls is None:
+            continue
+        hb = body(cls, "load_arch_hparams")
+        hrows = hparam_rows(hb, fields, kv_names)
+        if "load_swa_pattern(" in hb:
+            hrows += [r[:5] + (r[5] + ("load_swa_pattern",),) for r in swa_rows]
+        trows, dynamic, derive = tensor_rows(body(cls, "load_arch_tensors"), tensor_names)
+        archs[name] = dict(enum=enum, cls=cls, hparams=hrows, tensors=trows, dynamic=dynamic, derive=derive)
+    models, bpe, pres = vocab_facts(strip_comments((src / "llama-vocab.cpp").read_text()))
+    version = "unknown"
+    for line in (root / "CMakeLists.txt").read_text().splitlines():
+        pass
+    return dict(arch_names=arch_names, kv_names=kv_names, tensor_names=tensor_names, common=common, archs=archs,
+                tokenizer_models=models, bpe_models=bpe, pre_tokenizers=pres, version=version)
+
+
+# --- writing ------------------------------------------------------------------------
+HEADER = '''"""GENERATED by tools/gen_llama_arch.py from {pinned} - do not edit.
+
+What llama.cpp's loader reads and creates for every architecture it knows, as data (see
+``ggscope.facts.llama_arch_types`` for the record types and what each field means).  Re-run
+``python -m tools.gen_llama_arch LLAMA_CPP_DIR`` to upgrade; tests/rules/test_loader_generated.py
+fails when this file is not what the script makes from the pinned source.
+"""
+from ggscope.facts.llama_arch_types import Arch, H, T
+
+PINNED = {pinned!r}
+'''
+
+
+def render(s: dict, pinned: str) -> str:
+    out = [HEADER.format(pinned=pinned)]
+    out.append("ARCH_NAMES = {\n" + "".join(f"    {k[9:]!r}: {v!r},\n" for k, v in s["arch_names"].items()) + "}\n")
+    out.append("KV_NAMES = {\n" + "".join(f"    {k[7:]!r}: {v!r},\n" for k, v in s["kv_names"].items()) + "}\n")
+    out.append("TENSOR_NAMES = {\n" + "".join(f"    {k[11:]!r}: {v!r},\n" for k, v in s["tensor_names"].items())
+               + "}\n")
+    out.append(f"TOKENIZER_MODELS = {tuple(s['tokenizer_models'])!r}\n")
+    out.append(f"BPE_MODELS = {tuple(s['bpe_models'])!r}\n")
+    out.append("PRE_TOKENIZERS = (\n" + "".join(f"    {p!r},\n" for p in s["pre_tokenizers"]) + ")\n")
+    out.append("COMMON = (\n" + "".join(f"    {_h(r)},\n" for r in s["common"]) + ")\n")
+    out.append("ARCHS = {")
+    for name, a in s["archs"].items():
+        out.append(f"    {name!r}: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r},")
+        out.append("        derive=(" + "".join(f"({n!r}, {e!r}), " for n, e in a["derive"]) + "),")
+        out.append("        hparams=(\n" + "".join(f"            {_h(r)},\n" for r in a["hparams"]) + "        ),")
+        out.append("        tensors=(\n" + "".join(f"            {_t(r)},\n" for r in a["tensors"]) + "        )),")
+    out.append("}\n")
+    return "\n".join(out)
+
+
+def _h(r) -> str:
+    kid, ctype, req, mode, dest, conds = r
+    return f"H({kid[7:]!r}, {ctype!r}, {req!r}, {mode!r}, {dest!r}, {conds!r})"
+
+
+def _t(r) -> str:
+    tensor, suffix, dims, required, reshape, loop, conds, unless, bid = r
+    return (f"T({tensor!r}, {suffix!r}, {dims!r}, {required!r}, {loop!r}, {conds!r}"
+            + (f", unless={unless!r}" if unless else "") + (", reshape=True" if reshape else "")
+            + (f", bid={bid!r}" if bid else "") + ")")
+
+
+def sdist_dir(tmp: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "download", PINNED_PACKAGE, "--no-binary", ":all:", "--no-deps",
+                    "-d", str(tmp), "-q"], check=True)
+    tgz = next(tmp.glob("llama_cpp_python-*.tar.gz"))
+    with tarfile.open(tgz) as tf:
+        tf.extractall(tmp, filter="data")
+    return next(tmp.glob("llama_cpp_python-*/vendor/llama.cpp"))
+
+
+def generate(root: Path) -> str:
+    commit = "0c1e570"
+    pinned = f"llama.cpp {commit} as vendored in {PINNED_PACKAGE.replace('==', ' ')}"
+    return render(read_source(root), pinned)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("llama_cpp", nargs="?", help="llama.cpp source directory (default: download the pinned sdist)")
+    p.add_argument("--check", action="store_true", help="exit 1 when the checked-in module differs")
+    p.add_argument("--out", default=str(OUT))
+    a = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(a.llama_cpp) if a.llama_cpp else sdist_dir(Path(tmp))
+        text = generate(root)
+    out = Path(a.out)
+    if a.check:
+        same = out.exists() and out.read_text() == text
+        print("up to date" if same else f"{out.name} differs from what the source makes")
+        return 0 if same else 1
+    out.write_text(text)
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
