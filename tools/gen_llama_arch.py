@@ -15,7 +15,8 @@ llama.cpp is re-running it:
   conditions around them; the helpers ``create_tensor_qkv`` and
   ``create_tensor_gate_up_exps`` expanded as llama-model.cpp defines them);
 * src/llama-hparams.h: the C type of each hparams field (the GGUF type get_key accepts);
-* src/llama-vocab.cpp: the tokenizer models and BPE pre-tokenizer names it knows.
+* src/llama-vocab.cpp: the tokenizer models and BPE pre-tokenizer names it knows;
+* tools/mtmd/clip-impl.h: the projector types clip.cpp knows.
 
 Usage: ``python -m tools.gen_llama_arch LLAMA_CPP_DIR [--check]``; without a directory the
 script downloads the sdist (``pip download llama-cpp-python==0.3.36 --no-binary :all:
@@ -35,6 +36,7 @@ from pathlib import Path
 PINNED_PACKAGE = "llama-cpp-python==0.3.36"
 OUT = Path(__file__).resolve().parent.parent / "ggscope" / "facts" / "llama_arch.py"
 
+ARCH_ENUMS: dict[str, str] = {}     # LLM_ARCH_X -> name, filled by read_source
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 
 
@@ -122,19 +124,26 @@ def function_body(text: str, signature: str) -> str | None:
 # --- walking a function body: every call with the loop and conditions around it --------
 _CTRL = re.compile(r"\b(if|for|while|switch)\s*\(")
 _CALL = re.compile(r"\b(create_tensor_qkv|create_tensor_gate_up_exps|create_tensor|ml\.get_key_or_arr|ml\.get_key|"
-                   r"ml\.get_arr_n|ml\.get_arr|load_swa_pattern)\s*\(")
+                   r"ml\.get_arr_n|ml\.get_arr|load_swa_pattern|GGML_ASSERT|throw std::runtime_error|"
+                   r"throw std::invalid_argument)\s*\(")
 _LAYER_LOOP = re.compile(r"^\s*int\s+(\w+)\s*=\s*0\s*;\s*\1\s*<\s*(n_layer_all|n_layer|hparams\.n_layer\(\))\s*;")
 
 
 def walk(body: str):
     """Yield ``(call, args, loop, conds)``; ``loop`` is None, ``"n_layer"`` or ``"n_layer_all"``
     (the innermost loop over layers), ``conds`` the headers of the enclosing ifs/else/other loops."""
-    stack: list[list] = []   # [kind, header, closing, depth]
+    stack: list[list] = []   # [kind, header, closing, depth, if-chain]
     depth, i = 0, 0
+    last_chain: dict[int, list[str]] = {}     # the if/else-if conditions that just closed, per depth
+    else_chain: list[str] = []
+
+    def close(frame):
+        if frame[4] is not None:
+            last_chain[frame[3]] = frame[4]
 
     def ctx():
         loop, conds = None, []
-        for kind, header, _c, _d in stack:
+        for kind, header, _c, _d, _ch in stack:
             if kind == "layer":
                 loop = header
             elif kind == "cond":
@@ -161,29 +170,36 @@ def walk(body: str):
             lm = _LAYER_LOOP.match(header) if m.group(1) == "for" else None
             kind, head = ("layer", lm.group(2).replace("hparams.n_layer()", "n_layer")) if lm else \
                 ("cond", f"{m.group(1)} ({header})")
+            chain = (else_chain + [header]) if m.group(1) == "if" else None
+            else_chain = []
             i = e + 1
             while body[i].isspace():
                 i += 1
             if body[i] == "{":
-                stack.append([kind, head, "}", depth])
+                stack.append([kind, head, "}", depth, chain])
                 depth += 1
                 i += 1
             else:
-                stack.append([kind, head, ";", depth])
+                stack.append([kind, head, ";", depth, chain])
             continue
         if body.startswith("else", i) and not (body[i - 1].isalnum() or body[i - 1] == "_") \
                 and not (body[i + 4].isalnum() or body[i + 4] == "_"):
             i += 4
             while body[i].isspace():
                 i += 1
+            chain = last_chain.get(depth, [])
+            head = "else of " + " ".join(f"({c})" for c in chain)
             if body.startswith("if", i):
-                continue          # "else if (...)": the if is a condition of its own
+                # "else if (...)": not the earlier conditions, then a condition of its own
+                stack.append(["cond", head, ";", depth, None])
+                else_chain = list(chain)
+                continue
             if body[i] == "{":
-                stack.append(["cond", "else", "}", depth])
+                stack.append(["cond", head, "}", depth, None])
                 depth += 1
                 i += 1
             else:
-                stack.append(["cond", "else", ";", depth])
+                stack.append(["cond", head, ";", depth, None])
             continue
         m = _CALL.match(body, i)
         if m and (i == 0 or not (body[i - 1].isalnum() or body[i - 1] in "_.")) or \
@@ -196,19 +212,19 @@ def walk(body: str):
             i = e + 1
             continue
         if c == "{":
-            stack.append(["plain", None, "}", depth])
+            stack.append(["plain", None, "}", depth, None])
             depth += 1
         elif c == "}":
             depth -= 1
             while stack and stack[-1][2] == ";":
-                stack.pop()
+                close(stack.pop())
             if stack:
-                stack.pop()
+                close(stack.pop())
             while stack and stack[-1][2] == ";" and stack[-1][3] == depth:
-                stack.pop()
+                close(stack.pop())
         elif c == ";":
             while stack and stack[-1][2] == ";" and stack[-1][3] == depth:
-                stack.pop()
+                close(stack.pop())
         i += 1
 
 
@@ -231,7 +247,7 @@ def py_expr(c: str) -> str | None:
     s = re.sub(r"\b(\w+)\.(size|n_tokens)\(\)", r"\1_\2", s)
     s = _CAST.sub("", s)
     s = s.replace("std::max", "max").replace("std::min", "min")
-    if re.search(r"[?:\[\]\"'{}!&|]|->|\.", s) or re.search(r"\b(?:true|false|nullptr|NULL)\b", s):
+    if re.search(r"[?:\[\]\"'{}&|]|!(?!=)|->|\.", s) or re.search(r"\b(?:true|false|nullptr|NULL)\b", s):
         return None
     s = re.sub(r"(?<![/])/(?![/])", "//", s)
     s = re.sub(r"(\d+)[uUlLfF]+\b", r"\1", s)
@@ -240,6 +256,66 @@ def py_expr(c: str) -> str | None:
     except SyntaxError:
         return None
     return s
+
+
+def py_bool(c: str, arch_enums: dict[str, str]) -> str | None:
+    """A C condition in Python (``&&``, ``||``, ``!``, comparisons, ``arch == LLM_ARCH_X``)."""
+    s = " ".join(c.split())
+    names: list[str] = []
+
+    def hold(m):
+        names.append(repr(arch_enums.get(m.group(0), "?")))
+        return f"ARCHNAME{len(names) - 1}"
+    s = re.sub(r"\bLLM_ARCH_\w+\b", hold, s)
+    s = s.replace("&&", " and ").replace("||", " or ")
+    s = re.sub(r"!(?!=)", " not ", s)
+    s = re.sub(r"\bml\.get_arch\(\)|\bhparams\.arch\b", "arch", s)
+    e = py_expr(s)
+    if e is None:
+        return None
+    return re.sub(r"ARCHNAME(\d+)", lambda m: names[int(m.group(1))], e)
+
+
+def py_cond(cond: str, arch_enums: dict[str, str]) -> str | None:
+    if cond.startswith("if (") and cond.endswith(")"):
+        return py_bool(cond[4:-1], arch_enums)
+    if cond.startswith("else of "):
+        parts = re.findall(r"\((.*?)\)(?= \(|$)", cond[len("else of "):])
+        got = [py_bool(p, arch_enums) for p in parts]
+        return None if not parts or None in got else " and ".join(f"not ({g})" for g in got)
+    return None
+
+
+def hparam_defaults(hparams_h: str) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for ctype, name, val in re.findall(
+            r"^\s*(uint32_t|int32_t|float|bool|uint64_t)\s+(\w+)\s*=\s*([-+]?[\d.]+(?:e[-+]?\d+)?f?|true|false)\s*;",
+            hparams_h, re.M):
+        if val in ("true", "false"):
+            out[name] = val == "true"
+        elif ctype == "float":
+            out[name] = float(val.rstrip("f"))
+        else:
+            out[name] = int(val)
+    return out
+
+
+def checks(body: str, arch_enums: dict[str, str]):
+    """GGML_ASSERTs and throws: (kind, Python condition or None, C text, when)."""
+    out = []
+    for call, args, _loop, conds in walk(body):
+        when = tuple(py_cond(c, arch_enums) for c in conds)
+        if None in when or any("i" in re.findall(r"\w+", w) for w in when):
+            continue
+        if call == "GGML_ASSERT" and args:
+            text = " ".join(args[0].split())
+            cond = re.sub(r'\s*&&\s*"[^"]*"', "", text)
+            out.append(("assert", py_bool(cond, arch_enums), text, when))
+        elif call.startswith("throw") and args:
+            m = re.match(r'^(arch_name\(\)\s*\+\s*)?(?:format\()?\s*"((?:[^"\\]|\\.)*)"', args[0])
+            if m:
+                out.append(("throw", None, ("{arch}" if m.group(1) else "") + m.group(2), when))
+    return [c for c in out if c[0] == "throw" or c[1] is not None]
 
 
 # --- the source, read --------------------------------------------------------------
@@ -294,15 +370,15 @@ def hparam_rows(body: str, fields: dict[str, str], kv_names: dict[str, str], loc
         else:
             mode = "scalar"
         rows.append((kid, short, req.strip() == "true" if req.strip() in ("true", "false") else None, mode,
-                     field or dest, conds))
+                     field or dest, conds, tuple(py_cond(c, ARCH_ENUMS) for c in conds)))
     return rows
 
 
 def tensor_rows(body: str, tensor_names: dict[str, str]):
     """create_tensor calls as (tensor, suffix, shape, required, duplicated, loop, conds, unless, bid)."""
     rows, dynamic, derive = [], False, []
-    for m in re.finditer(r"\bconst\s+(?:int64_t|int32_t|uint32_t|int|auto|int64_t)\s+(\w+)\s*=\s*([^;]+);", body):
-        derive.append((m.group(1), py_expr(m.group(2))))
+    for m in re.finditer(r"\bconst\s+(int64_t|int32_t|uint32_t|int|auto|bool)\s+(\w+)\s*=\s*([^;]+);", body):
+        derive.append((m.group(2), py_bool(m.group(3), ARCH_ENUMS)))
     for call, args, loop, conds in walk(body):
         if call == "create_tensor":
             row = _tensor(args[0], args[1], args[2] if len(args) > 2 else "0", tensor_names, loop, conds)
@@ -325,7 +401,7 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
                     ("ATTN_V", "bias", f"{{{v}}}", "TENSOR_NOT_REQUIRED", None)):
                 row = _tensor(f'tn(LLM_TENSOR_{t}, "{s}"{b})', sh, f, tensor_names, loop, conds)
                 if row:
-                    rows.append(row[:7] + (unless,) + row[8:])
+                    rows.append(row[:7] + (unless,) + row[8:])  # noqa
         elif call == "create_tensor_gate_up_exps":
             _l, bid, e, ff, ne, flags = (args + ["0"] * 6)[:6]
             b = f", {bid}"
@@ -334,7 +410,7 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
                                      ("FFN_UP_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS")):
                 row = _tensor(f'tn(LLM_TENSOR_{t}, "weight"{b})', sh, f, tensor_names, loop, conds)
                 if row:
-                    rows.append(row[:7] + (unless,) + row[8:])
+                    rows.append(row[:7] + (unless,) + row[8:])  # noqa
     return rows, dynamic, [(n, e) for n, e in derive if e is not None]
 
 
@@ -361,7 +437,7 @@ def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds):
     if dup:
         return ()
     return (m.group(1)[len("LLM_TENSOR_"):], suffix, dims, required, "TENSOR_ALLOW_RESHAPE" in f, loop, conds,
-            None, bid if loop == "other" else None)
+            None, bid if loop == "other" else None, tuple(py_cond(c, ARCH_ENUMS) for c in conds))
 
 
 def vocab_facts(vocab: str):
@@ -384,6 +460,8 @@ def read_source(root: Path) -> dict:
     models_h = strip_comments((src / "models" / "models.h").read_text())
     hparams_h = strip_comments((src / "llama-hparams.h").read_text())
     arch_names = cmap(arch_cpp, "LLM_ARCH_NAMES")
+    ARCH_ENUMS.clear()
+    ARCH_ENUMS.update(arch_names)
     kv_names = cmap(arch_cpp, "LLM_KV_NAMES")
     tensor_names = cmap(arch_cpp, "LLM_TENSOR_NAMES")
     fields = field_types(hparams_h)
@@ -424,14 +502,20 @@ def read_source(root: Path) -> dict:
         hb = body(cls, "load_arch_hparams")
         hrows = hparam_rows(hb, fields, kv_names)
         if "load_swa_pattern(" in hb:
-            hrows += [r[:5] + (r[5] + ("load_swa_pattern",),) for r in swa_rows]
-        trows, dynamic, derive = tensor_rows(body(cls, "load_arch_tensors"), tensor_names)
-        archs[name] = dict(enum=enum, cls=cls, hparams=hrows, tensors=trows, dynamic=dynamic, derive=derive)
+            hrows += [r[:5] + (r[5] + ("load_swa_pattern",), r[6] + (None,)) for r in swa_rows]
+        tb = body(cls, "load_arch_tensors")
+        trows, dynamic, derive = tensor_rows(tb, tensor_names)
+        archs[name] = dict(enum=enum, cls=cls, hparams=hrows, tensors=trows, dynamic=dynamic, derive=derive,
+                           checks=tuple(("hparams",) + c for c in checks(hb, ARCH_ENUMS)) +
+                           tuple(("tensors",) + c for c in checks(tb, ARCH_ENUMS)))
     models, bpe, pres = vocab_facts(strip_comments((src / "llama-vocab.cpp").read_text()))
+    clip_h = strip_comments((root / "tools" / "mtmd" / "clip-impl.h").read_text())
+    projectors = list(cmap(clip_h, "PROJECTOR_TYPE_NAMES").values())
     version = "unknown"
     for line in (root / "CMakeLists.txt").read_text().splitlines():
         pass
     return dict(arch_names=arch_names, kv_names=kv_names, tensor_names=tensor_names, common=common, archs=archs,
+                defaults=hparam_defaults(hparams_h), projectors=projectors,
                 tokenizer_models=models, bpe_models=bpe, pre_tokenizers=pres, version=version)
 
 
@@ -457,12 +541,16 @@ def render(s: dict, pinned: str) -> str:
                + "}\n")
     out.append(f"TOKENIZER_MODELS = {tuple(s['tokenizer_models'])!r}\n")
     out.append(f"BPE_MODELS = {tuple(s['bpe_models'])!r}\n")
+    out.append("# tools/mtmd/clip-impl.h PROJECTOR_TYPE_NAMES: the clip.projector_type values clip.cpp knows\n"
+               "PROJECTOR_TYPES = (\n" + "".join(f"    {p!r},\n" for p in s["projectors"]) + ")\n")
     out.append("PRE_TOKENIZERS = (\n" + "".join(f"    {p!r},\n" for p in s["pre_tokenizers"]) + ")\n")
+    out.append("HPARAM_DEFAULTS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in s["defaults"].items()) + "}\n")
     out.append("COMMON = (\n" + "".join(f"    {_h(r)},\n" for r in s["common"]) + ")\n")
     out.append("ARCHS = {")
     for name, a in s["archs"].items():
         out.append(f"    {name!r}: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r},")
         out.append("        derive=(" + "".join(f"({n!r}, {e!r}), " for n, e in a["derive"]) + "),")
+        out.append("        checks=(\n" + "".join(f"            {c!r},\n" for c in a["checks"]) + "        ),")
         out.append("        hparams=(\n" + "".join(f"            {_h(r)},\n" for r in a["hparams"]) + "        ),")
         out.append("        tensors=(\n" + "".join(f"            {_t(r)},\n" for r in a["tensors"]) + "        )),")
     out.append("}\n")
@@ -470,13 +558,13 @@ def render(s: dict, pinned: str) -> str:
 
 
 def _h(r) -> str:
-    kid, ctype, req, mode, dest, conds = r
-    return f"H({kid[7:]!r}, {ctype!r}, {req!r}, {mode!r}, {dest!r}, {conds!r})"
+    kid, ctype, req, mode, dest, conds, when = r
+    return f"H({kid[7:]!r}, {ctype!r}, {req!r}, {mode!r}, {dest!r}, {conds!r}, {when!r})"
 
 
 def _t(r) -> str:
-    tensor, suffix, dims, required, reshape, loop, conds, unless, bid = r
-    return (f"T({tensor!r}, {suffix!r}, {dims!r}, {required!r}, {loop!r}, {conds!r}"
+    tensor, suffix, dims, required, reshape, loop, conds, unless, bid, when = r
+    return (f"T({tensor!r}, {suffix!r}, {dims!r}, {required!r}, {loop!r}, {conds!r}, {when!r}"
             + (f", unless={unless!r}" if unless else "") + (", reshape=True" if reshape else "")
             + (f", bid={bid!r}" if bid else "") + ")")
 

@@ -30,6 +30,7 @@ examples:
   ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
+  ggscope validate --base model.gguf lora-adapter.gguf      an adapter against its base model
   ggscope validate https://host/model.gguf hf://OWNER/REPO/model-Q4_K_M.gguf@main
   ggscope validate --scheduler local --jobs 8 --from-list urls.txt      Dask LocalCluster
   ggscope validate --scheduler tcp://scheduler:8786 --from-list urls.txt
@@ -68,6 +69,8 @@ def add_arguments(p) -> None:
     p.add_argument("--ignore", default=None, help="comma-separated codes, code prefixes, names or families to skip")
     p.add_argument("--deep", action=argparse.BooleanOptionalAction, default=None,
                    help="also run rules that read tensor data (--no-deep overrides a config default)")
+    p.add_argument("--base", metavar="MODEL", default=None,
+                   help="the model a LoRA adapter belongs to: check the adapter's tensors against it")
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
                    help="check files in N worker processes (default 1)")
     add_color_argument(p)
@@ -88,7 +91,7 @@ def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None):
+def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None, base=None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ggscope.source.remote import is_remote
     from ggscope.source.mapped import check_regular_file
@@ -101,8 +104,8 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
                     if os.path.isdir(path) else "")
             return None, f"cannot read {exc}{hint}"
     try:
-        return validate_file(path, select=select, ignore=ignore, deep=deep,
-                             options={"progress": progress} if progress else None), None
+        options = {k: v for k, v in (("progress", progress), ("base", base)) if v}
+        return validate_file(path, select=select, ignore=ignore, deep=deep, options=options or None), None
     except (GGScopeError, OSError) as exc:
         return None, str(exc)
 
@@ -117,13 +120,13 @@ def _read_list(name: str) -> list[str]:
 
 
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
-               progress=None):
-    if scheduler:
+               progress=None, base: str | None = None):
+    if scheduler and not base:
         from ggscope.validate.cluster import check_on_cluster, stderr_progress
         return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
                                 jobs=max(jobs, 1), progress=stderr_progress())
-    if jobs <= 1 or len(files) <= 1:
-        return [_check_one(f, select, ignore, deep, progress) for f in files]
+    if jobs <= 1 or len(files) <= 1 or base:
+        return [_check_one(f, select, ignore, deep, progress, base) for f in files]
     from concurrent.futures import ProcessPoolExecutor
     # The first file is checked here: it imports the rules and compiles the format's
     # spec once, and forked workers inherit both instead of repeating the work.
@@ -174,6 +177,9 @@ def run(args) -> int:
     if not args.files and not listed:
         error("no files to check: give FILE arguments or --from-list")
         return 2
+    if args.base and not os.path.isfile(args.base):
+        error(f"--base {args.base}: no such file")
+        return 2
     files, missing = _expand(args.files)
     files += listed
     status = 0
@@ -185,7 +191,7 @@ def run(args) -> int:
     try:
         with (progress_bar("reading tensor data") if deep and not args.scheduler else contextlib.nullcontext()) \
                 as progress:
-            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress)
+            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress, args.base)
     except GGScopeError as exc:
         error(str(exc))
         return 2

@@ -13,7 +13,9 @@ Contract:
   (True / False; None when the flag is an expression), ``mode`` (``scalar``; ``per_layer``
   = get_key_or_arr, a scalar or an array of block_count entries; ``array`` = get_arr;
   ``array_n`` = get_arr_n), ``dest`` (the hparams field or local it fills), ``conds`` (the
-  C conditions around the call; empty = always read).
+  C conditions around the call; empty = always read), ``when`` (each condition as a
+  Python expression over the loader's variables, None where it is not plain arithmetic:
+  a call is certain when all hold, impossible when one fails, unknown otherwise).
 * ``T`` - one ``create_tensor`` call of ``load_arch_tensors``: ``tensor`` is the
   ``LLM_TENSOR_`` enum without its prefix (``TENSOR_NAMES[tensor]`` with ``%d`` = block),
   ``suffix`` (``weight``, ``bias``, ... or None), ``shape`` the ``ne`` list as Python
@@ -21,12 +23,16 @@ Contract:
   arithmetic: not checked), ``required`` (no TENSOR_NOT_REQUIRED/TENSOR_SKIP and literal
   flags), ``loop`` (None = once; ``n_layer`` / ``n_layer_all`` = per block i below that
   bound; ``other`` = a block index other than the loop variable, ``bid``), ``conds`` (C
-  conditions around the call), ``unless`` (a tensor whose presence makes this one
+  conditions around the call), ``when`` (as for ``H``; ``i`` is the block), ``unless`` (a tensor whose presence makes this one
   unnecessary: the fused qkv / gate_up alternatives), ``reshape`` (TENSOR_ALLOW_RESHAPE).
 * ``Arch`` - ``cls`` (llama.cpp's model class), ``dynamic`` (some create_tensor call names
   its tensor at run time: the list of created tensors is incomplete), ``derive`` (local
-  ``const`` sizes of load_arch_tensors, as Python expressions, in order), ``hparams``,
-  ``tensors``.
+  ``const`` sizes and flags of load_arch_tensors, as Python expressions, in order),
+  ``checks`` (``(stage, kind, condition, C text, when)``: a ``GGML_ASSERT`` of
+  load_arch_hparams / load_arch_tensors with its condition in Python - the process aborts
+  when it is false - or a ``throw`` whose message is the C text, raised when ``when``
+  holds), ``hparams``, ``tensors``.
+* ``HPARAM_DEFAULTS`` (in the generated module): llama_hparams fields' initial values.
 
 Shape variables: those of ``LLAMA_LOAD_LOCALS`` (src/llama-model.h: n_layer, n_head,
 n_head_kv, n_embd, n_embd_k_gqa, n_embd_v_gqa, n_embd_head_k, n_embd_head_v, n_ff,
@@ -48,6 +54,7 @@ class H:
     mode: str
     dest: str
     conds: tuple[str, ...] = ()
+    when: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,7 @@ class T:
     required: bool
     loop: str | None
     conds: tuple[str, ...] = ()
+    when: tuple[str | None, ...] = ()
     unless: str | None = None
     reshape: bool = False
     bid: str | None = None
@@ -68,5 +76,6 @@ class Arch:
     cls: str
     dynamic: bool
     derive: tuple[tuple[str, str], ...]
+    checks: tuple[tuple[str, str, str | None, str, tuple[str, ...]], ...]
     hparams: tuple[H, ...]
     tensors: tuple[T, ...]

@@ -319,8 +319,8 @@ class _Run:
     def run(self) -> Prediction:
         if self.arch is None:
             return self.pred
-        if self.arch == "clip":
-            return self.pred          # a projector: the sidecar rules judge it
+        if self.arch == "clip" or self.md.get("general.type") in ("adapter", "imatrix"):
+            return self.pred          # a sidecar: ggscope.rules.sidecar judges it by its own loader
         if self.arch not in gen.ARCHS:
             # llm_arch_from_string, then llama_model_mapping's default (src/llama-model.cpp)
             known = self.arch in gen.ARCH_NAMES.values() and self.arch != "(unknown)"

@@ -126,7 +126,10 @@ def hparams(run) -> dict:
         return _int(v) if v is not None else fallback
 
     n_embd = _int(vals.get("n_embd"))
-    base = {d: _num(v) for d, v in vals.items() if _num(v) is not None}
+    base = {d: _num(v) for d, v in gen.HPARAM_DEFAULTS.items()}
+    base.update({d: _num(v) for d, v in vals.items() if _num(v) is not None})
+    base["arch"] = arch
+    base["n_token_types"] = _int(run.md.get("tokenizer.ggml.token_type_count"))
     n_layer = n_all - nextn
 
     def env(i: int | None) -> dict:
@@ -146,7 +149,7 @@ def hparams(run) -> dict:
         if "n_ff_exp_arr" in per_layer or "n_ff_exp_arr" in vals:
             e["n_ff_exp"] = layer_val("n_ff_exp_arr", j, 0)
         for name, expr in spec.derive:
-            v = _eval(expr, e)
+            v = _value(expr, e)
             if v is not None:
                 e[name] = v
             else:
@@ -162,7 +165,52 @@ def hparams(run) -> dict:
             if rot != hk:
                 run.add("hparam", f"invalid n_rot: {rot}, expected {hk}", run.node(key("ROPE_DIMENSION_COUNT", arch)))
                 raise run.Stop
-    return {"env": env, "vocab": run_vocab, "n_layer": n_layer, "n_all": n_all}
+    h = {"env": env, "vocab": run_vocab, "n_layer": n_layer, "n_all": n_all}
+    _checks(run, spec, "hparams", h)
+    return h
+
+
+def _checks(run, spec, stage: str, h: dict) -> None:
+    """The GGML_ASSERTs and throws of load_arch_hparams / load_arch_tensors whose conditions
+    ggscope can evaluate: a failed assert aborts the process, a throw refuses the file."""
+    e = h["env"](None)
+    for st, kind, cond, text, when in spec.checks:
+        if st != stage or certain(when, e) is not True:
+            continue
+        if kind == "throw":
+            run.add("hparam", text.replace("{arch}", run.arch), run.node("general.architecture"))
+            raise run.Stop
+        if _value(cond, e) is False:
+            run.add("hparam", f"GGML_ASSERT({text}) failed: llama.cpp aborts ({spec.cls})",
+                    run.node("general.architecture"))
+            raise run.Stop
+
+
+def certain(when, env) -> bool | None:
+    """True when every condition holds, False when one fails, None when one is unknown."""
+    result: bool | None = True
+    for w in when:
+        v = _value(w, env) if w is not None else None
+        if v is None:
+            result = None
+        elif not v:
+            return False
+    return result
+
+
+def _value(expr, env):
+    """A table expression's value: an int, a bool, or None when it cannot be evaluated."""
+    if expr is None:
+        return None
+    try:
+        v = eval(expr, {"__builtins__": {"max": max, "min": min}}, env)   # noqa: S307 - generated table
+    except Exception:  # noqa: BLE001 - an unknown variable
+        return None
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str):
+        return None
+    return bool(v) if isinstance(v, (int, float)) and expr.strip().startswith("not ") else v
 
 
 def _num(v):
@@ -191,7 +239,13 @@ def tensors(run, h: dict) -> None:
     in_file = {t.name: t for t in run.mf.tensors}
     arch_node = run.nodes.get("general.architecture")
     created: set[str] = set()
-    envs = {}
+    _checks(run, spec, "tensors", h)
+    envs: dict = {}
+
+    def env_of(i):
+        if i not in envs:
+            envs[i] = env(i)
+        return envs[i]
     for t in spec.tensors:
         block = "%d" in gen.TENSOR_NAMES[t.tensor]
         if t.loop in ("n_layer", "n_layer_all") and block:
@@ -205,25 +259,26 @@ def tensors(run, h: dict) -> None:
         else:
             layers = (None,)
         for i in layers:
+            sure = certain(t.when, env_of(i)) if t.conds else True
+            if sure is False:
+                continue                      # this branch does not run: the tensor is not created here
             name = _name(t, i)
             have = in_file.get(name)
             if have is None:
                 alt = t.unless and any(n in in_file for n in _alts(t, i))
-                if t.required and not t.conds and not alt:
+                if t.required and sure and not alt:
                     run.add("missing-tensor", f"missing tensor '{name}'", arch_node)
                 continue
             created.add(name)
             if t.shape is None or t.reshape:
                 continue
-            if i not in envs:
-                envs[i] = env(i)
-            want = [None if d is None else _eval(d, envs[i]) for d in t.shape]
+            want = [None if d is None else _eval(d, env_of(i)) for d in t.shape]
             ne = list(have.shape) + [1] * (4 - len(have.shape))
             if len(want) > 4:
                 continue
             bad = any((j < len(want) and want[j] is not None and want[j] != ne[j]) or (j >= len(want) and ne[j] != 1)
                       for j in range(4))
-            if bad and not t.conds and not _other_shape_ok(spec, t, i, ne, envs[i]):
+            if bad and sure and not _other_shape_ok(spec, t, i, ne, env_of(i)):
                 run.add("tensor-shape", f"tensor '{name}' has wrong shape; expected "
                         f"{_fmt(want)}, got {_fmt(list(have.shape))}", have.node_path)
     if spec.dynamic:
