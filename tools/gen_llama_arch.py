@@ -270,9 +270,18 @@ def py_bool(c: str, arch_enums: dict[str, str]) -> str | None:
     s = s.replace("&&", " and ").replace("||", " or ")
     s = re.sub(r"!(?!=)", " not ", s)
     s = re.sub(r"\bml\.get_arch\(\)|\bhparams\.arch\b", "arch", s)
+    weights: list[str] = []
+
+    def weight(m, neg):
+        weights.append(m.group(1))
+        return f"{'not ' if neg else ''}HASWEIGHT{len(weights) - 1}"
+    s = re.sub(r'\bml\.get_weight\(\s*"([\w.]+)"\s*\)\s*==\s*nullptr', lambda m: weight(m, True), s)
+    s = re.sub(r'\bml\.get_weight\(\s*"([\w.]+)"\s*\)\s*!=\s*nullptr', lambda m: weight(m, False), s)
+    s = re.sub(r"\bml\.load_mtp\b", "load_mtp", s)
     e = py_expr(s)
     if e is None:
         return None
+    e = re.sub(r"HASWEIGHT(\d+)", lambda m: f"has({weights[int(m.group(1))]!r})", e)
     return re.sub(r"ARCHNAME(\d+)", lambda m: names[int(m.group(1))], e)
 
 
@@ -374,14 +383,72 @@ def hparam_rows(body: str, fields: dict[str, str], kv_names: dict[str, str], loc
     return rows
 
 
+_FLAG_WORDS = ("TENSOR_NOT_REQUIRED", "TENSOR_SKIP")
+
+
+def flag_optional(expr: str, known: dict[str, str | None]) -> str | None:
+    """When a flags expression includes TENSOR_NOT_REQUIRED or TENSOR_SKIP, as Python;
+    "False" / "True" for constant flags; None when it cannot be told."""
+    e = " ".join(expr.split())
+    while e.startswith("(") and e.endswith(")") and match_close(e, 0, "(", ")") == len(e) - 1:
+        e = e[1:-1].strip()
+    m = re.fullmatch(r"(.+?)\s*\?\s*(.+?)\s*:\s*(.+)", e)
+    if m:
+        c, a, b = py_bool(m.group(1), ARCH_ENUMS), flag_optional(m.group(2), known), flag_optional(m.group(3), known)
+        if None in (c, a, b):
+            return None
+        return f"(({c}) and ({a})) or (not ({c}) and ({b}))"
+    parts = [x.strip() for x in split_args(e.replace("|", ","))]
+    out = []
+    for x in parts:
+        if x == "0" or x in ("TENSOR_DUPLICATED", "TENSOR_SKIP_IF_VIRTUAL", "TENSOR_ALLOW_RESHAPE", "TENSOR_READ_LAZY"):
+            continue
+        if x in _FLAG_WORDS:
+            return "True"
+        if x in known:
+            if known[x] is None:
+                return None
+            out.append(known[x])
+            continue
+        sub = flag_optional(x, known) if x.startswith("(") else None
+        if sub is None:
+            return None
+        out.append(sub)
+    return " or ".join(f"({o})" for o in out) if out else "False"
+
+
+def flag_vars(body: str) -> dict[str, str | None]:
+    """Local ``int flags`` variables of load_arch_tensors: when they make a tensor optional."""
+    known: dict[str, str | None] = {}
+    for m in re.finditer(r"\b(?:const\s+)?int\s+(\w*flags)\s*=\s*([^;]+);|"
+                         r"if\s*\(([^{};]*?)\)\s*\{?\s*(\w*flags)\s*\|=\s*([\w\s|]+);|"
+                         r"(?<![\w)])\s(\w*flags)\s*\|=\s*([\w\s|]+);", body):
+        if m.group(1):
+            known[m.group(1)] = flag_optional(m.group(2), known)
+        elif m.group(4):
+            name, add = m.group(4), flag_optional(m.group(5), known)
+            c = py_bool(m.group(3), ARCH_ENUMS)
+            old = known.get(name, "False")
+            if add == "False":
+                continue
+            known[name] = None if None in (old, add, c) else f"({old}) or (({c}) and ({add}))"
+        elif m.group(6):
+            name, add = m.group(6), flag_optional(m.group(7), known)
+            old = known.get(name, "False")
+            known[name] = None if None in (old, add) else f"({old}) or ({add})"
+    return known
+
+
 def tensor_rows(body: str, tensor_names: dict[str, str]):
     """create_tensor calls as (tensor, suffix, shape, required, duplicated, loop, conds, unless, bid)."""
     rows, dynamic, derive = [], False, []
     for m in re.finditer(r"\bconst\s+(int64_t|int32_t|uint32_t|int|auto|bool)\s+(\w+)\s*=\s*([^;]+);", body):
         derive.append((m.group(2), py_bool(m.group(3), ARCH_ENUMS)))
+    flags_known = flag_vars(body)
     for call, args, loop, conds in walk(body):
         if call == "create_tensor":
-            row = _tensor(args[0], args[1], args[2] if len(args) > 2 else "0", tensor_names, loop, conds)
+            row = _tensor(args[0], args[1], args[2] if len(args) > 2 else "0", tensor_names, loop, conds,
+                          flags_known)
             if row is None:
                 dynamic = True
             elif row:
@@ -399,7 +466,7 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
                     ("ATTN_Q", "bias", f"{{{q}}}", "TENSOR_NOT_REQUIRED", None),
                     ("ATTN_K", "bias", f"{{{k}}}", "TENSOR_NOT_REQUIRED", None),
                     ("ATTN_V", "bias", f"{{{v}}}", "TENSOR_NOT_REQUIRED", None)):
-                row = _tensor(f'tn(LLM_TENSOR_{t}, "{s}"{b})', sh, f, tensor_names, loop, conds)
+                row = _tensor(f'tn(LLM_TENSOR_{t}, "{s}"{b})', sh, f, tensor_names, loop, conds, flags_known)
                 if row:
                     rows.append(row[:7] + (unless,) + row[8:])  # noqa
         elif call == "create_tensor_gate_up_exps":
@@ -408,13 +475,13 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
             for t, sh, f, unless in (("FFN_GATE_UP_EXPS", f"{{{e}, {ff} * 2, {ne}}}", "TENSOR_NOT_REQUIRED", None),
                                      ("FFN_GATE_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS"),
                                      ("FFN_UP_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS")):
-                row = _tensor(f'tn(LLM_TENSOR_{t}, "weight"{b})', sh, f, tensor_names, loop, conds)
+                row = _tensor(f'tn(LLM_TENSOR_{t}, "weight"{b})', sh, f, tensor_names, loop, conds, flags_known)
                 if row:
                     rows.append(row[:7] + (unless,) + row[8:])  # noqa
     return rows, dynamic, [(n, e) for n, e in derive if e is not None]
 
 
-def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds):
+def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds, flags_known=None):
     m = re.match(r"^tn\(\s*(LLM_TENSOR_\w+)\s*(.*)\)$", " ".join(tn.split()))
     if not m or m.group(1) not in tensor_names:
         return None
@@ -430,6 +497,11 @@ def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds):
         w in ("0", "TENSOR_NOT_REQUIRED", "TENSOR_DUPLICATED", "TENSOR_SKIP", "TENSOR_SKIP_IF_VIRTUAL",
               "TENSOR_ALLOW_RESHAPE", "TENSOR_READ_LAZY") for w in re.findall(r"\w+", f))
     required = known and "TENSOR_NOT_REQUIRED" not in f and "TENSOR_SKIP" not in f.replace("TENSOR_SKIP_IF_VIRTUAL", "")
+    optional_if = None
+    if not known and flags_known is not None:
+        opt = flag_optional(f, flags_known)
+        if opt is not None and opt != "True":
+            required, optional_if = True, (None if opt == "False" else opt)
     if bid is not None and bid not in ("i", "il"):
         loop = "other"
     elif bid is None:
@@ -437,7 +509,7 @@ def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds):
     if dup:
         return ()
     return (m.group(1)[len("LLM_TENSOR_"):], suffix, dims, required, "TENSOR_ALLOW_RESHAPE" in f, loop, conds,
-            None, bid if loop == "other" else None, tuple(py_cond(c, ARCH_ENUMS) for c in conds))
+            None, bid if loop == "other" else None, tuple(py_cond(c, ARCH_ENUMS) for c in conds), optional_if)
 
 
 def vocab_facts(vocab: str):
@@ -465,6 +537,7 @@ def read_source(root: Path) -> dict:
     kv_names = cmap(arch_cpp, "LLM_KV_NAMES")
     tensor_names = cmap(arch_cpp, "LLM_TENSOR_NAMES")
     fields = field_types(hparams_h)
+    rope_types = list(cmap(model_cpp, "LLAMA_ROPE_SCALING_TYPES").values())
     mapping_body = function_body(model_cpp, r"llama_model \* llama_model_mapping\([^)]*\)\s*\{")
     arch_class: dict[str, str] = {}
     pending: list[str] = []
@@ -515,7 +588,7 @@ def read_source(root: Path) -> dict:
     for line in (root / "CMakeLists.txt").read_text().splitlines():
         pass
     return dict(arch_names=arch_names, kv_names=kv_names, tensor_names=tensor_names, common=common, archs=archs,
-                defaults=hparam_defaults(hparams_h), projectors=projectors,
+                defaults=hparam_defaults(hparams_h), projectors=projectors, rope_types=rope_types,
                 tokenizer_models=models, bpe_models=bpe, pre_tokenizers=pres, version=version)
 
 
@@ -541,6 +614,7 @@ def render(s: dict, pinned: str) -> str:
                + "}\n")
     out.append(f"TOKENIZER_MODELS = {tuple(s['tokenizer_models'])!r}\n")
     out.append(f"BPE_MODELS = {tuple(s['bpe_models'])!r}\n")
+    out.append(f"ROPE_SCALING_TYPES = {tuple(s['rope_types'])!r}\n")
     out.append("# tools/mtmd/clip-impl.h PROJECTOR_TYPE_NAMES: the clip.projector_type values clip.cpp knows\n"
                "PROJECTOR_TYPES = (\n" + "".join(f"    {p!r},\n" for p in s["projectors"]) + ")\n")
     out.append("PRE_TOKENIZERS = (\n" + "".join(f"    {p!r},\n" for p in s["pre_tokenizers"]) + ")\n")
@@ -563,8 +637,9 @@ def _h(r) -> str:
 
 
 def _t(r) -> str:
-    tensor, suffix, dims, required, reshape, loop, conds, unless, bid, when = r
+    tensor, suffix, dims, required, reshape, loop, conds, unless, bid, when, optional_if = r
     return (f"T({tensor!r}, {suffix!r}, {dims!r}, {required!r}, {loop!r}, {conds!r}, {when!r}"
+            + (f", optional_if={optional_if!r}" if optional_if else "")
             + (f", unless={unless!r}" if unless else "") + (", reshape=True" if reshape else "")
             + (f", bid={bid!r}" if bid else "") + ")")
 

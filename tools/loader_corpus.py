@@ -84,10 +84,12 @@ def base_model(arch: str):
     put("ATTENTION_HEAD_COUNT_KV", N_HEAD_KV, "uint32")
     for h in spec.hparams:
         k = lg.key(h.kv, arch)
-        if k in md or not (h.required and not h.conds):
+        if k in md or not h.required:
             continue
         v = _value(h)
         if v is None or h.mode in ("array", "array_n"):
+            if h.conds:
+                continue                      # maybe not read: leave it out
             return None
         md[k] = (v, {"u32": "uint32", "i32": "int32", "u64": "uint64", "u16": "uint16", "f32": "float32",
                      "bool": "bool"}[(h.ctype or "").rstrip("[]")])
@@ -204,14 +206,38 @@ def cases():
         m3 = dict(md)
         _vocab(m3, pre="llama3")
         out.append((f"{arch}.bpe-llama3", arch, "known-pre-tokenizer", m3, ts))
-    if "llama" in bases:
-        _s, _a, _m, md, ts = bases["llama"]
-        out.append(("llama.as-clip", "clip", "projector-as-main",
+    if "olmo2" in bases:
+        _s, _a, _m, md, ts = bases["olmo2"]
+        out.append(("olmo2.as-clip", "clip", "projector-as-main",
                     {**md, "general.architecture": ("clip", "string")}, ts))
-        out.append(("llama.as-adapter", "llama", "adapter-as-main",
-                    {**md, "general.type": ("adapter", "string"), "adapter.type": ("lora", "string"),
-                     "adapter.lora.alpha": (16.0, "float32")}, ts))
+        out += adapters("olmo2", dict(ts))
     return out
+
+
+ADAPTER_BASE = "olmo2.base.gguf"
+
+
+def adapters(arch: str, base: dict):
+    """LoRA adapters for the olmo2 base, as convert_lora_to_gguf.py writes them (lora_a
+    ne {in, r}, lora_b ne {r, out}), judged by llama_adapter_lora_init against that base."""
+    md = {"general.architecture": (arch, "string"), "general.type": ("adapter", "string"),
+          "adapter.type": ("lora", "string"), "adapter.lora.alpha": (16.0, "float32")}
+    r = 4
+    good = []
+    for name in ("blk.0.attn_q.weight", "blk.1.attn_v.weight"):
+        n_in, n_out = base[name][0], base[name][1]
+        good += [(name + ".lora_a", (n_in, r)), (name + ".lora_b", (r, n_out))]
+    return [
+        (f"{arch}.lora", arch, "adapter", md, good),
+        (f"{arch}.lora-missing-b", arch, "adapter-missing-half", md, good[:-1]),
+        (f"{arch}.lora-not-transposed", arch, "adapter-not-transposed", md,
+         [(n, (ne[1], ne[0])) if n.endswith("lora_a") and n.startswith("blk.1") else (n, ne) for n, ne in good]),
+        (f"{arch}.lora-other-arch", "llama", "adapter-arch-mismatch", {**md, "general.architecture": ("llama", "string")},
+         good),
+        (f"{arch}.lora-not-in-base", arch, "adapter-tensor-not-in-base", md,
+         good + [("blk.0.holdout.weight.lora_a", (N_EMBD, r)), ("blk.0.holdout.weight.lora_b", (r, N_EMBD))]),
+        (f"{arch}.lora-type", arch, "adapter-type", {**md, "adapter.type": ("control_vector", "string")}, good),
+    ]
 
 
 def write_corpus(folder: Path) -> list[dict]:
@@ -220,7 +246,8 @@ def write_corpus(folder: Path) -> list[dict]:
     for n, (stem, arch, mutation, md, ts) in enumerate(cases()):
         path = folder / f"{stem}.gguf"
         write(path, md, ts, seed=1000 + n)
-        rows.append({"file": path.name, "arch": arch, "mutation": mutation})
+        rows.append({"file": path.name, "arch": arch, "mutation": mutation,
+                     **({"base": ADAPTER_BASE} if mutation.startswith("adapter") else {})})
     return rows
 
 
@@ -230,7 +257,14 @@ os.environ["LLAMA_CPP_LIB_PATH"] = sys.argv[1]
 sys.path.insert(0, sys.argv[2])
 import llama_cpp
 try:
-    llama_cpp.Llama(sys.argv[3], n_ctx=64, n_batch=64, n_threads=1, verbose=True)
+    if len(sys.argv) > 4:        # an adapter, judged against its base model
+        llm = llama_cpp.Llama(sys.argv[4], n_ctx=64, n_batch=64, n_threads=1, verbose=True)
+        print("BASE LOADED", file=sys.stderr)
+        if not llama_cpp.llama_adapter_lora_init(llm.model, sys.argv[3].encode()):
+            print("EXC: llama_adapter_lora_init failed", file=sys.stderr)
+            sys.exit(3)
+    else:
+        llama_cpp.Llama(sys.argv[3], n_ctx=64, n_batch=64, n_threads=1, verbose=True)
 except Exception as e:
     print("EXC:", e, file=sys.stderr)
     sys.exit(3)
@@ -238,10 +272,10 @@ print("LOADED", file=sys.stderr)
 """
 
 
-def oracle(path: Path, lib: str, binding: str) -> dict:
+def oracle(path: Path, lib: str, binding: str, base: Path | None = None) -> dict:
     try:
-        p = subprocess.run([sys.executable, "-c", _CHILD, lib, binding, str(path)], capture_output=True, text=True,
-                           timeout=120)
+        p = subprocess.run([sys.executable, "-c", _CHILD, lib, binding, str(path), *([str(base)] if base else [])],
+                           capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired:
         return {"llama_cpp": "crash", "reason": "timeout"}
     err = p.stderr.splitlines()
@@ -249,7 +283,8 @@ def oracle(path: Path, lib: str, binding: str) -> dict:
         return {"llama_cpp": "loads", "reason": ""}
     lines = [ln for ln in err if "error" in ln.lower() or "GGML_ASSERT" in ln or "failed" in ln or "EXC:" in ln]
     reason = next((ln for ln in lines if "GGML_ASSERT" in ln), None) or next(
-        (ln for ln in lines if "error loading model" in ln or "llama_model_load:" in ln), None) or (
+        (ln for ln in lines if "error loading model" in ln or "llama_model_load:" in ln
+         or "llama_adapter_lora_init_impl" in ln or "failed to apply lora" in ln.lower()), None) or (
         lines[0] if lines else (err[-1] if err else ""))
     return {"llama_cpp": "crash" if p.returncode < 0 or p.returncode not in (0, 3) else "refuses",
             "reason": reason.strip()[:300]}
@@ -270,7 +305,7 @@ def main(argv=None) -> int:
     if not a.lib or not a.binding:
         ap.error("record needs --lib and --binding")
     for r in rows:
-        r.update(oracle(Path(a.dir) / r["file"], a.lib, a.binding))
+        r.update(oracle(Path(a.dir) / r["file"], a.lib, a.binding, Path(a.dir) / r["base"] if "base" in r else None))
         print(r["file"], r["llama_cpp"], r["reason"][:100], flush=True)
     VERDICTS.parent.mkdir(exist_ok=True)
     VERDICTS.write_text(json.dumps({"oracle": f"llama-cpp-python 0.3.36 on {gen.PINNED}", "cases": rows},

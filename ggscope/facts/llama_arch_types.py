@@ -24,7 +24,10 @@ Contract:
   flags), ``loop`` (None = once; ``n_layer`` / ``n_layer_all`` = per block i below that
   bound; ``other`` = a block index other than the loop variable, ``bid``), ``conds`` (C
   conditions around the call), ``when`` (as for ``H``; ``i`` is the block), ``unless`` (a tensor whose presence makes this one
-  unnecessary: the fused qkv / gate_up alternatives), ``reshape`` (TENSOR_ALLOW_RESHAPE).
+  unnecessary: the fused qkv / gate_up alternatives), ``reshape`` (TENSOR_ALLOW_RESHAPE), ``bid``, ``optional_if`` (flags held in a local
+  variable: the Python condition under which they include TENSOR_NOT_REQUIRED or
+  TENSOR_SKIP; ``has(name)`` is whether the file holds a tensor, ``load_mtp`` the loader's
+  parameter).
 * ``Arch`` - ``cls`` (llama.cpp's model class), ``dynamic`` (some create_tensor call names
   its tensor at run time: the list of created tensors is incomplete), ``derive`` (local
   ``const`` sizes and flags of load_arch_tensors, as Python expressions, in order),
@@ -69,6 +72,7 @@ class T:
     unless: str | None = None
     reshape: bool = False
     bid: str | None = None
+    optional_if: str | None = None
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,7 @@ architecture", "key not found in model", "missing tensor", "wrong shape", "wrong
 tensors", an assert in the vocabulary loader, a crash at the first evaluation - happen in
 llama.cpp's ``llama_model_load``, not in ggml's reader.  ``ggscope.rules.loader_engine`` runs the
 table generated from the pinned llama.cpp's source (``ggscope.facts.llama_arch``, every
-architecture it knows; the hand-checked ``ggscope.facts.loader_table`` for 13 of them) once
-per file; each rule here reports one kind of issue from that run.  Error means llama.cpp
+architecture it knows) once per file; each rule here reports one kind of issue from that run.  Error means llama.cpp
 refuses the file or crashes on it.  The pinned version is named in every rule's source.
 
 Contract: rules need an undamaged header (a damaged file is the structure family's);
@@ -63,9 +62,10 @@ class ArchitectureNotCovered(Rule):
     """What it checks: whether llama.cpp names some of the architecture's tensors only at run time.
 
     Why it matters: the loader rules run a table generated from the pinned llama.cpp's
-    source for every architecture it knows; for the few whose ``load_arch_tensors`` builds
-    tensor names at run time the list of created tensors is incomplete, so ggscope does not
-    report "unexpected" tensors there instead of guessing.
+    source (llama-cpp-python 0.3.36's vendored llama.cpp) for every architecture it knows;
+    for the few whose ``load_arch_tensors`` builds tensor names at run time the list of
+    created tensors is incomplete, so ggscope does not report "unexpected" tensors there
+    instead of guessing.
 
     Example: a jina-bert-v2 file.
 
@@ -80,7 +80,7 @@ class ArchitectureNotCovered(Rule):
             return
         pred = loader_engine.predict(ctx.mf)
         spec = GEN_ARCHS.get(pred.arch or "")
-        if spec is not None and spec.dynamic and not pred.covered:
+        if spec is not None and spec.dynamic:
             yield ctx.at(ctx.node(ctx.mf.metadata_nodes.get("general.architecture", "")),
                          f"architecture {pred.arch!r}: llama.cpp names some tensors at run time; tensors it "
                          "does not create are not reported")

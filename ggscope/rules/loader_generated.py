@@ -1,11 +1,12 @@
-"""The loader engine's second half: llama.cpp's load_hparams / load_tensors run from the
-generated table (``ggscope.facts.llama_arch``) for architectures the hand-checked table
-(``ggscope.facts.loader_table``) does not hold.
+"""llama.cpp's load_hparams / load_tensors, run from the generated table (``ggscope.facts.llama_arch``).
 
-Why: the generated table covers every architecture the pinned llama.cpp knows, read from
-its source by tools/gen_llama_arch.py; a call whose condition ggscope cannot evaluate is
-judged only where the answer does not depend on it (a required tensor inside an ``if`` is
-not demanded; a tensor any branch creates is not "unexpected"), so nothing is guessed.
+Why: the table covers every architecture the pinned llama.cpp knows, read from its source
+by tools/gen_llama_arch.py, with the conditions around each call as Python; a call whose
+condition ggscope cannot evaluate is judged only where the answer does not depend on it
+(a required tensor inside an unknown ``if`` is not demanded; a tensor any branch may create
+is not "unexpected"; a flags variable that may include TENSOR_NOT_REQUIRED makes the tensor
+optional), so nothing is guessed.  Asserts and throws of load_arch_hparams /
+load_arch_tensors whose conditions evaluate are errors quoting them.
 
 Contract: ``hparams(run)`` adds ``missing-key`` / ``key-type`` / ``hparam`` issues and returns
 the variables of ``LLAMA_LOAD_LOCALS`` (per block: ``env(i)``) or raises ``run.Stop``;
@@ -59,7 +60,13 @@ def _eval(expr, env):
 
 
 def _int(v, default=0):
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+    """An integer value from the file (numpy integers of arrays included), else ``default``."""
+    if v is None or isinstance(v, (bool, str, bytes)):
+        return default
+    try:
+        return int(v)
+    except (TypeError, ValueError, OverflowError):
+        return default
 
 
 def hparams(run) -> dict:
@@ -95,6 +102,13 @@ def hparams(run) -> dict:
         run.add("hparam", f"GGML_ASSERT(hparams.n_layer_nextn <= hparams.n_layer_all) fails: {nextn} > {n_all}",
                 run.node(key("NEXTN_PREDICT_LAYERS", arch)))
         raise run.Stop
+    rope = vals.get("rope_scaling")
+    if isinstance(rope, str) and rope not in gen.ROPE_SCALING_TYPES:
+        k = key("ROPE_SCALING_TYPE", arch)
+        run.add("hparam", f"{k} = {rope!r} is not one of {', '.join(gen.ROPE_SCALING_TYPES)}: "
+                "GGML_ASSERT(hparams.rope_scaling_type_train != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED) failed",
+                run.node(k))
+        raise run.Stop
     per_layer: dict[str, list] = {}
     for h in (*gen.COMMON, *spec.hparams):
         k = key(h.kv, arch)
@@ -129,6 +143,9 @@ def hparams(run) -> dict:
     base = {d: _num(v) for d, v in gen.HPARAM_DEFAULTS.items()}
     base.update({d: _num(v) for d, v in vals.items() if _num(v) is not None})
     base["arch"] = arch
+    names = frozenset(t.name for t in run.mf.tensors)
+    base["has"] = names.__contains__          # ml.get_weight(name) != nullptr
+    base["load_mtp"] = False                  # llama_model_default_params: MTP layers are skipped
     base["n_token_types"] = _int(run.md.get("tokenizer.ggml.token_type_count"))
     n_layer = n_all - nextn
 
@@ -157,9 +174,9 @@ def hparams(run) -> dict:
         return e
 
     run_vocab = [None]
-    if n_embd and "n_head_arr" in vals or "n_head_arr" in per_layer:
-        n_head0 = layer_val("n_head_arr", 0, 0)
-        if n_head0 and arch in ("llama", "deci", "falcon", "llama-embed"):
+    n_head0 = layer_val("n_head_arr", 0, 0)
+    if n_head0:      # load_hparams: "sanity check for n_rot" of llama, deci, falcon, llama-embed
+        if arch in ("llama", "deci", "falcon", "llama-embed"):
             hk = _int(vals.get("n_embd_head_k_full"), n_embd // n_head0)
             rot = _int(vals.get("n_rot_full"), hk)
             if rot != hk:
@@ -266,7 +283,8 @@ def tensors(run, h: dict) -> None:
             have = in_file.get(name)
             if have is None:
                 alt = t.unless and any(n in in_file for n in _alts(t, i))
-                if t.required and sure and not alt:
+                opt = _value(t.optional_if, env_of(i)) if t.optional_if else False
+                if t.required and sure and not alt and opt is not None and not opt:
                     run.add("missing-tensor", f"missing tensor '{name}'", arch_node)
                 continue
             created.add(name)
@@ -281,6 +299,8 @@ def tensors(run, h: dict) -> None:
             if bad and sure and not _other_shape_ok(spec, t, i, ne, env_of(i)):
                 run.add("tensor-shape", f"tensor '{name}' has wrong shape; expected "
                         f"{_fmt(want)}, got {_fmt(list(have.shape))}", have.node_path)
+            elif not bad:
+                run.check_type(t, name, have, len(want))
     if spec.dynamic:
         return
     extra = [n for n in in_file if n not in created]

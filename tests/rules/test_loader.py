@@ -152,7 +152,7 @@ def test_norm_stored_as_f16_crashes_at_eval(tmp_path):
 
 
 def test_mpt_needs_max_alibi_bias_not_clamp(tmp_path):
-    # llama.cpp case LLM_ARCH_MPT: get_key(MAX_ALIBI_BIAS) required, CLAMP_KQV optional
+    # llama.cpp llama_model_mpt::load_arch_hparams: layer_norm_epsilon required, the rest optional
     e, ff = 8, 16
     base = [KV("mpt.context_length", V.UINT32, 32), KV("mpt.embedding_length", V.UINT32, e),
             KV("mpt.block_count", V.UINT32, 1), KV("mpt.feed_forward_length", V.UINT32, ff),
@@ -164,9 +164,14 @@ def test_mpt_needs_max_alibi_bias_not_clamp(tmp_path):
     ok = gguf(tmp_path, "ok.gguf", arch="mpt", kvs=base + [KV("mpt.attention.max_alibi_bias", V.FLOAT32, 8.0)],
               tensors=ts)
     assert _loader_codes(ok) == set()
+    # the pinned llama.cpp (llama-cpp-python 0.3.36, src/models/mpt.cpp) reads max_alibi_bias
+    # with required=false: its loader loads mpt without it (fixtures/llama_loader_verdicts.json,
+    # mpt.base); a missing layer-norm epsilon is still refused
     missing = gguf(tmp_path, "no.gguf", arch="mpt", kvs=base, tensors=ts)
-    msgs = [f.message for f in findings(missing) if f.code == "GG1103"]
-    assert msgs == ["key not found in model: mpt.attention.max_alibi_bias"]
+    assert _loader_codes(missing) == set()
+    no_eps = gguf(tmp_path, "no-eps.gguf", arch="mpt", kvs=[k for k in base if "epsilon" not in k.key], tensors=ts)
+    msgs = [f.message for f in findings(no_eps) if f.code == "GG1103"]
+    assert msgs == ["key not found in model: mpt.attention.layer_norm_epsilon"]
 
 
 def test_gemma2_never_creates_output(tmp_path):
