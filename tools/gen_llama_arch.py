@@ -8,7 +8,9 @@ llama.cpp is re-running it:
 * src/llama-arch.cpp: ``LLM_ARCH_NAMES``, ``LLM_KV_NAMES``, ``LLM_TENSOR_NAMES``;
 * src/llama-model.cpp: ``llama_model_mapping`` (architecture -> model class) and
   ``llama_model_base::load_hparams`` (the keys read for every architecture);
-* src/models/models.h (class inheritance) and src/models/*.cpp: each class's
+* src/models/models.h (class inheritance) and src/models/*.cpp: each class's graph
+  constructor (its top-level GGML_ASSERTs over hyperparameters: they abort at context
+  creation) and its
   ``load_arch_hparams`` (``ml.get_key`` / ``get_key_or_arr`` / ``get_arr`` calls with their
   required flag and the conditions around them) and ``load_arch_tensors``
   (``create_tensor`` calls with shape expressions, flags, the loop over layers and the
@@ -550,8 +552,12 @@ def read_source(root: Path) -> dict:
             pending = []
     parents = dict(re.findall(r"struct\s+(llama_model_\w+)\s*:\s*public\s+(llama_model_\w+)", models_h))
     bodies: dict[tuple[str, str], str] = {}
+    graphs: dict[str, list[str]] = {}
     for f in sorted((src / "models").glob("*.cpp")):
         text = strip_comments(f.read_text())
+        for m in re.finditer(r"(llama_model_\w+)::graph(?:<\w+>)?::graph\s*\([^)]*\)\s*:[^{]*\{", text):
+            b = m.end() - 1
+            graphs.setdefault(m.group(1), []).append(text[b + 1:match_close(text, b, "{", "}")])
         for m in re.finditer(r"void\s+(llama_model_\w+)::(load_arch_hparams|load_arch_tensors)\s*\([^)]*\)\s*\{", text):
             b = m.end() - 1
             bodies[(m.group(1), m.group(2))] = text[b + 1:match_close(text, b, "{", "}")]
@@ -578,9 +584,22 @@ def read_source(root: Path) -> dict:
             hrows += [r[:5] + (r[5] + ("load_swa_pattern",), r[6] + (None,)) for r in swa_rows]
         tb = body(cls, "load_arch_tensors")
         trows, dynamic, derive = tensor_rows(tb, tensor_names)
+        gchecks = []
+        for gb in graphs.get(cls, []):
+            local = dict(re.findall(r"\bconst\s+(?:int64_t|int32_t|uint32_t|int|auto)\s+(\w+)\s*=\s*([^;]+);", gb))
+            for kind, cond, text, when in checks(gb, ARCH_ENUMS):
+                if kind != "assert" or when:
+                    continue
+                # the graph's own locals, substituted (n_embd_head = hparams.n_embd_head_v(), ...)
+                for var, expr in local.items():
+                    e = py_expr(expr)
+                    if e is not None:
+                        cond = re.sub(rf"\b{var}\b", f"({e})", cond)
+                if cond not in [c[2] for c in gchecks]:
+                    gchecks.append(("graph", kind, cond, text, when))
         archs[name] = dict(enum=enum, cls=cls, hparams=hrows, tensors=trows, dynamic=dynamic, derive=derive,
                            checks=tuple(("hparams",) + c for c in checks(hb, ARCH_ENUMS)) +
-                           tuple(("tensors",) + c for c in checks(tb, ARCH_ENUMS)))
+                           tuple(("tensors",) + c for c in checks(tb, ARCH_ENUMS)) + tuple(gchecks))
     models, bpe, pres = vocab_facts(strip_comments((src / "llama-vocab.cpp").read_text()))
     clip_h = strip_comments((root / "tools" / "mtmd" / "clip-impl.h").read_text())
     projectors = list(cmap(clip_h, "PROJECTOR_TYPE_NAMES").values())

@@ -58,6 +58,7 @@ class _Run:
 
     def __init__(self, arch, md, types):
         self.arch, self.md, self.types, self.nodes = arch, md, types, {}
+        self.mf = type("M", (), {"tensors": ()})()
         self.pred = type("P", (), {"issues": [], "of": lambda s, k: [i for i in s.issues if i[0] == k]})()
 
     def add(self, kind, message, path=None):

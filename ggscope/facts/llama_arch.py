@@ -1046,6 +1046,8 @@ ARCHS = {
         cls='llama_model_llama', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('VOCAB_SIZE', 'u32', False, 'scalar', 'n_vocab', (), ()),
@@ -1087,6 +1089,8 @@ ARCHS = {
         derive=(('is_moe_layer', 'n_moe_layer_step > 0 and (i + 1) % n_moe_layer_step == 0'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1127,6 +1131,8 @@ ARCHS = {
         cls='llama_model_deci', dynamic=False,
         derive=(('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff', 'n_ff'), ('n_head', 'n_head'), ('n_head_kv', 'n_head_kv'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1160,6 +1166,8 @@ ARCHS = {
         cls='llama_model_falcon', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1183,6 +1191,8 @@ ARCHS = {
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1229,6 +1239,7 @@ ARCHS = {
         cls='llama_model_gpt2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1256,6 +1267,7 @@ ARCHS = {
         cls='llama_model_gptneox', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1283,6 +1295,7 @@ ARCHS = {
         cls='llama_model_mpt', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1317,6 +1330,8 @@ ARCHS = {
         cls='llama_model_baichuan', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1344,6 +1359,7 @@ ARCHS = {
         cls='llama_model_starcoder', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1371,6 +1387,7 @@ ARCHS = {
         cls='llama_model_refact', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1410,6 +1427,7 @@ ARCHS = {
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1447,6 +1465,7 @@ ARCHS = {
         cls='llama_model_modern_bert', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_SLIDING_WINDOW', 'u32', False, 'scalar', 'n_swa', (), ()),
@@ -1547,6 +1566,7 @@ ARCHS = {
         cls='llama_model_neo_bert', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1643,6 +1663,7 @@ ARCHS = {
         cls='llama_model_eurobert', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1669,6 +1690,7 @@ ARCHS = {
         cls='llama_model_bloom', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1697,6 +1719,7 @@ ARCHS = {
         cls='llama_model_stablelm', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -1729,6 +1752,7 @@ ARCHS = {
         cls='llama_model_qwen', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1750,6 +1774,8 @@ ARCHS = {
         cls='llama_model_qwen2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1780,6 +1806,8 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN2MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN2MOE', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', False, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -1814,6 +1842,8 @@ ARCHS = {
         cls='llama_model_qwen2vl', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ROPE_DIMENSION_SECTIONS', None, True, 'per_layer', 'rope_sections', (), ()),
@@ -1842,6 +1872,8 @@ ARCHS = {
         cls='llama_model_qwen3', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -1874,6 +1906,8 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN3MOE', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', False, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -1965,6 +1999,8 @@ ARCHS = {
         cls='llama_model_qwen3vl', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('NUM_DEEPSTACK_LAYERS', 'u32', False, 'scalar', 'n_deepstack_layers', (), ()),
@@ -1999,6 +2035,8 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN3MOE', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('NUM_DEEPSTACK_LAYERS', 'u32', False, 'scalar', 'n_deepstack_layers', (), ()),
@@ -2032,6 +2070,7 @@ ARCHS = {
         cls='llama_model_qwen35', dynamic=False,
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -2100,6 +2139,7 @@ ARCHS = {
         cls='llama_model_qwen35moe', dynamic=False,
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', False, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -2186,6 +2226,7 @@ ARCHS = {
             ('hparams', 'throw', None, '%s lists %u layers, but only one PLE layer is supported', ('n_ple > 0', 'n_ple != 1')),
             ('hparams', 'throw', None, 'PLE n-gram size %u is out of range', ('n_ple > 0', 'ple_ngram_size < 2 or ple_ngram_size > LLAMA_MAX_PLE_NGRAM')),
             ('hparams', 'throw', None, 'PLE head count %u is out of range', ('n_ple > 0', 'ple_n_heads == 0 or ple_n_heads > LLAMA_MAX_PLE_HEADS')),
+            ('graph', 'assert', 'n_embd_head_v == n_embd_head_k', 'hparams.n_embd_head_v() == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', False, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -2276,6 +2317,7 @@ ARCHS = {
         cls='llama_model_phi2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -2307,6 +2349,7 @@ ARCHS = {
         cls='llama_model_phi3', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -2367,6 +2410,8 @@ ARCHS = {
         cls='llama_model_plamo', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -2461,6 +2506,8 @@ ARCHS = {
         cls='llama_model_codeshell', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -2493,6 +2540,8 @@ ARCHS = {
         cls='llama_model_orion', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -2523,6 +2572,8 @@ ARCHS = {
         cls='llama_model_internlm2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -2769,6 +2820,7 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'Gemma 4 requires n_embd_head_k == n_embd_head_v', ('n_embd_head_k != n_embd_head_v',)),
             ('tensors', 'throw', None, 'Gemma 4 requires n_embd_head_k_swa == n_embd_head_v_swa', ('n_embd_head_k_swa != n_embd_head_v_swa',)),
+            ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v(il)', ()),
         ),
         hparams=(
             H('ATTENTION_SLIDING_WINDOW_PATTERN', 'u32[]', True, 'array', 'is_swa_impl', (), ()),
@@ -2902,6 +2954,8 @@ ARCHS = {
         cls='llama_model_starcoder2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -2992,6 +3046,7 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for Maple', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for Maple', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3119,6 +3174,8 @@ ARCHS = {
         cls='llama_model_xverse', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3146,6 +3203,7 @@ ARCHS = {
         cls='llama_model_command_r', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('LOGIT_SCALE', 'f32', False, 'scalar', 'f_logit_scale', (), ()),
@@ -3174,6 +3232,7 @@ ARCHS = {
         cls='llama_model_cohere2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ROPE_FREQ_BASE_SWA', 'f32', False, 'scalar', 'rope_freq_base_train_swa', (), ()),
@@ -3207,6 +3266,8 @@ ARCHS = {
             ('hparams', 'throw', None, 'missing Cohere2 MoE norm epsilon', ('not found_norm and not found_norm_rms',)),
             ('tensors', 'throw', None, 'n_expert must be > 0 for Cohere2Moe', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for Cohere2Moe', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', False, 'scalar', 'f_norm_eps', (), ()),
@@ -3279,6 +3340,8 @@ ARCHS = {
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'DBRX model cannot have zero experts', ('n_expert == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -3301,6 +3364,8 @@ ARCHS = {
         cls='llama_model_olmo', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -3326,6 +3391,8 @@ ARCHS = {
         cls='llama_model_olmo2', dynamic=False,
         derive=(('n_embd_head', 'n_embd // n_head'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3361,6 +3428,8 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3391,6 +3460,7 @@ ARCHS = {
         cls='llama_model_muse_glimmer', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3429,6 +3499,7 @@ ARCHS = {
         cls='llama_model_openelm', dynamic=False,
         derive=(('n_head', 'n_head'), ('n_head_qkv', '2*n_head_kv + n_head'), ('n_ff', 'n_ff'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3450,6 +3521,8 @@ ARCHS = {
         cls='llama_model_arctic', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3482,6 +3555,8 @@ ARCHS = {
         cls='llama_model_deepseek', dynamic=False,
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3622,6 +3697,8 @@ ARCHS = {
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
         checks=(
             ('tensors', 'throw', None, 'DEEPSEEK32 architecture requires MLA', ('not is_mla',)),
+            ('graph', 'assert', 'is_mla', 'is_mla', ()),
+            ('graph', 'assert', 'n_rot <= (indexer_head_size)', 'hparams.n_rot() <= n_embd_indexer_head', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', True, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -3767,6 +3844,7 @@ ARCHS = {
         cls='llama_model_chatglm', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3793,6 +3871,7 @@ ARCHS = {
         cls='llama_model_glm4', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3830,6 +3909,7 @@ ARCHS = {
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'hparams.n_expert > 0 && "n_expert must be > 0 for GLM4_MOE MoE layers"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'hparams.n_expert_used() > 0 && "n_expert_used must be > 0 for GLM4_MOE MoE layers"', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', True, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -3881,6 +3961,8 @@ ARCHS = {
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'throw', None, 'GLM_DSA architecture requires MLA', ('not is_mla',)),
+            ('graph', 'assert', 'is_mla', 'is_mla', ()),
+            ('graph', 'assert', 'n_rot <= (indexer_head_size)', 'hparams.n_rot() <= n_embd_indexer_head', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', True, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -3943,6 +4025,7 @@ ARCHS = {
         cls='llama_model_bitnet', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -3973,6 +4056,7 @@ ARCHS = {
         cls='llama_model_t5', dynamic=False,
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ('dec_n_layer', 'dec_n_layer'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4040,6 +4124,7 @@ ARCHS = {
         cls='llama_model_jais', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -4069,6 +4154,8 @@ ARCHS = {
         cls='llama_model_jais2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -4101,6 +4188,7 @@ ARCHS = {
         cls='llama_model_nemotron', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),
@@ -4133,6 +4221,7 @@ ARCHS = {
         cls='llama_model_nemotron_h', dynamic=False,
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('SSM_CONV_KERNEL', 'u32', True, 'scalar', 'ssm_d_conv', (), ()),
@@ -4293,6 +4382,8 @@ ARCHS = {
         cls='llama_model_exaone', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4320,6 +4411,8 @@ ARCHS = {
         cls='llama_model_exaone4', dynamic=False,
         derive=(('is_nextn', 'i >= n_layer'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
+            ('graph', 'assert', '(n_embd_head_k) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ROPE_FREQ_BASE_SWA', 'f32', False, 'scalar', 'rope_freq_base_train_swa', ('if (hparams.n_layer() == 64)',), ('n_layer == 64',)),
@@ -4357,6 +4450,8 @@ ARCHS = {
         cls='llama_model_exaone_moe', dynamic=False,
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
+            ('graph', 'assert', '(n_embd_head_k) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ROPE_FREQ_BASE_SWA', 'f32', False, 'scalar', 'rope_freq_base_train_swa', (), ()),
@@ -4411,6 +4506,7 @@ ARCHS = {
         cls='llama_model_rwkv6', dynamic=False,
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
+            ('graph', 'assert', 'token_shift_count == 2', 'hparams.token_shift_count == 2', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', False, 'scalar', 'f_norm_eps', (), ()),
@@ -4462,6 +4558,7 @@ ARCHS = {
         cls='llama_model_rwkv6qwen2', dynamic=False,
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
+            ('graph', 'assert', '(n_embd) == n_embd_r', 'n_embd == hparams.n_embd_r()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', False, 'scalar', 'f_norm_eps', (), ()),
@@ -4503,6 +4600,7 @@ ARCHS = {
         cls='llama_model_rwkv7', dynamic=False,
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
+            ('graph', 'assert', 'token_shift_count == 2', 'hparams.token_shift_count == 2', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', False, 'scalar', 'f_norm_eps', (), ()),
@@ -4557,6 +4655,7 @@ ARCHS = {
         cls='llama_model_arwkv7', dynamic=False,
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
+            ('graph', 'assert', '(n_embd) == n_embd_r', 'n_embd == hparams.n_embd_r()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', False, 'scalar', 'f_norm_eps', (), ()),
@@ -4607,6 +4706,8 @@ ARCHS = {
         cls='llama_model_granite', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4696,6 +4797,7 @@ ARCHS = {
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ),
         checks=(
             ('tensors', 'assert', '2 * n_embd == d_inner', '2 * n_embd == d_inner', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4759,6 +4861,9 @@ ARCHS = {
             ('hparams', 'throw', None, 'graniteswitch: invalid lora rank %u', ('max_lora_rank > 4096',)),
             ('hparams', 'throw', None, 'graniteswitch: adapter token id arrays (%zu activate, %zu substitute) do not match adapter count %u', ('token_ids_size != n_adapters or substitute_ids_size != n_adapters',)),
             ('hparams', 'throw', None, 'graniteswitch: block count %u exceeds LLAMA_MAX_LAYERS', ('n_real >= LLAMA_MAX_LAYERS',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
+            ('graph', 'assert', '(router_layer) >= 0', 'R >= 0', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4804,6 +4909,8 @@ ARCHS = {
         cls='llama_model_granite_swa', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4854,6 +4961,8 @@ ARCHS = {
         cls='llama_model_chameleon', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -4998,6 +5107,7 @@ ARCHS = {
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for bailingmoe2"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for bailingmoe2"', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5043,6 +5153,7 @@ ARCHS = {
         derive=(('head_dim', 'n_embd_head_kda'), ('d_inner', 'head_dim * n_head'), ('d_conv', 'ssm_d_conv'), ('kv_lora_rank', 'n_lora_kv'), ('q_lora_rank', 'n_lora_q'), ('qk_rope_head_dim', 'n_rot'), ('qk_head_dim', 'n_embd_head_k_mla'), ('v_head_dim', 'n_embd_head_v_mla'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('flags', 'mtp_flags'), ),
         checks=(
             ('hparams', 'assert', 'kda_safe_gate', 'hparams.kda_safe_gate', ()),
+            ('graph', 'assert', 'n_seqs > 0', 'n_seqs > 0', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5139,6 +5250,8 @@ ARCHS = {
         cls='llama_model_dots1', dynamic=False,
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5183,6 +5296,8 @@ ARCHS = {
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('is_mtp', 'i >= n_layer'), ('is_swa', 'is_mtp or is_swa'), ('n_head_l', 'n_head'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ),
         checks=(
             ('tensors', 'throw', None, 'DOTS3NOTE architecture requires MLA', ('not is_mla',)),
+            ('graph', 'assert', 'is_mla', 'hparams.is_mla()', ()),
+            ('graph', 'assert', 'n_rot <= (indexer_head_size)', 'hparams.n_rot() <= n_embd_indexer_head', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5249,6 +5364,8 @@ ARCHS = {
         cls='llama_model_arcee', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5275,6 +5392,7 @@ ARCHS = {
         cls='llama_model_afmoe', dynamic=False,
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5325,6 +5443,7 @@ ARCHS = {
         cls='llama_model_laguna', dynamic=False,
         derive=(('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_il', 'n_head'), ('n_head_kv_il', 'n_head_kv'), ('n_embd_q_il', 'n_embd_head_k * n_head_il'), ('n_embd_k_il', 'n_embd_head_k * n_head_kv_il'), ('n_embd_v_il', 'n_embd_head_v * n_head_kv_il'), ('n_gate_per_head', 'n_head_il'), ('n_gate_per_elem', 'n_embd_head_k * n_head_il'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5375,6 +5494,8 @@ ARCHS = {
         cls='llama_model_ernie4_5', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ROPE_DIMENSION_SECTIONS', None, False, 'per_layer', 'rope_sections', (), ()),
@@ -5416,6 +5537,9 @@ ARCHS = {
         cls='llama_model_ernie4_5_moe', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
+            ('graph', 'assert', 'n_moe_layer_step > 0', 'hparams.n_moe_layer_step > 0 && "Ernie 4.5 MoE requires n_moe_layer_step > 0"', ()),
         ),
         hparams=(
             H('ROPE_DIMENSION_SECTIONS', None, False, 'per_layer', 'rope_sections', (), ()),
@@ -5457,6 +5581,8 @@ ARCHS = {
         cls='llama_model_hunyuan_moe', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5522,6 +5648,8 @@ ARCHS = {
         cls='llama_model_hunyuan_vl', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5552,6 +5680,8 @@ ARCHS = {
         cls='llama_model_hy_v3', dynamic=False,
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5673,6 +5803,8 @@ ARCHS = {
         cls='llama_model_smollm3', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5741,6 +5873,9 @@ ARCHS = {
         checks=(
             ('tensors', 'assert', 'n_expert and n_expert_used', 'n_expert && n_expert_used', ('is_moe_layer',)),
             ('tensors', 'assert', 'n_embd_v_gqa == n_embd_k_gqa', 'n_embd_v_gqa == n_embd_k_gqa', ('not is_recr',)),
+            ('graph', 'assert', 'n_embd_v_gqa == n_embd_k_gqa', 'hparams.n_embd_v_gqa(il) == hparams.n_embd_k_gqa(il)', ()),
+            ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
+            ('graph', 'assert', 'n_shortconv_l_cache > 1', 'hparams.n_shortconv_l_cache > 1', ()),
         ),
         hparams=(
             H('SHORTCONV_L_CACHE', 'u32', True, 'scalar', 'n_shortconv_l_cache', (), ()),
@@ -5827,6 +5962,8 @@ ARCHS = {
         cls='llama_model_dream', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5857,6 +5994,8 @@ ARCHS = {
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for SMALLTHINKER"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for SMALLTHINKER"', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_SLIDING_WINDOW', 'u32', False, 'scalar', 'n_swa', (), ()),
@@ -5891,6 +6030,8 @@ ARCHS = {
         cls='llama_model_llada', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5924,6 +6065,8 @@ ARCHS = {
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for llada-moe"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for llada-moe"', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', False, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -5955,6 +6098,8 @@ ARCHS = {
         cls='llama_model_seed_oss', dynamic=False,
         derive=(('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -5985,6 +6130,8 @@ ARCHS = {
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for GROVEMOE"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for GROVEMOE"', ()),
             ('tensors', 'assert', 'n_group_experts > 0', 'hparams.n_group_experts > 0 && "n_group_experts must be > 0 for GROVEMOE"', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', True, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -6022,6 +6169,8 @@ ARCHS = {
         cls='llama_model_apertus', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6057,6 +6206,8 @@ ARCHS = {
         cls='llama_model_minimax_01', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6126,6 +6277,7 @@ ARCHS = {
         cls='llama_model_minimax_m2', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6160,6 +6312,7 @@ ARCHS = {
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('hparams', 'assert', 'indexer_block_size > 0', 'hparams.indexer_block_size > 0', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6212,6 +6365,8 @@ ARCHS = {
         cls='llama_model_cogvlm', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6239,6 +6394,8 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN3MOE', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('EXPERT_FEED_FORWARD_LENGTH', 'u32[]', False, 'per_layer', 'n_ff_exp_arr', (), ()),
@@ -6270,6 +6427,8 @@ ARCHS = {
         cls='llama_model_pangu_embed', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6298,6 +6457,8 @@ ARCHS = {
         cls='llama_model_mistral3', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6341,6 +6502,8 @@ ARCHS = {
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('n_embd_attn_input', '2 * n_embd'), ),
         checks=(
             ('hparams', 'throw', None, "EAGLE3 requires exactly 3 entries in 'extract_layers'", ('target_layer_ids_size != 3',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', 'n_layer == 1', 'n_layer == 1', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6378,6 +6541,7 @@ ARCHS = {
             ('tensors', 'throw', None, 'DFlash2 model is missing conv/selector metadata', ('selector_meta', 'rank <= 0 or dflash_block_size <= 0 or dflash_selector_top_k <= 0 or dflash_conv_kernel_size <= 0 or dflash_conv_group_size <= 0')),
             ('tensors', 'throw', None, 'DFlash2 hidden size must be divisible by conv_group_size', ('selector_meta', 'n_embd % dflash_conv_group_size != 0')),
             ('tensors', 'throw', None, 'DFlash2 hidden size is too small for the selector lattice', ('selector_meta', 'n_embd < dflash_selector_top_k * (dflash_selector_top_k + 1)')),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('EMBEDDING_SCALE', 'f32', False, 'scalar', 'f_embedding_scale', (), ()),
@@ -6538,6 +6702,8 @@ ARCHS = {
         cls='llama_model_paddleocr', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ROPE_DIMENSION_SECTIONS', None, False, 'per_layer', 'rope_sections', (), ()),
@@ -6703,6 +6869,8 @@ ARCHS = {
         cls='llama_model_spark2_5', dynamic=False,
         derive=(('n_head_i', 'n_head'), ('n_head_kv_i', 'n_head_kv'), ('n_embd_q', 'n_embd_head_k * n_head_i'), ('n_embd_k', 'n_embd_head_k * n_head_kv_i'), ('n_embd_v', 'n_embd_head_v * n_head_kv_i'), ),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', 'swa_type == LLAMA_SWA_TYPE_STANDARD', 'hparams.swa_type == LLAMA_SWA_TYPE_STANDARD', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6774,6 +6942,8 @@ ARCHS = {
         cls='llama_model_maincoder', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6803,6 +6973,7 @@ ARCHS = {
         cls='llama_model_kimi_linear', dynamic=False,
         derive=(('n_embd_head_k_kda', 'n_embd_head_kda'), ('n_embd_head_v_kda', 'n_embd_head_kda'), ('ssm_d_conv', 'ssm_d_conv'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
+            ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6873,6 +7044,7 @@ ARCHS = {
         cls='llama_model_kimi_k3', dynamic=True,
         derive=(('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
+            ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -6951,6 +7123,7 @@ ARCHS = {
         checks=(
             ('hparams', 'assert', 'indexer_kpool > 1 and indexer_top_k % indexer_kpool == 0', 'hparams.indexer_kpool > 1 && hparams.indexer_top_k % hparams.indexer_kpool == 0', ()),
             ('hparams', 'assert', 'dsv4_hc_mult == 4', 'hparams.dsv4_hc_mult == 4 && "mHC with hc_mult != 4 is not supported"', ()),
+            ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -7046,6 +7219,8 @@ ARCHS = {
         cls='llama_model_talkie', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
+            ('graph', 'assert', '(n_embd_head_k) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -7075,6 +7250,8 @@ ARCHS = {
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for Mellum', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for Mellum', ('n_expert_used == 0',)),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -7111,6 +7288,7 @@ ARCHS = {
         derive=(),
         checks=(
             ('hparams', 'assert', 'n_loops_u >= 1', 'n_loops_u >= 1', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_RMS_EPS', 'f32', True, 'scalar', 'f_norm_rms_eps', (), ()),
@@ -7172,6 +7350,8 @@ ARCHS = {
         cls='llama_model_pockettts', dynamic=False,
         derive=(),
         checks=(
+            ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
+            ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
         ),
         hparams=(
             H('ATTENTION_LAYERNORM_EPS', 'f32', True, 'scalar', 'f_norm_eps', (), ()),

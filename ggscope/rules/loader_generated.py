@@ -301,13 +301,23 @@ def tensors(run, h: dict) -> None:
                         f"{_fmt(want)}, got {_fmt(list(have.shape))}", have.node_path)
             elif not bad:
                 run.check_type(t, name, have, len(want))
-    if spec.dynamic:
-        return
-    extra = [n for n in in_file if n not in created]
-    for n in extra:
-        run.add("unexpected-tensor", f"tensor {_q(n)} is not one llama.cpp creates for {run.arch} "
-                f"(done_getting_tensors: wrong number of tensors; expected {len(created)}, got {len(in_file)})",
-                in_file[n].node_path)
+    if not spec.dynamic:
+        extra = [n for n in in_file if n not in created]
+        for n in extra:
+            run.add("unexpected-tensor", f"tensor {_q(n)} is not one llama.cpp creates for {run.arch} "
+                    f"(done_getting_tensors: wrong number of tensors; expected {len(created)}, got "
+                    f"{len(in_file)})", in_file[n].node_path)
+    if not run.pred.issues:
+        _graph_checks(run, spec, env_of(None))
+
+
+def _graph_checks(run, spec, e) -> None:
+    """The graph constructor's GGML_ASSERTs (llama_context reserves a graph at creation)."""
+    for st, _kind, cond, text, _when in spec.checks:
+        if st == "graph" and _value(cond, e) is False:
+            run.add("hparam", f"GGML_ASSERT({text}) failed when the context builds the graph "
+                    f"({spec.cls}::graph): llama.cpp aborts", run.node("general.architecture"))
+            return
 
 
 def _alts(t, i):

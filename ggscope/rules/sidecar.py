@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ggscope.core.escape import escape_text
 from ggscope.facts.llama_arch import PINNED, PROJECTOR_TYPES
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
@@ -139,7 +140,7 @@ class AdapterRefused(Rule):
         t = md.get("adapter.type")
         if t != "lora":
             yield ctx.at(ctx.node(nodes.get("adapter.type", "")) or at,
-                         f"expect adapter.type to be 'lora', but got: {_q(t if t is not None else '')}")
+                         f"expect adapter.type to be 'lora', but got: {escape_text(t if t is not None else '')}")
             return
         pairs: dict[str, dict[str, object]] = {}
         for ti in mf.tensors:
