@@ -297,6 +297,12 @@ def py_cond(cond: str, arch_enums: dict[str, str]) -> str | None:
     return None
 
 
+def _literal(v: str):
+    if v in ("true", "false"):
+        return v == "true"
+    return float(v.rstrip("f")) if ("." in v or "e" in v) else int(v)
+
+
 def hparam_defaults(hparams_h: str) -> dict[str, object]:
     out: dict[str, object] = {}
     for ctype, name, val in re.findall(
@@ -597,7 +603,11 @@ def read_source(root: Path) -> dict:
                         cond = re.sub(rf"\b{var}\b", f"({e})", cond)
                 if cond not in [c[2] for c in gchecks]:
                     gchecks.append(("graph", kind, cond, text, when))
+        # hparams fields the architecture sets before reading its keys (hparams.x = 1.0f;)
+        preset = {f: _literal(v) for f, v in re.findall(
+            r"^\s{4}hparams\.(\w+)\s*=\s*([-+]?[\d.]+(?:e[-+]?\d+)?f?|true|false)\s*;", hb, re.M)}
         archs[name] = dict(enum=enum, cls=cls, hparams=hrows, tensors=trows, dynamic=dynamic, derive=derive,
+                           preset=preset,
                            checks=tuple(("hparams",) + c for c in checks(hb, ARCH_ENUMS)) +
                            tuple(("tensors",) + c for c in checks(tb, ARCH_ENUMS)) + tuple(gchecks))
     models, bpe, pres = vocab_facts(strip_comments((src / "llama-vocab.cpp").read_text()))
@@ -641,7 +651,7 @@ def render(s: dict, pinned: str) -> str:
     out.append("COMMON = (\n" + "".join(f"    {_h(r)},\n" for r in s["common"]) + ")\n")
     out.append("ARCHS = {")
     for name, a in s["archs"].items():
-        out.append(f"    {name!r}: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r},")
+        out.append(f"    {name!r}: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r}, preset={a['preset']!r},")
         out.append("        derive=(" + "".join(f"({n!r}, {e!r}), " for n, e in a["derive"]) + "),")
         out.append("        checks=(\n" + "".join(f"            {c!r},\n" for c in a["checks"]) + "        ),")
         out.append("        hparams=(\n" + "".join(f"            {_h(r)},\n" for r in a["hparams"]) + "        ),")

@@ -17,8 +17,10 @@ Verdicts: ``loads``, ``refuses`` (an exception: the loader or context creation f
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,7 +98,7 @@ def base_model(arch: str):
                      "bool": "bool"}[(h.ctype or "").rstrip("[]")])
     run = _Run(arch, {k: v for k, (v, _t) in md.items()}, {k: t for k, (_v, t) in md.items()})
     try:
-        hp = lg.hparams(run)
+        hp = lg.hparams(run, checks=False)   # the corpus must not leave out what ggscope predicts fails
     except Exception:  # noqa: BLE001 - the script's own choice of values was refused
         return None
     hp["vocab"][0] = N_VOCAB
@@ -247,7 +249,8 @@ def write_corpus(folder: Path) -> list[dict]:
     for n, (stem, arch, mutation, md, ts) in enumerate(cases()):
         path = folder / f"{stem}.gguf"
         write(path, md, ts, seed=1000 + n)
-        rows.append({"file": path.name, "arch": arch, "mutation": mutation,
+        rows.append({"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "arch": arch,
+                     "mutation": mutation,
                      **({"base": ADAPTER_BASE} if mutation.startswith("adapter") else {})})
     return rows
 
@@ -273,6 +276,13 @@ print("LOADED", file=sys.stderr)
 """
 
 
+def _public(line: str) -> str:
+    """An error line without this machine's paths: llama.cpp source files relative to the
+    llama.cpp tree (``src/models/x.cpp:12: GGML_ASSERT(...)``)."""
+    line = re.sub(r"\S*/vendor/llama\.cpp/", "", line)
+    return re.sub(r"(?<![\w.])/\S+/(\S+\.gguf)", r"\1", line)
+
+
 def oracle(path: Path, lib: str, binding: str, base: Path | None = None) -> dict:
     try:
         p = subprocess.run([sys.executable, "-c", _CHILD, lib, binding, str(path), *([str(base)] if base else [])],
@@ -288,7 +298,7 @@ def oracle(path: Path, lib: str, binding: str, base: Path | None = None) -> dict
          or "llama_adapter_lora_init_impl" in ln or "failed to apply lora" in ln.lower()), None) or (
         lines[0] if lines else (err[-1] if err else ""))
     return {"llama_cpp": "crash" if p.returncode < 0 or p.returncode not in (0, 3) else "refuses",
-            "reason": reason.strip()[:300]}
+            "reason": _public(reason.strip())[:300]}
 
 
 def main(argv=None) -> int:

@@ -1034,7 +1034,7 @@ COMMON = (
 
 ARCHS = {
     'clip': Arch(
-        cls='llama_model_clip', dynamic=False,
+        cls='llama_model_clip', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -1043,7 +1043,7 @@ ARCHS = {
         tensors=(
         )),
     'llama': Arch(
-        cls='llama_model_llama', dynamic=False,
+        cls='llama_model_llama', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1085,7 +1085,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'llama4': Arch(
-        cls='llama_model_llama4', dynamic=False,
+        cls='llama_model_llama4', dynamic=False, preset={},
         derive=(('is_moe_layer', 'n_moe_layer_step > 0 and (i + 1) % n_moe_layer_step == 0'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
@@ -1128,7 +1128,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (is_moe_layer)',), ('not (is_moe_layer)',)),
         )),
     'deci': Arch(
-        cls='llama_model_deci', dynamic=False,
+        cls='llama_model_deci', dynamic=False, preset={},
         derive=(('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff', 'n_ff'), ('n_head', 'n_head'), ('n_head_kv', 'n_head_kv'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1163,7 +1163,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', (), ()),
         )),
     'falcon': Arch(
-        cls='llama_model_falcon', dynamic=False,
+        cls='llama_model_falcon', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1187,7 +1187,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'grok': Arch(
-        cls='llama_model_grok', dynamic=False,
+        cls='llama_model_grok', dynamic=False, preset={'yarn_beta_fast': 8.0, 'f_logit_scale': 0.5773502691896257, 'f_embedding_scale': 78.38367176906169, 'f_attn_out_scale': 0.08838834764831845, 'f_attn_logit_softcapping': 30.0, 'f_router_logit_softcapping': 30.0, 'f_final_logit_softcapping': 0.0},
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
@@ -1236,7 +1236,7 @@ ARCHS = {
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', ('if (!layer.ffn_post_norm)',), (None,)),
         )),
     'gpt2': Arch(
-        cls='llama_model_gpt2', dynamic=False,
+        cls='llama_model_gpt2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1264,7 +1264,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'gptneox': Arch(
-        cls='llama_model_gptneox', dynamic=False,
+        cls='llama_model_gptneox', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1292,7 +1292,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'mpt': Arch(
-        cls='llama_model_mpt', dynamic=False,
+        cls='llama_model_mpt', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1327,7 +1327,7 @@ ARCHS = {
             T('FFN_ACT', 'scales', ('n_ff',), False, 'n_layer', (), ()),
         )),
     'baichuan': Arch(
-        cls='llama_model_baichuan', dynamic=False,
+        cls='llama_model_baichuan', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1356,7 +1356,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'starcoder': Arch(
-        cls='llama_model_starcoder', dynamic=False,
+        cls='llama_model_starcoder', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1384,7 +1384,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'refact': Arch(
-        cls='llama_model_refact', dynamic=False,
+        cls='llama_model_refact', dynamic=False, preset={'f_max_alibi_bias': 8.0},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1423,7 +1423,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'bert': Arch(
-        cls='llama_model_bert', dynamic=False,
+        cls='llama_model_bert', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
@@ -1462,7 +1462,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'modern-bert': Arch(
-        cls='llama_model_modern_bert', dynamic=False,
+        cls='llama_model_modern_bert', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1492,7 +1492,7 @@ ARCHS = {
             T('CLS_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
     'nomic-bert': Arch(
-        cls='llama_model_nomic_bert', dynamic=False,
+        cls='llama_model_nomic_bert', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
@@ -1526,7 +1526,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'nomic-bert-moe': Arch(
-        cls='llama_model_nomic_bert_moe', dynamic=False,
+        cls='llama_model_nomic_bert_moe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
@@ -1563,7 +1563,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'neo-bert': Arch(
-        cls='llama_model_neo_bert', dynamic=False,
+        cls='llama_model_neo_bert', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1586,7 +1586,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'jina-bert-v2': Arch(
-        cls='llama_model_jina_bert_v2', dynamic=True,
+        cls='llama_model_jina_bert_v2', dynamic=True, preset={'f_max_alibi_bias': 8.0},
         derive=(),
         checks=(
             ('tensors', 'assert', 'n_ffn_up == n_ff or n_ffn_up == n_ff * 2', 'n_ffn_up == n_ff || n_ffn_up == n_ff * 2', ()),
@@ -1627,7 +1627,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'jina-bert-v3': Arch(
-        cls='llama_model_jina_bert_v3', dynamic=False,
+        cls='llama_model_jina_bert_v3', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
@@ -1660,7 +1660,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'eurobert': Arch(
-        cls='llama_model_eurobert', dynamic=False,
+        cls='llama_model_eurobert', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1687,7 +1687,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'bloom': Arch(
-        cls='llama_model_bloom', dynamic=False,
+        cls='llama_model_bloom', dynamic=False, preset={'f_max_alibi_bias': 8.0},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1716,7 +1716,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'stablelm': Arch(
-        cls='llama_model_stablelm', dynamic=False,
+        cls='llama_model_stablelm', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1749,7 +1749,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'qwen': Arch(
-        cls='llama_model_qwen', dynamic=False,
+        cls='llama_model_qwen', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1771,7 +1771,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff//2'), True, 'n_layer', (), ()),
         )),
     'qwen2': Arch(
-        cls='llama_model_qwen2', dynamic=False,
+        cls='llama_model_qwen2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1801,7 +1801,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'qwen2moe': Arch(
-        cls='llama_model_qwen2moe', dynamic=False,
+        cls='llama_model_qwen2moe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN2MOE', ('n_expert == 0',)),
@@ -1839,7 +1839,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', (), ()),
         )),
     'qwen2vl': Arch(
-        cls='llama_model_qwen2vl', dynamic=False,
+        cls='llama_model_qwen2vl', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1869,7 +1869,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'qwen3': Arch(
-        cls='llama_model_qwen3', dynamic=False,
+        cls='llama_model_qwen3', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1901,7 +1901,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'qwen3moe': Arch(
-        cls='llama_model_qwen3moe', dynamic=False,
+        cls='llama_model_qwen3moe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
@@ -1936,7 +1936,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'qwen3next': Arch(
-        cls='llama_model_qwen3next', dynamic=False,
+        cls='llama_model_qwen3next', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ('qkvz_dim', 'key_dim * 2 + value_dim * 2'), ('ba_dim', 'n_v_heads * 2'), ),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
@@ -1996,7 +1996,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
     'qwen3vl': Arch(
-        cls='llama_model_qwen3vl', dynamic=False,
+        cls='llama_model_qwen3vl', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2030,7 +2030,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'qwen3vlmoe': Arch(
-        cls='llama_model_qwen3vlmoe', dynamic=False,
+        cls='llama_model_qwen3vlmoe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
@@ -2067,7 +2067,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'qwen35': Arch(
-        cls='llama_model_qwen35', dynamic=False,
+        cls='llama_model_qwen35', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2136,7 +2136,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
     'qwen35moe': Arch(
-        cls='llama_model_qwen35moe', dynamic=False,
+        cls='llama_model_qwen35moe', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2219,7 +2219,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
     'qwen4exp': Arch(
-        cls='llama_model_qwen4exp', dynamic=False,
+        cls='llama_model_qwen4exp', dynamic=False, preset={'ple_n_heads': 0},
         derive=(('hc', 'dsv4_hc_mult'), ('hc_dim', 'hc * n_embd'), ('hc_lr', 'hc_low_rank'), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ('idx_dim', 'indexer_head_size'), ),
         checks=(
             ('hparams', 'throw', None, '%s must be greater than one, got %u', ('dsv4_hc_mult <= 1',)),
@@ -2314,7 +2314,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'phi2': Arch(
-        cls='llama_model_phi2', dynamic=False,
+        cls='llama_model_phi2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2346,7 +2346,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'phi3': Arch(
-        cls='llama_model_phi3', dynamic=False,
+        cls='llama_model_phi3', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2374,7 +2374,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', '2 * n_ff'), True, 'n_layer', (), ()),
         )),
     'phimoe': Arch(
-        cls='llama_model_phimoe', dynamic=False,
+        cls='llama_model_phimoe', dynamic=False, preset={},
         derive=(('n_embd_head', 'n_embd // n_head'), ),
         checks=(
         ),
@@ -2407,7 +2407,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'plamo': Arch(
-        cls='llama_model_plamo', dynamic=False,
+        cls='llama_model_plamo', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2435,7 +2435,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'plamo2': Arch(
-        cls='llama_model_plamo2', dynamic=False,
+        cls='llama_model_plamo2', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_state', 'ssm_d_state'), ('num_heads', 'ssm_dt_rank'), ('intermediate_size', 'ssm_d_inner'), ('dt_dim', 'max(64, int(n_embd // 16))'), ('qk_dim', 'n_embd_head_k'), ('v_dim', 'n_embd_head_v'), ('num_attention_heads', 'n_head'), ('q_num_heads', 'num_attention_heads'), ('num_key_value_heads', 'n_head_kv'), ('k_num_heads', 'num_key_value_heads'), ('v_num_heads', 'num_key_value_heads'), ('q_proj_dim', 'q_num_heads * qk_dim'), ('k_proj_dim', 'k_num_heads * qk_dim'), ('v_proj_dim', 'v_num_heads * v_dim'), ),
         checks=(
         ),
@@ -2476,7 +2476,7 @@ ARCHS = {
             T('FFN_POST_NORM', None, ('n_embd',), True, 'n_layer', (), ()),
         )),
     'plamo3': Arch(
-        cls='llama_model_plamo3', dynamic=False,
+        cls='llama_model_plamo3', dynamic=False, preset={},
         derive=(('head_dim_q', 'n_embd_head_k'), ('head_dim_v', 'n_embd_head_v'), ('num_attention_heads', 'n_head'), ('num_key_value_heads', 'n_head_kv'), ('q_proj_dim', 'num_attention_heads * head_dim_q'), ('k_proj_dim', 'num_key_value_heads * head_dim_q'), ('v_proj_dim', 'num_key_value_heads * head_dim_v'), ('n_ff_cur', 'n_ff'), ),
         checks=(
         ),
@@ -2503,7 +2503,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff_cur', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'codeshell': Arch(
-        cls='llama_model_codeshell', dynamic=False,
+        cls='llama_model_codeshell', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2537,7 +2537,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'orion': Arch(
-        cls='llama_model_orion', dynamic=False,
+        cls='llama_model_orion', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2569,7 +2569,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'internlm2': Arch(
-        cls='llama_model_internlm2', dynamic=False,
+        cls='llama_model_internlm2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2598,7 +2598,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'minicpm': Arch(
-        cls='llama_model_minicpm', dynamic=False,
+        cls='llama_model_minicpm', dynamic=False, preset={'f_embedding_scale': 12.0, 'rope_finetuned': True},
         derive=(),
         checks=(
         ),
@@ -2639,7 +2639,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'minicpm3': Arch(
-        cls='llama_model_minicpm3', dynamic=False,
+        cls='llama_model_minicpm3', dynamic=False, preset={},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k - n_rot'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ),
         checks=(
         ),
@@ -2666,7 +2666,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'gemma': Arch(
-        cls='llama_model_gemma', dynamic=False,
+        cls='llama_model_gemma', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -2692,7 +2692,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'gemma2': Arch(
-        cls='llama_model_gemma2', dynamic=False,
+        cls='llama_model_gemma2', dynamic=False, preset={'n_swa': 4096, 'attn_soft_cap': True},
         derive=(),
         checks=(
         ),
@@ -2726,7 +2726,7 @@ ARCHS = {
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'gemma3': Arch(
-        cls='llama_model_gemma3', dynamic=False,
+        cls='llama_model_gemma3', dynamic=False, preset={'f_final_logit_softcapping': 0.0},
         derive=(),
         checks=(
         ),
@@ -2764,7 +2764,7 @@ ARCHS = {
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'gemma3n': Arch(
-        cls='llama_model_gemma3n', dynamic=False,
+        cls='llama_model_gemma3n', dynamic=False, preset={'n_layer_kv_from_start': 20, 'f_attention_scale': 1.0},
         derive=(('n_altup', 'n_altup'), ('laurel_rank', 'laurel_rank'), ('n_embd_altup', 'n_embd_altup'), ),
         checks=(
         ),
@@ -2815,7 +2815,7 @@ ARCHS = {
             T('LAUREL_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'gemma4': Arch(
-        cls='llama_model_gemma4', dynamic=False,
+        cls='llama_model_gemma4', dynamic=False, preset={'f_attention_scale': 1.0},
         derive=(('n_embd_per_layer', 'n_embd_per_layer'), ('n_ff_exp', 'n_ff_exp'), ('n_head', 'n_head'), ('n_embd_head', 'n_embd_head_k'), ('n_embd_k', 'n_embd_k_gqa'), ('n_embd_v', 'n_embd_v_gqa'), ),
         checks=(
             ('tensors', 'throw', None, 'Gemma 4 requires n_embd_head_k == n_embd_head_v', ('n_embd_head_k != n_embd_head_v',)),
@@ -2871,7 +2871,7 @@ ARCHS = {
             T('PER_LAYER_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', ('if (n_embd_per_layer > 0)',), ('n_embd_per_layer > 0',)),
         )),
     'gemma4-assistant': Arch(
-        cls='llama_model_gemma4_assistant', dynamic=False,
+        cls='llama_model_gemma4_assistant', dynamic=False, preset={'f_attention_scale': 1.0},
         derive=(('n_embd_backbone', 'n_embd_inp'), ('n_head', 'n_head'), ('n_embd_head', 'n_embd_head_k'), ('n_ff', 'n_ff'), ),
         checks=(
             ('tensors', 'throw', None, 'Gemma 4 assistant requires n_embd_head_k == n_embd_head_v', ('n_embd_head_k != n_embd_head_v',)),
@@ -2908,7 +2908,7 @@ ARCHS = {
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, None, ('for (int i = 0; i < n_layer_nextn; ++i)',), (None,)),
         )),
     'gemma-embedding': Arch(
-        cls='llama_model_gemma_embedding', dynamic=False,
+        cls='llama_model_gemma_embedding', dynamic=False, preset={'causal_attn': False},
         derive=(),
         checks=(
             ('hparams', 'assert', '(dense_2_feat_in == 0 or dense_2_feat_in == n_embd)', '(hparams.dense_2_feat_in == 0 || hparams.dense_2_feat_in == hparams.n_embd) && "dense_2_feat_in must be equal to n_embd"', ()),
@@ -2951,7 +2951,7 @@ ARCHS = {
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'starcoder2': Arch(
-        cls='llama_model_starcoder2', dynamic=False,
+        cls='llama_model_starcoder2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -2985,7 +2985,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'mamba': Arch(
-        cls='llama_model_mamba', dynamic=False,
+        cls='llama_model_mamba', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('dt_rank', 'ssm_dt_rank'), ),
         checks=(
             ('tensors', 'throw', None, 'only an expansion factor of 2 is supported for now', ('2 * n_embd != d_inner',)),
@@ -3014,7 +3014,7 @@ ARCHS = {
             T('SSM_OUT', 'weight', ('d_inner', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'mamba2': Arch(
-        cls='llama_model_mamba2', dynamic=False,
+        cls='llama_model_mamba2', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_group', 'ssm_n_group'), ('dt_rank', 'ssm_dt_rank'), ('conv_dim', 'd_inner + 2 * n_group * d_state'), ('d_in_proj', 'd_inner + conv_dim + dt_rank'), ),
         checks=(
         ),
@@ -3041,7 +3041,7 @@ ARCHS = {
             T('SSM_OUT', 'weight', ('d_inner', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'maple': Arch(
-        cls='llama_model_maple', dynamic=False,
+        cls='llama_model_maple', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for Maple', ('n_expert == 0',)),
@@ -3079,7 +3079,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'jamba': Arch(
-        cls='llama_model_jamba', dynamic=False,
+        cls='llama_model_jamba', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('dt_rank', 'ssm_dt_rank'), ('n_head_kv', 'n_head_kv'), ('n_embd_gqa', 'n_embd_v_gqa'), ),
         checks=(
             ('tensors', 'assert', '2 * n_embd == d_inner', '2 * n_embd == d_inner', ()),
@@ -3127,7 +3127,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (layer.ffn_gate_inp)',), (None,)),
         )),
     'falcon-h1': Arch(
-        cls='llama_model_falcon_h1', dynamic=False,
+        cls='llama_model_falcon_h1', dynamic=False, preset={},
         derive=(('hidden_size', 'n_embd'), ('ssm_conv_kernel_size', 'ssm_d_conv'), ('ssm_n_groups', 'ssm_n_group'), ('ssm_state_size', 'ssm_d_state'), ('ssm_intermediate_size', 'ssm_d_inner'), ('ssm_num_heads', 'ssm_dt_rank'), ('ssm_conv_dim', 'ssm_intermediate_size + 2 * ssm_n_groups * ssm_state_size'), ('ssm_projection_size', 'ssm_intermediate_size + ssm_conv_dim + ssm_num_heads'), ('attn_num_attention_head', 'n_head'), ('attn_num_key_value_head', 'n_head_kv'), ('ffn_intermediate_size', 'n_ff'), ),
         checks=(
         ),
@@ -3171,7 +3171,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('ffn_intermediate_size',), False, 'n_layer', (), ()),
         )),
     'xverse': Arch(
-        cls='llama_model_xverse', dynamic=False,
+        cls='llama_model_xverse', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3200,7 +3200,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'command-r': Arch(
-        cls='llama_model_command_r', dynamic=False,
+        cls='llama_model_command_r', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3229,7 +3229,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'cohere2': Arch(
-        cls='llama_model_cohere2', dynamic=False,
+        cls='llama_model_cohere2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3260,7 +3260,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'cohere2moe': Arch(
-        cls='llama_model_cohere2moe', dynamic=False,
+        cls='llama_model_cohere2moe', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
         checks=(
             ('hparams', 'throw', None, 'missing Cohere2 MoE norm epsilon', ('not found_norm and not found_norm_rms',)),
@@ -3336,7 +3336,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
     'dbrx': Arch(
-        cls='llama_model_dbrx', dynamic=False,
+        cls='llama_model_dbrx', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'DBRX model cannot have zero experts', ('n_expert == 0',)),
@@ -3361,7 +3361,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'olmo': Arch(
-        cls='llama_model_olmo', dynamic=False,
+        cls='llama_model_olmo', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3388,7 +3388,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'olmo2': Arch(
-        cls='llama_model_olmo2', dynamic=False,
+        cls='llama_model_olmo2', dynamic=False, preset={},
         derive=(('n_embd_head', 'n_embd // n_head'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3423,7 +3423,7 @@ ARCHS = {
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'olmoe': Arch(
-        cls='llama_model_olmoe', dynamic=False,
+        cls='llama_model_olmoe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0', ('n_expert == 0',)),
@@ -3457,7 +3457,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'muse-glimmer': Arch(
-        cls='llama_model_muse_glimmer', dynamic=False,
+        cls='llama_model_muse_glimmer', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3496,7 +3496,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'openelm': Arch(
-        cls='llama_model_openelm', dynamic=False,
+        cls='llama_model_openelm', dynamic=False, preset={},
         derive=(('n_head', 'n_head'), ('n_head_qkv', '2*n_head_kv + n_head'), ('n_ff', 'n_ff'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3518,7 +3518,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'arctic': Arch(
-        cls='llama_model_arctic', dynamic=False,
+        cls='llama_model_arctic', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3552,7 +3552,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'deepseek': Arch(
-        cls='llama_model_deepseek', dynamic=False,
+        cls='llama_model_deepseek', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3592,7 +3592,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'deepseek2': Arch(
-        cls='llama_model_deepseek2', dynamic=False,
+        cls='llama_model_deepseek2', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'assert', 'n_embd_head_qk_nope >= 1', 'n_embd_head_qk_nope >= 1', ()),
@@ -3651,7 +3651,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'deepseek2-ocr': Arch(
-        cls='llama_model_deepseek2ocr', dynamic=False,
+        cls='llama_model_deepseek2ocr', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
         ),
@@ -3693,7 +3693,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'deepseek32': Arch(
-        cls='llama_model_deepseek32', dynamic=False,
+        cls='llama_model_deepseek32', dynamic=False, preset={'f_norm_eps': 1e-06},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
         checks=(
             ('tensors', 'throw', None, 'DEEPSEEK32 architecture requires MLA', ('not is_mla',)),
@@ -3758,7 +3758,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'deepseek4': Arch(
-        cls='llama_model_deepseek4', dynamic=False,
+        cls='llama_model_deepseek4', dynamic=False, preset={},
         derive=(('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('n_embd_head', 'n_embd_head_k'), ('o_groups', 'dsv4_o_group_count'), ('o_lora_rank', 'dsv4_o_lora_rank'), ('hc_mult', 'dsv4_hc_mult'), ('hc_dim', 'hc_mult * n_embd'), ('hc_mix_dim', '(2 + hc_mult) * hc_mult'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('n_embd_indexer', 'indexer_head_size'), ),
         checks=(
             ('hparams', 'throw', None, 'DeepSeek-V4 compress_ratios is shorter than block_count', ('n_compress_ratios < n_layer_all',)),
@@ -3841,7 +3841,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'chatglm': Arch(
-        cls='llama_model_chatglm', dynamic=False,
+        cls='llama_model_chatglm', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3868,7 +3868,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'glm4': Arch(
-        cls='llama_model_glm4', dynamic=False,
+        cls='llama_model_glm4', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3904,7 +3904,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'glm4moe': Arch(
-        cls='llama_model_glm4_moe', dynamic=False,
+        cls='llama_model_glm4_moe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('use_moe', '((i) >= n_layer_dense_lead)'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'hparams.n_expert > 0 && "n_expert must be > 0 for GLM4_MOE MoE layers"', ()),
@@ -3957,7 +3957,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'glm-dsa': Arch(
-        cls='llama_model_glm_dsa', dynamic=False,
+        cls='llama_model_glm_dsa', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'throw', None, 'GLM_DSA architecture requires MLA', ('not is_mla',)),
@@ -4022,7 +4022,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'bitnet': Arch(
-        cls='llama_model_bitnet', dynamic=False,
+        cls='llama_model_bitnet', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4053,7 +4053,7 @@ ARCHS = {
             T('FFN_UP', 'scale', ('1',), False, 'n_layer', (), ()),
         )),
     't5': Arch(
-        cls='llama_model_t5', dynamic=False,
+        cls='llama_model_t5', dynamic=False, preset={},
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ('dec_n_layer', 'dec_n_layer'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4097,7 +4097,7 @@ ARCHS = {
             T('DEC_FFN_UP', 'weight', ('n_embd', 'n_ff'), True, None, ('for (int i = 0; i < dec_n_layer; ++i)',), (None,)),
         )),
     't5encoder': Arch(
-        cls='llama_model_t5encoder', dynamic=False,
+        cls='llama_model_t5encoder', dynamic=False, preset={},
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ),
         checks=(
         ),
@@ -4121,7 +4121,7 @@ ARCHS = {
             T('ENC_FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'jais': Arch(
-        cls='llama_model_jais', dynamic=False,
+        cls='llama_model_jais', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4151,7 +4151,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
     'jais2': Arch(
-        cls='llama_model_jais2', dynamic=False,
+        cls='llama_model_jais2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4185,7 +4185,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
     'nemotron': Arch(
-        cls='llama_model_nemotron', dynamic=False,
+        cls='llama_model_nemotron', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4218,7 +4218,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', (), ()),
         )),
     'nemotron_h': Arch(
-        cls='llama_model_nemotron_h', dynamic=False,
+        cls='llama_model_nemotron_h', dynamic=False, preset={},
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4299,7 +4299,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,), optional_if='(((not load_mtp) and (True)) or (not (not load_mtp) and (False)))'),
         )),
     'nemotron_h_moe': Arch(
-        cls='llama_model_nemotron_h_moe', dynamic=False,
+        cls='llama_model_nemotron_h_moe', dynamic=False, preset={},
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
         checks=(
         ),
@@ -4379,7 +4379,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,), optional_if='(((not load_mtp) and (True)) or (not (not load_mtp) and (False)))'),
         )),
     'exaone': Arch(
-        cls='llama_model_exaone', dynamic=False,
+        cls='llama_model_exaone', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4408,7 +4408,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'exaone4': Arch(
-        cls='llama_model_exaone4', dynamic=False,
+        cls='llama_model_exaone4', dynamic=False, preset={},
         derive=(('is_nextn', 'i >= n_layer'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
@@ -4447,7 +4447,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (is_nextn)',), ('is_nextn',)),
         )),
     'exaone-moe': Arch(
-        cls='llama_model_exaone_moe', dynamic=False,
+        cls='llama_model_exaone_moe', dynamic=False, preset={'n_swa': 128},
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
@@ -4503,7 +4503,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'rwkv6': Arch(
-        cls='llama_model_rwkv6', dynamic=False,
+        cls='llama_model_rwkv6', dynamic=False, preset={},
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
             ('graph', 'assert', 'token_shift_count == 2', 'hparams.token_shift_count == 2', ()),
@@ -4555,7 +4555,7 @@ ARCHS = {
             T('CHANNEL_MIX_RECEPTANCE', 'weight', ('n_embd', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'rwkv6qwen2': Arch(
-        cls='llama_model_rwkv6qwen2', dynamic=False,
+        cls='llama_model_rwkv6qwen2', dynamic=False, preset={},
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
             ('graph', 'assert', '(n_embd) == n_embd_r', 'n_embd == hparams.n_embd_r()', ()),
@@ -4597,7 +4597,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'rwkv7': Arch(
-        cls='llama_model_rwkv7', dynamic=False,
+        cls='llama_model_rwkv7', dynamic=False, preset={},
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
             ('graph', 'assert', 'token_shift_count == 2', 'hparams.token_shift_count == 2', ()),
@@ -4652,7 +4652,7 @@ ARCHS = {
             T('CHANNEL_MIX_VALUE', 'weight', ('ffn_size', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'arwkv7': Arch(
-        cls='llama_model_arwkv7', dynamic=False,
+        cls='llama_model_arwkv7', dynamic=False, preset={},
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
         checks=(
             ('graph', 'assert', '(n_embd) == n_embd_r', 'n_embd == hparams.n_embd_r()', ()),
@@ -4703,7 +4703,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'granite': Arch(
-        cls='llama_model_granite', dynamic=False,
+        cls='llama_model_granite', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4750,7 +4750,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'granitemoe': Arch(
-        cls='llama_model_granite_moe', dynamic=False,
+        cls='llama_model_granite_moe', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -4793,7 +4793,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'granitehybrid': Arch(
-        cls='llama_model_granite_hybrid', dynamic=False,
+        cls='llama_model_granite_hybrid', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ),
         checks=(
             ('tensors', 'assert', '2 * n_embd == d_inner', '2 * n_embd == d_inner', ()),
@@ -4854,7 +4854,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', ('else of (n_expert > 0)',), ('not (n_expert > 0)',)),
         )),
     'graniteswitch': Arch(
-        cls='llama_model_granite_switch', dynamic=False,
+        cls='llama_model_granite_switch', dynamic=False, preset={'n_layer_nextn': 1},
         derive=(('n_embd_q', 'n_embd_head_k * n_head'), ('n_embd_kv', 'n_embd_k_gqa'), ),
         checks=(
             ('hparams', 'throw', None, 'graniteswitch: invalid adapter count %u', ('n_adapters > 4096',)),
@@ -4906,7 +4906,7 @@ ARCHS = {
             T('FFN_DOWN', 'lora_b', ('n_rank', 'n_embd', 'n_slots'), True, 'n_layer', (), ()),
         )),
     'granite_swa': Arch(
-        cls='llama_model_granite_swa', dynamic=False,
+        cls='llama_model_granite_swa', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4958,7 +4958,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'chameleon': Arch(
-        cls='llama_model_chameleon', dynamic=False,
+        cls='llama_model_chameleon', dynamic=False, preset={'f_norm_eps': 1e-05},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4992,7 +4992,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'wavtokenizer-dec': Arch(
-        cls='llama_model_wavtokenizer_dec', dynamic=False,
+        cls='llama_model_wavtokenizer_dec', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -5042,7 +5042,7 @@ ARCHS = {
             T('OUTPUT', 'bias', ('n_embd_out',), True, None, (), ()),
         )),
     'plm': Arch(
-        cls='llama_model_plm', dynamic=False,
+        cls='llama_model_plm', dynamic=False, preset={},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k - n_rot'), ('kv_lora_rank', 'n_lora_kv'), ),
         checks=(
         ),
@@ -5064,7 +5064,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'bailingmoe': Arch(
-        cls='llama_model_bailingmoe', dynamic=False,
+        cls='llama_model_bailingmoe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0', ('n_expert == 0',)),
@@ -5102,7 +5102,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', (), ()),
         )),
     'bailingmoe2': Arch(
-        cls='llama_model_bailingmoe2', dynamic=False,
+        cls='llama_model_bailingmoe2', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for bailingmoe2"', ()),
@@ -5149,7 +5149,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',), optional_if='((False) or ((i >= n_layer) and (True)))'),
         )),
     'bailingmoe3': Arch(
-        cls='llama_model_bailingmoe3', dynamic=False,
+        cls='llama_model_bailingmoe3', dynamic=False, preset={},
         derive=(('head_dim', 'n_embd_head_kda'), ('d_inner', 'head_dim * n_head'), ('d_conv', 'ssm_d_conv'), ('kv_lora_rank', 'n_lora_kv'), ('q_lora_rank', 'n_lora_q'), ('qk_rope_head_dim', 'n_rot'), ('qk_head_dim', 'n_embd_head_k_mla'), ('v_head_dim', 'n_embd_head_v_mla'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('flags', 'mtp_flags'), ),
         checks=(
             ('hparams', 'assert', 'kda_safe_gate', 'hparams.kda_safe_gate', ()),
@@ -5247,7 +5247,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, None, ('for (int il = n_layer; il < n_layer_all; ++il)',), (None,), optional_if='(((((trunk_only) and (True)) or (not (trunk_only) and (False))) or ((not load_mtp) and (True))))'),
         )),
     'dots1': Arch(
-        cls='llama_model_dots1', dynamic=False,
+        cls='llama_model_dots1', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5292,7 +5292,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'dots3note': Arch(
-        cls='llama_model_dots3note', dynamic=False,
+        cls='llama_model_dots3note', dynamic=False, preset={'f_norm_eps': 1e-06},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('is_mtp', 'i >= n_layer'), ('is_swa', 'is_mtp or is_swa'), ('n_head_l', 'n_head'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ),
         checks=(
             ('tensors', 'throw', None, 'DOTS3NOTE architecture requires MLA', ('not is_mla',)),
@@ -5361,7 +5361,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), True, 'n_layer_all', ('if (is_mtp)',), ('is_mtp',), optional_if='(((is_mtp) and (True)) or (not (is_mtp) and (False)))'),
         )),
     'arcee': Arch(
-        cls='llama_model_arcee', dynamic=False,
+        cls='llama_model_arcee', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5389,7 +5389,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'afmoe': Arch(
-        cls='llama_model_afmoe', dynamic=False,
+        cls='llama_model_afmoe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5440,7 +5440,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ('not ((i) >= n_layer_dense_lead)',)),
         )),
     'laguna': Arch(
-        cls='llama_model_laguna', dynamic=False,
+        cls='llama_model_laguna', dynamic=False, preset={'n_expert_shared': 1, 'n_swa': 0},
         derive=(('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_il', 'n_head'), ('n_head_kv_il', 'n_head_kv'), ('n_embd_q_il', 'n_embd_head_k * n_head_il'), ('n_embd_k_il', 'n_embd_head_k * n_head_kv_il'), ('n_embd_v_il', 'n_embd_head_v * n_head_kv_il'), ('n_gate_per_head', 'n_head_il'), ('n_gate_per_elem', 'n_embd_head_k * n_head_il'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5491,7 +5491,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of ((uint32_t)i >= hparams.n_layer_dense_lead)',), ('not (i >= n_layer_dense_lead)',)),
         )),
     'ernie4_5': Arch(
-        cls='llama_model_ernie4_5', dynamic=False,
+        cls='llama_model_ernie4_5', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5534,7 +5534,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
         )),
     'ernie4_5-moe': Arch(
-        cls='llama_model_ernie4_5_moe', dynamic=False,
+        cls='llama_model_ernie4_5_moe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5578,7 +5578,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
         )),
     'hunyuan-moe': Arch(
-        cls='llama_model_hunyuan_moe', dynamic=False,
+        cls='llama_model_hunyuan_moe', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5615,7 +5615,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'hunyuan-dense': Arch(
-        cls='llama_model_hunyuan_dense', dynamic=False,
+        cls='llama_model_hunyuan_dense', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -5645,7 +5645,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'hunyuan_vl': Arch(
-        cls='llama_model_hunyuan_vl', dynamic=False,
+        cls='llama_model_hunyuan_vl', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5677,7 +5677,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'hy_v3': Arch(
-        cls='llama_model_hy_v3', dynamic=False,
+        cls='llama_model_hy_v3', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5728,7 +5728,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,)),
         )),
     'hy_v4': Arch(
-        cls='llama_model_hy_v4', dynamic=False,
+        cls='llama_model_hy_v4', dynamic=False, preset={},
         derive=(('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('hc', 'dsv4_hc_mult'), ('n_indexer_head', 'indexer_n_head'), ('n_embd_indexer', 'indexer_head_size'), ),
         checks=(
             ('hparams', 'throw', None, 'hy_v4: bad indexer head count / key length', ('indexer_top_k > 0', 'indexer_n_head == 0 or indexer_head_size <= n_rot')),
@@ -5800,7 +5800,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'smollm3': Arch(
-        cls='llama_model_smollm3', dynamic=False,
+        cls='llama_model_smollm3', dynamic=False, preset={'n_no_rope_layer_step': 4},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5829,7 +5829,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'gpt-oss': Arch(
-        cls='llama_model_openai_moe', dynamic=False,
+        cls='llama_model_openai_moe', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ),
         checks=(
         ),
@@ -5868,7 +5868,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'bias', ('n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'lfm2': Arch(
-        cls='llama_model_lfm2', dynamic=False,
+        cls='llama_model_lfm2', dynamic=False, preset={},
         derive=(('is_moe_layer', 'i >= (n_layer_dense_lead)'), ),
         checks=(
             ('tensors', 'assert', 'n_expert and n_expert_used', 'n_expert && n_expert_used', ('is_moe_layer',)),
@@ -5914,7 +5914,7 @@ ARCHS = {
             T('DENSE_2_OUT', 'bias', ('n_embd_out',), False, None, (), ()),
         )),
     'lfm2moe': Arch(
-        cls='llama_model_lfm2moe', dynamic=False,
+        cls='llama_model_lfm2moe', dynamic=False, preset={},
         derive=(('is_moe_layer', 'i >= (n_layer_dense_lead)'), ),
         checks=(
             ('tensors', 'assert', 'n_expert and n_expert_used', 'n_expert && n_expert_used', ('is_moe_layer',)),
@@ -5959,7 +5959,7 @@ ARCHS = {
             T('DENSE_2_OUT', 'bias', ('n_embd_out',), False, None, (), ()),
         )),
     'dream': Arch(
-        cls='llama_model_dream', dynamic=False,
+        cls='llama_model_dream', dynamic=False, preset={'causal_attn': False},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -5989,7 +5989,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'smallthinker': Arch(
-        cls='llama_model_smallthinker', dynamic=False,
+        cls='llama_model_smallthinker', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for SMALLTHINKER"', ()),
@@ -6027,7 +6027,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'llada': Arch(
-        cls='llama_model_llada', dynamic=False,
+        cls='llama_model_llada', dynamic=False, preset={'causal_attn': False},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6060,7 +6060,7 @@ ARCHS = {
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', (), ()),
         )),
     'llada-moe': Arch(
-        cls='llama_model_llada_moe', dynamic=False,
+        cls='llama_model_llada_moe', dynamic=False, preset={'causal_attn': False},
         derive=(),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for llada-moe"', ()),
@@ -6095,7 +6095,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'seed_oss': Arch(
-        cls='llama_model_seed_oss', dynamic=False,
+        cls='llama_model_seed_oss', dynamic=False, preset={},
         derive=(('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6124,7 +6124,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'grovemoe': Arch(
-        cls='llama_model_grovemoe', dynamic=False,
+        cls='llama_model_grovemoe', dynamic=False, preset={},
         derive=(('n_chunk_expert', 'n_expert // n_group_experts'), ),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for GROVEMOE"', ()),
@@ -6166,7 +6166,7 @@ ARCHS = {
             T('FFN_UP_CHEXPS', 'weight', ('n_embd', 'n_ff_chexp', 'n_chunk_expert'), True, 'n_layer', (), ()),
         )),
     'apertus': Arch(
-        cls='llama_model_apertus', dynamic=False,
+        cls='llama_model_apertus', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6203,7 +6203,7 @@ ARCHS = {
             T('ATTN_K_NORM', 'bias', ('n_embd_head_k',), False, 'n_layer', (), ()),
         )),
     'minimax-01': Arch(
-        cls='llama_model_minimax_01', dynamic=False,
+        cls='llama_model_minimax_01', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6239,7 +6239,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'hrm_text': Arch(
-        cls='llama_model_hrm_text', dynamic=False,
+        cls='llama_model_hrm_text', dynamic=False, preset={},
         derive=(('lps', 'n_hrm_layers_per_stack'), ('l_first', '0'), ('h_first', 'n_hrm_l_cycles * lps'), ('slot_base', '(h * (n_hrm_l_cycles + 1) + l) * lps'), ('bid', 'blk_base + il'), ),
         checks=(
             ('hparams', 'assert', 'n_hrm_layers_per_stack > 0', 'hparams.n_hrm_layers_per_stack > 0', ()),
@@ -6274,7 +6274,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'other', ('for (int h = 0; h < (int) hparams.n_hrm_h_cycles; ++h)', 'for (int l = 0; l < (int) hparams.n_hrm_l_cycles + 1; ++l)', 'for (int il = 0; il < lps; ++il)'), (None, None, None), bid='bid'),
         )),
     'minimax-m2': Arch(
-        cls='llama_model_minimax_m2', dynamic=False,
+        cls='llama_model_minimax_m2', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6308,7 +6308,7 @@ ARCHS = {
             T('FFN_EXP_PROBS_B', 'bias', ('n_expert',), True, 'n_layer', (), ()),
         )),
     'minimax-m3': Arch(
-        cls='llama_model_minimax_m3', dynamic=False,
+        cls='llama_model_minimax_m3', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('hparams', 'assert', 'indexer_block_size > 0', 'hparams.indexer_block_size > 0', ()),
@@ -6362,7 +6362,7 @@ ARCHS = {
             T('INDEXER_K_NORM', 'weight', ('indexer_head_size',), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'cogvlm': Arch(
-        cls='llama_model_cogvlm', dynamic=False,
+        cls='llama_model_cogvlm', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6389,7 +6389,7 @@ ARCHS = {
             T('VISEXP_FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'rnd1': Arch(
-        cls='llama_model_rnd1', dynamic=False,
+        cls='llama_model_rnd1', dynamic=False, preset={'causal_attn': False},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
@@ -6424,7 +6424,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'pangu-embedded': Arch(
-        cls='llama_model_pangu_embed', dynamic=False,
+        cls='llama_model_pangu_embed', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6454,7 +6454,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'mistral3': Arch(
-        cls='llama_model_mistral3', dynamic=False,
+        cls='llama_model_mistral3', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6498,7 +6498,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'eagle3': Arch(
-        cls='llama_model_eagle3', dynamic=False,
+        cls='llama_model_eagle3', dynamic=False, preset={},
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('n_embd_attn_input', '2 * n_embd'), ),
         checks=(
             ('hparams', 'throw', None, "EAGLE3 requires exactly 3 entries in 'extract_layers'", ('target_layer_ids_size != 3',)),
@@ -6532,7 +6532,7 @@ ARCHS = {
             T('ROPE_FREQS', 'weight', ('n_rot//2',), False, 'n_layer', (), ()),
         )),
     'dflash': Arch(
-        cls='llama_model_dflash', dynamic=False,
+        cls='llama_model_dflash', dynamic=False, preset={'f_final_logit_softcapping': 0.0},
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('rank', 'dflash_selector_rank'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('n_embd_head', 'n_embd_head_k'), ('o_groups', 'dsv4_o_group_count'), ('o_lora_rank', 'dsv4_o_lora_rank'), ('hc_mult', 'dsv4_hc_mult'), ('hc_dim', 'hc_mult * n_embd'), ('hc_mix_dim', '(2 + hc_mult) * hc_mult'), ('kernel', 'dflash_conv_kernel_size'), ('groups', 'n_embd // dflash_conv_group_size'), ('projected', '2 * kernel * groups'), ),
         checks=(
             ('hparams', 'assert', 'dsv4_o_group_count > 0', 'hparams.dsv4_o_group_count > 0', ('dsv4_hc_mult > 0',)),
@@ -6640,7 +6640,7 @@ ARCHS = {
             T('DFLASH_FFN_CONV_PROJ', 'weight', ('n_embd', 'projected'), True, 'n_layer', ('if (selector_meta)',), ('selector_meta',)),
         )),
     'mistral4': Arch(
-        cls='llama_model_mistral4', dynamic=False,
+        cls='llama_model_mistral4', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('tensors', 'assert', 'n_embd_head_qk_nope >= 1', 'n_embd_head_qk_nope >= 1', ()),
@@ -6699,7 +6699,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'paddleocr': Arch(
-        cls='llama_model_paddleocr', dynamic=False,
+        cls='llama_model_paddleocr', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6742,7 +6742,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
         )),
     'mimo2': Arch(
-        cls='llama_model_mimo2', dynamic=False,
+        cls='llama_model_mimo2', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_nextn', 'i >= n_layer'), ),
         checks=(
         ),
@@ -6787,7 +6787,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (is_nextn)',), ('is_nextn',)),
         )),
     'step35': Arch(
-        cls='llama_model_step35', dynamic=False,
+        cls='llama_model_step35', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('n_head_l', 'n_head'), ('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff_exp', 'n_ff_exp'), ('n_head_l', 'n_head'), ('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
         ),
@@ -6866,7 +6866,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
     'spark2_5': Arch(
-        cls='llama_model_spark2_5', dynamic=False,
+        cls='llama_model_spark2_5', dynamic=False, preset={},
         derive=(('n_head_i', 'n_head'), ('n_head_kv_i', 'n_head_kv'), ('n_embd_q', 'n_embd_head_k * n_head_i'), ('n_embd_k', 'n_embd_head_k * n_head_kv_i'), ('n_embd_v', 'n_embd_head_v * n_head_kv_i'), ),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6899,7 +6899,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
     'llama-embed': Arch(
-        cls='llama_model_llama_embed', dynamic=False,
+        cls='llama_model_llama_embed', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -6939,7 +6939,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
     'maincoder': Arch(
-        cls='llama_model_maincoder', dynamic=False,
+        cls='llama_model_maincoder', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6970,7 +6970,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'kimi-linear': Arch(
-        cls='llama_model_kimi_linear', dynamic=False,
+        cls='llama_model_kimi_linear', dynamic=False, preset={},
         derive=(('n_embd_head_k_kda', 'n_embd_head_kda'), ('n_embd_head_v_kda', 'n_embd_head_kda'), ('ssm_d_conv', 'ssm_d_conv'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
@@ -7041,7 +7041,7 @@ ARCHS = {
             T('FFN_EXP_PROBS_B', 'bias', ('n_expert',), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'kimi-k3': Arch(
-        cls='llama_model_kimi_k3', dynamic=True,
+        cls='llama_model_kimi_k3', dynamic=True, preset={},
         derive=(('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_ff_exp', 'n_ff_exp'), ),
         checks=(
             ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
@@ -7118,7 +7118,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), False, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
     'glm5-next': Arch(
-        cls='llama_model_glm5_next', dynamic=True,
+        cls='llama_model_glm5_next', dynamic=True, preset={},
         derive=(('hc', 'dsv4_hc_mult'), ('hc_mix_dim', '(2 + hc)*hc'), ('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_indexer_head', 'indexer_n_head'), ('n_embd_indexer', 'indexer_head_size'), ('kpool', 'indexer_kpool'), ('full', 'i >= n_layer or is_indexer_full'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
         checks=(
             ('hparams', 'assert', 'indexer_kpool > 1 and indexer_top_k % indexer_kpool == 0', 'hparams.indexer_kpool > 1 && hparams.indexer_top_k % hparams.indexer_kpool == 0', ()),
@@ -7216,7 +7216,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
     'talkie': Arch(
-        cls='llama_model_talkie', dynamic=False,
+        cls='llama_model_talkie', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
@@ -7245,7 +7245,7 @@ ARCHS = {
             T('LAYER_OUT_SCALE', 'weight', ('1',), True, 'n_layer', (), ()),
         )),
     'mellum': Arch(
-        cls='llama_model_mellum', dynamic=False,
+        cls='llama_model_mellum', dynamic=False, preset={},
         derive=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for Mellum', ('n_expert == 0',)),
@@ -7284,7 +7284,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
     'nanbeige': Arch(
-        cls='llama_model_nanbeige', dynamic=False,
+        cls='llama_model_nanbeige', dynamic=False, preset={},
         derive=(),
         checks=(
             ('hparams', 'assert', 'n_loops_u >= 1', 'n_loops_u >= 1', ()),
@@ -7315,7 +7315,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, None, ('for (int i = 0; i < n_phys; ++i)',), (None,)),
         )),
     'qwen3tts': Arch(
-        cls='llama_model_qwen3tts', dynamic=False,
+        cls='llama_model_qwen3tts', dynamic=False, preset={},
         derive=(),
         checks=(
         ),
@@ -7347,7 +7347,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
     'pockettts': Arch(
-        cls='llama_model_pockettts', dynamic=False,
+        cls='llama_model_pockettts', dynamic=False, preset={},
         derive=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),

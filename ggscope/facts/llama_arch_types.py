@@ -28,7 +28,8 @@ Contract:
   variable: the Python condition under which they include TENSOR_NOT_REQUIRED or
   TENSOR_SKIP; ``has(name)`` is whether the file holds a tensor, ``load_mtp`` the loader's
   parameter).
-* ``Arch`` - ``cls`` (llama.cpp's model class), ``dynamic`` (some create_tensor call names
+* ``Arch`` - ``cls`` (llama.cpp's model class), ``preset`` (hparams fields
+  load_arch_hparams sets before reading keys, ``{field: value}``), ``dynamic`` (some create_tensor call names
   its tensor at run time: the list of created tensors is incomplete), ``derive`` (local
   ``const`` sizes and flags of load_arch_tensors, as Python expressions, in order),
   ``checks`` (``(stage, kind, condition, C text, when)``: a ``GGML_ASSERT`` of
@@ -79,6 +80,7 @@ class T:
 class Arch:
     cls: str
     dynamic: bool
+    preset: dict
     derive: tuple[tuple[str, str], ...]
     checks: tuple[tuple[str, str, str | None, str, tuple[str, ...]], ...]
     hparams: tuple[H, ...]

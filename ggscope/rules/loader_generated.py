@@ -8,7 +8,7 @@ is not "unexpected"; a flags variable that may include TENSOR_NOT_REQUIRED makes
 optional), so nothing is guessed.  Asserts and throws of load_arch_hparams /
 load_arch_tensors whose conditions evaluate are errors quoting them.
 
-Contract: ``hparams(run)`` adds ``missing-key`` / ``key-type`` / ``hparam`` issues and returns
+Contract: ``hparams(run, checks=True)`` adds ``missing-key`` / ``key-type`` / ``hparam`` issues and returns
 the variables of ``LLAMA_LOAD_LOCALS`` (per block: ``env(i)``) or raises ``run.Stop``;
 ``tensors(run, env)`` adds ``missing-tensor`` / ``tensor-shape`` / ``unexpected-tensor``
 issues.  ``run`` is loader_engine's ``_Run`` (``md``, ``types``, ``add``, ``node``, ``mf``).
@@ -69,7 +69,7 @@ def _int(v, default=0):
         return default
 
 
-def hparams(run) -> dict:
+def hparams(run, checks: bool = True) -> dict:
     arch = run.arch
     spec = gen.ARCHS[arch]
     vals: dict[str, object] = {}
@@ -140,7 +140,7 @@ def hparams(run) -> dict:
         return _int(v) if v is not None else fallback
 
     n_embd = _int(vals.get("n_embd"))
-    base = {d: _num(v) for d, v in gen.HPARAM_DEFAULTS.items()}
+    base = {d: _num(v) for d, v in {**gen.HPARAM_DEFAULTS, **spec.preset}.items()}
     base.update({d: _num(v) for d, v in vals.items() if _num(v) is not None})
     base["arch"] = arch
     names = frozenset(t.name for t in run.mf.tensors)
@@ -183,7 +183,8 @@ def hparams(run) -> dict:
                 run.add("hparam", f"invalid n_rot: {rot}, expected {hk}", run.node(key("ROPE_DIMENSION_COUNT", arch)))
                 raise run.Stop
     h = {"env": env, "vocab": run_vocab, "n_layer": n_layer, "n_all": n_all}
-    _checks(run, spec, "hparams", h)
+    if checks:
+        _checks(run, spec, "hparams", h)
     return h
 
 
@@ -197,7 +198,8 @@ def _checks(run, spec, stage: str, h: dict) -> None:
         if kind == "throw":
             run.add("hparam", text.replace("{arch}", run.arch), run.node("general.architecture"))
             raise run.Stop
-        if _value(cond, e) is False:
+        v = _value(cond, e)
+        if v is not None and not v:
             run.add("hparam", f"GGML_ASSERT({text}) failed: llama.cpp aborts ({spec.cls})",
                     run.node("general.architecture"))
             raise run.Stop
@@ -314,7 +316,8 @@ def tensors(run, h: dict) -> None:
 def _graph_checks(run, spec, e) -> None:
     """The graph constructor's GGML_ASSERTs (llama_context reserves a graph at creation)."""
     for st, _kind, cond, text, _when in spec.checks:
-        if st == "graph" and _value(cond, e) is False:
+        v = _value(cond, e) if st == "graph" else None
+        if v is not None and not v:
             run.add("hparam", f"GGML_ASSERT({text}) failed when the context builds the graph "
                     f"({spec.cls}::graph): llama.cpp aborts", run.node("general.architecture"))
             return
