@@ -151,6 +151,8 @@ def write(path: Path, md: dict, tensors: list, seed: int) -> None:
     kinds = {"uint32": vt.UINT32, "int32": vt.INT32, "uint64": vt.UINT64, "uint16": vt.UINT16,
              "float32": vt.FLOAT32, "float64": vt.FLOAT64, "bool": vt.BOOL, "string": vt.STRING}
     for k, (v, t) in md.items():
+        if k == "general.alignment":
+            w.data_alignment = v
         if t.startswith("array["):
             w.add_key_value(k, list(v), vt.ARRAY, sub_type=kinds[t[6:-1]])
         else:
@@ -209,12 +211,38 @@ def cases():
         m3 = dict(md)
         _vocab(m3, pre="llama3")
         out.append((f"{arch}.bpe-llama3", arch, "known-pre-tokenizer", m3, ts))
+    if "qwen2" in bases:
+        # n_rot other than the head size: shapes do not depend on it, the graph asserts
+        # n_embd_head == n_rot when the context is created
+        _s, _a, _m, md, ts = bases["qwen2"]
+        out.append(("qwen2.rope-dim-8", "qwen2", "graph-assert", {**md, "qwen2.rope.dimension_count": (8, "uint32")},
+                    ts))
+        for pad in range(32):
+            # general.alignment 16 and a filler string that puts the data section at 16 mod 32
+            m2 = {**md, "general.alignment": (16, "uint32"), "general.description": ("x" * pad, "string")}
+            if _data_start(m2, ts) % 32 == 16:
+                out.append(("qwen2.align-16", "qwen2", "mmap-alignment", m2, ts))
+                break
     if "olmo2" in bases:
         _s, _a, _m, md, ts = bases["olmo2"]
         out.append(("olmo2.as-clip", "clip", "projector-as-main",
                     {**md, "general.architecture": ("clip", "string")}, ts))
         out += adapters("olmo2", dict(ts))
     return out
+
+
+def _data_start(md: dict, tensors: list) -> int:
+    """Where GGUFWriter would put the data section for these keys and tensors."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "probe.gguf"
+        write(path, md, tensors, seed=0)
+        import ggscope
+        mf = ggscope.open(str(path))
+        try:
+            return min(t.offset for t in mf.tensors)
+        finally:
+            mf.close()
 
 
 ADAPTER_BASE = "olmo2.base.gguf"

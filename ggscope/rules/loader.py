@@ -223,5 +223,27 @@ class TensorTypeUnusable(_LoaderRule):
     source = f"{PINNED}: ggml/src/ggml-cpu/binary-ops.cpp binary_op; ggml-cpu mul_mat type traits"
 
 
+class LoaderAbort(_LoaderRule):
+    """What it checks: nothing llama.cpp asserts while loading the model or creating a
+    context fails.
+
+    Why it matters: a ``GGML_ASSERT`` ends the process (SIGABRT) instead of returning an
+    error: asserts of ``load_arch_hparams`` / ``load_arch_tensors`` (a GLM4-MoE file without
+    experts), of the graph each model class builds when the context is created
+    (``n_embd_head == n_rot``: a head count that does not divide), and the CPU backend's
+    ``buffer pointer must be aligned`` when the mmapped tensor data does not start on a
+    32-byte boundary (``general.alignment`` 8 or 16).  Read from the pinned llama.cpp's
+    source by tools/gen_llama_arch.py.
+
+    Example: qwen2 with ``attention.head_count = 5`` and n_embd 64; a file written with
+    ``general.alignment = 16`` whose data section starts at byte 16 mod 32.
+
+    Reference: src/models/*.cpp; ggml/src/ggml-backend.cpp ``ggml_backend_cpu_buffer_from_ptr``.
+    """
+    code, name, kind = "GG1111", "loader-abort", "abort"
+    summary = "llama.cpp aborts on a GGML_ASSERT while loading the model or creating its context."
+    source = f"{PINNED}: src/models/*.cpp (GGML_ASSERT), ggml/src/ggml-backend.cpp"
+
+
 RULES = [UnknownArchitecture, ArchitectureNotCovered, MissingHparam, HparamType, HparamInvalid, VocabRefused,
-         MissingTensor, TensorShape, UnexpectedTensor, TensorTypeUnusable]
+         MissingTensor, TensorShape, UnexpectedTensor, TensorTypeUnusable, LoaderAbort]

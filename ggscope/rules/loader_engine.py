@@ -13,7 +13,8 @@ fails stops the later ones, as in llama.cpp, so each refusal is named once.  Sid
 Contract: ``predict(mf)`` returns a ``Prediction`` (cached in ``mf.extra``): ``arch``,
 ``covered`` (the generated table has the architecture), ``issues`` - ``Issue(kind, message,
 node path)`` with kind one of ``unknown-arch``, ``missing-key``, ``key-type``, ``hparam``,
-``vocab``, ``missing-tensor``, ``tensor-shape``, ``unexpected-tensor``, ``tensor-type``.
+``vocab``, ``missing-tensor``, ``tensor-shape``, ``unexpected-tensor``, ``tensor-type``,
+``abort`` (a GGML_ASSERT at load or context creation).
 Nothing here reads tensor data; token texts are read only to look for duplicates.
 """
 from __future__ import annotations

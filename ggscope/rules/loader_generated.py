@@ -200,7 +200,7 @@ def _checks(run, spec, stage: str, h: dict) -> None:
             raise run.Stop
         v = _value(cond, e)
         if v is not None and not v:
-            run.add("hparam", f"GGML_ASSERT({text}) failed: llama.cpp aborts ({spec.cls})",
+            run.add("abort", f"GGML_ASSERT({text}) failed: llama.cpp aborts ({spec.cls})",
                     run.node("general.architecture"))
             raise run.Stop
 
@@ -310,7 +310,27 @@ def tensors(run, h: dict) -> None:
                     f"(done_getting_tensors: wrong number of tensors; expected {len(created)}, got "
                     f"{len(in_file)})", in_file[n].node_path)
     if not run.pred.issues:
+        _mmap_alignment(run, [in_file[n] for n in created])
+    if not run.pred.issues:
         _graph_checks(run, spec, env_of(None))
+
+
+TENSOR_ALIGNMENT = 32      # ggml/src/ggml-impl.h
+
+
+def _mmap_alignment(run, tensors) -> None:
+    """With mmap (llama.cpp's default) the CPU buffer starts at the first tensor's data:
+    llama_model_base::load_tensors -> ggml_backend_dev_buffer_from_host_ptr(addr + first)
+    -> ggml_backend_cpu_buffer_from_ptr asserts that it is aligned to TENSOR_ALIGNMENT."""
+    split = run.md.get("split.count")
+    if not tensors or (isinstance(split, int) and split > 1):
+        return
+    first = min(t.offset for t in tensors)
+    if first % TENSOR_ALIGNMENT:
+        run.add("abort", f"the first tensor's data starts at byte {first}, not a multiple of {TENSOR_ALIGNMENT}: "
+                "with mmap GGML_ASSERT((uintptr_t)ptr % TENSOR_ALIGNMENT == 0 && \"buffer pointer must be "
+                "aligned\") fails (ggml-backend.cpp ggml_backend_cpu_buffer_from_ptr)",
+                run.node("general.alignment"))
 
 
 def _graph_checks(run, spec, e) -> None:
@@ -318,7 +338,7 @@ def _graph_checks(run, spec, e) -> None:
     for st, _kind, cond, text, _when in spec.checks:
         v = _value(cond, e) if st == "graph" else None
         if v is not None and not v:
-            run.add("hparam", f"GGML_ASSERT({text}) failed when the context builds the graph "
+            run.add("abort", f"GGML_ASSERT({text}) failed when the context builds the graph "
                     f"({spec.cls}::graph): llama.cpp aborts", run.node("general.architecture"))
             return
 

@@ -30,7 +30,7 @@ CAUSES = [
     (r"tensor '.*' not found|missing tensor", {"GG1107"}),
     (r"key not found in model", {"GG1103"}),
     (r"has wrong type|wrong array length", {"GG1104", "GG1105"}),
-    (r"GGML_ASSERT|invalid n_rot|n_expert|model needs|requires|cannot have", {"GG1105"}),
+    (r"GGML_ASSERT|invalid n_rot|n_expert|model needs|requires|cannot have", {"GG1105", "GG1111"}),
     (r"pre-tokenizer|tokenizer|vocab", {"GG1106"}),
     (r"CLIP cannot be used as main model", {"GG1121"}),
     (r"lora|LoRA", {"GG1122"}),
