@@ -101,7 +101,7 @@ def hparam_rows(body: str, fields: dict[str, str], kv_names: dict[str, str], loc
 _FLAG_WORDS = ("TENSOR_NOT_REQUIRED", "TENSOR_SKIP")
 
 
-def flag_optional(expr: str, known: dict[str, str | None]) -> str | None:
+def flag_optional(expr: str, known: dict[str, str | None], words=_FLAG_WORDS) -> str | None:
     """When a flags expression includes TENSOR_NOT_REQUIRED or TENSOR_SKIP, as Python;
     "False" / "True" for constant flags; None when it cannot be told."""
     e = " ".join(expr.split())
@@ -109,46 +109,48 @@ def flag_optional(expr: str, known: dict[str, str | None]) -> str | None:
         e = e[1:-1].strip()
     m = re.fullmatch(r"(.+?)\s*\?\s*(.+?)\s*:\s*(.+)", e)
     if m:
-        c, a, b = py_bool(m.group(1), ARCH_ENUMS), flag_optional(m.group(2), known), flag_optional(m.group(3), known)
+        c, a, b = (py_bool(m.group(1), ARCH_ENUMS), flag_optional(m.group(2), known, words),
+                   flag_optional(m.group(3), known, words))
         if None in (c, a, b):
             return None
         return f"(({c}) and ({a})) or (not ({c}) and ({b}))"
     parts = [x.strip() for x in split_args(e.replace("|", ","))]
     out = []
     for x in parts:
-        if x == "0" or x in ("TENSOR_DUPLICATED", "TENSOR_SKIP_IF_VIRTUAL", "TENSOR_ALLOW_RESHAPE", "TENSOR_READ_LAZY"):
-            continue
-        if x in _FLAG_WORDS:
+        if x in words:
             return "True"
+        if x == "0" or x in _FLAG_WORDS + ("TENSOR_DUPLICATED", "TENSOR_SKIP_IF_VIRTUAL", "TENSOR_ALLOW_RESHAPE",
+                                           "TENSOR_READ_LAZY"):
+            continue
         if x in known:
             if known[x] is None:
                 return None
             out.append(known[x])
             continue
-        sub = flag_optional(x, known) if x.startswith("(") else None
+        sub = flag_optional(x, known, words) if x.startswith("(") else None
         if sub is None:
             return None
         out.append(sub)
     return " or ".join(f"({o})" for o in out) if out else "False"
 
 
-def flag_vars(body: str) -> dict[str, str | None]:
-    """Local ``int flags`` variables of load_arch_tensors: when they make a tensor optional."""
+def flag_vars(body: str, words=_FLAG_WORDS) -> dict[str, str | None]:
+    """Local ``int flags`` variables of load_arch_tensors: when they include one of ``words``."""
     known: dict[str, str | None] = {}
     for m in re.finditer(r"\b(?:const\s+)?int\s+(\w*flags)\s*=\s*([^;]+);|"
                          r"if\s*\(([^{};]*?)\)\s*\{?\s*(\w*flags)\s*\|=\s*([\w\s|]+);|"
                          r"(?<![\w)])\s(\w*flags)\s*\|=\s*([\w\s|]+);", body):
         if m.group(1):
-            known[m.group(1)] = flag_optional(m.group(2), known)
+            known[m.group(1)] = flag_optional(m.group(2), known, words)
         elif m.group(4):
-            name, add = m.group(4), flag_optional(m.group(5), known)
+            name, add = m.group(4), flag_optional(m.group(5), known, words)
             c = py_bool(m.group(3), ARCH_ENUMS)
             old = known.get(name, "False")
             if add == "False":
                 continue
             known[name] = None if None in (old, add, c) else f"({old}) or (({c}) and ({add}))"
         elif m.group(6):
-            name, add = m.group(6), flag_optional(m.group(7), known)
+            name, add = m.group(6), flag_optional(m.group(7), known, words)
             old = known.get(name, "False")
             known[name] = None if None in (old, add) else f"({old}) or ({add})"
     return known
@@ -159,7 +161,11 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
     rows, dynamic, derive = [], False, []
     for m in re.finditer(r"\bconst\s+(int64_t|int32_t|uint32_t|int|auto|bool)\s+(\w+)\s*=\s*([^;]+);", body):
         derive.append((m.group(2), py_bool(m.group(3), ARCH_ENUMS)))
-    flags_known = flag_vars(body)
+    # create_tensor: only TENSOR_NOT_REQUIRED makes a tensor optional (check_tensor_dims'
+    # required = !(flags & TENSOR_NOT_REQUIRED)); the qkv / gate_up helpers turn TENSOR_SKIP
+    # into TENSOR_NOT_REQUIRED | TENSOR_SKIP
+    flags_known = flag_vars(body, ("TENSOR_NOT_REQUIRED",))
+    flags_helper = flag_vars(body)
     for call, args, loop, conds in walk(body):
         if call == "create_tensor":
             row = _tensor(args[0], args[1], args[2] if len(args) > 2 else "0", tensor_names, loop, conds,
@@ -181,7 +187,7 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
                     ("ATTN_Q", "bias", f"{{{q}}}", "TENSOR_NOT_REQUIRED", None),
                     ("ATTN_K", "bias", f"{{{k}}}", "TENSOR_NOT_REQUIRED", None),
                     ("ATTN_V", "bias", f"{{{v}}}", "TENSOR_NOT_REQUIRED", None)):
-                row = _tensor(f'tn(LLM_TENSOR_{t}, "{s}"{b})', sh, f, tensor_names, loop, conds, flags_known)
+                row = _tensor(f'tn(LLM_TENSOR_{t}, "{s}"{b})', sh, f, tensor_names, loop, conds, flags_helper, True)
                 if row:
                     rows.append(row[:7] + (unless,) + row[8:])  # noqa
         elif call == "create_tensor_gate_up_exps":
@@ -190,13 +196,13 @@ def tensor_rows(body: str, tensor_names: dict[str, str]):
             for t, sh, f, unless in (("FFN_GATE_UP_EXPS", f"{{{e}, {ff} * 2, {ne}}}", "TENSOR_NOT_REQUIRED", None),
                                      ("FFN_GATE_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS"),
                                      ("FFN_UP_EXPS", f"{{{e}, {ff}, {ne}}}", flags, "FFN_GATE_UP_EXPS")):
-                row = _tensor(f'tn(LLM_TENSOR_{t}, "weight"{b})', sh, f, tensor_names, loop, conds, flags_known)
+                row = _tensor(f'tn(LLM_TENSOR_{t}, "weight"{b})', sh, f, tensor_names, loop, conds, flags_helper, True)
                 if row:
                     rows.append(row[:7] + (unless,) + row[8:])  # noqa
     return rows, dynamic, [(n, e) for n, e in derive if e is not None]
 
 
-def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds, flags_known=None):
+def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds, flags_known=None, skip_optional=False):
     m = re.match(r"^tn\(\s*(LLM_TENSOR_\w+)\s*(.*)\)$", " ".join(tn.split()))
     if not m or m.group(1) not in tensor_names:
         return None
@@ -211,10 +217,11 @@ def _tensor(tn: str, shape: str, flags: str, tensor_names, loop, conds, flags_kn
     known = re.fullmatch(r"[\w\s|]*", f) is not None and all(
         w in ("0", "TENSOR_NOT_REQUIRED", "TENSOR_DUPLICATED", "TENSOR_SKIP", "TENSOR_SKIP_IF_VIRTUAL",
               "TENSOR_ALLOW_RESHAPE", "TENSOR_READ_LAZY") for w in re.findall(r"\w+", f))
-    required = known and "TENSOR_NOT_REQUIRED" not in f and "TENSOR_SKIP" not in f.replace("TENSOR_SKIP_IF_VIRTUAL", "")
+    words = _FLAG_WORDS if skip_optional else ("TENSOR_NOT_REQUIRED",)
+    required = known and not any(w in re.findall(r"\w+", f) for w in words)
     optional_if = None
     if not known and flags_known is not None:
-        opt = flag_optional(f, flags_known)
+        opt = flag_optional(f, flags_known, words)
         if opt is not None and opt != "True":
             required, optional_if = True, (None if opt == "False" else opt)
     if bid is not None and bid not in ("i", "il"):

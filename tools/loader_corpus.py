@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ggscope.facts import llama_arch as gen
+from ggscope.facts.llama_loader import key, tensor_name
 from ggscope.rules import loader_generated as lg
 
 VERDICTS = Path(__file__).resolve().parent.parent / "fixtures" / "llama_loader_verdicts.json"
@@ -78,7 +79,7 @@ def base_model(arch: str):
           "general.file_type": (0, "uint32")}
 
     def put(kv, v, t):
-        md[lg.key(kv, arch)] = (v, t)
+        md[key(kv, arch)] = (v, t)
     put("CONTEXT_LENGTH", N_CTX, "uint32")
     put("EMBEDDING_LENGTH", N_EMBD, "uint32")
     put("BLOCK_COUNT", N_LAYER, "uint32")
@@ -86,7 +87,7 @@ def base_model(arch: str):
     put("ATTENTION_HEAD_COUNT", N_HEAD, "uint32")
     put("ATTENTION_HEAD_COUNT_KV", N_HEAD_KV, "uint32")
     for h in spec.hparams:
-        k = lg.key(h.kv, arch)
+        k = key(h.kv, arch)
         if k in md or not h.required:
             continue
         v = _value(h)
@@ -111,7 +112,7 @@ def base_model(arch: str):
         for i in (range(hp["n_layer"] if t.loop == "n_layer" else hp["n_all"]) if block else (None,)):
             if t.conds and lg.certain(t.when, hp["env"](i)) is not True:
                 continue
-            name = lg._name(t, i)
+            name = tensor_name(t, i)
             if name in seen:
                 continue
             if t.shape is None:
@@ -211,6 +212,14 @@ def cases():
         m3 = dict(md)
         _vocab(m3, pre="llama3")
         out.append((f"{arch}.bpe-llama3", arch, "known-pre-tokenizer", m3, ts))
+    if "glm4" in bases:
+        # multi-token prediction: the last nextn_predict_layers blocks are MTP layers, created
+        # with TENSOR_SKIP (not required); more MTP layers than blocks is an assert
+        _s, _a, _m, md, ts = bases["glm4"]
+        out.append(("glm4.nextn-1", "glm4", "nextn-layers",
+                    {**md, "glm4.block_count": (N_LAYER + 1, "uint32"), "glm4.nextn_predict_layers": (1, "uint32")}, ts))
+        out.append(("glm4.nextn-too-many", "glm4", "nextn-layers",
+                    {**md, "glm4.nextn_predict_layers": (N_LAYER + 1, "uint32")}, ts))
     if "qwen2" in bases:
         # n_rot other than the head size: shapes do not depend on it, the graph asserts
         # n_embd_head == n_rot when the context is created

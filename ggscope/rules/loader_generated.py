@@ -15,12 +15,10 @@ issues.  ``run`` is loader_engine's ``_Run`` (``md``, ``types``, ``add``, ``node
 """
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
 from ggscope.facts import llama_arch as gen
+from ggscope.facts.llama_loader import key, tensor_name, tensor_pattern
 
-__all__ = ["covers", "hparams", "tensors", "key", "LAYER_MAX"]
+__all__ = ["hparams", "tensors", "certain", "LAYER_MAX"]
 
 LAYER_MAX = 512        # LLAMA_MAX_LAYERS, src/llama-hparams.h
 EXPERT_MAX = 512       # LLAMA_MAX_EXPERTS
@@ -28,15 +26,6 @@ _SCALAR = {"u32": ("uint32",), "i32": ("int32",), "f32": ("float32",), "bool": (
            "u64": ("uint64",), "u16": ("uint16",)}
 _SHORT = {"uint8": "u8", "int8": "i8", "uint16": "u16", "int16": "i16", "uint32": "u32", "int32": "i32",
           "float32": "f32", "bool": "bool", "string": "str", "uint64": "u64", "int64": "i64", "float64": "f64"}
-
-
-def covers(arch: str | None) -> bool:
-    return arch in gen.ARCHS and arch != "clip"
-
-
-def key(kv: str, arch: str) -> str:
-    name = gen.KV_NAMES[kv]
-    return name % arch if "%s" in name else name
 
 
 def _accepts(h, got: str) -> bool:
@@ -238,20 +227,6 @@ def _num(v):
     return v if isinstance(v, (int, float)) else None
 
 
-@lru_cache(maxsize=None)
-def _pattern(t) -> re.Pattern:
-    name = gen.TENSOR_NAMES[t.tensor]
-    rx = re.escape(name).replace("%d", r"(\d+)")
-    return re.compile(rx + (r"\." + re.escape(t.suffix) if t.suffix else "") + r"$")
-
-
-def _name(t, i) -> str:
-    name = gen.TENSOR_NAMES[t.tensor]
-    if "%d" in name:
-        name = name.replace("%d", str(i), 1)
-    return f"{name}.{t.suffix}" if t.suffix else name
-
-
 def tensors(run, h: dict) -> None:
     spec = gen.ARCHS[run.arch]
     env, n_layer, n_all = h["env"], h["n_layer"], h["n_all"]
@@ -271,7 +246,7 @@ def tensors(run, h: dict) -> None:
             layers = range(n_layer if t.loop == "n_layer" else n_all)
         elif block:                           # another block index: any block of the file may be it
             for name in in_file:
-                m = _pattern(t).match(name)
+                m = tensor_pattern(t).match(name)
                 if m and int(m.group(1)) < n_all:
                     created.add(name)
             continue
@@ -281,7 +256,7 @@ def tensors(run, h: dict) -> None:
             sure = certain(t.when, env_of(i)) if t.conds else True
             if sure is False:
                 continue                      # this branch does not run: the tensor is not created here
-            name = _name(t, i)
+            name = tensor_name(t, i)
             have = in_file.get(name)
             if have is None:
                 alt = t.unless and any(n in in_file for n in _alts(t, i))
