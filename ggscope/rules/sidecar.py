@@ -1,4 +1,4 @@
-"""Sidecar rules (GG112x): projectors and LoRA adapters, judged by the loader that reads them.
+"""Sidecar rules (GG1120-GG1123): projectors and LoRA adapters, judged by the loader that reads them.
 
 Why: a multimodal projector (``general.architecture = clip``, read by tools/mtmd/clip.cpp
 through ``--mmproj``) and a LoRA adapter (``general.type = adapter``, read by
@@ -6,7 +6,7 @@ src/llama-adapter.cpp through ``--lora``) are not main models; judging them as o
 missing token embeddings on perfectly good files and misses what their own loaders refuse.
 The loader engine leaves them out (``loader_engine``) and these rules check what clip.cpp
 and llama_adapter_lora_init check; with ``validate --base MODEL`` (option ``base``) an
-adapter is also checked against the model it belongs to.  The pinned llama.cpp is the
+adapter or a projector is also checked against the model it belongs to.  The pinned llama.cpp is the
 generated table's (``ggscope.facts.llama_arch.PINNED``).
 
 Contract: rules need an undamaged header; each reports one finding per cause, error when the
@@ -111,6 +111,48 @@ class ProjectorRefused(Rule):
                                                                       f"{_q(v)}")
 
 
+# clip_n_mmproj_embd (tools/mtmd/clip.cpp): the tensor and dimension that give a projector's
+# output width, for the projector types whose answer is one tensor's dimension; mtmd_init
+# compares it with the text model's n_embd
+_MMPROJ_EMBD = {"mlp": ("mm.2.weight", 1), "phi4": ("mm.2.weight", 1), "pixtral": ("mm.2.weight", 1),
+                "qwen2vl_merger": ("mm.1.bias", 0), "qwen2.5vl_merger": ("mm.1.bias", 0),
+                "gemma3": ("mm.input_projection.weight", 0)}
+
+
+class ProjectorMismatch(Rule):
+    """What it checks: with ``validate --base MODEL``, the projector's output width is the
+    text model's embedding length.
+
+    Why it matters: ``mtmd_init_from_file`` throws "mismatch between text model (n_embd = N)
+    and mmproj (n_embd = M)": the projector was made for another model.  The width is what
+    ``clip_n_mmproj_embd`` reads (``mm.2.weight`` ne[1] for mlp, ``mm.input_projection.weight``
+    ne[0] for gemma3, ``mm.1.bias`` for the Qwen2-VL mergers); other projector types are not
+    checked.
+
+    Example: a LLaVA 1.5 7B projector (4096 wide) given with a 2048-wide model.
+
+    Reference: tools/mtmd/mtmd.cpp ``mtmd_context``; tools/mtmd/clip.cpp ``clip_n_mmproj_embd``.
+    """
+    code, name, severity, family = "GG1123", "projector-mismatch", Severity.ERROR, "loader"
+    summary = "A projector whose output width is not the --base model's embedding length."
+    source = f"{PINNED}: tools/mtmd/mtmd.cpp mtmd_context; tools/mtmd/clip.cpp clip_n_mmproj_embd"
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        mf = ctx.mf
+        base = _base(ctx) if mf.damage is None and kind_of(mf) == "projector" else None
+        if base is None:
+            return
+        arch = base.metadata.get("general.architecture")
+        n_embd = base.metadata.get(f"{arch}.embedding_length") if isinstance(arch, str) else None
+        where = _MMPROJ_EMBD.get(mf.metadata.get("clip.projector_type") or mf.metadata.get("clip.vision.projector_type"))
+        t = next((x for x in mf.tensors if where and x.name == where[0]), None)
+        if t is None or not isinstance(n_embd, int) or n_embd <= 0 or len(t.shape) <= where[1]:
+            return
+        if t.shape[where[1]] != n_embd:
+            yield ctx.at(ctx.node(t.node_path), f"mismatch between text model (n_embd = {n_embd}) and mmproj "
+                                                f"(n_embd = {t.shape[where[1]]})")
+
+
 class AdapterRefused(Rule):
     """What it checks: a LoRA adapter passes llama_adapter_lora_init (and fits its base model
     when ``validate --base MODEL`` names it).
@@ -194,4 +236,4 @@ def _base(ctx: CheckContext):
     return cache["base"]
 
 
-RULES = [SidecarFile, ProjectorRefused, AdapterRefused]
+RULES = [SidecarFile, ProjectorRefused, AdapterRefused, ProjectorMismatch]

@@ -82,3 +82,15 @@ def test_projector_needs_an_encoder_and_a_known_type(tmp_path):
     assert _errors(bad, "GG1121") == ["clip_model_loader: unknown projector type: 'holdout'"]
     model = gguf(tmp_path, "model-as-clip.gguf", arch="clip", tensors=[_m("token_embd.weight", E, 8)])
     assert "CLIP cannot be used as main model" in _errors(model, "GG1121")[0]
+
+
+def test_validate_base_checks_a_projector_against_its_model(tmp_path, capsys):
+    proj = gguf(tmp_path, "mmproj.gguf", arch="clip", tensors=[_m("mm.0.weight", 8, E), _m("mm.2.weight", E, E)],
+                kvs=[KV("clip.has_vision_encoder", V.BOOL, True), KV("clip.projector_type", V.STRING, "mlp")])
+    fits = gguf(tmp_path, "fits.gguf", arch="olmo2", kvs=[KV("olmo2.embedding_length", V.UINT32, E)])
+    assert main(["validate", "--select", "loader", "--base", str(fits), str(proj)]) == 0
+    capsys.readouterr()
+    other = gguf(tmp_path, "other.gguf", arch="olmo2", kvs=[KV("olmo2.embedding_length", V.UINT32, 2 * E)])
+    assert main(["validate", "--select", "loader", "--format", "json", "--base", str(other), str(proj)]) == 1
+    assert [f["message"] for f in json.loads(capsys.readouterr().out) if f["code"] == "GG1123"] == \
+        [f"mismatch between text model (n_embd = {2 * E}) and mmproj (n_embd = {E})"]
