@@ -317,11 +317,17 @@ def read_source(root: Path) -> dict:
                         cond = re.sub(rf"\b{var}\b", f"({e})", cond)
                 if cond not in [c[2] for c in gchecks]:
                     gchecks.append(("graph", kind, cond, text, when))
+        # per-layer flags load_arch_hparams computes (hparams.is_recr_impl[i] = n_head_kv(i) == 0;)
+        layer_flags = []
+        for flag, var, expr in re.findall(r"hparams\.(is_\w+)_impl\[(\w+)\]\s*=\s*([^;]+);", hb):
+            e = py_bool(re.sub(rf"\b{var}\b", "i", expr), ARCH_ENUMS)
+            if e is not None and flag not in [n for n, _ in layer_flags]:
+                layer_flags.append((flag, e))
         # hparams fields the architecture sets before reading its keys (hparams.x = 1.0f;)
         preset = {f: literal(v) for f, v in re.findall(
             r"^\s{4}hparams\.(\w+)\s*=\s*([-+]?[\d.]+(?:e[-+]?\d+)?f?|true|false)\s*;", hb, re.M)}
         archs[name] = dict(enum=enum, cls=cls, hparams=hrows, tensors=trows, dynamic=dynamic, derive=derive,
-                           preset=preset,
+                           preset=preset, layer_flags=tuple(layer_flags),
                            checks=tuple(("hparams",) + c for c in checks(hb, ARCH_ENUMS)) +
                            tuple(("tensors",) + c for c in checks(tb, ARCH_ENUMS)) + tuple(gchecks))
     models, bpe, pres = vocab_facts(strip_comments((src / "llama-vocab.cpp").read_text()))
@@ -364,6 +370,7 @@ def render(s: dict, pinned: str) -> str:
     for name, a in s["archs"].items():
         out.append(f"    {name!r}: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r}, preset={a['preset']!r},")
         out.append("        derive=(" + "".join(f"({n!r}, {e!r}), " for n, e in a["derive"]) + "),")
+        out.append(f"        layer_flags={a['layer_flags']!r},")
         out.append("        checks=(\n" + "".join(f"            {c!r},\n" for c in a["checks"]) + "        ),")
         out.append("        hparams=(\n" + "".join(f"            {_h(r)},\n" for r in a["hparams"]) + "        ),")
         out.append("        tensors=(\n" + "".join(f"            {_t(r)},\n" for r in a["tensors"]) + "        )),")

@@ -23,6 +23,7 @@ import os
 import re
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -283,9 +284,9 @@ def adapters(arch: str, base: dict):
 def write_corpus(folder: Path) -> list[dict]:
     folder.mkdir(parents=True, exist_ok=True)
     rows = []
-    for n, (stem, arch, mutation, md, ts) in enumerate(cases()):
+    for stem, arch, mutation, md, ts in cases():
         path = folder / f"{stem}.gguf"
-        write(path, md, ts, seed=1000 + n)
+        write(path, md, ts, seed=zlib.crc32(stem.encode()))     # a file's seed does not depend on the others
         rows.append({"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "arch": arch,
                      "mutation": mutation,
                      **({"base": ADAPTER_BASE} if mutation.startswith("adapter") else {})})

@@ -1036,6 +1036,7 @@ ARCHS = {
     'clip': Arch(
         cls='llama_model_clip', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -1045,6 +1046,7 @@ ARCHS = {
     'llama': Arch(
         cls='llama_model_llama', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1087,6 +1089,7 @@ ARCHS = {
     'llama4': Arch(
         cls='llama_model_llama4', dynamic=False, preset={},
         derive=(('is_moe_layer', 'n_moe_layer_step > 0 and (i + 1) % n_moe_layer_step == 0'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1130,6 +1133,7 @@ ARCHS = {
     'deci': Arch(
         cls='llama_model_deci', dynamic=False, preset={},
         derive=(('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff', 'n_ff'), ('n_head', 'n_head'), ('n_head_kv', 'n_head_kv'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1165,6 +1169,7 @@ ARCHS = {
     'falcon': Arch(
         cls='llama_model_falcon', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1189,6 +1194,7 @@ ARCHS = {
     'grok': Arch(
         cls='llama_model_grok', dynamic=False, preset={'yarn_beta_fast': 8.0, 'f_logit_scale': 0.5773502691896257, 'f_embedding_scale': 78.38367176906169, 'f_attn_out_scale': 0.08838834764831845, 'f_attn_logit_softcapping': 30.0, 'f_router_logit_softcapping': 30.0, 'f_final_logit_softcapping': 0.0},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1238,6 +1244,7 @@ ARCHS = {
     'gpt2': Arch(
         cls='llama_model_gpt2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1266,6 +1273,7 @@ ARCHS = {
     'gptneox': Arch(
         cls='llama_model_gptneox', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1294,6 +1302,7 @@ ARCHS = {
     'mpt': Arch(
         cls='llama_model_mpt', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1329,6 +1338,7 @@ ARCHS = {
     'baichuan': Arch(
         cls='llama_model_baichuan', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1358,6 +1368,7 @@ ARCHS = {
     'starcoder': Arch(
         cls='llama_model_starcoder', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1386,6 +1397,7 @@ ARCHS = {
     'refact': Arch(
         cls='llama_model_refact', dynamic=False, preset={'f_max_alibi_bias': 8.0},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1425,6 +1437,7 @@ ARCHS = {
     'bert': Arch(
         cls='llama_model_bert', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -1464,6 +1477,7 @@ ARCHS = {
     'modern-bert': Arch(
         cls='llama_model_modern_bert', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1494,6 +1508,7 @@ ARCHS = {
     'nomic-bert': Arch(
         cls='llama_model_nomic_bert', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
         ),
@@ -1528,6 +1543,7 @@ ARCHS = {
     'nomic-bert-moe': Arch(
         cls='llama_model_nomic_bert_moe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
         ),
@@ -1565,6 +1581,7 @@ ARCHS = {
     'neo-bert': Arch(
         cls='llama_model_neo_bert', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1588,6 +1605,7 @@ ARCHS = {
     'jina-bert-v2': Arch(
         cls='llama_model_jina_bert_v2', dynamic=True, preset={'f_max_alibi_bias': 8.0},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_ffn_up == n_ff or n_ffn_up == n_ff * 2', 'n_ffn_up == n_ff || n_ffn_up == n_ff * 2', ()),
         ),
@@ -1629,6 +1647,7 @@ ARCHS = {
     'jina-bert-v3': Arch(
         cls='llama_model_jina_bert_v3', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, '{arch} model needs to define token type count', ('n_token_types == 0',)),
         ),
@@ -1662,6 +1681,7 @@ ARCHS = {
     'eurobert': Arch(
         cls='llama_model_eurobert', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1689,6 +1709,7 @@ ARCHS = {
     'bloom': Arch(
         cls='llama_model_bloom', dynamic=False, preset={'f_max_alibi_bias': 8.0},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1718,6 +1739,7 @@ ARCHS = {
     'stablelm': Arch(
         cls='llama_model_stablelm', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1751,6 +1773,7 @@ ARCHS = {
     'qwen': Arch(
         cls='llama_model_qwen', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -1773,6 +1796,7 @@ ARCHS = {
     'qwen2': Arch(
         cls='llama_model_qwen2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1803,6 +1827,7 @@ ARCHS = {
     'qwen2moe': Arch(
         cls='llama_model_qwen2moe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN2MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN2MOE', ('n_expert_used == 0',)),
@@ -1841,6 +1866,7 @@ ARCHS = {
     'qwen2vl': Arch(
         cls='llama_model_qwen2vl', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1871,6 +1897,7 @@ ARCHS = {
     'qwen3': Arch(
         cls='llama_model_qwen3', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -1903,6 +1930,7 @@ ARCHS = {
     'qwen3moe': Arch(
         cls='llama_model_qwen3moe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN3MOE', ('n_expert_used == 0',)),
@@ -1938,6 +1966,7 @@ ARCHS = {
     'qwen3next': Arch(
         cls='llama_model_qwen3next', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ('qkvz_dim', 'key_dim * 2 + value_dim * 2'), ('ba_dim', 'n_v_heads * 2'), ),
+        layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
         checks=(
             ('tensors', 'throw', None, '{arch} model cannot have zero experts', ('n_expert == 0',)),
         ),
@@ -1998,6 +2027,7 @@ ARCHS = {
     'qwen3vl': Arch(
         cls='llama_model_qwen3vl', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -2032,6 +2062,7 @@ ARCHS = {
     'qwen3vlmoe': Arch(
         cls='llama_model_qwen3vlmoe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN3MOE', ('n_expert_used == 0',)),
@@ -2069,6 +2100,7 @@ ARCHS = {
     'qwen35': Arch(
         cls='llama_model_qwen35', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
+        layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -2138,6 +2170,7 @@ ARCHS = {
     'qwen35moe': Arch(
         cls='llama_model_qwen35moe', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
+        layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -2221,6 +2254,7 @@ ARCHS = {
     'qwen4exp': Arch(
         cls='llama_model_qwen4exp', dynamic=False, preset={'ple_n_heads': 0},
         derive=(('hc', 'dsv4_hc_mult'), ('hc_dim', 'hc * n_embd'), ('hc_lr', 'hc_low_rank'), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ('idx_dim', 'indexer_head_size'), ),
+        layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
         checks=(
             ('hparams', 'throw', None, '%s must be greater than one, got %u', ('dsv4_hc_mult <= 1',)),
             ('hparams', 'throw', None, '%s lists %u layers, but only one PLE layer is supported', ('n_ple > 0', 'n_ple != 1')),
@@ -2316,6 +2350,7 @@ ARCHS = {
     'phi2': Arch(
         cls='llama_model_phi2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -2348,6 +2383,7 @@ ARCHS = {
     'phi3': Arch(
         cls='llama_model_phi3', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -2376,6 +2412,7 @@ ARCHS = {
     'phimoe': Arch(
         cls='llama_model_phimoe', dynamic=False, preset={},
         derive=(('n_embd_head', 'n_embd // n_head'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2409,6 +2446,7 @@ ARCHS = {
     'plamo': Arch(
         cls='llama_model_plamo', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -2437,6 +2475,7 @@ ARCHS = {
     'plamo2': Arch(
         cls='llama_model_plamo2', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_state', 'ssm_d_state'), ('num_heads', 'ssm_dt_rank'), ('intermediate_size', 'ssm_d_inner'), ('dt_dim', 'max(64, int(n_embd // 16))'), ('qk_dim', 'n_embd_head_k'), ('v_dim', 'n_embd_head_v'), ('num_attention_heads', 'n_head'), ('q_num_heads', 'num_attention_heads'), ('num_key_value_heads', 'n_head_kv'), ('k_num_heads', 'num_key_value_heads'), ('v_num_heads', 'num_key_value_heads'), ('q_proj_dim', 'q_num_heads * qk_dim'), ('k_proj_dim', 'k_num_heads * qk_dim'), ('v_proj_dim', 'v_num_heads * v_dim'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
         ),
         hparams=(
@@ -2478,6 +2517,7 @@ ARCHS = {
     'plamo3': Arch(
         cls='llama_model_plamo3', dynamic=False, preset={},
         derive=(('head_dim_q', 'n_embd_head_k'), ('head_dim_v', 'n_embd_head_v'), ('num_attention_heads', 'n_head'), ('num_key_value_heads', 'n_head_kv'), ('q_proj_dim', 'num_attention_heads * head_dim_q'), ('k_proj_dim', 'num_key_value_heads * head_dim_q'), ('v_proj_dim', 'num_key_value_heads * head_dim_v'), ('n_ff_cur', 'n_ff'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2505,6 +2545,7 @@ ARCHS = {
     'codeshell': Arch(
         cls='llama_model_codeshell', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -2539,6 +2580,7 @@ ARCHS = {
     'orion': Arch(
         cls='llama_model_orion', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -2571,6 +2613,7 @@ ARCHS = {
     'internlm2': Arch(
         cls='llama_model_internlm2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -2600,6 +2643,7 @@ ARCHS = {
     'minicpm': Arch(
         cls='llama_model_minicpm', dynamic=False, preset={'f_embedding_scale': 12.0, 'rope_finetuned': True},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2641,6 +2685,7 @@ ARCHS = {
     'minicpm3': Arch(
         cls='llama_model_minicpm3', dynamic=False, preset={},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k - n_rot'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2668,6 +2713,7 @@ ARCHS = {
     'gemma': Arch(
         cls='llama_model_gemma', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2694,6 +2740,7 @@ ARCHS = {
     'gemma2': Arch(
         cls='llama_model_gemma2', dynamic=False, preset={'n_swa': 4096, 'attn_soft_cap': True},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2728,6 +2775,7 @@ ARCHS = {
     'gemma3': Arch(
         cls='llama_model_gemma3', dynamic=False, preset={'f_final_logit_softcapping': 0.0},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2766,6 +2814,7 @@ ARCHS = {
     'gemma3n': Arch(
         cls='llama_model_gemma3n', dynamic=False, preset={'n_layer_kv_from_start': 20, 'f_attention_scale': 1.0},
         derive=(('n_altup', 'n_altup'), ('laurel_rank', 'laurel_rank'), ('n_embd_altup', 'n_embd_altup'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -2817,6 +2866,7 @@ ARCHS = {
     'gemma4': Arch(
         cls='llama_model_gemma4', dynamic=False, preset={'f_attention_scale': 1.0},
         derive=(('n_embd_per_layer', 'n_embd_per_layer'), ('n_ff_exp', 'n_ff_exp'), ('n_head', 'n_head'), ('n_embd_head', 'n_embd_head_k'), ('n_embd_k', 'n_embd_k_gqa'), ('n_embd_v', 'n_embd_v_gqa'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'Gemma 4 requires n_embd_head_k == n_embd_head_v', ('n_embd_head_k != n_embd_head_v',)),
             ('tensors', 'throw', None, 'Gemma 4 requires n_embd_head_k_swa == n_embd_head_v_swa', ('n_embd_head_k_swa != n_embd_head_v_swa',)),
@@ -2873,6 +2923,7 @@ ARCHS = {
     'gemma4-assistant': Arch(
         cls='llama_model_gemma4_assistant', dynamic=False, preset={'f_attention_scale': 1.0},
         derive=(('n_embd_backbone', 'n_embd_inp'), ('n_head', 'n_head'), ('n_embd_head', 'n_embd_head_k'), ('n_ff', 'n_ff'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'Gemma 4 assistant requires n_embd_head_k == n_embd_head_v', ('n_embd_head_k != n_embd_head_v',)),
             ('tensors', 'throw', None, 'Gemma 4 assistant requires n_embd_head_k_swa == n_embd_head_v_swa', ('n_embd_head_k_swa != n_embd_head_v_swa',)),
@@ -2910,6 +2961,7 @@ ARCHS = {
     'gemma-embedding': Arch(
         cls='llama_model_gemma_embedding', dynamic=False, preset={'causal_attn': False},
         derive=(),
+        layer_flags=(),
         checks=(
             ('hparams', 'assert', '(dense_2_feat_in == 0 or dense_2_feat_in == n_embd)', '(hparams.dense_2_feat_in == 0 || hparams.dense_2_feat_in == hparams.n_embd) && "dense_2_feat_in must be equal to n_embd"', ()),
             ('hparams', 'assert', '(dense_3_feat_out == 0 or dense_3_feat_out == n_embd)', '(hparams.dense_3_feat_out == 0 || hparams.dense_3_feat_out == hparams.n_embd) && "dense_3_feat_out must be equal to n_embd"', ()),
@@ -2953,6 +3005,7 @@ ARCHS = {
     'starcoder2': Arch(
         cls='llama_model_starcoder2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -2987,6 +3040,7 @@ ARCHS = {
     'mamba': Arch(
         cls='llama_model_mamba', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('dt_rank', 'ssm_dt_rank'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'only an expansion factor of 2 is supported for now', ('2 * n_embd != d_inner',)),
         ),
@@ -3016,6 +3070,7 @@ ARCHS = {
     'mamba2': Arch(
         cls='llama_model_mamba2', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_group', 'ssm_n_group'), ('dt_rank', 'ssm_dt_rank'), ('conv_dim', 'd_inner + 2 * n_group * d_state'), ('d_in_proj', 'd_inner + conv_dim + dt_rank'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -3043,6 +3098,7 @@ ARCHS = {
     'maple': Arch(
         cls='llama_model_maple', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for Maple', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for Maple', ('n_expert_used == 0',)),
@@ -3081,6 +3137,7 @@ ARCHS = {
     'jamba': Arch(
         cls='llama_model_jamba', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('dt_rank', 'ssm_dt_rank'), ('n_head_kv', 'n_head_kv'), ('n_embd_gqa', 'n_embd_v_gqa'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('tensors', 'assert', '2 * n_embd == d_inner', '2 * n_embd == d_inner', ()),
         ),
@@ -3129,6 +3186,7 @@ ARCHS = {
     'falcon-h1': Arch(
         cls='llama_model_falcon_h1', dynamic=False, preset={},
         derive=(('hidden_size', 'n_embd'), ('ssm_conv_kernel_size', 'ssm_d_conv'), ('ssm_n_groups', 'ssm_n_group'), ('ssm_state_size', 'ssm_d_state'), ('ssm_intermediate_size', 'ssm_d_inner'), ('ssm_num_heads', 'ssm_dt_rank'), ('ssm_conv_dim', 'ssm_intermediate_size + 2 * ssm_n_groups * ssm_state_size'), ('ssm_projection_size', 'ssm_intermediate_size + ssm_conv_dim + ssm_num_heads'), ('attn_num_attention_head', 'n_head'), ('attn_num_key_value_head', 'n_head_kv'), ('ffn_intermediate_size', 'n_ff'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -3173,6 +3231,7 @@ ARCHS = {
     'xverse': Arch(
         cls='llama_model_xverse', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -3202,6 +3261,7 @@ ARCHS = {
     'command-r': Arch(
         cls='llama_model_command_r', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -3231,6 +3291,7 @@ ARCHS = {
     'cohere2': Arch(
         cls='llama_model_cohere2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -3262,6 +3323,7 @@ ARCHS = {
     'cohere2moe': Arch(
         cls='llama_model_cohere2moe', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'throw', None, 'missing Cohere2 MoE norm epsilon', ('not found_norm and not found_norm_rms',)),
             ('tensors', 'throw', None, 'n_expert must be > 0 for Cohere2Moe', ('n_expert == 0',)),
@@ -3338,6 +3400,7 @@ ARCHS = {
     'dbrx': Arch(
         cls='llama_model_dbrx', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'DBRX model cannot have zero experts', ('n_expert == 0',)),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -3363,6 +3426,7 @@ ARCHS = {
     'olmo': Arch(
         cls='llama_model_olmo', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -3390,6 +3454,7 @@ ARCHS = {
     'olmo2': Arch(
         cls='llama_model_olmo2', dynamic=False, preset={},
         derive=(('n_embd_head', 'n_embd // n_head'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -3425,6 +3490,7 @@ ARCHS = {
     'olmoe': Arch(
         cls='llama_model_olmoe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0', ('n_expert_used == 0',)),
@@ -3459,6 +3525,7 @@ ARCHS = {
     'muse-glimmer': Arch(
         cls='llama_model_muse_glimmer', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -3498,6 +3565,7 @@ ARCHS = {
     'openelm': Arch(
         cls='llama_model_openelm', dynamic=False, preset={},
         derive=(('n_head', 'n_head'), ('n_head_qkv', '2*n_head_kv + n_head'), ('n_ff', 'n_ff'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -3520,6 +3588,7 @@ ARCHS = {
     'arctic': Arch(
         cls='llama_model_arctic', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -3554,6 +3623,7 @@ ARCHS = {
     'deepseek': Arch(
         cls='llama_model_deepseek', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -3594,6 +3664,7 @@ ARCHS = {
     'deepseek2': Arch(
         cls='llama_model_deepseek2', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_embd_head_qk_nope >= 1', 'n_embd_head_qk_nope >= 1', ()),
         ),
@@ -3653,6 +3724,7 @@ ARCHS = {
     'deepseek2-ocr': Arch(
         cls='llama_model_deepseek2ocr', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -3695,6 +3767,7 @@ ARCHS = {
     'deepseek32': Arch(
         cls='llama_model_deepseek32', dynamic=False, preset={'f_norm_eps': 1e-06},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'DEEPSEEK32 architecture requires MLA', ('not is_mla',)),
             ('graph', 'assert', 'is_mla', 'is_mla', ()),
@@ -3760,6 +3833,7 @@ ARCHS = {
     'deepseek4': Arch(
         cls='llama_model_deepseek4', dynamic=False, preset={},
         derive=(('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('n_embd_head', 'n_embd_head_k'), ('o_groups', 'dsv4_o_group_count'), ('o_lora_rank', 'dsv4_o_lora_rank'), ('hc_mult', 'dsv4_hc_mult'), ('hc_dim', 'hc_mult * n_embd'), ('hc_mix_dim', '(2 + hc_mult) * hc_mult'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('n_embd_indexer', 'indexer_head_size'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'throw', None, 'DeepSeek-V4 compress_ratios is shorter than block_count', ('n_compress_ratios < n_layer_all',)),
             ('hparams', 'assert', 'n_compress_ratios <= LLAMA_MAX_LAYERS', 'n_compress_ratios <= LLAMA_MAX_LAYERS', ()),
@@ -3843,6 +3917,7 @@ ARCHS = {
     'chatglm': Arch(
         cls='llama_model_chatglm', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -3870,6 +3945,7 @@ ARCHS = {
     'glm4': Arch(
         cls='llama_model_glm4', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -3906,6 +3982,7 @@ ARCHS = {
     'glm4moe': Arch(
         cls='llama_model_glm4_moe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('use_moe', '((i) >= n_layer_dense_lead)'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'hparams.n_expert > 0 && "n_expert must be > 0 for GLM4_MOE MoE layers"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'hparams.n_expert_used() > 0 && "n_expert_used must be > 0 for GLM4_MOE MoE layers"', ()),
@@ -3959,6 +4036,7 @@ ARCHS = {
     'glm-dsa': Arch(
         cls='llama_model_glm_dsa', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'GLM_DSA architecture requires MLA', ('not is_mla',)),
             ('graph', 'assert', 'is_mla', 'is_mla', ()),
@@ -4024,6 +4102,7 @@ ARCHS = {
     'bitnet': Arch(
         cls='llama_model_bitnet', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -4055,6 +4134,7 @@ ARCHS = {
     't5': Arch(
         cls='llama_model_t5', dynamic=False, preset={},
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ('dec_n_layer', 'dec_n_layer'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -4099,6 +4179,7 @@ ARCHS = {
     't5encoder': Arch(
         cls='llama_model_t5encoder', dynamic=False, preset={},
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -4123,6 +4204,7 @@ ARCHS = {
     'jais': Arch(
         cls='llama_model_jais', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -4153,6 +4235,7 @@ ARCHS = {
     'jais2': Arch(
         cls='llama_model_jais2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4187,6 +4270,7 @@ ARCHS = {
     'nemotron': Arch(
         cls='llama_model_nemotron', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -4220,6 +4304,7 @@ ARCHS = {
     'nemotron_h': Arch(
         cls='llama_model_nemotron_h', dynamic=False, preset={},
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
+        layer_flags=(('is_recr', 'i < n_layer and n_head_kv == 0 and n_ff == 0'),),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -4301,6 +4386,7 @@ ARCHS = {
     'nemotron_h_moe': Arch(
         cls='llama_model_nemotron_h_moe', dynamic=False, preset={},
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
+        layer_flags=(('is_recr', 'i < n_layer and n_head_kv == 0 and n_ff == 0'),),
         checks=(
         ),
         hparams=(
@@ -4381,6 +4467,7 @@ ARCHS = {
     'exaone': Arch(
         cls='llama_model_exaone', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4410,6 +4497,7 @@ ARCHS = {
     'exaone4': Arch(
         cls='llama_model_exaone4', dynamic=False, preset={},
         derive=(('is_nextn', 'i >= n_layer'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
             ('graph', 'assert', '(n_embd_head_k) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4449,6 +4537,7 @@ ARCHS = {
     'exaone-moe': Arch(
         cls='llama_model_exaone_moe', dynamic=False, preset={'n_swa': 128},
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
             ('graph', 'assert', '(n_embd_head_k) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4505,6 +4594,7 @@ ARCHS = {
     'rwkv6': Arch(
         cls='llama_model_rwkv6', dynamic=False, preset={},
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', 'token_shift_count == 2', 'hparams.token_shift_count == 2', ()),
         ),
@@ -4557,6 +4647,7 @@ ARCHS = {
     'rwkv6qwen2': Arch(
         cls='llama_model_rwkv6qwen2', dynamic=False, preset={},
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd) == n_embd_r', 'n_embd == hparams.n_embd_r()', ()),
         ),
@@ -4599,6 +4690,7 @@ ARCHS = {
     'rwkv7': Arch(
         cls='llama_model_rwkv7', dynamic=False, preset={},
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', 'token_shift_count == 2', 'hparams.token_shift_count == 2', ()),
         ),
@@ -4654,6 +4746,7 @@ ARCHS = {
     'arwkv7': Arch(
         cls='llama_model_arwkv7', dynamic=False, preset={},
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd) == n_embd_r', 'n_embd == hparams.n_embd_r()', ()),
         ),
@@ -4705,6 +4798,7 @@ ARCHS = {
     'granite': Arch(
         cls='llama_model_granite', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4752,6 +4846,7 @@ ARCHS = {
     'granitemoe': Arch(
         cls='llama_model_granite_moe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -4795,6 +4890,7 @@ ARCHS = {
     'granitehybrid': Arch(
         cls='llama_model_granite_hybrid', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('tensors', 'assert', '2 * n_embd == d_inner', '2 * n_embd == d_inner', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -4856,6 +4952,7 @@ ARCHS = {
     'graniteswitch': Arch(
         cls='llama_model_granite_switch', dynamic=False, preset={'n_layer_nextn': 1},
         derive=(('n_embd_q', 'n_embd_head_k * n_head'), ('n_embd_kv', 'n_embd_k_gqa'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'throw', None, 'graniteswitch: invalid adapter count %u', ('n_adapters > 4096',)),
             ('hparams', 'throw', None, 'graniteswitch: invalid lora rank %u', ('max_lora_rank > 4096',)),
@@ -4908,6 +5005,7 @@ ARCHS = {
     'granite_swa': Arch(
         cls='llama_model_granite_swa', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4960,6 +5058,7 @@ ARCHS = {
     'chameleon': Arch(
         cls='llama_model_chameleon', dynamic=False, preset={'f_norm_eps': 1e-05},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -4994,6 +5093,7 @@ ARCHS = {
     'wavtokenizer-dec': Arch(
         cls='llama_model_wavtokenizer_dec', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -5044,6 +5144,7 @@ ARCHS = {
     'plm': Arch(
         cls='llama_model_plm', dynamic=False, preset={},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k - n_rot'), ('kv_lora_rank', 'n_lora_kv'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -5066,6 +5167,7 @@ ARCHS = {
     'bailingmoe': Arch(
         cls='llama_model_bailingmoe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0', ('n_expert_used == 0',)),
@@ -5104,6 +5206,7 @@ ARCHS = {
     'bailingmoe2': Arch(
         cls='llama_model_bailingmoe2', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for bailingmoe2"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for bailingmoe2"', ()),
@@ -5151,6 +5254,7 @@ ARCHS = {
     'bailingmoe3': Arch(
         cls='llama_model_bailingmoe3', dynamic=False, preset={},
         derive=(('head_dim', 'n_embd_head_kda'), ('d_inner', 'head_dim * n_head'), ('d_conv', 'ssm_d_conv'), ('kv_lora_rank', 'n_lora_kv'), ('q_lora_rank', 'n_lora_q'), ('qk_rope_head_dim', 'n_rot'), ('qk_head_dim', 'n_embd_head_k_mla'), ('v_head_dim', 'n_embd_head_v_mla'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('flags', 'mtp_flags'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('hparams', 'assert', 'kda_safe_gate', 'hparams.kda_safe_gate', ()),
             ('graph', 'assert', 'n_seqs > 0', 'n_seqs > 0', ()),
@@ -5249,6 +5353,7 @@ ARCHS = {
     'dots1': Arch(
         cls='llama_model_dots1', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5294,6 +5399,7 @@ ARCHS = {
     'dots3note': Arch(
         cls='llama_model_dots3note', dynamic=False, preset={'f_norm_eps': 1e-06},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('is_mtp', 'i >= n_layer'), ('is_swa', 'is_mtp or is_swa'), ('n_head_l', 'n_head'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'DOTS3NOTE architecture requires MLA', ('not is_mla',)),
             ('graph', 'assert', 'is_mla', 'hparams.is_mla()', ()),
@@ -5363,6 +5469,7 @@ ARCHS = {
     'arcee': Arch(
         cls='llama_model_arcee', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5391,6 +5498,7 @@ ARCHS = {
     'afmoe': Arch(
         cls='llama_model_afmoe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -5442,6 +5550,7 @@ ARCHS = {
     'laguna': Arch(
         cls='llama_model_laguna', dynamic=False, preset={'n_expert_shared': 1, 'n_swa': 0},
         derive=(('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_il', 'n_head'), ('n_head_kv_il', 'n_head_kv'), ('n_embd_q_il', 'n_embd_head_k * n_head_il'), ('n_embd_k_il', 'n_embd_head_k * n_head_kv_il'), ('n_embd_v_il', 'n_embd_head_v * n_head_kv_il'), ('n_gate_per_head', 'n_head_il'), ('n_gate_per_elem', 'n_embd_head_k * n_head_il'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -5493,6 +5602,7 @@ ARCHS = {
     'ernie4_5': Arch(
         cls='llama_model_ernie4_5', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5536,6 +5646,7 @@ ARCHS = {
     'ernie4_5-moe': Arch(
         cls='llama_model_ernie4_5_moe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5580,6 +5691,7 @@ ARCHS = {
     'hunyuan-moe': Arch(
         cls='llama_model_hunyuan_moe', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5617,6 +5729,7 @@ ARCHS = {
     'hunyuan-dense': Arch(
         cls='llama_model_hunyuan_dense', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -5647,6 +5760,7 @@ ARCHS = {
     'hunyuan_vl': Arch(
         cls='llama_model_hunyuan_vl', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5679,6 +5793,7 @@ ARCHS = {
     'hy_v3': Arch(
         cls='llama_model_hy_v3', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5730,6 +5845,7 @@ ARCHS = {
     'hy_v4': Arch(
         cls='llama_model_hy_v4', dynamic=False, preset={},
         derive=(('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('hc', 'dsv4_hc_mult'), ('n_indexer_head', 'indexer_n_head'), ('n_embd_indexer', 'indexer_head_size'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'throw', None, 'hy_v4: bad indexer head count / key length', ('indexer_top_k > 0', 'indexer_n_head == 0 or indexer_head_size <= n_rot')),
             ('hparams', 'throw', None, 'hy_v4: layer 0 must own an indexer, nothing precedes it to share', ('indexer_top_k > 0', 'not is_indexer_full')),
@@ -5802,6 +5918,7 @@ ARCHS = {
     'smollm3': Arch(
         cls='llama_model_smollm3', dynamic=False, preset={'n_no_rope_layer_step': 4},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5831,6 +5948,7 @@ ARCHS = {
     'gpt-oss': Arch(
         cls='llama_model_openai_moe', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -5870,6 +5988,7 @@ ARCHS = {
     'lfm2': Arch(
         cls='llama_model_lfm2', dynamic=False, preset={},
         derive=(('is_moe_layer', 'i >= (n_layer_dense_lead)'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('tensors', 'assert', 'n_expert and n_expert_used', 'n_expert && n_expert_used', ('is_moe_layer',)),
             ('tensors', 'assert', 'n_embd_v_gqa == n_embd_k_gqa', 'n_embd_v_gqa == n_embd_k_gqa', ('not is_recr',)),
@@ -5916,6 +6035,7 @@ ARCHS = {
     'lfm2moe': Arch(
         cls='llama_model_lfm2moe', dynamic=False, preset={},
         derive=(('is_moe_layer', 'i >= (n_layer_dense_lead)'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('tensors', 'assert', 'n_expert and n_expert_used', 'n_expert && n_expert_used', ('is_moe_layer',)),
             ('tensors', 'assert', 'n_embd_v_gqa == n_embd_k_gqa', 'n_embd_v_gqa == n_embd_k_gqa', ('not is_recr',)),
@@ -5961,6 +6081,7 @@ ARCHS = {
     'dream': Arch(
         cls='llama_model_dream', dynamic=False, preset={'causal_attn': False},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -5991,6 +6112,7 @@ ARCHS = {
     'smallthinker': Arch(
         cls='llama_model_smallthinker', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for SMALLTHINKER"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for SMALLTHINKER"', ()),
@@ -6029,6 +6151,7 @@ ARCHS = {
     'llada': Arch(
         cls='llama_model_llada', dynamic=False, preset={'causal_attn': False},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6062,6 +6185,7 @@ ARCHS = {
     'llada-moe': Arch(
         cls='llama_model_llada_moe', dynamic=False, preset={'causal_attn': False},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for llada-moe"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for llada-moe"', ()),
@@ -6097,6 +6221,7 @@ ARCHS = {
     'seed_oss': Arch(
         cls='llama_model_seed_oss', dynamic=False, preset={},
         derive=(('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6126,6 +6251,7 @@ ARCHS = {
     'grovemoe': Arch(
         cls='llama_model_grovemoe', dynamic=False, preset={},
         derive=(('n_chunk_expert', 'n_expert // n_group_experts'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_expert > 0', 'n_expert > 0 && "n_expert must be > 0 for GROVEMOE"', ()),
             ('tensors', 'assert', 'n_expert_used > 0', 'n_expert_used > 0 && "n_expert_used must be > 0 for GROVEMOE"', ()),
@@ -6168,6 +6294,7 @@ ARCHS = {
     'apertus': Arch(
         cls='llama_model_apertus', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6205,6 +6332,7 @@ ARCHS = {
     'minimax-01': Arch(
         cls='llama_model_minimax_01', dynamic=False, preset={},
         derive=(),
+        layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
@@ -6241,6 +6369,7 @@ ARCHS = {
     'hrm_text': Arch(
         cls='llama_model_hrm_text', dynamic=False, preset={},
         derive=(('lps', 'n_hrm_layers_per_stack'), ('l_first', '0'), ('h_first', 'n_hrm_l_cycles * lps'), ('slot_base', '(h * (n_hrm_l_cycles + 1) + l) * lps'), ('bid', 'blk_base + il'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'assert', 'n_hrm_layers_per_stack > 0', 'hparams.n_hrm_layers_per_stack > 0', ()),
             ('hparams', 'assert', 'n_hrm_h_cycles > 0', 'hparams.n_hrm_h_cycles > 0', ()),
@@ -6276,6 +6405,7 @@ ARCHS = {
     'minimax-m2': Arch(
         cls='llama_model_minimax_m2', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
         ),
@@ -6310,6 +6440,7 @@ ARCHS = {
     'minimax-m3': Arch(
         cls='llama_model_minimax_m3', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'assert', 'indexer_block_size > 0', 'hparams.indexer_block_size > 0', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6364,6 +6495,7 @@ ARCHS = {
     'cogvlm': Arch(
         cls='llama_model_cogvlm', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6391,6 +6523,7 @@ ARCHS = {
     'rnd1': Arch(
         cls='llama_model_rnd1', dynamic=False, preset={'causal_attn': False},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for QWEN3MOE', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for QWEN3MOE', ('n_expert_used == 0',)),
@@ -6426,6 +6559,7 @@ ARCHS = {
     'pangu-embedded': Arch(
         cls='llama_model_pangu_embed', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6456,6 +6590,7 @@ ARCHS = {
     'mistral3': Arch(
         cls='llama_model_mistral3', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6500,6 +6635,7 @@ ARCHS = {
     'eagle3': Arch(
         cls='llama_model_eagle3', dynamic=False, preset={},
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('n_embd_attn_input', '2 * n_embd'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'throw', None, "EAGLE3 requires exactly 3 entries in 'extract_layers'", ('target_layer_ids_size != 3',)),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -6534,6 +6670,7 @@ ARCHS = {
     'dflash': Arch(
         cls='llama_model_dflash', dynamic=False, preset={'f_final_logit_softcapping': 0.0},
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('rank', 'dflash_selector_rank'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('n_embd_head', 'n_embd_head_k'), ('o_groups', 'dsv4_o_group_count'), ('o_lora_rank', 'dsv4_o_lora_rank'), ('hc_mult', 'dsv4_hc_mult'), ('hc_dim', 'hc_mult * n_embd'), ('hc_mix_dim', '(2 + hc_mult) * hc_mult'), ('kernel', 'dflash_conv_kernel_size'), ('groups', 'n_embd // dflash_conv_group_size'), ('projected', '2 * kernel * groups'), ),
+        layer_flags=(),
         checks=(
             ('hparams', 'assert', 'dsv4_o_group_count > 0', 'hparams.dsv4_o_group_count > 0', ('dsv4_hc_mult > 0',)),
             ('hparams', 'throw', None, 'DSpark DSV4 draft expects sqrtsoftplus MoE scoring', ('dsv4_hc_mult > 0', 'expert_gating_func != LLAMA_EXPERT_GATING_FUNC_TYPE_SQRT_SOFTPLUS')),
@@ -6642,6 +6779,7 @@ ARCHS = {
     'mistral4': Arch(
         cls='llama_model_mistral4', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
             ('tensors', 'assert', 'n_embd_head_qk_nope >= 1', 'n_embd_head_qk_nope >= 1', ()),
         ),
@@ -6701,6 +6839,7 @@ ARCHS = {
     'paddleocr': Arch(
         cls='llama_model_paddleocr', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6744,6 +6883,7 @@ ARCHS = {
     'mimo2': Arch(
         cls='llama_model_mimo2', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_nextn', 'i >= n_layer'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -6789,6 +6929,7 @@ ARCHS = {
     'step35': Arch(
         cls='llama_model_step35', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('n_head_l', 'n_head'), ('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff_exp', 'n_ff_exp'), ('n_head_l', 'n_head'), ('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -6868,6 +7009,7 @@ ARCHS = {
     'spark2_5': Arch(
         cls='llama_model_spark2_5', dynamic=False, preset={},
         derive=(('n_head_i', 'n_head'), ('n_head_kv_i', 'n_head_kv'), ('n_embd_q', 'n_embd_head_k * n_head_i'), ('n_embd_k', 'n_embd_head_k * n_head_kv_i'), ('n_embd_v', 'n_embd_head_v * n_head_kv_i'), ),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', 'swa_type == LLAMA_SWA_TYPE_STANDARD', 'hparams.swa_type == LLAMA_SWA_TYPE_STANDARD', ()),
@@ -6901,6 +7043,7 @@ ARCHS = {
     'llama-embed': Arch(
         cls='llama_model_llama_embed', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -6941,6 +7084,7 @@ ARCHS = {
     'maincoder': Arch(
         cls='llama_model_maincoder', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),
@@ -6972,6 +7116,7 @@ ARCHS = {
     'kimi-linear': Arch(
         cls='llama_model_kimi_linear', dynamic=False, preset={},
         derive=(('n_embd_head_k_kda', 'n_embd_head_kda'), ('n_embd_head_v_kda', 'n_embd_head_kda'), ('ssm_d_conv', 'ssm_d_conv'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
         ),
@@ -7043,6 +7188,7 @@ ARCHS = {
     'kimi-k3': Arch(
         cls='llama_model_kimi_k3', dynamic=True, preset={},
         derive=(('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_ff_exp', 'n_ff_exp'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('graph', 'assert', 'n_seqs != 0', 'n_seqs != 0', ()),
         ),
@@ -7120,6 +7266,7 @@ ARCHS = {
     'glm5-next': Arch(
         cls='llama_model_glm5_next', dynamic=True, preset={},
         derive=(('hc', 'dsv4_hc_mult'), ('hc_mix_dim', '(2 + hc)*hc'), ('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_indexer_head', 'indexer_n_head'), ('n_embd_indexer', 'indexer_head_size'), ('kpool', 'indexer_kpool'), ('full', 'i >= n_layer or is_indexer_full'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
+        layer_flags=(('is_recr', 'n_head_kv == 0'),),
         checks=(
             ('hparams', 'assert', 'indexer_kpool > 1 and indexer_top_k % indexer_kpool == 0', 'hparams.indexer_kpool > 1 && hparams.indexer_top_k % hparams.indexer_kpool == 0', ()),
             ('hparams', 'assert', 'dsv4_hc_mult == 4', 'hparams.dsv4_hc_mult == 4 && "mHC with hc_mult != 4 is not supported"', ()),
@@ -7218,6 +7365,7 @@ ARCHS = {
     'talkie': Arch(
         cls='llama_model_talkie', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_k) == n_embd_head_v', 'n_embd_head == hparams.n_embd_head_v()', ()),
             ('graph', 'assert', '(n_embd_head_k) == n_rot', 'n_embd_head == n_rot', ()),
@@ -7247,6 +7395,7 @@ ARCHS = {
     'mellum': Arch(
         cls='llama_model_mellum', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('tensors', 'throw', None, 'n_expert must be > 0 for Mellum', ('n_expert == 0',)),
             ('tensors', 'throw', None, 'n_expert_used must be > 0 for Mellum', ('n_expert_used == 0',)),
@@ -7286,6 +7435,7 @@ ARCHS = {
     'nanbeige': Arch(
         cls='llama_model_nanbeige', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('hparams', 'assert', 'n_loops_u >= 1', 'n_loops_u >= 1', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
@@ -7317,6 +7467,7 @@ ARCHS = {
     'qwen3tts': Arch(
         cls='llama_model_qwen3tts', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
         ),
         hparams=(
@@ -7349,6 +7500,7 @@ ARCHS = {
     'pockettts': Arch(
         cls='llama_model_pockettts', dynamic=False, preset={},
         derive=(),
+        layer_flags=(),
         checks=(
             ('graph', 'assert', '(n_embd_head_v) == n_embd_head_k', 'n_embd_head == hparams.n_embd_head_k()', ()),
             ('graph', 'assert', '(n_embd_head_v) == n_rot', 'n_embd_head == n_rot', ()),

@@ -32,6 +32,8 @@ Contract:
   load_arch_hparams sets before reading keys, ``{field: value}``), ``dynamic`` (some create_tensor call names
   its tensor at run time: the list of created tensors is incomplete), ``derive`` (local
   ``const`` sizes and flags of load_arch_tensors, as Python expressions, in order),
+  ``layer_flags`` (``(name, expression of i)``: the per-layer flags load_arch_hparams sets,
+  e.g. ``is_recr`` = ``n_head_kv == 0``; ``hparams.is_recr(i)`` in a condition reads them),
   ``checks`` (``(stage, kind, condition, C text, when)``: a ``GGML_ASSERT`` of
   load_arch_hparams / load_arch_tensors with its condition in Python - the process aborts
   when it is false - or a ``throw`` whose message is the C text, raised when ``when``
@@ -82,6 +84,7 @@ class Arch:
     dynamic: bool
     preset: dict
     derive: tuple[tuple[str, str], ...]
+    layer_flags: tuple[tuple[str, str], ...]
     checks: tuple[tuple[str, str, str | None, str, tuple[str, ...]], ...]
     hparams: tuple[H, ...]
     tensors: tuple[T, ...]

@@ -154,6 +154,10 @@ def hparams(run, checks: bool = True) -> dict:
                  n_embd_head_k_full=hk, n_embd_head_v_full=hv, n_rot_full=rot)
         if "n_ff_exp_arr" in per_layer or "n_ff_exp_arr" in vals:
             e["n_ff_exp"] = layer_val("n_ff_exp_arr", j, 0)
+        for name, expr in spec.layer_flags:
+            v = _value(expr, e) if i is not None else None
+            if v is not None:
+                e[name] = bool(v)
         for name, expr in spec.derive:
             v = _value(expr, e)
             if v is not None:
