@@ -20,18 +20,18 @@ Nothing here reads tensor data; token texts are read only to look for duplicates
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from ggscope.facts import llama_arch as gen
+from ggscope.facts.llama_loader import key as llama_key
 from ggscope.rules import loader_generated as generated
 
-__all__ = ["Issue", "Prediction", "predict", "key_name", "LOADER_KEYS"]
+__all__ = ["Issue", "Prediction", "predict", "LOADER_KEYS"]
 
 # llama_model_loader's constructor, for every file: general.file_type read as u32 (ftype),
 # split.count as u16 (n_split) - src/llama-model-loader.cpp
 LOADER_KEYS: tuple[tuple[str, str, bool], ...] = (
-    ("General.FILE_TYPE", "u32", False),
-    ("Split.LLM_KV_SPLIT_COUNT", "u16", False),
+    ("GENERAL_FILE_TYPE", "u32", False),
+    ("SPLIT_COUNT", "u16", False),
 )
 
 # GGUF types a C-typed llama_model_loader::get_key accepts (GGUFMeta::GKV: exact match)
@@ -65,14 +65,6 @@ class Prediction:
         return [i for i in self.issues if i.kind == kind]
 
 
-@lru_cache(maxsize=None)
-def key_name(attr: str, arch: str) -> str:
-    """``"LLM.CONTEXT_LENGTH"`` -> ``"llama.context_length"`` from gguf-py's Keys."""
-    import gguf.constants as c
-    group, name = attr.split(".")
-    return getattr(getattr(c.Keys, group), name).format(arch=arch)
-
-
 class _Stop(Exception):
     """A stage failed: llama.cpp stops loading here."""
 
@@ -96,8 +88,8 @@ class _Run:
         return self.nodes.get(key) or self.nodes.get("general.architecture")
 
     # --- load_hparams ---------------------------------------------------------------
-    def read(self, attr: str, ctype: str, required: bool) -> object:
-        key = key_name(attr, self.arch)
+    def read(self, kv: str, ctype: str, required: bool) -> object:
+        key = llama_key(kv, self.arch)
         if key not in self.md:
             if required:
                 self.add("missing-key", f"key not found in model: {key}", self.nodes.get("general.architecture"))
@@ -129,7 +121,7 @@ class _Run:
             self.add("vocab", f"unknown tokenizer: {model!r}", self.node("tokenizer.ggml.model"))
             raise _Stop
         if model in ("no_vocab", "none"):
-            v = self.md.get(key_name("LLM.VOCAB_SIZE", self.arch))
+            v = self.md.get(llama_key("VOCAB_SIZE", self.arch))
             return _int(v) if v is not None else None
         pre = self.md.get("tokenizer.ggml.pre")
         if model in gen.BPE_MODELS and isinstance(pre, str) and pre and pre not in gen.PRE_TOKENIZERS:
