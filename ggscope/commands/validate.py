@@ -32,6 +32,7 @@ examples:
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
   ggscope validate --manifest model.manifest model.gguf   tensor data against a hash manifest
+  ggscope validate --base model.gguf lora-adapter.gguf      an adapter against its base model
   ggscope validate https://host/model.gguf hf://OWNER/REPO/model-Q4_K_M.gguf@main
   ggscope validate --scheduler local --jobs 8 --from-list urls.txt      Dask LocalCluster
   ggscope validate --scheduler tcp://scheduler:8786 --from-list urls.txt
@@ -72,6 +73,8 @@ def add_arguments(p) -> None:
                    help="also check tensor data against a llama-gguf-hash / ggscope hash manifest (rules GG12xx)")
     p.add_argument("--deep", action=argparse.BooleanOptionalAction, default=None,
                    help="also run rules that read tensor data (--no-deep overrides a config default)")
+    p.add_argument("--base", metavar="MODEL", default=None,
+                   help="the model a LoRA adapter belongs to: check the adapter's tensors against it")
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
                    help="check files in N worker processes (default 1)")
     add_color_argument(p)
@@ -93,7 +96,7 @@ def _split(s: str) -> list[str]:
 
 
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None,
-               manifest: str | None = None):
+               manifest: str | None = None, base: str | None = None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ggscope.source.remote import is_remote
     from ggscope.source.mapped import check_regular_file
@@ -106,7 +109,7 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
                     if os.path.isdir(path) else "")
             return None, f"cannot read {exc}{hint}"
     try:
-        options = {k: v for k, v in (("progress", progress), ("manifest", manifest)) if v}
+        options = {k: v for k, v in (("progress", progress), ("manifest", manifest), ("base", base)) if v}
         return validate_file(path, select=select, ignore=ignore, deep=deep, options=options or None), None
     except (GGScopeError, OSError) as exc:
         return None, str(exc)
@@ -122,13 +125,13 @@ def _read_list(name: str) -> list[str]:
 
 
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
-               progress=None, manifest: str | None = None):
-    if scheduler:
+               progress=None, manifest: str | None = None, base: str | None = None):
+    if scheduler and not base:
         from ggscope.validate.cluster import check_on_cluster, stderr_progress
         return check_on_cluster(_check_one, files, (select, ignore, deep, None, manifest), scheduler=scheduler,
                                 jobs=max(jobs, 1), progress=stderr_progress())
-    if jobs <= 1 or len(files) <= 1:
-        return [_check_one(f, select, ignore, deep, progress, manifest) for f in files]
+    if jobs <= 1 or len(files) <= 1 or base:
+        return [_check_one(f, select, ignore, deep, progress, manifest, base) for f in files]
     from concurrent.futures import ProcessPoolExecutor
     # The first file is checked here: it imports the rules and compiles the format's
     # spec once, and forked workers inherit both instead of repeating the work.
@@ -186,6 +189,9 @@ def run(args) -> int:
     if not args.files and not listed:
         error("no files to check: give FILE arguments or --from-list")
         return 2
+    if args.base and not os.path.isfile(args.base):
+        error(f"--base {args.base}: no such file")
+        return 2
     files, missing = _expand(args.files)
     files += listed
     status = 0
@@ -197,7 +203,8 @@ def run(args) -> int:
     try:
         with (progress_bar("reading tensor data") if deep and not args.scheduler else contextlib.nullcontext()) \
                 as progress:
-            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress, args.manifest)
+            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress, args.manifest,
+                                 args.base)
     except GGScopeError as exc:
         error(str(exc))
         return 2

@@ -4,10 +4,9 @@ Why: the failures people meet after converting or hand-editing a model - "unknow
 architecture", "key not found in model", "missing tensor", "wrong shape", "wrong number of
 tensors", an assert in the vocabulary loader, a crash at the first evaluation - happen in
 llama.cpp's ``llama_model_load``, not in ggml's reader.  ``ggscope.rules.loader_engine`` runs the
-per-architecture table ``ggscope.facts.loader_table`` (written from llama.cpp's source) once per
-file; each rule here reports one kind of issue from that run.  Error means llama.cpp
-refuses the file or crashes on it; an architecture the table does not cover gets an info
-finding and no guess.
+table generated from the pinned llama.cpp's source (``ggscope.facts.llama_arch``, every
+architecture it knows) once per file; each rule here reports one kind of issue from that run.  Error means llama.cpp
+refuses the file or crashes on it.  The pinned version is named in every rule's source.
 
 Contract: rules need an undamaged header (a damaged file is the structure family's);
 each rule reports at most ``MAX_PER_RULE`` findings and then one summary line.
@@ -17,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules import loader_engine
-from ggscope.facts.loader_table import ARCHS, SOURCE
+from ggscope.facts.llama_arch import ARCHS as GEN_ARCHS, PINNED
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "MAX_PER_RULE"]
 
 MAX_PER_RULE = 10
-_VOCAB_SOURCE = "llama.cpp src/llama-vocab.cpp (llama_vocab::impl::load)"
+SOURCE = f"{PINNED}: src/llama-model.cpp load_hparams, src/models/*.cpp load_arch_hparams / load_arch_tensors"
+_VOCAB_SOURCE = f"{PINNED}: src/llama-vocab.cpp (llama_vocab::impl::load)"
 
 
 class _LoaderRule(Rule):
@@ -45,8 +45,9 @@ class UnknownArchitecture(_LoaderRule):
     """What it checks: ``general.architecture`` names an architecture llama.cpp knows.
 
     Why it matters: ``llama_model::load_arch`` maps the name with ``llm_arch_from_string``
-    and refuses anything else ("unknown model architecture: 'x'").  The known names are
-    gguf-py's ``MODEL_ARCH_NAMES`` at run time (``gguf`` is llama.cpp's own package).
+    and refuses anything else ("unknown model architecture: 'x'"); a name it knows without a
+    model class (gptj) is "unsupported model architecture".  The names are the pinned
+    llama.cpp's (generated into ``ggscope.facts.llama_arch``); nothing is guessed.
 
     Example: ``general.architecture = "llama2"``; ``"Llama"``.
 
@@ -54,33 +55,35 @@ class UnknownArchitecture(_LoaderRule):
     """
     code, name, kind = "GG1101", "unknown-architecture", "unknown-arch"
     summary = "general.architecture is not an architecture llama.cpp knows."
-    source = "llama.cpp src/llama-model.cpp load_arch; gguf-py MODEL_ARCH_NAMES"
+    source = f"{PINNED}: src/llama-model.cpp load_arch; src/llama-arch.cpp LLM_ARCH_NAMES"
 
 
 class ArchitectureNotCovered(Rule):
-    """What it checks: whether the loader rules know the file's architecture in detail.
+    """What it checks: whether llama.cpp names some of the architecture's tensors only at run time.
 
-    Why it matters: the loader family predicts llama.cpp's hyperparameter and tensor
-    checks from a table of architectures (llama, qwen2, qwen3, qwen3moe, gemma2, gemma3,
-    phi3, starcoder2, gpt2, deepseek2, gpt-oss, falcon, mpt); for any other architecture
-    llama.cpp knows, ggscope says so instead of guessing.
+    Why it matters: the loader rules run a table generated from the pinned llama.cpp's
+    source (llama-cpp-python 0.3.36's vendored llama.cpp) for every architecture it knows;
+    for the few whose ``load_arch_tensors`` builds tensor names at run time the list of
+    created tensors is incomplete, so ggscope does not report "unexpected" tensors there
+    instead of guessing.
 
-    Example: a mamba or rwkv6 file.
+    Example: a jina-bert-v2 file.
 
-    Reference: ggscope/loader_table.py ``ARCHS``.
+    Reference: tools/gen_llama_arch.py; ``ggscope.facts.llama_arch`` ``Arch.dynamic``.
     """
     code, name, severity, family = "GG1102", "architecture-not-covered", Severity.INFO, "loader"
-    summary = "The loader rules do not cover this architecture's tensors and hyperparameters."
-    source = "ggscope loader table (llama.cpp src/llama-model.cpp cases not transcribed)"
+    summary = "Some tensors of this architecture are named at run time: unexpected tensors are not checked."
+    source = f"ggscope.facts.llama_arch, generated from {PINNED}"
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if ctx.mf.damage is not None or not ctx.mf.tensors:
             return
         pred = loader_engine.predict(ctx.mf)
-        if pred.arch and not pred.covered and not pred.of("unknown-arch"):
+        spec = GEN_ARCHS.get(pred.arch or "")
+        if spec is not None and spec.dynamic:
             yield ctx.at(ctx.node(ctx.mf.metadata_nodes.get("general.architecture", "")),
-                         f"architecture {pred.arch!r}: hyperparameters and tensors are not checked against "
-                         f"llama.cpp's loader (covered: {', '.join(sorted(ARCHS))})")
+                         f"architecture {pred.arch!r}: llama.cpp names some tensors at run time; tensors it "
+                         "does not create are not reported")
 
 
 class MissingHparam(_LoaderRule):
@@ -115,7 +118,7 @@ class HparamType(_LoaderRule):
     """
     code, name, kind = "GG1104", "hparam-type", "key-type"
     summary = "A key llama.cpp reads has another GGUF type than the one it reads."
-    source = "llama.cpp src/llama-model-loader.cpp GGUFMeta::GKV; src/llama-vocab.cpp"
+    source = f"{PINNED}: src/llama-model-loader.cpp GGUFMeta::GKV; src/llama-vocab.cpp"
 
 
 class HparamInvalid(_LoaderRule):
@@ -199,7 +202,7 @@ class UnexpectedTensor(_LoaderRule):
     """
     code, name, kind = "GG1109", "unexpected-tensor", "unexpected-tensor"
     summary = "A tensor llama.cpp does not create for the architecture (wrong number of tensors)."
-    source = "llama.cpp src/llama-model-loader.cpp done_getting_tensors"
+    source = f"{PINNED}: src/llama-model-loader.cpp done_getting_tensors"
 
 
 class TensorTypeUnusable(_LoaderRule):
@@ -217,8 +220,30 @@ class TensorTypeUnusable(_LoaderRule):
     """
     code, name, kind = "GG1110", "tensor-type-unusable", "tensor-type"
     summary = "A tensor's type makes llama.cpp crash at the first evaluation."
-    source = "ggml src/ggml-cpu/binary-ops.cpp binary_op; ggml-cpu mul_mat type traits"
+    source = f"{PINNED}: ggml/src/ggml-cpu/binary-ops.cpp binary_op; ggml-cpu mul_mat type traits"
+
+
+class LoaderAbort(_LoaderRule):
+    """What it checks: nothing llama.cpp asserts while loading the model or creating a
+    context fails.
+
+    Why it matters: a ``GGML_ASSERT`` ends the process (SIGABRT) instead of returning an
+    error: asserts of ``load_arch_hparams`` / ``load_arch_tensors`` (a GLM4-MoE file without
+    experts), of the graph each model class builds when the context is created
+    (``n_embd_head == n_rot``: a head count that does not divide), and the CPU backend's
+    ``buffer pointer must be aligned`` when the mmapped tensor data does not start on a
+    32-byte boundary (``general.alignment`` 8 or 16).  Read from the pinned llama.cpp's
+    source by tools/gen_llama_arch.py.
+
+    Example: qwen2 with ``attention.head_count = 5`` and n_embd 64; a file written with
+    ``general.alignment = 16`` whose data section starts at byte 16 mod 32.
+
+    Reference: src/models/*.cpp; ggml/src/ggml-backend.cpp ``ggml_backend_cpu_buffer_from_ptr``.
+    """
+    code, name, kind = "GG1111", "loader-abort", "abort"
+    summary = "llama.cpp aborts on a GGML_ASSERT while loading the model or creating its context."
+    source = f"{PINNED}: src/models/*.cpp (GGML_ASSERT), ggml/src/ggml-backend.cpp"
 
 
 RULES = [UnknownArchitecture, ArchitectureNotCovered, MissingHparam, HparamType, HparamInvalid, VocabRefused,
-         MissingTensor, TensorShape, UnexpectedTensor, TensorTypeUnusable]
+         MissingTensor, TensorShape, UnexpectedTensor, TensorTypeUnusable, LoaderAbort]
