@@ -12,6 +12,9 @@ Contract: ``with task(desc, total) as t: t.advance(n)`` (or ``t.update(done, tot
 desc)``); ``desc`` may hold file-provided text - reporters escape it.  ``use(reporter)``
 installs a reporter for the duration of a ``with`` block; a reporter is a callable
 ``(desc, total) -> Task`` whose result is a context manager with ``advance``/``update``.
+``from_callback(cb, desc)`` adapts the callbacks of the public API
+(``tensor_stats(progress=(done, total))``, ``diff_files(progress=(done, total, name))``)
+to a ``Task``, so the work itself only ever speaks this protocol.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-__all__ = ["Task", "task", "use", "NULL"]
+__all__ = ["Task", "task", "use", "NULL", "from_callback", "Callback"]
 
 
 class Task(Protocol):
@@ -76,3 +79,37 @@ def use(reporter: Callable | None, *, process_wide: bool = True) -> Iterator[Non
             yield
         finally:
             _state.reporter = old
+
+
+class Callback:
+    """A ``Task`` that calls ``cb(done, total)`` (or ``cb(done, total, desc)`` when
+    ``with_desc``) on every change: the public API's progress hooks."""
+
+    def __init__(self, cb: Callable, total: int | None, desc: str = "", with_desc: bool = False) -> None:
+        self.cb, self.total, self.desc, self.with_desc = cb, total, desc, with_desc
+        self.done = 0
+
+    def advance(self, n: int) -> None:
+        self.update(self.done + n)
+
+    def update(self, done: int, total: int | None = None, desc: str | None = None) -> None:
+        self.done = done
+        if total is not None:
+            self.total = total
+        if desc is not None:
+            self.desc = desc
+        if self.with_desc:
+            self.cb(done, self.total, self.desc)
+        else:
+            self.cb(done, self.total)
+
+    def __enter__(self) -> "Callback":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def from_callback(cb: Callable | None, desc: str, total: int | None = None, *, with_desc: bool = False):
+    """``cb`` as a ``Task`` when given, else ``task(desc, total)`` (the installed reporter)."""
+    return task(desc, total) if cb is None else Callback(cb, total, desc, with_desc)
