@@ -67,5 +67,7 @@ def run(args) -> int:
     if why is not None:
         error(why)
         return 2
+    from ggscope.core import progress
     from ggscope.tui.run import run_app
-    return run_app(path)
+    with progress.use(None):            # the browser draws its own progress, not bars on stderr
+        return run_app(path)

@@ -8,14 +8,13 @@ worker processes; findings still come out in the order the files were given.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import os
 import sys
 
 from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, error, progress_bar
+from ggscope.commands.common import add_color_argument, error
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
 DESCRIPTION = """\
@@ -88,7 +87,7 @@ def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None):
+def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ggscope.source.remote import is_remote
     from ggscope.source.mapped import check_regular_file
@@ -101,8 +100,7 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
                     if os.path.isdir(path) else "")
             return None, f"cannot read {exc}{hint}"
     try:
-        return validate_file(path, select=select, ignore=ignore, deep=deep,
-                             options={"progress": progress} if progress else None), None
+        return validate_file(path, select=select, ignore=ignore, deep=deep), None
     except (GGScopeError, OSError) as exc:
         return None, str(exc)
 
@@ -116,14 +114,15 @@ def _read_list(name: str) -> list[str]:
     return [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
 
 
-def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
-               progress=None):
+def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None):
     if scheduler:
-        from ggscope.validate.cluster import check_on_cluster, stderr_progress
-        return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
-                                jobs=max(jobs, 1), progress=stderr_progress())
+        from ggscope.core import progress
+        from ggscope.validate.cluster import check_on_cluster
+        with progress.task("files checked", len(files)) as bar:
+            return check_on_cluster(_check_one, files, (select, ignore, deep), scheduler=scheduler,
+                                    jobs=max(jobs, 1), progress=bar.update)
     if jobs <= 1 or len(files) <= 1:
-        return [_check_one(f, select, ignore, deep, progress) for f in files]
+        return [_check_one(f, select, ignore, deep) for f in files]
     from concurrent.futures import ProcessPoolExecutor
     # The first file is checked here: it imports the rules and compiles the format's
     # spec once, and forked workers inherit both instead of repeating the work.
@@ -183,9 +182,7 @@ def run(args) -> int:
     findings = []
     checked = 0
     try:
-        with (progress_bar("reading tensor data") if deep and not args.scheduler else contextlib.nullcontext()) \
-                as progress:
-            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress)
+        results = _check_all(files, select, ignore, deep, jobs, args.scheduler)     # progress: core.progress
     except GGScopeError as exc:
         error(str(exc))
         return 2
