@@ -86,9 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from ggscope.core import progress
     from ggscope.report.progress import terminal_reporter
+    from ggscope.source.local import changed_since, checkpoint
+    mark = checkpoint()
     try:
         with progress.use(terminal_reporter()):    # bars only when stderr is a terminal
-            return int(args._run(args))
+            status = int(args._run(args))
+        for line in changed_since(mark):           # a file rewritten under the command: no result stands
+            print(f"ggscope: {line}", file=sys.stderr)
+            status = 2
+        return status
     except KeyboardInterrupt:
         print("ggscope: interrupted", file=sys.stderr)
         return 130

@@ -244,7 +244,7 @@ class ForwardCheck(Rule):
     needs_tensor_data = True
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ggscope.core.errors import GGScopeError
+        from ggscope.core.errors import FileChanged, GGScopeError
         from ggscope.forward import TokenError, UnsupportedArchitecture, architecture, module_for
         from ggscope.forward.logits import check
         mf = ctx.mf
@@ -268,6 +268,8 @@ class ForwardCheck(Rule):
             except TokenError:           # BOS outside the vocabulary: the tokenizer rules say so
                 tokens = [0, 1]
                 result = check(mf, tokens)
+        except FileChanged:
+            raise                       # the file changed under the pass: the runner stops, exit 2
         except MemoryError:
             yield ctx.at(None, f"reference forward pass ({arch}) not run: out of memory",
                          severity=Severity.INFO)

@@ -20,7 +20,9 @@ mapped page past its new end kills the process with SIGBUS.  So tensor data and 
 hex view never read through the map: ``reopen`` gives a descriptor of the *same* file
 (``FileChanged`` when the path now names another inode or another size) for
 ``ggscope.source.ranges`` to ``readinto``, and ``pread`` reads a range through it, a
-short read being ``FileChanged`` too.
+short read being ``FileChanged`` too.  Every file mapped from disk is recorded
+(``ggscope.source.local.record_mapped``: path, inode, size) so that a command can end
+with one line instead of a result read from a file rewritten under it.
 """
 from __future__ import annotations
 
@@ -30,8 +32,8 @@ import sys
 
 import numpy as np
 
-from ggscope.core.errors import FileChanged, UnreadableFile
-from ggscope.source.local import check_regular_file
+from ggscope.core.errors import UnreadableFile
+from ggscope.source.local import check_regular_file, file_changed, record_mapped
 from ggscope.core import progress
 
 __all__ = ["ByteSource", "RemoteByteSource", "open_source", "check_regular_file"]
@@ -73,6 +75,7 @@ class ByteSource:
             raise UnreadableFile(f"{path}: {exc.strerror or exc}") from exc
         src = cls(mm, path)
         src.identity = (st.st_dev, st.st_ino)
+        record_mapped(path, src.identity, src.size)
         return src
 
     def reopen(self) -> int:
@@ -82,13 +85,13 @@ class ByteSource:
         try:
             fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError as exc:
-            raise FileChanged(self.path, f"it cannot be opened again: {exc.strerror or exc}") from None
+            raise file_changed(self.path, f"it cannot be opened again: {exc.strerror or exc}") from None
         st = os.fstat(fd)
         why = ("the path now names another file" if (st.st_dev, st.st_ino) != self.identity else
                f"{self.size} bytes when opened, {st.st_size} now" if st.st_size != self.size else "")
         if why:
             os.close(fd)
-            raise FileChanged(self.path, why)
+            raise file_changed(self.path, why)
         return fd
 
     def pread(self, start: int, end: int) -> bytes:
@@ -104,7 +107,7 @@ class ByteSource:
             self._fd = self.reopen()
         data = os.pread(self._fd, end - start, start)
         if len(data) != end - start:
-            raise FileChanged(self.path, f"it shrank below offset {end} (mapped size {self.size})")
+            raise file_changed(self.path, f"it shrank below offset {end} (mapped size {self.size})")
         return data
 
     def read(self, start: int, end: int) -> bytes:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ggscope.core.errors import FileChanged
+from ggscope.source.local import file_changed
+
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -80,7 +81,7 @@ class RangeReader:
                 break
             got += more
         if got != nbytes:
-            raise FileChanged(self.mf.path, f"it shrank: {nbytes} bytes at offset {start} read short "
+            raise file_changed(self.mf.path, f"it shrank: {nbytes} bytes at offset {start} read short "
                                             f"(mapped size {src.size})")
         return out
 
