@@ -44,7 +44,8 @@ def add_arguments(p) -> None:
     p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64)")
-    p.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="worker threads (default: the streaming engine's, 2)")
     add_color_argument(p)
 
 
@@ -83,7 +84,8 @@ def run(args) -> int:
     results, errors = [], []
     for t in chosen:
         try:
-            results.append(tensor_stats(t, bins=args.bins, threads=args.threads))
+            kw = {} if args.threads is None else {"threads": args.threads}
+            results.append(tensor_stats(t, bins=args.bins, **kw))
         except (ValueError, NotImplementedError) as exc:
             errors.append((t.name, str(exc)))
         if t.file is not None:          # a remote file's fetched pages go back after each tensor
