@@ -86,7 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from ggscope.core import progress
     from ggscope.report.progress import terminal_reporter
-    from ggscope.source.local import changed_since, checkpoint
+    from ggscope.source.local import changed_since, checkpoint, guard_mapped_reads
+    guard_mapped_reads()                           # a mapped page gone (the file shrank): one line, exit 2
     mark = checkpoint()
     try:
         with progress.use(terminal_reporter()):    # bars only when stderr is a terminal

@@ -33,7 +33,7 @@ import sys
 import numpy as np
 
 from ggscope.core.errors import UnreadableFile
-from ggscope.source.local import check_regular_file, file_changed, record_mapped
+from ggscope.source.local import check_regular_file, file_changed, record_mapped, watch_mapping
 from ggscope.core import progress
 
 __all__ = ["ByteSource", "RemoteByteSource", "open_source", "check_regular_file"]
@@ -76,6 +76,7 @@ class ByteSource:
         src = cls(mm, path)
         src.identity = (st.st_dev, st.st_ino)
         record_mapped(path, src.identity, src.size)
+        watch_mapping(src.array.__array_interface__["data"][0], src.size, path)   # SIGBUS there: one line
         return src
 
     def reopen(self) -> int:
