@@ -10,7 +10,8 @@ without a copy.  Reading instead of touching the map also means a file that shri
 meanwhile is an error, never SIGBUS.  Statistics, ``diff`` and the ``--deep`` rules read
 tensor data through it, by way of the streaming engine (``ggscope.source.stream``).
 
-Contract: ``RangeReader(mf).read(start, nbytes[, file])`` returns a uint8 array of the
+Contract (``mf``/``file``: a ``ggscope.model.ModelFile``, or anything with its
+``source`` and ``path``; this layer does not import the model): ``RangeReader(mf).read(start, nbytes[, file])`` returns a uint8 array of the
 bytes ``[start, start + nbytes)`` of ``file`` (default ``mf``), valid until the next
 ``read``; a file on disk that is now another file, has another size or reads short
 raises ``ggscope.core.errors.FileChanged``.  ``read_range(file, start, nbytes)`` is
@@ -19,15 +20,13 @@ file handles (the reader is also a context manager).  One reader serves one thre
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
 from ggscope.source.local import file_changed
 
 
-if TYPE_CHECKING:
-    from ggscope.model.modelfile import ModelFile
 
 __all__ = ["RangeReader", "read_range"]
 
@@ -41,7 +40,7 @@ class RangeReader:
     split model's tensors live in several files: ``read`` takes the tensor's own file.
     """
 
-    def __init__(self, mf: "ModelFile") -> None:
+    def __init__(self, mf: Any) -> None:
         self.mf = mf
         self.fh = None
         if getattr(mf.source, "identity", None) is not None:       # mapped from disk: read, not touched
@@ -49,7 +48,7 @@ class RangeReader:
         self.buf = np.empty(0, np.uint8)
         self.others: dict[int, RangeReader] = {}
 
-    def read(self, start: int, nbytes: int, file: "ModelFile | None" = None, out: np.ndarray | None = None) -> np.ndarray:
+    def read(self, start: int, nbytes: int, file: Any = None, out: np.ndarray | None = None) -> np.ndarray:
         """The bytes [start, start + nbytes) (into ``out`` when given, a uint8 array of
         at least ``nbytes``; else into the reused buffer, or a view of an in-memory file)."""
         if file is not None and file is not self.mf:
@@ -99,7 +98,7 @@ class RangeReader:
         self.close()
 
 
-def read_range(file: "ModelFile", start: int, nbytes: int) -> np.ndarray:
+def read_range(file: Any, start: int, nbytes: int) -> np.ndarray:
     """A new uint8 array of the bytes [start, start + nbytes) of ``file``, clipped to the
     file as ``ByteSource.view`` clips; read, never taken from the map of a file on disk."""
     src = file.source

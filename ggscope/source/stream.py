@@ -36,8 +36,6 @@ from ggscope.source.ranges import RangeReader
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor   # imported where a pool starts (5 ms)
 
-    from ggscope.model.modelfile import ModelFile
-
 __all__ = ["Stream", "THREADS", "cancelled"]
 
 THREADS = 2                  # threads per stream by default: the cores of a laptop, not more
@@ -89,7 +87,7 @@ class Stream:
             d[key] = make()
         return d[key]
 
-    def reader(self, file: "ModelFile", slot: int = 0) -> RangeReader:
+    def reader(self, file: Any, slot: int = 0) -> RangeReader:
         def make() -> RangeReader:
             r = RangeReader(file)
             with self._lock:
