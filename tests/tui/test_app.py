@@ -179,8 +179,9 @@ def _paint_and_jump(path) -> tuple[list, tuple]:
     """Open, paint, press End; every byte range the browser read from the file."""
     mf = ggscope.open(path)
     reads: list[tuple[int, int]] = []
-    real_read = mf.source.read
+    real_read, real_pread = mf.source.read, mf.source.pread          # the hex view reads with pread
     mf.source.read = lambda start, end: reads.append((start, end)) or real_read(start, end)
+    mf.source.pread = lambda start, end: reads.append((start, end)) or real_pread(start, end)
     path_size = path.stat().st_size
 
     async def flow():
