@@ -79,7 +79,7 @@ def test_readers_are_per_thread_and_slot_and_closed_with_the_stream(copy):
     mf = ggscope.open(str(copy))
     with Stream(threads=2) as s:
         pairs = s.map(lambda _: (id(s.reader(mf, 0)), id(s.reader(mf, 1)), threading.get_ident()), range(64))
-        readers = list(s._readers)
+        readers = [r for r, _ in s._readers]
     by_thread: dict[int, set] = {}
     for a, b, t in pairs:
         assert a != b

@@ -43,6 +43,11 @@ THREADS = 2                  # threads per stream by default: the cores of a lap
 _POOLS: dict[int, "ThreadPoolExecutor"] = {}
 _POOLS_LOCK = threading.Lock()
 _in_pool = threading.local()
+# (pool thread, slot) -> the read buffer a closed stream's reader left there: the next
+# stream's reader in that thread takes it instead of faulting in a new one (measured:
+# 2-3 ms of a 28 ms F16 tensor); only the pool's threads, which live as long as the
+# process, keep one, so at most ``threads x slots`` chunk-sized buffers stay allocated
+_SPARE: dict[tuple[int, int], object] = {}
 
 
 def _pool(threads: int) -> "ThreadPoolExecutor":
@@ -74,7 +79,7 @@ class Stream:
         self.cancel = cancel
         self.what = what
         self.local = threading.local()
-        self._readers: list[RangeReader] = []
+        self._readers: list[tuple[RangeReader, tuple[int, int] | None]] = []
         self._lock = threading.Lock()
 
     def check(self) -> None:
@@ -90,8 +95,11 @@ class Stream:
     def reader(self, file: Any, slot: int = 0) -> RangeReader:
         def make() -> RangeReader:
             r = RangeReader(file)
+            home = (threading.get_ident(), slot) if getattr(_in_pool, "yes", False) else None
             with self._lock:
-                self._readers.append(r)
+                if home is not None:
+                    r.buf = _SPARE.pop(home, r.buf)      # type: ignore[assignment]
+                self._readers.append((r, home))
             return r
         return self.scratch(f"reader:{id(file)}:{slot}", make)
 
@@ -132,7 +140,10 @@ class Stream:
     def close(self) -> None:
         with self._lock:
             readers, self._readers = self._readers, []
-        for r in readers:
+            for r, home in readers:
+                if home is not None and r.buf.size:
+                    _SPARE[home] = r.buf
+        for r, _ in readers:
             r.close()
 
     def __enter__(self) -> "Stream":
