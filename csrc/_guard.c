@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #define WATCHED 256
-#define MESSAGE 1024                 /* bytes of one message; ggscope.source.local keeps them under */
+#define MESSAGE 1024                 /* bytes of one message; ggscope.source.changes keeps them under */
 
 typedef struct {
     uintptr_t start, end;

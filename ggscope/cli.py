@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from ggscope.core import progress
     from ggscope.report.progress import terminal_reporter
-    from ggscope.source.local import changed_since, checkpoint, guard_mapped_reads
+    from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads
     guard_mapped_reads()                           # a mapped page gone (the file shrank): one line, exit 2
     mark = checkpoint()
     try:

@@ -21,7 +21,7 @@ hex view never read through the map: ``reopen`` gives a descriptor of the *same*
 (``FileChanged`` when the path now names another inode or another size) for
 ``ggscope.source.ranges`` to ``readinto``, and ``pread`` reads a range through it, a
 short read being ``FileChanged`` too.  Every file mapped from disk is recorded
-(``ggscope.source.local.record_mapped``: path, inode, size) so that a command can end
+(``ggscope.source.changes``: path, inode, size) so that a command can end
 with one line instead of a result read from a file rewritten under it.
 """
 from __future__ import annotations
@@ -33,7 +33,8 @@ import sys
 import numpy as np
 
 from ggscope.core.errors import UnreadableFile
-from ggscope.source.local import check_regular_file, file_changed, record_mapped, watch_mapping
+from ggscope.source.changes import file_changed, record_mapped, watch_mapping
+from ggscope.source.local import check_regular_file
 from ggscope.core import progress
 
 __all__ = ["ByteSource", "RemoteByteSource", "open_source", "check_regular_file"]

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ggscope.source.local import file_changed
+from ggscope.source.changes import file_changed
 
 
 
