@@ -175,3 +175,27 @@ def test_piece_is_one_number_for_python_and_c():
     if cstats._cstats is None:
         pytest.skip("ggscope.stats._cstats not built")
     assert cstats._cstats.PIECE == kernels_numpy.PIECE          # csrc/_ctargets.h
+
+
+def _map_in_child(q) -> None:
+    with Stream(threads=2) as s:
+        q.put(s.map(lambda x: x + 1, range(64)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork: POSIX")
+def test_a_forked_child_gets_its_own_pool():
+    """``validate --jobs`` forks after the parent used the pool: the child's work must
+    run, not wait for threads that exist only in the parent."""
+    import multiprocessing
+    with Stream(threads=2) as s:
+        assert s.map(lambda x: x, range(64)) == list(range(64))     # the parent's pool is up
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_map_in_child, args=(q,))
+    child.start()
+    child.join(120)                 # a safety net for a hang, never a measurement
+    if child.is_alive():
+        child.kill()
+        child.join()
+        pytest.fail("the forked child's stream never ran its work")
+    assert child.exitcode == 0 and q.get(timeout=10) == list(range(1, 65))

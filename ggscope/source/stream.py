@@ -26,6 +26,7 @@ Contract: ``with Stream(threads=THREADS, cancel=None, what="...") as s:``
 """
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,20 @@ _in_pool = threading.local()
 # 2-3 ms of a 28 ms F16 tensor); only the pool's threads, which live as long as the
 # process, keep one, so at most ``threads x slots`` chunk-sized buffers stay allocated
 _SPARE: dict[tuple[int, int], object] = {}
+
+
+def _forget_pools() -> None:
+    """In a forked child (``validate --jobs`` forks after checking the first file): the
+    parent's pool threads do not exist there, and an executor that believes it has idle
+    ones would queue work forever; the child starts its own."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _SPARE.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools)
 
 
 def _pool(threads: int) -> "ThreadPoolExecutor":
