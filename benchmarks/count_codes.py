@@ -36,7 +36,8 @@ def main(argv=None) -> int:
     import numba
 
     from ggscope.stats import kernels
-    from ggscope.stats.tensors import DEFAULT_CHUNK_ELEMS, code_table
+    from ggscope.stats.counted import code_table
+    from ggscope.stats.tensors import DEFAULT_CHUNK_ELEMS
 
     @numba.njit(nogil=True)
     def one_table(codes, counts):

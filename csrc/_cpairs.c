@@ -30,7 +30,6 @@
    loop was): they are the sums of a piece in any order.  NaN and Inf keep their meaning
    (no finite-math), which the proof of finiteness relies on. */
 
-#define PIECE 2048                          /* pairs per piece: both sides fit in L1 */
 #define INF_BITS ((int64_t) 0x7FF0000000000000LL)
 
 typedef struct {

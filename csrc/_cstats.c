@@ -31,7 +31,6 @@
 /* the decoders read bytes and write floats: no store of theirs can change a byte they read */
 #define IVDEP _Pragma("GCC ivdep")
 
-#define PIECE 2048                    /* elements per float32 partial sum: L1-sized */
 #define LANES 8
 #define NEG_INF_KEY ((int32_t) -0x7F800001)
 #define POS_INF_KEY ((int32_t) 0x7F800000)

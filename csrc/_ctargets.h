@@ -24,4 +24,9 @@
    rewritten.  Out of line, so the flags stay on that loop. */
 #define REASSOC __attribute__((noinline, optimize("associative-math", "no-signed-zeros", "no-trapping-math")))
 
+/* Elements per float32 partial sum in the statistics and pair-sum kernels: L1-sized,
+   and accurate (float32 within a piece, float64 across).  The one C place; Python's is
+   ggscope/stats/kernels_numpy.py, and _cstats exports this one so a test holds them equal. */
+#define PIECE 2048
+
 #endif

@@ -160,8 +160,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     from ggscope.core.escape import escape_text
+    from ggscope.core import progress
+    from ggscope.report.progress import terminal_reporter
+    from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads
+    guard_mapped_reads()                           # a mapped page gone (the file shrank): one line, exit 2
+    mark = checkpoint()
     try:
-        return int(args._run(args))      # long work draws bars on a terminal (ggscope.core.progress)
+        with progress.use(terminal_reporter()):    # bars only when stderr is a terminal
+            status = int(args._run(args))
+        for line in changed_since(mark):           # a file rewritten under the command: no result stands
+            print(f"ggscope: {line}", file=sys.stderr)
+            status = 2
+        return status
     except KeyboardInterrupt:
         print("ggscope: interrupted", file=sys.stderr)
         return 130

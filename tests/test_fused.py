@@ -27,7 +27,7 @@ from tests.gguf_writers import TensorSpec, quantized_tensor, write_gguf_py
 
 # the float scalar fields of every layout, from the one block-layout table
 _FIELD = re.compile(r"(\d+): (f16|f32) (\w+)(?!\[)")
-SCALES = {name: [(int(at), kind) for at, kind, _ in _FIELD.findall(LAYOUTS[name].fields)] for name in fused.LAYOUTS}
+SCALES = {name: [(int(at), kind) for at, kind, _ in _FIELD.findall(LAYOUTS[name].fields)] for name in fused.FUSED_LAYOUTS}
 
 
 def _engines():
@@ -48,7 +48,7 @@ def test_the_extension_is_built_where_a_compiler_is():
     assert cstats._cstats is not None, f"ggscope.stats._cstats {how}"
     import ggscope.report.jsonable as J
     assert J._cjson is not None, f"ggscope.report._cjson {how}"
-    assert cstats.LAYOUTS == fused.LAYOUTS
+    assert cstats.FUSED_LAYOUTS == fused.FUSED_LAYOUTS
 
 
 def _put(blocks: np.ndarray, at: int, kind: str, values: np.ndarray, big: bool) -> None:
@@ -84,7 +84,7 @@ def reference(layout: str, blocks: np.ndarray, big: bool) -> np.ndarray:
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
-@pytest.mark.parametrize("layout", sorted(fused.LAYOUTS))
+@pytest.mark.parametrize("layout", sorted(fused.FUSED_LAYOUTS))
 def test_every_block_agrees_with_the_numpy_codec(layout, big, engine):
     rng = np.random.default_rng(sum(map(ord, layout)) + big)
     blocks = finite_blocks(layout, 300, rng, big)
@@ -124,7 +124,7 @@ def test_every_block_agrees_with_the_numpy_codec(layout, big, engine):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("layout", sorted(fused.LAYOUTS))
+@pytest.mark.parametrize("layout", sorted(fused.FUSED_LAYOUTS))
 def test_a_non_finite_scale_is_refused(layout, engine):
     """A chunk is refused exactly when the numpy codec decodes a NaN or Inf from it --
     and a non-finite ``d`` always does."""
@@ -161,8 +161,8 @@ def test_a_non_finite_scale_is_refused(layout, engine):
 
 
 def _numpy_route(monkeypatch):
-    monkeypatch.setattr(fused, "LAYOUTS", frozenset())
-    monkeypatch.setattr(cstats, "LAYOUTS", frozenset())
+    monkeypatch.setattr(fused, "FUSED_LAYOUTS", frozenset())
+    monkeypatch.setattr(cstats, "FUSED_LAYOUTS", frozenset())
 
 
 @pytest.mark.parametrize("kernels", ["numba", "c"])
@@ -174,7 +174,7 @@ def test_stats_equal_the_numpy_route(tmp_path, monkeypatch, endian, kernels):
     monkeypatch.setenv("GGSCOPE_KERNELS", kernels)
     rng = np.random.default_rng(11)
     specs = []
-    for layout in sorted(fused.LAYOUTS & set(Q.__members__)):       # the layouts gguf-py writes
+    for layout in sorted(fused.FUSED_LAYOUTS & set(Q.__members__)):       # the layouts gguf-py writes
         if GGML_QUANT_SIZES[Q[layout]] != (LAYOUTS[layout].block_elems, LAYOUTS[layout].block_bytes):
             continue                                                # gguf-py 0.19's Q8_1 is 40 bytes
         lay = LAYOUTS[layout]
@@ -229,7 +229,7 @@ def test_every_decodable_block_layout_is_fused():
     bits are counted, not decoded: tests/formats/test_bit1.py)."""
     want = {name for name, lay in LAYOUTS.items()
             if lay.codec is not None and lay.block_elems > 1 and not lay.row_padded}
-    assert fused.LAYOUTS == want
+    assert fused.FUSED_LAYOUTS == want
 
 
 @pytest.mark.parametrize("kernels", ["numba", "c"])
@@ -251,7 +251,7 @@ def test_handcrafted_fixtures_agree_with_numpy(shared_fixtures, monkeypatch, ker
     for path in files:
         with ggscope.open(path) as mf:
             for t in mf.tensors:
-                if t.layout not in fused.LAYOUTS:
+                if t.layout not in fused.FUSED_LAYOUTS:
                     continue
                 with np.errstate(all="ignore"):
                     x = t.dequantize().astype(np.float64).reshape(-1)

@@ -334,7 +334,7 @@ def test_count_codes_is_bincount_on_constant_and_spread_codes(kernels, kind):
     import ggscope.stats.cstats as C
     import ggscope.stats.kernels as compiled
     import ggscope.stats.kernels_numpy as plain
-    from ggscope.stats.tensors import code_table
+    from ggscope.stats.counted import code_table
     if kernels == "c" and not C.available():
         pytest.skip("ggscope.stats._cstats not built")
     k = {"compiled": compiled, "numpy": plain, "c": C}[kernels]

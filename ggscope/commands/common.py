@@ -7,7 +7,6 @@ exit status 2.  ``error`` is where such a paragraph leaves: it escapes it once
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -73,27 +72,3 @@ def console(args: Any):
     from rich.console import Console
     return Console(force_terminal=getattr(args, "color", "auto") == "always" or None,
                    no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
-
-
-@contextlib.contextmanager
-def progress_bar(label: str):
-    """A progress bar on stderr while long work runs, only when stderr is a terminal
-    (nothing is written when it is piped), as a ``(done, total, description)``
-    callback, else None.  Descriptions may hold file-provided text: escaped once
-    (``core.escape``) and then quoted for Rich's markup (``rich.markup.escape``: a
-    progress description is a markup string)."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.progress import Progress
-
-    from ggscope.core.escape import escape_text
-    bar = Progress(console=Console(stderr=True), transient=True)
-    task = bar.add_task(escape(label), total=None)
-
-    def update(done: int, total: int, desc: str) -> None:
-        bar.update(task, completed=done, total=total, description=escape(escape_text(desc)))
-    with bar:
-        yield update

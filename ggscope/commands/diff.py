@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, console, error, open_or_report, progress_bar, use_rich
+from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
 
 HELP = "compare two model files: metadata, tensor set, and numeric error per tensor"
 DESCRIPTION = """\
@@ -118,9 +118,7 @@ def run(args) -> int:
             error("not enough memory to hold both files' weights for --logits")
             return 2
     try:
-        with progress_bar("comparing tensors") as bar:
-            progress = (lambda done, total, name: bar(done, total, f"comparing {name}")) if bar else None
-            result = diff_files(a, b, metadata_only=args.metadata_only, progress=progress)
+        result = diff_files(a, b, metadata_only=args.metadata_only)     # progress: core.progress
     except DiffCancelled:
         return 2
     if args.json:

@@ -3,7 +3,9 @@
 Why: finding the broken tensor (NaN/Inf values, zero or non-finite block scales, a
 collapsed range) of a model file without loading it; ``ggscope.stats.tensors.tensor_stats``
 does the work in bounded memory.  stdout carries the table or the JSON only; progress
-goes to stderr and only on a terminal.
+goes through ``ggscope.core.progress`` (a bar per tensor on stderr, only on a terminal).
+A file that changes while it is read is one line and exit status 2 (``FileChanged``
+reaches ``ggscope.cli.main``).
 """
 from __future__ import annotations
 
@@ -12,11 +14,6 @@ import sys
 
 from ggscope.core.escape import escape_text
 from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
-
-
-def _markup_escape(text: str) -> str:
-    from rich.markup import escape
-    return escape(text)
 
 HELP = "per-tensor statistics: min, max, mean, std, zeros, NaN/Inf, histogram, block scales"
 DESCRIPTION = """\
@@ -46,7 +43,8 @@ def add_arguments(p) -> None:
     p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64)")
-    p.add_argument("--threads", type=int, default=2, help="worker threads (default 2)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="worker threads (default: the streaming engine's, 2)")
     add_color_argument(p)
 
 
@@ -83,28 +81,14 @@ def run(args) -> int:
         return 2
     rich = use_rich(args) and not args.json
     results, errors = [], []
-    progress = None
-    if rich or (sys.stderr.isatty() and not args.json):
-        from rich.progress import Progress
-        progress = Progress(console=console(args) if rich else None, transient=True)
-        progress.start()
-    try:
-        for t in chosen:
-            task = progress.add_task(_markup_escape(escape_text(t.name)), total=2 * max(t.n_elements, 1)) \
-                if progress else None
-            cb = (lambda done, total, task=task: progress.update(task, completed=done, total=total)) \
-                if progress else None
-            try:
-                results.append(tensor_stats(t, bins=args.bins, threads=args.threads, progress=cb))
-            except (ValueError, NotImplementedError) as exc:
-                errors.append((t.name, str(exc)))
-            if t.file is not None:          # a remote file's fetched pages go back after each tensor
-                t.file.source.release(t.offset, t.offset + t.nbytes)
-            if progress:
-                progress.remove_task(task)
-    finally:
-        if progress:
-            progress.stop()
+    for t in chosen:
+        try:
+            kw = {} if args.threads is None else {"threads": args.threads}
+            results.append(tensor_stats(t, bins=args.bins, **kw))
+        except (ValueError, NotImplementedError) as exc:
+            errors.append((t.name, str(exc)))
+        if t.file is not None:          # a remote file's fetched pages go back after each tensor
+            t.file.source.release(t.offset, t.offset + t.nbytes)
     if args.json:
         from ggscope.report.jsonable import dumps
         sys.stdout.write(dumps(render.as_json(mf.path, results, errors)) + "\n")

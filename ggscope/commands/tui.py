@@ -81,5 +81,7 @@ def run(args) -> int:
         from ggscope.commands import info
         error("no terminal: printing `ggscope info` (run it in a terminal to browse)")
         return info.run(argparse.Namespace(file=path, json=False, color="never"))
+    from ggscope.core import progress
     from ggscope.tui.run import run_app
-    return run_app(path)
+    with progress.use(None):            # the browser draws its own progress, not bars on stderr
+        return run_app(path)

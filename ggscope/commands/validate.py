@@ -8,14 +8,13 @@ worker processes; findings still come out in the order the files were given.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import glob
 import os
 import sys
 
 from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, error, progress_bar
+from ggscope.commands.common import add_color_argument, error
 from ggscope.core.escape import escape_text
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
@@ -71,10 +70,10 @@ def add_arguments(p) -> None:
     p.add_argument("--ignore", default=None, help="comma-separated codes, code prefixes, names or families to skip")
     p.add_argument("--manifest", metavar="MANIFEST", default=None,
                    help="also check tensor data against a llama-gguf-hash / ggscope hash manifest (rules GG12xx)")
-    p.add_argument("--deep", action=argparse.BooleanOptionalAction, default=None,
-                   help="also run rules that read tensor data (--no-deep overrides a config default)")
     p.add_argument("--base", metavar="MODEL", default=None,
                    help="the model a LoRA adapter belongs to: check the adapter's tensors against it")
+    p.add_argument("--deep", action=argparse.BooleanOptionalAction, default=None,
+                   help="also run rules that read tensor data (--no-deep overrides a config default)")
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
                    help="check files in N worker processes (default 1)")
     add_color_argument(p)
@@ -95,7 +94,7 @@ def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
 
-def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool, progress=None,
+def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool,
                manifest: str | None = None, base: str | None = None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
     from ggscope.source.remote import is_remote
@@ -109,7 +108,7 @@ def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep
                     if os.path.isdir(path) else "")
             return None, f"cannot read {exc}{hint}"
     try:
-        options = {k: v for k, v in (("progress", progress), ("manifest", manifest), ("base", base)) if v}
+        options = {k: v for k, v in (("manifest", manifest), ("base", base)) if v}
         return validate_file(path, select=select, ignore=ignore, deep=deep, options=options or None), None
     except (GGScopeError, OSError) as exc:
         return None, str(exc)
@@ -125,21 +124,23 @@ def _read_list(name: str) -> list[str]:
 
 
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
-               progress=None, manifest: str | None = None, base: str | None = None):
+               manifest: str | None = None, base: str | None = None):
     if scheduler and not base:
-        from ggscope.validate.cluster import check_on_cluster, stderr_progress
-        return check_on_cluster(_check_one, files, (select, ignore, deep, None, manifest), scheduler=scheduler,
-                                jobs=max(jobs, 1), progress=stderr_progress())
+        from ggscope.core import progress
+        from ggscope.validate.cluster import check_on_cluster
+        with progress.task("files checked", len(files)) as bar:
+            return check_on_cluster(_check_one, files, (select, ignore, deep, manifest), scheduler=scheduler,
+                                    jobs=max(jobs, 1), progress=bar.update)
     if jobs <= 1 or len(files) <= 1 or base:
-        return [_check_one(f, select, ignore, deep, progress, manifest, base) for f in files]
+        return [_check_one(f, select, ignore, deep, manifest, base) for f in files]
     from concurrent.futures import ProcessPoolExecutor
     # The first file is checked here: it imports the rules and compiles the format's
     # spec once, and forked workers inherit both instead of repeating the work.
-    first = _check_one(files[0], select, ignore, deep, None, manifest)
+    first = _check_one(files[0], select, ignore, deep, manifest)
     rest = files[1:]
     n = len(rest)
     with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
-        return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n, [None] * n, [manifest] * n,
+        return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n, [manifest] * n,
                                  chunksize=max(1, n // (jobs * 4)))]
 
 
@@ -179,6 +180,7 @@ def run(args) -> int:
         except ManifestError as exc:
             error(f"--manifest: {escape_text(str(exc))}")
             return 2
+
     listed = []
     if args.from_list:
         try:
@@ -189,10 +191,10 @@ def run(args) -> int:
     if not args.files and not listed:
         error("no files to check: give FILE arguments or --from-list")
         return 2
+    files, missing = _expand(args.files)
     if args.base and not os.path.isfile(args.base):
         error(f"--base {args.base}: no such file")
         return 2
-    files, missing = _expand(args.files)
     files += listed
     status = 0
     for pat in missing:
@@ -201,10 +203,8 @@ def run(args) -> int:
     findings = []
     checked = 0
     try:
-        with (progress_bar("reading tensor data") if deep and not args.scheduler else contextlib.nullcontext()) \
-                as progress:
-            results = _check_all(files, select, ignore, deep, jobs, args.scheduler, progress, args.manifest,
-                                 args.base)
+        results = _check_all(files, select, ignore, deep, jobs, args.scheduler,      # progress: core.progress
+                             args.manifest, args.base)
     except GGScopeError as exc:
         error(str(exc))
         return 2

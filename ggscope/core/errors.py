@@ -46,3 +46,25 @@ class DamagedFile(GGScopeError):
 
 class SpecError(GGScopeError):
     """A .ksy spec uses something the engine cannot interpret (a bug in ggscope)."""
+
+
+class Cancelled(GGScopeError):
+    """Long work stopped because its caller's ``cancel`` hook said so.
+
+    The one cancel exception of the streaming engine (``ggscope.source.stream``) that
+    statistics, diff and ``--deep`` share; ``ggscope.stats.StatsCancelled`` and
+    ``ggscope.diff.DiffCancelled`` are this class under their old names."""
+
+
+class FileChanged(GGScopeError):
+    """A file shrank, grew or was replaced on disk while ggscope read it.
+
+    Raised by the reads of ``ggscope.source`` (a short read, another inode behind the
+    path, another size) instead of touching a mapped page that is gone (SIGBUS)."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        from ggscope.core.escape import escape_text
+        self.path = path
+        self.detail = detail
+        super().__init__(f"{escape_text(path)}: the file changed while ggscope read it ({detail}); "
+                         "run the command again once nothing writes to it")

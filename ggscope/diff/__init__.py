@@ -1,7 +1,9 @@
 """Two model files compared: metadata, tensor set, and numeric error per tensor.
 
-Layer 6 (beside ``forward``, above ``stats``).  ``compare`` walks both files;
-``sums`` is the pair-sum kernel (C, numba fallback in ``sums_jit``).  The package
+Layer 6 (beside ``forward``, above ``stats``).  ``compare`` walks both files and
+compares tensors (through ``ggscope.source.stream``); ``metadata`` compares header and
+keys; ``results`` holds the records; ``sums`` is the pair-sum kernel (C, numba
+fallback in ``sums_jit``).  The package
 re-exports ``compare``'s public names, as the old ``ggscope.diff`` module did.
 """
 from __future__ import annotations

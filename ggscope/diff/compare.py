@@ -31,288 +31,58 @@ Contract
   what else moved: "shape" (same element count, compared in ggml element order),
   "type", "offset" (a tensor whose only change is its offset is shown as *moved*).
 * Numeric metrics, accumulated in float64 over positions finite in both files (one
-  compiled pass per window, ``diff_sums``; the windows of a tensor shared by
-  ``THREADS`` threads, so sums are reassociated: equal to numpy's to rounding):
+  compiled pass per window, ``ggscope.diff.sums``; the windows of a tensor run on the
+  streaming engine's threads and their sums are merged in window order, so they are
+  reassociated: equal to numpy's to rounding):
   ``max_abs`` = max|b-a|, ``rmse`` = sqrt(mean((b-a)^2)), ``rel_rmse`` = ||b-a|| / ||a||,
   ``cosine`` = a.b / (||a|| ||b||), ``snr_db`` = 10 log10(||a||^2 / ||b-a||^2).  Zero
   error gives rel_rmse 0, cosine 1 and snr_db +inf.  ``n_nonfinite`` counts positions
   where ``a`` or ``b`` is NaN/Inf; a position where they are not the same NaN/Inf makes
   the tensor "changed".
 * Memory stays bounded whatever the tensor size: data are read in windows of whole
-  blocks of both layouts (``CHUNK_ELEMS`` elements) with ``readinto`` into reused
-  buffers (``chunked.RangeReader``, one pair per thread), so file pages are never
-  mapped into the process and peak RSS does not grow with file size.
-* ``progress(done, total, name)`` is called before each tensor; ``cancel()`` (a
-  callable, or an object with ``is_set()`` such as ``threading.Event``) is polled per
-  window and raises ``DiffCancelled``.
+  blocks of both layouts (``CHUNK_ELEMS`` elements) by the streaming engine
+  (``ggscope.source.stream``: ``readinto`` reused buffers, one pair per thread), so file
+  pages are never mapped into the process, peak RSS does not grow with file size, and
+  a file that shrinks or is replaced meanwhile raises ``ggscope.core.errors.FileChanged``
+  (never SIGBUS).
+* Progress goes through ``ggscope.core.progress`` (one task, one step per tensor);
+  ``progress(done, total, name)``, when given, is called instead, before each tensor.
+  ``cancel`` (a callable, or an object with ``is_set()`` such as ``threading.Event``)
+  is polled per window and raises ``DiffCancelled`` (``ggscope.core.errors.Cancelled``).
+
+The records live in ``ggscope.diff.results``, the header and metadata comparison in
+``ggscope.diff.metadata``; this module compares tensors and puts the result together.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ggscope.source.ranges import RangeReader
+from ggscope.core import progress as _progress
+from ggscope.core.errors import Cancelled
+from ggscope.diff.metadata import diff_header, diff_metadata
+from ggscope.diff.results import (FIRST_ITEMS, STATUSES, DiffResult, HeaderChange, ItemDiff, MetaChange,
+                                  MetadataDiff, MetaEntry, TensorDiff)
 from ggscope.facts.ggml_types import LAYOUTS, tensor_layout
+from ggscope.facts.legacy_tensors import LEGACY_NAMES
 from ggscope.model.modelfile import ModelFile, TensorInfo
 from ggscope.quant import dequantize
-from ggscope.facts.legacy_tensors import LEGACY_NAMES
+from ggscope.source.stream import Stream
 
 __all__ = ["diff_files", "tensors_by_name", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
-           "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES"]
+           "HeaderChange", "TensorDiff", "DiffCancelled", "CHUNK_ELEMS", "FIRST_ITEMS", "STATUSES",
+           "diff_header", "diff_metadata", "diff_tensor", "iter_tensor_diffs", "tensor_names"]
 
 CHUNK_ELEMS = 1 << 19        # elements per comparison window: 2 MiB float32 per side
-THREADS = 2                  # threads comparing windows of one tensor
-FIRST_ITEMS = 5              # differing array items kept per metadata change
-STATUSES = ("identical", "equal", "changed", "shape-changed", "added", "removed", "error")
 
-
-class DiffCancelled(Exception):
-    """The caller's ``cancel`` said stop."""
-
-
-@dataclass(frozen=True)
-class HeaderChange:
-    field: str
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class MetaEntry:
-    """A key present in one file only."""
-    key: str
-    type: str
-    value: Any
-    source_key: str = ""          # the file's own name when ``key`` is its GGUF name
-
-
-@dataclass(frozen=True)
-class ItemDiff:
-    index: int
-    a: Any
-    b: Any
-
-
-@dataclass(frozen=True)
-class MetaChange:
-    """A key present in both files whose type or value differs.
-
-    For arrays ``a``/``b`` are None and ``len_a``, ``len_b``, ``n_differing`` and
-    ``first`` describe the difference; for scalars ``a``/``b`` are the values.
-    """
-    key: str
-    type_a: str
-    type_b: str
-    a: Any = None
-    b: Any = None
-    is_array: bool = False
-    len_a: int | None = None
-    len_b: int | None = None
-    n_differing: int | None = None
-    first: tuple[ItemDiff, ...] = ()
-    key_a: str = ""               # the files' own names when ``key`` is a legacy word's GGUF name
-    key_b: str = ""
-
-    @property
-    def type_changed(self) -> bool:
-        return self.type_a != self.type_b
-
-
-@dataclass(frozen=True)
-class MetadataDiff:
-    added: tuple[MetaEntry, ...] = ()
-    removed: tuple[MetaEntry, ...] = ()
-    changed: tuple[MetaChange, ...] = ()
-
-    @property
-    def empty(self) -> bool:
-        return not (self.added or self.removed or self.changed)
-
-
-@dataclass(frozen=True)
-class TensorDiff:
-    name: str
-    status: str
-    shape_a: tuple[int, ...] | None = None     # ggml order, ne[0] first
-    shape_b: tuple[int, ...] | None = None
-    type_a: str | None = None
-    type_b: str | None = None
-    offset_a: int | None = None
-    offset_b: int | None = None
-    changes: tuple[str, ...] = ()              # of "shape", "type", "offset"
-    n_elements: int | None = None
-    max_abs: float | None = None
-    rmse: float | None = None
-    rel_rmse: float | None = None
-    cosine: float | None = None
-    snr_db: float | None = None
-    n_nonfinite: int = 0
-    error: str | None = None
-
-    @property
-    def same(self) -> bool:
-        return self.status == "identical" and not self.changes
-
-
-@dataclass(frozen=True)
-class DiffResult:
-    path_a: str
-    path_b: str
-    header: tuple[HeaderChange, ...]
-    metadata: MetadataDiff
-    tensors: tuple[TensorDiff, ...]
-    metadata_only: bool = False
-    summary_a: Any = None          # ggscope.model.summary.Summary of each file (what it is)
-    summary_b: Any = None
-
-    @property
-    def identical(self) -> bool:
-        """True when nothing compared differs (diff(1) exit status 0)."""
-        return not self.header and self.metadata.empty and all(t.same for t in self.tensors)
-
-    @property
-    def has_errors(self) -> bool:
-        return any(t.status == "error" for t in self.tensors)
-
-    def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in STATUSES}
-        for t in self.tensors:
-            out[t.status] += 1
-        return out
-
-
-# ------------------------------------------------------------------------ metadata
-
-def _is_array(v: Any) -> bool:
-    return isinstance(v, (list, tuple, np.ndarray)) or (hasattr(v, "tolist") and hasattr(v, "__len__")
-                                                        and not isinstance(v, (str, bytes)))
-
-
-def _py(v: Any) -> Any:
-    return v.item() if isinstance(v, np.generic) else v
-
-
-def _scalar_equal(x: Any, y: Any) -> bool:
-    x, y = _py(x), _py(y)
-    if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
-        return True
-    if type(x) is not type(y) and {type(x), type(y)} != {int, float}:
-        return False
-    try:
-        return bool(x == y)
-    except Exception:
-        return False
-
-
-def _as_items(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return v.reshape(-1) if v.ndim > 1 else v
-    if hasattr(v, "tolist") and not isinstance(v, (list, tuple)):
-        return v.tolist()
-    return v
-
-
-def _array_change(key: str, ta: str, tb: str, va: Any, vb: Any) -> MetaChange | None:
-    ia, ib = _as_items(va), _as_items(vb)
-    la, lb = len(ia), len(ib)
-    n = min(la, lb)
-    if isinstance(ia, np.ndarray) and isinstance(ib, np.ndarray) and ia.dtype.kind in "biuf" \
-            and ib.dtype.kind in "biuf":
-        x, y = ia[:n], ib[:n]
-        with np.errstate(invalid="ignore"):
-            neq = x != y
-        if x.dtype.kind == "f" and y.dtype.kind == "f":
-            neq &= ~(np.isnan(x) & np.isnan(y))
-        idx = np.flatnonzero(neq)
-        n_diff = int(idx.size)
-        first = tuple(ItemDiff(int(i), _py(ia[i]), _py(ib[i])) for i in idx[:FIRST_ITEMS])
-    else:
-        n_diff, first_l = 0, []
-        for i in range(n):
-            if _is_array(ia[i]) or _is_array(ib[i]):
-                same = _array_change("", "", "", ia[i], ib[i]) is None
-            else:
-                same = _scalar_equal(ia[i], ib[i])
-            if not same:
-                n_diff += 1
-                if len(first_l) < FIRST_ITEMS:
-                    first_l.append(ItemDiff(i, _py(ia[i]), _py(ib[i])))
-        first = tuple(first_l)
-    if n_diff == 0 and la == lb and ta == tb:
-        return None
-    return MetaChange(key, ta, tb, is_array=True, len_a=la, len_b=lb, n_differing=n_diff, first=first)
-
-
-def _by_gguf_key(mf: ModelFile, other_format: str) -> dict[str, str]:
-    """GGUF key -> the file's own key, for every metadata key of ``mf``.  A legacy word
-    without a GGUF key (n_mult) is named as in the other file when that is legacy too."""
-    from ggscope.model.summary import LEGACY_FORMATS, gguf_key, is_legacy_llama
-    arch = str(mf.metadata.get("general.architecture", "llama"))
-    llama = is_legacy_llama(mf)
-    out = {}
-    for k in mf.metadata:
-        g = gguf_key(mf.format, k, arch) if llama else k
-        if g == k and mf.format in LEGACY_FORMATS and other_format in LEGACY_FORMATS \
-                and k.startswith(mf.format + "."):
-            g = other_format + k[len(mf.format):]
-        out[g] = k
-    return out
-
-
-def diff_metadata(a: ModelFile, b: ModelFile) -> MetadataDiff:
-    """Added, removed and changed keys of ``b`` relative to ``a``."""
-    ka_of, kb_of = _by_gguf_key(a, a.format), _by_gguf_key(b, a.format)
-    ma, mb = a.metadata, b.metadata
-    ta, tb = a.metadata_types, b.metadata_types
-    cross = a.format != b.format
-
-    def own(name: str, key: str) -> str:
-        return "" if name == key else name
-    added = tuple(MetaEntry(k, tb.get(kb_of[k], "?"), mb[kb_of[k]], own(kb_of[k], k)) for k in kb_of if k not in ka_of)
-    removed = tuple(MetaEntry(k, ta.get(ka_of[k], "?"), ma[ka_of[k]], own(ka_of[k], k)) for k in ka_of
-                    if k not in kb_of)
-    changed = []
-    for k, name_a in ka_of.items():
-        if k not in kb_of:
-            continue
-        name_b = kb_of[k]
-        va, vb, typ_a, typ_b = ma[name_a], mb[name_b], ta.get(name_a, "?"), tb.get(name_b, "?")
-        names = {"key_a": own(name_a, k), "key_b": own(name_b, k)}
-        if _is_array(va) or _is_array(vb):
-            if _is_array(va) and _is_array(vb):
-                ch = _array_change(k, typ_a, typ_b, va, vb)
-                if ch is not None:
-                    changed.append(ch)
-            else:
-                changed.append(MetaChange(k, typ_a, typ_b, a=va, b=vb, **names))
-        elif (typ_a != typ_b and not cross) or not _scalar_equal(va, vb):
-            changed.append(MetaChange(k, typ_a, typ_b, a=_py(va), b=_py(vb), **names))
-    return MetadataDiff(added, removed, tuple(changed))
-
-
-def diff_header(a: ModelFile, b: ModelFile) -> tuple[HeaderChange, ...]:
-    out = []
-    for f in ("format", "version", "endian", "alignment"):
-        va, vb = getattr(a, f), getattr(b, f)
-        if va != vb:
-            out.append(HeaderChange(f, va, vb))
-    return tuple(out)
+DiffCancelled = Cancelled    # the old name of the streaming engine's one cancel exception
 
 
 # ------------------------------------------------------------------------ tensor data
-
-def _cancelled(cancel: Any) -> bool:
-    if cancel is None:
-        return False
-    if hasattr(cancel, "is_set"):
-        return bool(cancel.is_set())
-    return bool(cancel())
-
 
 def _tensor_layout(t: TensorInfo):
     """``t``'s block layout, known to exist (``_in_file`` checked the name)."""
@@ -330,11 +100,12 @@ def _windows(ta: TensorInfo, tb: TensorInfo, n: int) -> Iterator[tuple[int, int,
                tb.offset + e // lb.block_elems * lb.block_bytes, k // lb.block_elems * lb.block_bytes, k)
 
 
-def _bytes_equal(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> bool:
+def _bytes_equal(ta: TensorInfo, tb: TensorInfo, s: Stream) -> bool:
+    """Same raw bytes, window by window in this thread (it stops at the first difference)."""
+    ra, rb = s.reader(ta.file, 0), s.reader(tb.file, 1)  # type: ignore[arg-type]
     for sa, na, sb, nb, _ in _windows(ta, tb, ta.n_elements):
-        if _cancelled(cancel):
-            raise DiffCancelled()
-        if not np.array_equal(ra.read(sa, na, ta.file), rb.read(sb, nb, tb.file)):
+        s.check()
+        if not np.array_equal(ra.read(sa, na), rb.read(sb, nb)):
             return False
     return True
 
@@ -390,40 +161,25 @@ class _Acc:
         return {"max_abs": self.max_abs, "rmse": rmse, "rel_rmse": rel, "cosine": cos, "snr_db": snr}
 
 
-def _numeric(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any) -> _Acc:
-    """The metric sums over every window, the windows shared out between ``THREADS``
-    threads (decoding and the compiled sums release the GIL); each thread has its own
-    readers and sums, merged at the end."""
-    windows = list(_windows(ta, tb, ta.n_elements))
-    remote = ta.file.source.remote or tb.file.source.remote  # type: ignore[union-attr]
-    if THREADS < 2 or len(windows) < 2 or remote:             # a remote source: one reader at a time
-        return _numeric_part(ta, tb, ra, rb, cancel, windows)
-
-    def part(k: int) -> _Acc:
-        if k == 0:
-            return _numeric_part(ta, tb, ra, rb, cancel, windows[0::THREADS])
-        with RangeReader(ta.file) as ra2, RangeReader(tb.file) as rb2:  # type: ignore[arg-type]
-            return _numeric_part(ta, tb, ra2, rb2, cancel, windows[k::THREADS])
-
-    with ThreadPoolExecutor(THREADS) as pool:
-        parts = list(pool.map(part, range(THREADS)))
-    acc = parts[0]
-    for other in parts[1:]:
-        acc.merge(other)
-    return acc
-
-
-def _numeric_part(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any,
-                  windows: list[tuple[int, int, int, int, int]]) -> _Acc:
-    acc = _Acc()
+def _numeric(ta: TensorInfo, tb: TensorInfo, s: Stream) -> _Acc:
+    """The metric sums of every window, on the stream's threads (decoding and the
+    compiled sums release the GIL), each thread reading through its own pair of
+    readers; the windows' sums are merged in window order."""
     ea, eb = ta.file.endian, tb.file.endian  # type: ignore[union-attr]
-    for sa, na, sb, nb, k in windows:
-        if _cancelled(cancel):
-            raise DiffCancelled()
-        x = dequantize(_tensor_layout(ta), ra.read(sa, na, ta.file), k, ea, name=ta.name)
-        y = dequantize(_tensor_layout(tb), rb.read(sb, nb, tb.file), k, eb, name=tb.name)
+    la, lb = _tensor_layout(ta), _tensor_layout(tb)
+
+    def window(w: tuple[int, int, int, int, int]) -> _Acc:
+        sa, na, sb, nb, k = w
+        x = dequantize(la, s.reader(ta.file, 0).read(sa, na), k, ea, name=ta.name)  # type: ignore[arg-type]
+        y = dequantize(lb, s.reader(tb.file, 1).read(sb, nb), k, eb, name=tb.name)  # type: ignore[arg-type]
+        acc = _Acc()
         acc.add(x, y)
-    return acc
+        return acc
+
+    total = _Acc()
+    for part in s.map(window, _windows(ta, tb, ta.n_elements)):
+        total.merge(part)
+    return total
 
 
 def _in_file(t: TensorInfo) -> str | None:
@@ -435,8 +191,8 @@ def _in_file(t: TensorInfo) -> str | None:
     return None
 
 
-def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader, cancel: Any = None) -> TensorDiff:
-    """Compare one tensor present in both files."""
+def diff_tensor(ta: TensorInfo, tb: TensorInfo, stream: Stream) -> TensorDiff:
+    """Compare one tensor present in both files, reading through ``stream``."""
     changes = tuple(c for c, x, y in (("shape", ta.shape, tb.shape), ("type", ta.type, tb.type),
                                       ("offset", ta.offset, tb.offset)) if x != y)
     base = dict(name=ta.name, shape_a=tuple(ta.shape), shape_b=tuple(tb.shape), type_a=ta.type,
@@ -449,13 +205,13 @@ def diff_tensor(ta: TensorInfo, tb: TensorInfo, ra: RangeReader, rb: RangeReader
         return TensorDiff(status="error", error=problem, **base)
     try:
         if ta.layout == tb.layout and ta.file.endian == tb.file.endian \
-                and _bytes_equal(ta, tb, ra, rb, cancel):  # type: ignore[union-attr]
+                and _bytes_equal(ta, tb, stream):  # type: ignore[union-attr]
             return TensorDiff(status="identical", max_abs=0.0, rmse=0.0, rel_rmse=0.0, cosine=1.0,
                               snr_db=math.inf, **base)
-        acc = _numeric(ta, tb, ra, rb, cancel)
+        acc = _numeric(ta, tb, stream)
     except NotImplementedError as exc:
         return TensorDiff(status="changed", error=f"not compared numerically: {exc}", **base)
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
         return TensorDiff(status="error", error=str(exc), **base)
     m = acc.metrics()
     status = "equal" if acc.dd == 0.0 and acc.nonfinite_mismatch == 0 else "changed"
@@ -511,22 +267,18 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
     from dataclasses import replace
     by_a = tensors_by_name(a, b)
     by_b = tensors_by_name(b, a)
-    ra, rb = RangeReader(a), RangeReader(b)
-    try:
+    remote = a.source.remote or b.source.remote          # a remote source: one reader at a time
+    with Stream(cancel=cancel, what="diff", remote=remote) as stream:
         for name in tensor_names(a, b):
-            if _cancelled(cancel):
-                raise DiffCancelled()
+            stream.check()
             ta, tb = by_a.get(name), by_b.get(name)
             if tb is None:
                 td = _only(ta, "removed")  # type: ignore[arg-type]
             elif ta is None:
                 td = _only(tb, "added")
             else:
-                td = diff_tensor(ta, tb, ra, rb, cancel)
+                td = diff_tensor(ta, tb, stream)
             yield td if td.name == name else replace(td, name=name)
-    finally:
-        ra.close()
-        rb.close()
 
 
 def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
@@ -540,14 +292,13 @@ def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
         return DiffResult(a.path, b.path, header, meta, (), metadata_only=True, **sums)
     names = tensor_names(a, b)
     out: list[TensorDiff] = []
-    if progress is not None and names:
-        progress(0, len(names), names[0])
-    for i, td in enumerate(iter_tensor_diffs(a, b, cancel=cancel), 1):
-        out.append(td)
-        if progress is not None:
-            progress(i, len(names), names[i] if i < len(names) else "")
-    if progress is not None and not names:
-        progress(0, 0, "")
+    label = "comparing "
+    hook = None if progress is None else (lambda done, total, desc: progress(done, total, desc[len(label):]))
+    with _progress.from_callback(hook, label + "tensors", len(names), with_desc=True) as task:
+        task.update(0, len(names), label + (names[0] if names else ""))
+        for i, td in enumerate(iter_tensor_diffs(a, b, cancel=cancel), 1):
+            out.append(td)
+            task.update(i, len(names), label + (names[i] if i < len(names) else ""))
     return DiffResult(a.path, b.path, header, meta, tuple(out), **sums)
 
 

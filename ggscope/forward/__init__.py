@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ggscope.core.errors import GGScopeError
+from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.facts.rwkv_arch import arch_version, head_geometry
 
 if TYPE_CHECKING:
@@ -222,6 +222,8 @@ class WeightMapper:
                 f"(ggml ne {list(info.shape)}), {self.arch} expects {shape}")
         try:
             data = info.dequantize()
+        except FileChanged:                 # the file on disk, not this tensor: one line, exit 2
+            raise
         except (GGScopeError, ValueError, KeyError, NotImplementedError, OSError) as exc:
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} ({info.type}) could not be "

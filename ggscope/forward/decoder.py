@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ggscope.core.errors import GGScopeError
+from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.forward import WeightError, WeightMapper, architecture, check_tokens
 from ggscope.forward.matmul import StreamedRows, linear as _lin, round_activations, typed as _typed
 from ggscope.forward.ops import layer_norm, sigmoid, silu
@@ -211,6 +211,8 @@ def _embedding(model, m: WeightMapper, full: str, shape: tuple[int, int]) -> Str
                           f"(ggml ne {list(info.shape)}), {m.arch} expects {shape}")
     try:
         return StreamedRows(info, shape, f"{model.path}: tensor {full!r} ({info.type})")
+    except FileChanged:                     # the file on disk, not this tensor: one line, exit 2
+        raise
     except (GGScopeError, NotImplementedError, ValueError) as exc:
         raise WeightError(f"{model.path}: tensor {full!r} ({info.type}) could not be "
                           f"decoded: {exc}") from None

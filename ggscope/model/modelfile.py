@@ -55,9 +55,12 @@ class TensorInfo:
         return tuple(reversed(self.shape))
 
     def raw(self) -> np.ndarray:
-        """The tensor's bytes as a zero-copy uint8 view (clipped to the file)."""
+        """The tensor's bytes as a uint8 array (clipped to the file): read from a file on
+        disk, never taken from its map, so a file that shrinks meanwhile raises
+        ``FileChanged`` instead of SIGBUS; a view of an in-memory or remote buffer."""
         assert self.file is not None
-        return self.file.source.view(self.offset, self.offset + self.nbytes)
+        from ggscope.source.ranges import read_range
+        return read_range(self.file, self.offset, self.nbytes)
 
     def dequantize(self) -> np.ndarray:
         """All elements as float32, numpy shape ``reversed(shape)`` (ggml element order)."""

@@ -3,14 +3,16 @@
 Why: a file can be structurally valid and still hold NaN weights (a diverged training
 run, a broken conversion) or quantized blocks whose scale is NaN, Inf or zero (a
 quantizer bug: every weight of the block becomes NaN or 0).  Finding those needs the
-data itself, so these rules read it - streamed in bounded chunks
-through ``ggscope.source.ranges.RangeReader`` (never through the file's memory map, whose
-pages would pile up in the process), so peak memory does not grow with tensor or file
-size (a sparse 20 GB file: benchmarks/deep_memory.py).  GG1001 tests the exponent bits
-of float elements on two threads, no decoding; GG1002 reads the block scales.
+data itself, so these rules read it - streamed in bounded chunks on both cores by the
+one streaming engine (``ggscope.source.stream``: ``readinto`` per thread, never the
+file's memory map, whose pages would pile up in the process), so peak memory does not
+grow with tensor or file size (a sparse 20 GB file: benchmarks/deep_memory.py), and a
+file that shrinks meanwhile is ``FileChanged`` (one line, exit 2), not SIGBUS.  GG1001
+tests the exponent bits of float elements, no decoding; GG1002 reads the block scales.
 
-Progress: ``ctx.options["progress"]``, when given, is called as ``(done, total,
-description)`` while a rule reads data (``validate --deep`` draws it on a terminal).
+Progress: each rule is one ``ggscope.core.progress`` task counted in elements, its
+description the rule and the tensor being read (``validate --deep`` draws it on a
+terminal).
 
 Contract: ``needs_tensor_data = True``; tensors whose data lies past the end of the
 file or whose layout ggscope cannot decode are skipped (other rules report those).
@@ -23,15 +25,14 @@ a forward pass and for damaged files.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ggscope.source.ranges import RangeReader
+from ggscope.core import progress
 from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.source.stream import Stream
 
 __all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "ForwardCheck", "scale_field",
            "FORWARD_BUDGET_BYTES", "probe_tokens"]
@@ -61,73 +62,64 @@ def _tnode(ctx: CheckContext, t):
 
 
 class _Progress:
-    """Progress of one rule over its tensors, in elements, for ``ctx.options["progress"]``."""
+    """One rule's progress over its tensors, in elements: a ``core.progress`` task."""
 
     def __init__(self, ctx: CheckContext, tensors: list) -> None:
-        self.cb = ctx.options.get("progress")
         self.label = f"{ctx.rule.code} {ctx.rule.name}"
         self.total = sum(int(t.n_elements) for t in tensors)
         self.base = 0
+        self.task = progress.task(self.label, self.total)
+
+    def __enter__(self) -> "_Progress":
+        self.task.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.task.__exit__(*exc)
 
     def tensor(self, t):
-        """A ``(done, total)`` callback for the work on tensor ``t``."""
-        if self.cb is None:
-            return None
+        """A ``(done, total)`` callback for the work on tensor ``t`` (its own counts)."""
         base, n = self.base, int(t.n_elements)
         self.base += n
-        shown = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in t.name)
-        desc = f"{self.label}: {shown}"           # file-provided text: no control characters
-        return lambda done, total: self.cb(base + (n * done // total if total else n), self.total, desc)
+        desc = f"{self.label}: {t.name}"          # file-provided text: the reporter escapes it
+        return lambda done, total: self.task.update(base + (n * done // total if total else n), self.total, desc)
 
 
 # the exponent field of each float layout: all ones is NaN or +-Inf (IEEE 754; bf16 is
 # the upper half of an f32)
 _EXPONENT = {"F16": (np.uint16, 0x7C00), "BF16": (np.uint16, 0x7F80),
              "F32": (np.uint32, 0x7F800000), "F64": (np.uint64, 0x7FF0000000000000)}
-THREADS = 2
 
 
-def _nonfinite(ctx: CheckContext, t, report) -> tuple[int, int]:
+def _nonfinite(ctx: CheckContext, t, stream: Stream, report) -> tuple[int, int]:
     """(count, first index) of the NaN/Inf elements of float tensor ``t``.
 
-    Read in chunks of ``CHUNK_ELEMS`` through one ``RangeReader`` per thread, on
-    ``THREADS`` threads, and tested on the exponent bits, so nothing is decoded:
-    exact for these layouts and several times faster than the statistics' code counts,
-    whose one hot counter crawls on constant data (benchmarks/deep_memory.py).
+    Read in chunks of ``CHUNK_ELEMS`` on the stream's threads and tested on the exponent
+    bits, so nothing is decoded: exact for these layouts and several times faster than
+    the statistics' code counts, whose one hot counter crawls on constant data
+    (benchmarks/deep_memory.py).
     """
     kind, mask = _EXPONENT[t.type]
     dt = np.dtype(kind).newbyteorder("<" if ctx.mf.endian == "little" else ">")
     size, n = dt.itemsize, int(t.n_elements)
-    local = threading.local()
-    readers: list[RangeReader] = []
 
     def chunk(e: int) -> tuple[int, int]:
-        if not hasattr(local, "reader"):
-            local.reader = RangeReader(ctx.mf)
-            local.bits = np.empty(CHUNK_ELEMS, kind)
-            local.hit = np.empty(CHUNK_ELEMS, bool)
-            readers.append(local.reader)
+        bits = stream.scratch(f"bits{kind}", lambda: np.empty(CHUNK_ELEMS, kind))
+        hit = stream.scratch("hit", lambda: np.empty(CHUNK_ELEMS, bool))
         k = min(CHUNK_ELEMS, n - e)
-        v = local.reader.read(t.offset + e * size, k * size).view(dt)
-        bits, hit = local.bits[:k], local.hit[:k]
+        v = stream.reader(ctx.mf).read(t.offset + e * size, k * size).view(dt)
+        bits, hit = bits[:k], hit[:k]
         np.bitwise_and(v, mask, out=bits)
         np.equal(bits, mask, out=hit)
         c = int(np.count_nonzero(hit))
         return c, (e + int(np.argmax(hit)) if c else -1)
 
-    bad, first, done = 0, -1, 0
-    try:
-        with ThreadPoolExecutor(1 if ctx.mf.source.remote else THREADS) as pool:   # remote: one reader
-            for e, (c, f) in zip(range(0, n, CHUNK_ELEMS), pool.map(chunk, range(0, n, CHUNK_ELEMS))):
-                bad += c
-                if f >= 0 and first < 0:
-                    first = f
-                done = min(n, e + CHUNK_ELEMS)
-                if report is not None:
-                    report(done, n)
-    finally:
-        for r in readers:
-            r.close()
+    def done(e: int, _: object) -> None:
+        report(min(n, e + CHUNK_ELEMS), n)
+
+    found = stream.map(chunk, range(0, n, CHUNK_ELEMS), done)
+    bad = sum(c for c, _ in found)
+    first = next((f for _, f in found if f >= 0), -1)
     return bad, first
 
 
@@ -148,9 +140,11 @@ class NonFiniteValues(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         todo = [t for t in ctx.mf.tensors if t.type in _EXPONENT and t.layout == t.type and _readable(ctx, t)]
-        progress = _Progress(ctx, todo)
-        for t in todo:
-            bad, first = _nonfinite(ctx, t, progress.tensor(t))
+        found = []
+        with _Progress(ctx, todo) as bar, Stream(remote=ctx.mf.source.remote) as stream:
+            for t in todo:
+                found.append((t, *_nonfinite(ctx, t, stream, bar.tensor(t))))
+        for t, bad, first in found:
             if bad:
                 yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}) has {bad} NaN/Inf values, "
                              f"the first at element {first}")
@@ -175,39 +169,43 @@ class BadBlockScales(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         order = "<" if ctx.mf.endian == "little" else ">"
         todo = [t for t in ctx.mf.tensors if scale_field(t.layout) is not None and _readable(ctx, t)]
-        progress = _Progress(ctx, todo)
-        with RangeReader(ctx.mf) as reader:
-            yield from self._check_tensors(ctx, todo, order, progress, reader)
-
-    @staticmethod
-    def _check_tensors(ctx, todo, order, progress, reader) -> Iterator[Finding]:
-        for t in todo:
-            off, kind = scale_field(t.layout)
-            lay = LAYOUTS[t.layout]
-            n_blocks = t.nbytes // lay.block_bytes
-            dt = np.dtype(order + ("f2" if kind == "f16" else "f4"))
-            nonfinite = zero = 0
-            first_nf = None
-            report = progress.tensor(t)
-            for b0 in range(0, n_blocks, CHUNK_BLOCKS):
-                b1 = min(n_blocks, b0 + CHUNK_BLOCKS)
-                raw = reader.read(t.offset + b0 * lay.block_bytes, (b1 - b0) * lay.block_bytes)
-                blocks = raw.reshape(b1 - b0, lay.block_bytes)
-                d = np.ascontiguousarray(blocks[:, off:off + dt.itemsize]).view(dt).reshape(-1)
-                nf = ~np.isfinite(d)
-                if nf.any():
-                    if first_nf is None:
-                        first_nf = b0 + int(np.argmax(nf))
-                    nonfinite += int(nf.sum())
-                zero += int((d == 0).sum())
-                if report is not None:
-                    report(b1, n_blocks)
+        found = []
+        with _Progress(ctx, todo) as bar, Stream(remote=ctx.mf.source.remote) as stream:
+            for t in todo:
+                found.append((t, *_scales(ctx, t, order, stream, bar.tensor(t))))
+        for t, n_blocks, nonfinite, first_nf, zero in found:
             if nonfinite:
                 yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): {nonfinite} of {n_blocks} "
                              f"block scales are NaN/Inf, the first in block {first_nf}")
             if zero and n_blocks and zero == n_blocks:
                 yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): all {n_blocks} block scales "
                              "are zero (the tensor is all zeros)", severity=Severity.WARNING)
+
+
+def _scales(ctx: CheckContext, t, order: str, stream: Stream, report) -> tuple[int, int, int | None, int]:
+    """(blocks, non-finite scales, first such block, zero scales) of quantized tensor ``t``,
+    read ``CHUNK_BLOCKS`` blocks at a time on the stream's threads."""
+    off, kind = scale_field(t.layout)           # type: ignore[misc]
+    lay = LAYOUTS[t.layout]
+    n_blocks = t.nbytes // lay.block_bytes
+    dt = np.dtype(order + ("f2" if kind == "f16" else "f4"))
+
+    def chunk(b0: int) -> tuple[int, int, int]:
+        b1 = min(n_blocks, b0 + CHUNK_BLOCKS)
+        raw = stream.reader(ctx.mf).read(t.offset + b0 * lay.block_bytes, (b1 - b0) * lay.block_bytes)
+        blocks = raw.reshape(b1 - b0, lay.block_bytes)
+        d = np.ascontiguousarray(blocks[:, off:off + dt.itemsize]).view(dt).reshape(-1)
+        nf = ~np.isfinite(d)
+        count = int(nf.sum())
+        return count, (b0 + int(np.argmax(nf)) if count else -1), int((d == 0).sum())
+
+    def done(b0: int, _: object) -> None:
+        report(min(n_blocks, b0 + CHUNK_BLOCKS), n_blocks)
+
+    found = stream.map(chunk, range(0, n_blocks, CHUNK_BLOCKS), done)
+    nonfinite = sum(c for c, _, _ in found)
+    first = next((f for _, f, _ in found if f >= 0), None)
+    return n_blocks, nonfinite, first, sum(z for _, _, z in found)
 
 
 def probe_tokens(mf) -> list[int]:
@@ -246,7 +244,7 @@ class ForwardCheck(Rule):
     needs_tensor_data = True
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ggscope.core.errors import GGScopeError
+        from ggscope.core.errors import FileChanged, GGScopeError
         from ggscope.forward import TokenError, UnsupportedArchitecture, architecture, module_for
         from ggscope.forward.logits import check
         mf = ctx.mf
@@ -270,6 +268,8 @@ class ForwardCheck(Rule):
             except TokenError:           # BOS outside the vocabulary: the tokenizer rules say so
                 tokens = [0, 1]
                 result = check(mf, tokens)
+        except FileChanged:
+            raise                       # the file changed under the pass: the runner stops, exit 2
         except MemoryError:
             yield ctx.at(None, f"reference forward pass ({arch}) not run: out of memory",
                          severity=Severity.INFO)

@@ -2,7 +2,9 @@
 
 Layer 1 (above ``core`` and ``facts``).  ``mapped`` is the ``ByteSource`` every parse
 reads; ``local`` refuses what is not a regular file; ``remote`` fetches HTTP and Hub
-ranges; ``ranges`` reads byte windows without keeping pages mapped.  The package
+ranges; ``ranges`` reads byte windows without keeping pages mapped; ``stream`` is the
+one engine that runs work over such windows (stats, diff, --deep); ``changes`` notices
+files that change under a command and guards mapped pages that vanish.  The package
 re-exports ``mapped``'s public names, as the old ``ggscope.source`` module did.
 """
 from __future__ import annotations

@@ -14,6 +14,15 @@ spec engine reads ``.buf`` directly, so ``ggscope.open`` fetches the header befo
 parses (``prefix``).  ``release`` gives fetched pages back once a consumer is done.
 Local sources accept ``ensure``/``release`` as no-ops, so nothing above this module
 needs to know which kind it holds.
+
+A local file can shrink while it is mapped (another process truncates it): touching a
+mapped page past its new end kills the process with SIGBUS.  So tensor data and the
+hex view never read through the map: ``reopen`` gives a descriptor of the *same* file
+(``FileChanged`` when the path now names another inode or another size) for
+``ggscope.source.ranges`` to ``readinto``, and ``pread`` reads a range through it, a
+short read being ``FileChanged`` too.  Every file mapped from disk is recorded
+(``ggscope.source.changes``: path, inode, size) so that a command can end
+with one line instead of a result read from a file rewritten under it.
 """
 from __future__ import annotations
 
@@ -24,6 +33,7 @@ import sys
 import numpy as np
 
 from ggscope.core.errors import UnreadableFile
+from ggscope.source.changes import file_changed, record_mapped, watch_mapping
 from ggscope.source.local import check_regular_file
 from ggscope.core import progress
 
@@ -38,6 +48,8 @@ class ByteSource:
     """A read-only byte buffer backed by an mmap (or by bytes, for tests)."""
 
     remote = False
+    identity: tuple[int, int] | None = None     # (st_dev, st_ino) of a file mapped from disk
+    _fd: int | None = None
 
     def __init__(self, data, path: str = "<memory>") -> None:
         self.path = path
@@ -54,15 +66,51 @@ class ByteSource:
         check_regular_file(path)
         try:
             with open(path, "rb") as fh:
-                size = os.fstat(fh.fileno()).st_size
-                if size == 0:
+                st = os.fstat(fh.fileno())
+                if st.st_size == 0:
                     return cls(b"", path)
                 mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except IsADirectoryError as exc:
             raise UnreadableFile(f"{path}: is a directory") from exc
         except OSError as exc:
             raise UnreadableFile(f"{path}: {exc.strerror or exc}") from exc
-        return cls(mm, path)
+        src = cls(mm, path)
+        src.identity = (st.st_dev, st.st_ino)
+        record_mapped(path, src.identity, src.size)
+        watch_mapping(src.array.__array_interface__["data"][0], src.size, path)   # SIGBUS there: one line
+        return src
+
+    def reopen(self) -> int:
+        """A new read-only descriptor of the file this source mapped (the caller closes
+        it); ``FileChanged`` when the path is gone, names another file, or the file's
+        size is no longer the mapped size."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError as exc:
+            raise file_changed(self.path, f"it cannot be opened again: {exc.strerror or exc}") from None
+        st = os.fstat(fd)
+        why = ("the path now names another file" if (st.st_dev, st.st_ino) != self.identity else
+               f"{self.size} bytes when opened, {st.st_size} now" if st.st_size != self.size else "")
+        if why:
+            os.close(fd)
+            raise file_changed(self.path, why)
+        return fd
+
+    def pread(self, start: int, end: int) -> bytes:
+        """Bytes in [start, end), clipped to the file, like ``read`` - but a file mapped
+        from disk is read with ``pread``, never through the map, so a file that shrank
+        meanwhile is ``FileChanged`` instead of SIGBUS."""
+        if self.identity is None:
+            return self.read(start, end)
+        start, end = max(0, start), max(0, min(end, self.size))
+        if start >= end:
+            return b""
+        if self._fd is None:
+            self._fd = self.reopen()
+        data = os.pread(self._fd, end - start, start)
+        if len(data) != end - start:
+            raise file_changed(self.path, f"it shrank below offset {end} (mapped size {self.size})")
+        return data
 
     def read(self, start: int, end: int) -> bytes:
         """Bytes in [start, end), clipped to the file."""
@@ -86,7 +134,14 @@ class ByteSource:
         """A consumer is done with [start, end); a local map needs no help from it."""
 
     def close(self) -> None:
-        """Nothing to do eagerly: the map closes when the last numpy view of it is gone."""
+        """Closes the descriptor ``pread`` holds; the map closes when the last numpy view
+        of it is gone."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        self.close()
 
     def __len__(self) -> int:
         return self.size

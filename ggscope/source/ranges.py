@@ -6,25 +6,29 @@ through it "costs" 20 GB of RSS (``validate --deep`` peaked at 21 GB on such a f
 issue 13 item 5).  ``RangeReader`` reads files on disk with ``readinto`` into one
 reused buffer (the page cache holds the data, not the process), copies a window of a
 remote file and gives its pages back, and slices in-memory sources (``open_bytes``)
-without a copy.  ``diff`` and the ``--deep`` rules read tensor
-data through it; ``ggscope.stats.tensors`` streams the same way with ``pread``.
+without a copy.  Reading instead of touching the map also means a file that shrinks
+meanwhile is an error, never SIGBUS.  Statistics, ``diff`` and the ``--deep`` rules read
+tensor data through it, by way of the streaming engine (``ggscope.source.stream``).
 
-Contract: ``RangeReader(mf).read(start, nbytes[, file])`` returns a uint8 array of the
+Contract (``mf``/``file``: a ``ggscope.model.ModelFile``, or anything with its
+``source`` and ``path``; this layer does not import the model): ``RangeReader(mf).read(start, nbytes[, file])`` returns a uint8 array of the
 bytes ``[start, start + nbytes)`` of ``file`` (default ``mf``), valid until the next
-``read``; a short read of a file on disk raises ``OSError``.  ``close()`` releases the
+``read``; a file on disk that is now another file, has another size or reads short
+raises ``ggscope.core.errors.FileChanged``.  ``read_range(file, start, nbytes)`` is
+the same read into a new array (a tensor's bytes that outlive the call).  ``close()`` releases the
 file handles (the reader is also a context manager).  One reader serves one thread.
 """
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ggscope.model.modelfile import ModelFile
+from ggscope.source.changes import file_changed
 
-__all__ = ["RangeReader"]
+
+
+__all__ = ["RangeReader", "read_range"]
 
 
 class RangeReader:
@@ -36,26 +40,31 @@ class RangeReader:
     split model's tensors live in several files: ``read`` takes the tensor's own file.
     """
 
-    def __init__(self, mf: "ModelFile") -> None:
+    def __init__(self, mf: Any) -> None:
         self.mf = mf
         self.fh = None
-        if getattr(mf.source, "_mmap", None) is not None and os.path.isfile(mf.path):
-            self.fh = open(mf.path, "rb", buffering=0)
+        if getattr(mf.source, "identity", None) is not None:       # mapped from disk: read, not touched
+            self.fh = open(mf.source.reopen(), "rb", buffering=0)
         self.buf = np.empty(0, np.uint8)
         self.others: dict[int, RangeReader] = {}
 
-    def read(self, start: int, nbytes: int, file: "ModelFile | None" = None) -> np.ndarray:
+    def read(self, start: int, nbytes: int, file: Any = None, out: np.ndarray | None = None) -> np.ndarray:
+        """The bytes [start, start + nbytes) (into ``out`` when given, a uint8 array of
+        at least ``nbytes``; else into the reused buffer, or a view of an in-memory file)."""
         if file is not None and file is not self.mf:
             other = self.others.get(id(file))
             if other is None:
                 other = self.others[id(file)] = RangeReader(file)
-            return other.read(start, nbytes)
+            return other.read(start, nbytes, out=out)
         src = self.mf.source
-        if self.fh is None and not src.remote:
+        if self.fh is None and not src.remote and out is None:
             return src.view(start, start + nbytes)
-        if self.buf.size < nbytes:
-            self.buf = np.empty(nbytes, np.uint8)
-        out = self.buf[:nbytes]
+        if out is None:
+            if self.buf.size < nbytes:
+                self.buf = np.empty(nbytes, np.uint8)
+            out = self.buf[:nbytes]
+        else:
+            out = out.reshape(-1)[:nbytes]
         if self.fh is None:
             got = src.view(start, start + nbytes)
             out = out[:got.size]
@@ -71,7 +80,8 @@ class RangeReader:
                 break
             got += more
         if got != nbytes:
-            raise OSError(f"{self.mf.path}: short read at offset {start}")
+            raise file_changed(self.mf.path, f"it shrank: {nbytes} bytes at offset {start} read short "
+                                            f"(mapped size {src.size})")
         return out
 
     def close(self) -> None:
@@ -86,3 +96,15 @@ class RangeReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_range(file: Any, start: int, nbytes: int) -> np.ndarray:
+    """A new uint8 array of the bytes [start, start + nbytes) of ``file``, clipped to the
+    file as ``ByteSource.view`` clips; read, never taken from the map of a file on disk."""
+    src = file.source
+    start = max(0, start)
+    nbytes = max(0, min(start + nbytes, src.size) - start)
+    if getattr(src, "identity", None) is None:
+        return src.view(start, start + nbytes)
+    with RangeReader(file) as r:
+        return r.read(start, nbytes, out=np.empty(nbytes, np.uint8))

@@ -10,7 +10,7 @@ module to use: this one when the extension was built, else numba's.
 engines); any other value changes nothing.
 
 Contracts: as ``ggscope.stats.kernels`` (``moments``, ``bin_pairs``, ``count_pairs``,
-``count_codes``, ``PIECE``) and as ``ggscope.stats.fused`` (``LAYOUTS``, ``range_pass``,
+``count_codes``, ``PIECE``) and as ``ggscope.stats.fused`` (``FUSED_LAYOUTS``, ``range_pass``,
 ``bin_pass``).  ``range_pass`` skips the blocks whose scales bound them inside the range
 found so far for every family but the i-quants and the historical nibble layouts, and
 then has no sum (total NaN), like ``ggscope.stats.scale_range``; it can also count the
@@ -31,10 +31,10 @@ try:
 except ImportError:                          # built without a compiler: numba's kernels
     _cstats = None
 
-__all__ = ["available", "LAYOUTS", "range_pass", "bin_pass", "moments", "bin_pairs", "count_pairs",
+__all__ = ["available", "FUSED_LAYOUTS", "range_pass", "bin_pass", "moments", "bin_pairs", "count_pairs",
            "count_codes", "PIECE"]
 
-PIECE = _cstats.PIECE if _cstats is not None else 2048
+from ggscope.stats.kernels_numpy import PIECE  # noqa: E402 - the one Python place; csrc/_ctargets.h the C one
 _FAMILIES: dict[str, int] = _cstats.families() if _cstats is not None else {}
 
 
@@ -67,7 +67,7 @@ def _layout(layout: str) -> tuple[int, tuple[int, ...], int, int, np.ndarray, np
     return fam, args, ALL[layout].block_elems, ALL[layout].block_bytes, g1, g2
 
 
-LAYOUTS = frozenset(name for name in SPECS if _family(name) is not None)
+FUSED_LAYOUTS = frozenset(name for name in SPECS if _family(name) is not None)
 
 
 @lru_cache(maxsize=1)

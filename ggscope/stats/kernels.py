@@ -49,7 +49,7 @@ from ggscope.core.jit import njit
 
 __all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
 
-PIECE = 2048                    # elements per float32 partial sum: L1-sized, accurate
+from ggscope.stats.kernels_numpy import PIECE   # noqa: E402 - elements per float32 partial sum
 _FINITE = {"reassoc", "nsz", "nnan", "ninf"}    # lets LLVM vectorize; inputs are finite
 
 

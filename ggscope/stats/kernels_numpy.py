@@ -18,6 +18,9 @@ import numpy as np
 
 __all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
 
+# elements per float32 partial sum: L1-sized, accurate.  The one Python place of this
+# number; the C kernels take it from csrc/_ctargets.h and export it as _cstats.PIECE
+# (tests/test_stats.py holds the two equal)
 PIECE = 2048
 
 

@@ -9,7 +9,7 @@ tensor a few blocks per chunk).  That makes pass one read little more than the s
 of the range (and once more on the mean when that is far off).  Rounding is monotone, so
 the extremes of a group are its extreme codes times the factor, exactly as decoded.
 
-Contract: ``LAYOUTS``; ``range_pass(layout, blocks, big) -> (lo, hi) | None``, ``None``
+Contract: ``SCALE_BOUNDED_LAYOUTS``; ``range_pass(layout, blocks, big) -> (lo, hi) | None``, ``None``
 when a scale is not finite (then some value is NaN or Inf).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from ggscope.core.jit import njit
 from ggscope.quant import code_values
 
-__all__ = ["LAYOUTS", "range_pass"]
+__all__ = ["SCALE_BOUNDED_LAYOUTS", "range_pass"]
 
 
 @lru_cache(maxsize=None)
@@ -184,7 +184,7 @@ def _range_iq4_xs(blocks, big, lut, kv):  # pragma: no cover - compiled
 
 
 _RANGE = {"Q8_0": _range_q8_0, "Q4_0": _range_q4_0, "Q4_K": _range_q4_k, "Q6_K": _range_q6_k}
-LAYOUTS = frozenset(_RANGE) | {"IQ4_XS"}
+SCALE_BOUNDED_LAYOUTS = frozenset(_RANGE) | {"IQ4_XS"}
 
 
 def range_pass(layout: str, blocks: np.ndarray, big: bool) -> tuple[float, float] | None:

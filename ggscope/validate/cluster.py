@@ -15,8 +15,6 @@ task with its own key and its result slot is filled once.
 from __future__ import annotations
 
 import logging
-import os
-import sys
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -83,14 +81,3 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
             cluster.close()
     assert all(r is not None for r in results)
     return results  # type: ignore[return-value]
-
-
-def stderr_progress() -> Callable[[int, int], None] | None:
-    """A one-line counter on a terminal; nothing when stderr is not one."""
-    if not sys.stderr.isatty() or os.environ.get("TERM") == "dumb":
-        return None
-
-    def show(done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        print(f"\r{done}/{total} files checked", end=end, file=sys.stderr, flush=True)
-    return show

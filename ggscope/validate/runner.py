@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 
-from ggscope.core.errors import UnknownFormat
+from ggscope.core.errors import FileChanged, UnknownFormat
 from ggscope.model.modelfile import ModelFile
 from ggscope.rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
 
@@ -98,6 +98,8 @@ def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: 
         ctx = CheckContext(mf, rule, options or {})
         try:
             findings.extend(rule.check(ctx))
+        except FileChanged:                 # the file changed under the rules: no finding stands
+            raise
         except Exception as exc:  # noqa: BLE001 - a broken rule must not hide the others
             findings.append(Finding("GG000", Severity.ERROR, mf.path,
                                     f"internal error in rule {rule_cls.code} ({rule_cls.name}): "

@@ -174,7 +174,7 @@ def test_stats_count_the_sign_bits_exactly(tmp_path: Path, monkeypatch, dims, di
                 continue
             x = t.dequantize().astype(np.float64).reshape(-1)
             with monkeypatch.context() as m:
-                m.setattr("ggscope.stats.tensors.decode_into", None)       # nothing may be decoded
+                m.setattr("ggscope.stats.decoded.decode_into", None)       # nothing may be decoded
                 s = tensor_stats(t, chunk_elems=100, threads=2)
             assert (s["count"], s["min"], s["max"], s["zeros"]) == (x.size, x.min(), x.max(), 0), t.name
             assert s["mean"] == pytest.approx(x.mean(), abs=1e-12) and s["std"] == pytest.approx(x.std(), abs=1e-12)

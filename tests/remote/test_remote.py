@@ -242,8 +242,6 @@ def test_deep_rules_give_fetched_tensor_pages_back(server, tmp_path):
 
 
 def test_stats_of_a_large_remote_tensor_fetch_chunk_by_chunk(server, tmp_path, monkeypatch):
-    import ggscope.stats.tensors as stats_mod
-    monkeypatch.setattr(stats_mod, "STREAM_BYTES", 1 << 20)      # "large" = over 1 MiB here
     path = write_f32(tmp_path / "f32.gguf", 2 << 20)               # 8 MiB of F32 data
     mf = ggscope.open(server.serve("/f32.gguf", path))
     head = mf.source.fetched()

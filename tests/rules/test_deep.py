@@ -48,10 +48,25 @@ def _sparse_gguf(path, tensors):
 
 CHILD = """
 import json, sys
+from ggscope.core import progress
 from ggscope.validate import validate_file
 seen = []
-fs = validate_file(sys.argv[1], select=("GG1001", "GG1002"), deep=True,
-                   options={"progress": lambda d, t, desc: seen.append((d, t, desc))})
+
+class Recorder:
+    def __init__(self, desc, total):
+        self.desc, self.total = desc, total
+    def advance(self, n):
+        raise AssertionError("--deep reports absolute counts")
+    def update(self, done, total=None, desc=None):
+        self.desc, self.total = desc or self.desc, total or self.total
+        seen.append((done, self.total, self.desc))
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        pass
+
+with progress.use(Recorder):
+    fs = validate_file(sys.argv[1], select=("GG1001", "GG1002"), deep=True)
 # VmHWM, not getrusage: ru_maxrss keeps the forked parent's (pytest's) size across exec
 hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))
 print(json.dumps({"rss_mib": hwm / 1024,
@@ -64,7 +79,7 @@ print(json.dumps({"rss_mib": hwm / 1024,
 def test_deep_memory_is_bounded_by_chunks_not_tensors(tmp_path):
     """--deep streams: a 512 MiB F16 and a 142 MB Q8_0 tensor (a sparse file) are checked
     in well under their size of RSS (before: every page read stayed mapped, ~700 MB), and
-    the progress hook sees every element."""
+    the progress task (``ggscope.core.progress``) sees every element."""
     import json
     import subprocess
     import sys

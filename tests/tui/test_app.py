@@ -179,8 +179,9 @@ def _paint_and_jump(path) -> tuple[list, tuple]:
     """Open, paint, press End; every byte range the browser read from the file."""
     mf = ggscope.open(path)
     reads: list[tuple[int, int]] = []
-    real_read = mf.source.read
+    real_read, real_pread = mf.source.read, mf.source.pread          # the hex view reads with pread
     mf.source.read = lambda start, end: reads.append((start, end)) or real_read(start, end)
+    mf.source.pread = lambda start, end: reads.append((start, end)) or real_pread(start, end)
     path_size = path.stat().st_size
 
     async def flow():
@@ -319,3 +320,48 @@ def test_stats_worker_fills_bit1_sign_tensors(tmp_path):
             return {i: str(table.get_cell(str(i), "mean")) for i in want}
     cells = run(flow())
     assert {i: float(c) for i, c in cells.items()} == pytest.approx(want, abs=1e-4)
+
+
+HEX_CHILD = """
+import asyncio, os, shutil, sys
+import ggscope
+from ggscope.tui.app import GGScopeApp
+from ggscope.tui.widgets.hex_view import HexView
+path, cut = sys.argv[1], int(sys.argv[2])
+
+async def flow():
+    app = GGScopeApp(ggscope.open(path), auto_stats=False)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        os.truncate(path, cut)                  # another process shrinks the file
+        app.query_one(HexView).focus()
+        await pilot.press("end")                # the hex view reads the rows that are gone
+        for _ in range(200):                    # a poll, not a limit: ends when the app exits
+            if app._exit_renderables or app.return_code is not None:
+                break
+            await pilot.pause(0.01)
+    return app
+
+app = asyncio.run(flow())
+print(app.return_code, app.load_error, sep="\\n")
+"""
+
+
+def test_hex_view_of_a_file_that_shrank_exits_2_with_one_line(tmp_path):
+    """The hex view reads rows with pread, not through the map: a file cut under the
+    browser closes it with status 2 and the file's line (before: SIGBUS)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    p = tmp_path / "m.gguf"
+    shutil.copyfile(repo / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf", p)
+    with ggscope.open(str(p)) as mf:
+        cut = min(t.offset for t in mf.tensors) + 100
+    out = subprocess.run([sys.executable, "-c", HEX_CHILD, str(p), str(cut)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(repo)}, cwd=str(repo), timeout=600)
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    code, line = out.stdout.splitlines()[-2:]
+    assert code == "2" and str(p) in line and "changed while ggscope read it" in line, out.stdout

@@ -22,6 +22,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ggscope.core.errors import FileChanged
 from ggscope.source.mapped import ByteSource
 from ggscope.tui.messages import CursorMoved
 from ggscope.tui.regions import KINDS, Regions
@@ -172,7 +173,12 @@ class HexView(ScrollView, can_focus=True):
 
     def _render_row(self, row: int) -> Strip:
         start = row * self.bytes_per_row
-        data = self.source.read(start, start + self.bytes_per_row)
+        try:                    # read, not through the map: a file that shrank must not kill us (SIGBUS)
+            data = self.source.pread(start, start + self.bytes_per_row)
+        except FileChanged as exc:
+            self.app.load_error = f"ggscope: {exc}"         # one line on stderr after the screen closes
+            self.app.exit(return_code=2)
+            data = b""
         styles = {k: self.get_component_rich_style(f"hexview--{k}") for k in KINDS}
         sel = self.get_component_rich_style("hexview--selection")
         cur = self.get_component_rich_style("hexview--cursor")

@@ -1,0 +1,183 @@
+"""The statistics of a tensor whose values must be decoded: two passes over its chunks.
+
+Why: for block layouts (and one-element ones above 16 bits) the values exist only after
+decoding.  Pass one takes each chunk's min, max and sum (the fused kernels decode a
+piece of blocks into an L1 buffer and consume it at once; for a few layouts the range
+comes from the block scales and there is no sum); pass two bins every value against
+the edges pass one fixed and sums centred moments.  A chunk with NaN/Inf values goes
+through the numpy codecs, which count them.  Pass two reuses decoded chunks when the
+whole tensor fits the cache budget and decodes again otherwise: memory stays bounded.
+
+Contract: ``by_decoding(t, lay, byteorder, bins, chunks)`` -> the ``tensor_stats``
+mapping (``ggscope.stats.tensors`` documents it).
+"""
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ggscope.facts.ggml_types import Layout
+from ggscope.quant import decode_into
+from ggscope.stats.counted import hist_edges, result
+from ggscope.stats.kernels_numpy import PIECE
+from ggscope.stats.scales import Scales
+
+if TYPE_CHECKING:
+    from ggscope.model.modelfile import TensorInfo
+    from ggscope.stats.chunks import Chunks
+
+__all__ = ["by_decoding"]
+
+
+@dataclass(frozen=True)
+class _Pass1:
+    """One chunk after pass one: its finite count, float64 sum, range, and the NaN/Inf
+    counts (``dirty`` when it had any: pass two drops them first)."""
+    n: int
+    total: float
+    lo: float
+    hi: float
+    nan: int
+    inf: int
+    fused: bool = False         # measured by ``ggscope.stats.fused``: nothing decoded or cached
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.nan or self.inf)
+
+
+def _first_pass(x: np.ndarray, ones: np.ndarray | None) -> _Pass1:
+    lo, hi = float(x.min()), float(x.max())
+    if math.isfinite(lo) and math.isfinite(hi):
+        total = np.dot(x, ones[:x.size]) if ones is not None else x.sum(dtype=np.float64)
+        return _Pass1(x.size, float(total), lo, hi, 0, 0)
+    good = np.isfinite(x)
+    nan = int(np.count_nonzero(np.isnan(x)))
+    inf = x.size - int(np.count_nonzero(good)) - nan
+    y = x[good]
+    if not y.size:
+        return _Pass1(0, 0.0, math.inf, -math.inf, nan, inf)
+    return _Pass1(y.size, float(y.sum(dtype=np.float64)), float(y.min()), float(y.max()), nan, inf)
+
+
+def _histogram_wide(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Bin counts when the range overflows float32 arithmetic (hostile data): float64."""
+    bins = edges.size - 1
+    b = np.clip(np.searchsorted(edges, x.astype(np.float64), side="right") - 1, 0, bins - 1)
+    return np.bincount(b, minlength=bins)
+
+
+def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks) -> dict[str, Any]:
+    bin_pairs, moments = ch.kernels.bin_pairs, ch.kernels.moments
+    rows = min(ch.step, ch.n_blocks)
+    # F32 in the machine's order is read in place: nothing to decode, nothing to cache
+    direct = t.layout == "F32" and byteorder == sys.byteorder
+    scales = Scales(lay, byteorder, ch)
+    big = byteorder == "big"
+    fused = ch.fused()
+    fusable = fused is not None and t.layout in fused.FUSED_LAYOUTS
+    # the numpy route decodes once into this cache; the fused route decodes in place and
+    # needs none (a 128 MiB allocation per call, and its unmapping stalls both threads)
+    cache = (np.empty((ch.n_blocks, lay.block_elems), np.float32)
+             if not fusable and not direct and t.n_elements * 4 <= ch.cache_bytes else None)
+
+    def decode(i: int, keep_scales: bool) -> np.ndarray:
+        part = ch.raw(i)
+        if keep_scales:
+            scales.add(part)
+        if direct and part.flags.aligned:            # read as it is: nothing to decode
+            return part.reshape(-1).view(np.float32)
+        if cache is not None:
+            out = cache[i:i + part.shape[0]]
+        else:
+            out = ch.scratch("out", lambda: np.empty((rows, lay.block_elems), np.float32))[:part.shape[0]]
+        with np.errstate(all="ignore"):          # damaged scales decode to NaN/Inf: counted, not warned
+            decode_into(t.layout, part, out, byteorder)
+        return out.reshape(-1)
+
+    # ones for BLAS sums on the numpy route; a fused layout's chunk only falls back to
+    # it with non-finite values, which are summed without them
+    ones = None if fusable else np.ones(rows * lay.block_elems, np.float32)
+
+    def first(i: int) -> _Pass1:
+        if fusable:
+            part = ch.raw(i)
+            table = scales.table_for(part)          # the C pass counts the scale codes as it reads them
+            r = fused.range_pass(t.layout, part, big, *table) if table else fused.range_pass(t.layout, part, big)
+            if r is not None:
+                if not table:
+                    scales.add(part)
+                return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, fused=True)
+        return _first_pass(decode(i, True), ones)
+
+    firsts: list[_Pass1] = ch.run(first, 0)
+    n = sum(p.n for p in firsts)
+    nan = sum(p.nan for p in firsts)
+    inf = sum(p.inf for p in firsts)
+    if not n:
+        return result(t, 0, nan, inf, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(0), np.zeros(bins, np.int64),
+                       scales.summary())
+    lo = min(p.lo for p in firsts)
+    hi = max(p.hi for p in firsts)
+    # The centre only conditions the float32 sums: the mean when pass one summed, else
+    # (range read from the block scales, ``fused.range_pass``) the middle of the range,
+    # and pass two runs again around the mean if that middle turns out more than a
+    # standard deviation away from it (a skewed tensor).
+    total = sum(p.total for p in firsts)
+    estimated = math.isnan(total)
+    centre = np.float32((lo + hi) / 2 if estimated else total / n)
+    h_lo, h_hi, edges = hist_edges(lo, hi, bins)
+    scale32 = np.float32(bins / (h_hi - h_lo))
+    # float32 arithmetic of the bin index must not overflow (hostile ranges near +-3.4e38)
+    wide = not (abs(h_lo) + abs(h_hi) < 0.5 * float(np.finfo(np.float32).max) and scale32 > 0
+                and math.isfinite(float(scale32)))
+    pairs = bins <= 256 and not wide         # else (more bins, hostile range) bin in float64
+    tables: list[np.ndarray] = []
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        table = np.zeros(1 << 16 if pairs else bins, np.int64)
+        tables.append(table)
+        return table, np.empty(PIECE, np.uint8)
+
+    def second(i: int) -> tuple[float, float, float, int, int]:
+        p1 = firsts[i // ch.step]
+        table, idx = ch.scratch(f"bins{attempt}", make)
+        if p1.fused and pairs:
+            s1, s2, sa, z = fused.bin_pass(t.layout, ch.raw(i), big, np.float32(h_lo), scale32, np.int32(bins - 1),
+                                     centre, table, idx)
+            return s1, s2, sa, int(z), 0
+        x = cache[i:i + ch.step].reshape(-1) if cache is not None and not p1.fused else decode(i, False)
+        if p1.dirty:
+            x = x[np.isfinite(x)]
+        if pairs:
+            lone = bin_pairs(x, np.float32(h_lo), scale32, np.int32(bins - 1), table, idx)
+        else:
+            table += _histogram_wide(x, edges)
+            lone = 0
+        s1, s2, sa, z = moments(x, centre)
+        return s1, s2, sa, int(z), int(lone)
+
+    for attempt in range(2):
+        seconds = ch.run(second, t.n_elements)
+        s1 = sum(s[0] for s in seconds)
+        s2 = sum(s[1] for s in seconds)
+        r = s1 / n
+        mean = float(centre) + r
+        m2 = s2 - n * r * r
+        if attempt or not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
+            break               # (the second run is the last: its tables are the result)
+        centre, tables = np.float32(mean), []
+    if pairs:       # bin indices stay below ``bins``: only that corner of each table counts
+        square = np.zeros((bins, bins), np.int64)
+        for table in tables:
+            square += table.reshape(256, 256)[:bins, :bins]
+        counts = square.sum(axis=0) + square.sum(axis=1)
+        counts[0] -= sum(s[4] for s in seconds)
+    else:
+        counts = np.sum(tables, axis=0) if tables else np.zeros(bins, np.int64)
+    return result(t, n, nan, inf, sum(s[3] for s in seconds), lo, hi, mean, m2,
+                   sum(s[2] for s in seconds), edges, counts, scales.summary())
