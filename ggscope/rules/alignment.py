@@ -16,14 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.structure import ggml_layout, tensor_nodes
-from ggscope.rules.structure import _nbytes as ggml_nbytes
+from ggscope.rules.common import ggml_layout, ggml_nbytes, pad, tensor_nodes
 
 __all__ = ["RULES", "MisalignedTensorOffset", "NonZeroHeaderPadding", "NonZeroTensorPadding"]
-
-
-def _pad(n: int, a: int) -> int:
-    return (n + a - 1) // a * a if a > 0 else n
 
 
 def _first_nonzero(ctx: CheckContext, start: int, end: int) -> int | None:
@@ -117,11 +112,11 @@ class NonZeroTensorPadding(Rule):
             if nb is None or off % a:
                 continue
             start = lay.data_start + off + nb
-            at = _first_nonzero(ctx, start, lay.data_start + _pad(off + nb, a))
+            at = _first_nonzero(ctx, start, lay.data_start + pad(off + nb, a))
             if at is not None:
                 yield ctx.at(None, f"tensor {ti['name']['data'].value!r}: padding byte at {at} after its "
                              f"{nb} bytes is 0x{ctx.mf.source.read(at, at + 1)[0]:02x}, should be 0x00",
-                             start=start, end=lay.data_start + _pad(off + nb, a))
+                             start=start, end=lay.data_start + pad(off + nb, a))
 
 
 RULES = [MisalignedTensorOffset, NonZeroHeaderPadding, NonZeroTensorPadding]

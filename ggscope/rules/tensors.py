@@ -5,7 +5,7 @@ GG113 -, name length - GG108 -, ggml's exact offsets - GG114).  This family judg
 tensors themselves: a name llama.cpp will not look up, tensor data that is not in the
 file (including header-only files, which ggml's metadata reads accept and GG116 leaves
 alone), and two tensors sharing bytes.  A tensor's byte size is ggml's: elements /
-block elements x block bytes (``structure._nbytes``, from ``ggml_types``).
+block elements x block bytes (``common.ggml_nbytes``, from ``ggml_types``).
 
 Contract: rules read ``tensor_nodes``/``ggml_layout`` and need an undamaged header for
 anything positional (``data_start`` is None otherwise).  The spec's own 64-byte name
@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.structure import _nbytes as ggml_nbytes
-from ggscope.rules.structure import ggml_layout, tensor_nodes
+from ggscope.rules.common import ggml_layout, ggml_nbytes, tensor_nodes
 from ggscope.rules.tensor_names import is_standard
 
 __all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors", "TrailingBytes"]

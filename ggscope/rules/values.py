@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
-from ggscope.rules.structure import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_nodes
+from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_nodes
 
 __all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDimension",
            "AlignmentNotMultipleOf8"]
