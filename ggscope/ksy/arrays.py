@@ -27,6 +27,7 @@ from ggscope.ksy.scan import ScanStop, StringArray, scan_length_prefixed
 __all__ = ["ArrayReader", "MAX_ZERO_SIZE_ELEMENTS"]
 
 MAX_ZERO_SIZE_ELEMENTS = 1 << 10   # elements that consume no bytes: the bytes back no count
+ELEMENT_CACHE = 1 << 12            # record structures kept at once (memory stays bounded)
 
 
 class ArrayReader:
@@ -229,7 +230,9 @@ class ArrayReader:
 
         def element(i: int, offsets: np.ndarray) -> tuple[KStruct, Node]:
             hit = cache.get(i)
-            if hit is None:                  # kept: rules walk every record, often more than once
+            if hit is None:                  # bounded like LazyChildren: rules read the columns
+                if len(cache) >= ELEMENT_CACHE:
+                    cache.clear()
                 sub = Stream(io.base, io.size, int(offsets[i, 0]) - io.base)
                 try:
                     hit = cache[i] = self.parse_type(t, sub, obj, obj._root, f"[{i}]", f"{path}[{i}]", [], f)

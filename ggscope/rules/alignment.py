@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.common import ggml_layout, ggml_nbytes, pad, tensor_nodes
+from ggscope.rules.common import ggml_layout, pad, tensor_field, tensor_rows
 
 __all__ = ["RULES", "MisalignedTensorOffset", "NonZeroHeaderPadding", "NonZeroTensorPadding"]
 
@@ -51,10 +51,10 @@ class MisalignedTensorOffset(Rule):
         a = ggml_layout(ctx.mf).alignment
         if a <= 0 or a & (a - 1):
             return                                  # GG107 owns a broken alignment
-        for ti in tensor_nodes(ctx.mf):
-            off = int(ti["offset"].value)
+        rows = tensor_rows(ctx.mf)
+        for i, off in enumerate(rows.offsets):
             if off % a:
-                yield ctx.at(ti["offset"], f"tensor {ti['name']['data'].value!r} has offset {off}, "
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} has offset {off}, "
                              f"not a multiple of the alignment {a}")
 
 
@@ -106,15 +106,14 @@ class NonZeroTensorPadding(Rule):
         if lay.data_start is None or lay.alignment <= 0:
             return
         a = lay.alignment
-        for ti in tensor_nodes(ctx.mf):
-            nb = ggml_nbytes(ti)
-            off = int(ti["offset"].value)
+        rows = tensor_rows(ctx.mf)
+        for name, nb, off in zip(rows.names, rows.nbytes, rows.offsets):
             if nb is None or off % a:
                 continue
             start = lay.data_start + off + nb
             at = _first_nonzero(ctx, start, lay.data_start + pad(off + nb, a))
             if at is not None:
-                yield ctx.at(None, f"tensor {ti['name']['data'].value!r}: padding byte at {at} after its "
+                yield ctx.at(None, f"tensor {name!r}: padding byte at {at} after its "
                              f"{nb} bytes is 0x{ctx.mf.source.read(at, at + 1)[0]:02x}, should be 0x00",
                              start=start, end=lay.data_start + pad(off + nb, a))
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from ggscope.facts import ggml_types
 from ggscope.ksy.damage import Damage
+from ggscope.ksy.node import Node
+from ggscope.ksy.records import RecordArray
 
 __all__ = ["GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
-           "kv_nodes", "tensor_nodes", "tensor_ne", "raw_bytes", "type_facts", "block_sizes", "pad",
+           "kv_nodes", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne", "raw_bytes", "type_facts", "block_sizes", "pad",
            "HOSTILE_FACTOR", "GGUF_VERSION", "GGML_MAX_DIMS", "GGML_MAX_NAME", "GGUF_DEFAULT_ALIGNMENT",
            "INT64_MAX", "SIZE_MAX", "GGUF_TYPE_UINT32", "GGUF_TYPE_ARRAY", "GGUF_TYPE_NAMES"]
 
@@ -47,7 +50,10 @@ def kv_nodes(mf) -> list:
 
 
 def tensor_nodes(mf) -> list:
-    """The tensor info nodes whose fields up to ``offset`` parsed completely."""
+    """The tensor info nodes whose fields up to ``offset`` parsed completely.
+
+    Builds a node tree per tensor: rules read ``tensor_rows`` instead and ask
+    ``tensor_node`` for the one node a finding points at."""
     infos = mf.root.child("tensor_infos")
     if infos is None:
         return []
@@ -58,6 +64,119 @@ def tensor_nodes(mf) -> list:
             break
         out.append(ti)
     return out
+
+
+@dataclass(frozen=True)
+class TensorRows:
+    """The tensor infos that parsed completely (those ``tensor_nodes`` returns), as
+    columns: one Python list per field, in file order.
+
+    ``names`` are decoded as the spec decodes them (UTF-8, undecodable bytes as
+    surrogates); ``name_spans`` are the absolute ``[start, end)`` of each name's bytes;
+    ``offset_end`` is where the last complete record ends (None: no record);
+    ``records`` the scanned array when the engine scanned one (else None).
+    """
+    names: list
+    name_spans: list
+    n_dims: list
+    dims: list
+    types: list
+    offsets: list
+    offset_end: int | None
+    records: RecordArray | None = None
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @cached_property
+    def nbytes(self) -> list:
+        """ggml_nbytes of each tensor, None when ggml cannot size its type."""
+        per_code: dict = {}
+        out = []
+        for code, ne in zip(self.types, self.dims):
+            bs = per_code.get(code)
+            if bs is None:
+                f = type_facts(code)
+                bs = per_code[code] = (f[1], f[2]) if f is not None else (0, 0)
+            if not bs[0]:
+                out.append(None)
+                continue
+            n = 1
+            for d in ne:
+                n *= d
+            out.append(n // bs[0] * bs[1])
+        return out
+
+
+def tensor_rows(mf) -> TensorRows:
+    """The complete tensor infos as columns (cached in ``mf.extra``).
+
+    Work and memory are linear in the records the file holds and independent of how
+    many rules read them: a scanned array (``ksy.records.RecordArray``) is read column
+    by column in bulk, with no node per tensor; otherwise the nodes are read once.
+    """
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    hit = cache.get("rows")
+    if hit is not None:
+        return hit
+    infos = mf.root.child("tensor_infos")
+    recs = infos.value if infos is not None else None
+    if isinstance(recs, RecordArray):
+        names = recs.column("name")
+        width = names.width
+        starts = (names.starts + width).tolist()
+        spans = list(zip(starts, (names.starts + width + names.lens).tolist()))
+        dims = recs.column("dims")
+        j = [f.id for f in recs.plan].index("offset")
+        rows = TensorRows(names.tolist(), spans, recs.column("n_dims").tolist(), dims.rows(),
+                          recs.column("type").tolist(), recs.column("offset").tolist(),
+                          int(recs.field_ends(j)[-1]) if len(recs) else None, recs)
+    else:
+        tis = tensor_nodes(mf)
+        rows = TensorRows([ti["name"]["data"].value for ti in tis],
+                          [(ti["name"]["data"].start, ti["name"]["data"].end) for ti in tis],
+                          [int(ti["n_dims"].value) for ti in tis], [tensor_ne(ti) for ti in tis],
+                          [int(ti["type"].value) for ti in tis], [int(ti["offset"].value) for ti in tis],
+                          tis[-1]["offset"].end if tis else None)
+    cache["rows"] = rows
+    return rows
+
+
+def tensor_node(mf, i: int):
+    """The node of tensor info ``i``."""
+    return mf.root["tensor_infos"].children[i]
+
+
+def tensor_field(mf, i: int, field: str):
+    """Where field ``field`` of tensor info ``i`` is - what a finding about it points at.
+
+    For scanned records a stand-in ``Node`` with the real node's path, byte range, type
+    and spec path, made from the record offsets: building the real node evaluates the
+    record's instances, which would make a rule that flags every tensor cost a parse
+    per tensor.  Otherwise the real node.
+    """
+    rows = tensor_rows(mf)
+    recs = rows.records
+    if recs is None:
+        return tensor_node(mf, i)[field]
+    ids = [f.id for f in recs.plan]
+    j = ids.index(field)
+    start = int(recs.offsets[i, j])
+    if j + 1 < len(ids):
+        end = int(recs.offsets[i, j + 1])
+    else:
+        end = int(recs.offsets[i + 1, 0]) if i + 1 < len(recs) else int(recs.end)
+    like = _field_template(mf, field)
+    return Node(field, f"{mf.root['tensor_infos'].path}[{i}]/{field}", like.ktype, start, end, None, like.doc,
+                like.spec_path)
+
+
+def _field_template(mf, field: str):
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    key = ("field", field)
+    if key not in cache:
+        cache[key] = tensor_node(mf, 0)[field]
+    return cache[key]
 
 
 def tensor_ne(ti) -> list[int]:
@@ -122,16 +241,18 @@ def ggml_layout(mf) -> GGMLLayout:
     if "layout" in cache:
         return cache["layout"]
     a = ggml_alignment(mf)
-    tis = tensor_nodes(mf)
+    rows = tensor_rows(mf)
     header_end = None
     if damage_kind(mf) is None:
-        last = tis[-1]["offset"] if tis else (mf.root.child("metadata_kv") or mf.root.child("header"))
-        header_end = last.end if last is not None else None
+        if len(rows):
+            header_end = rows.offset_end
+        else:
+            last = mf.root.child("metadata_kv") or mf.root.child("header")
+            header_end = last.end if last is not None else None
     data_start = pad(header_end, a) if header_end is not None and a > 0 else None
     expected, size = [], 0
-    for ti in tis:
+    for nb in rows.nbytes:
         expected.append(size)
-        nb = ggml_nbytes(ti)
         if nb is None or size is None:
             size = None
             continue
@@ -143,6 +264,7 @@ def ggml_layout(mf) -> GGMLLayout:
     return lay
 
 
+@lru_cache(maxsize=256)
 def type_facts(code: int) -> tuple[str, int, int] | None:
     try:
         t = ggml_types.type_by_id(code)

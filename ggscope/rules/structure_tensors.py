@@ -3,16 +3,20 @@
 Why: part of the structure family (see ``structure``): what ggml's ``gguf_init_from_file``
 refuses in a tensor info - its name, rank, shape, type and offset - and in the data
 section those infos lay out.  Contract: each rule reads the infos that parsed completely
-(``common.tensor_nodes``) and ggml's layout (``common.ggml_layout``); none decides on
-damage.
+as columns (``common.tensor_rows``: no node per tensor, so a rule costs the same for
+100k tensors as one pass over a list) and ggml's layout (``common.ggml_layout``), and
+builds only the node a finding points at; none decides on damage.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.common import (GGML_MAX_DIMS, GGML_MAX_NAME, INT64_MAX, SIZE_MAX, ggml_layout, raw_bytes,
-                                  tensor_ne, tensor_nodes, type_facts)
+from ggscope.rules.common import (GGML_MAX_DIMS, GGML_MAX_NAME, INT64_MAX, SIZE_MAX, ggml_layout, tensor_field,
+                                  tensor_rows, type_facts)
+
+# dimensions up to this size can be neither negative as int64 nor overflow it in a product of 4
+_SMALL = 1 << 15
 
 __all__ = ["TensorNameTooLong", "DuplicateTensorName", "TooManyDims", "BadDimension", "UnknownTensorType",
            "RowNotBlockMultiple", "UnexpectedTensorOffset", "DataSectionPastEnd", "TruncatedTensorData"]
@@ -32,11 +36,11 @@ class TensorNameTooLong(Rule):
     summary = "A tensor name is 64 bytes or longer."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for ti in tensor_nodes(ctx.mf):
-            n = ti["name"]["data"]
-            ln = n.end - n.start
+        for i, (start, end) in enumerate(tensor_rows(ctx.mf).name_spans):
+            ln = end - start
             if ln >= GGML_MAX_NAME:
-                yield ctx.at(ti["name"], f"tensor name is {ln} bytes; ggml allows at most {GGML_MAX_NAME - 1}")
+                yield ctx.at(tensor_field(ctx.mf, i, "name"),
+                             f"tensor name is {ln} bytes; ggml allows at most {GGML_MAX_NAME - 1}")
 
 
 class DuplicateTensorName(Rule):
@@ -54,10 +58,12 @@ class DuplicateTensorName(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         seen: dict[bytes, int] = {}
-        for i, ti in enumerate(tensor_nodes(ctx.mf)):
-            raw = raw_bytes(ctx.mf, ti["name"]["data"]).split(b"\0", 1)[0]   # ggml compares C strings
+        rows = tensor_rows(ctx.mf)
+        read = ctx.mf.source.read
+        for i, (start, end) in enumerate(rows.name_spans):
+            raw = bytes(read(start, end)).split(b"\0", 1)[0]   # ggml compares C strings
             if raw in seen:
-                yield ctx.at(ti["name"], f"tensor name {ti['name']['data'].value!r} repeats tensor {seen[raw]}")
+                yield ctx.at(tensor_field(ctx.mf, i, "name"), f"tensor name {rows.names[i]!r} repeats tensor {seen[raw]}")
             else:
                 seen[raw] = i
 
@@ -75,12 +81,14 @@ class TooManyDims(Rule):
     summary = "A tensor has more than 4 dimensions."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        rows = tensor_rows(ctx.mf)
+        for i, nd in enumerate(rows.n_dims):
+            if nd > GGML_MAX_DIMS:
+                yield ctx.at(tensor_field(ctx.mf, i, "n_dims"), f"{nd} dimensions; ggml allows at most {GGML_MAX_DIMS}")
         infos = ctx.mf.root.child("tensor_infos")
-        for ti in (infos.children if infos is not None else ()):
-            nd = ti.child("n_dims")
-            if nd is None or nd.value is None:
-                break
-            if int(nd.value) > GGML_MAX_DIMS:
+        if infos is not None and len(infos.children) > len(rows):      # the record the parse stopped in
+            nd = infos.children[len(rows)].child("n_dims")
+            if nd is not None and nd.value is not None and int(nd.value) > GGML_MAX_DIMS:
                 yield ctx.at(nd, f"{int(nd.value)} dimensions; ggml allows at most {GGML_MAX_DIMS}")
 
 
@@ -99,20 +107,23 @@ class BadDimension(Rule):
     summary = "A tensor dimension is negative or the element count overflows int64."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for ti in tensor_nodes(ctx.mf):
-            if int(ti["n_dims"].value) > GGML_MAX_DIMS:
+        rows = tensor_rows(ctx.mf)
+        for i, (nd, dims) in enumerate(zip(rows.n_dims, rows.dims)):
+            if nd > GGML_MAX_DIMS:
                 continue
-            ne = tensor_ne(ti) + [1] * GGML_MAX_DIMS
+            ne = dims + [1] * GGML_MAX_DIMS
             ne = ne[:GGML_MAX_DIMS]
+            if max(ne) <= _SMALL:            # no dimension negative, no product near INT64_MAX
+                continue
             neg = [j for j, d in enumerate(ne) if d > INT64_MAX]
             if neg:
-                yield ctx.at(ti["dims"], f"dimension {neg[0]} is {ne[neg[0]] - (1 << 64)} as int64; "
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"dimension {neg[0]} is {ne[neg[0]] - (1 << 64)} as int64; "
                              "ggml refuses negative dimensions")
                 continue
             prod = ne[0]
             for j in range(1, GGML_MAX_DIMS):
                 if ne[j] != 0 and INT64_MAX // ne[j] <= prod:
-                    yield ctx.at(ti["dims"], f"shape {tuple(ne)} has at least INT64_MAX elements")
+                    yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"shape {tuple(ne)} has at least INT64_MAX elements")
                     break
                 prod *= ne[j]
 
@@ -131,10 +142,9 @@ class UnknownTensorType(Rule):
     summary = "A tensor has an unknown or removed ggml type."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for ti in tensor_nodes(ctx.mf):
-            code = int(ti["type"].value)
+        for i, code in enumerate(tensor_rows(ctx.mf).types):
             if type_facts(code) is None:
-                yield ctx.at(ti["type"], f"ggml type {code} is unknown or removed")
+                yield ctx.at(tensor_field(ctx.mf, i, "type"), f"ggml type {code} is unknown or removed")
 
 
 class RowNotBlockMultiple(Rule):
@@ -152,21 +162,21 @@ class RowNotBlockMultiple(Rule):
     summary = "A row is not whole blocks of the type, or the byte size overflows."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for ti in tensor_nodes(ctx.mf):
-            facts = type_facts(int(ti["type"].value))
-            ne = tensor_ne(ti)
+        rows = tensor_rows(ctx.mf)
+        for i, (code, ne) in enumerate(zip(rows.types, rows.dims)):
+            facts = type_facts(code)
             if facts is None or any(d > INT64_MAX for d in ne):
                 continue
             tname, be, bb = facts
             ne0 = ne[0] if ne else 1
             if ne0 % be:
-                yield ctx.at(ti["dims"], f"ne[0] = {ne0} is not a multiple of {tname}'s block size {be}")
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"ne[0] = {ne0} is not a multiple of {tname}'s block size {be}")
                 continue
             n = 1
             for d in ne:
                 n *= d
             if n // be > SIZE_MAX // bb:
-                yield ctx.at(ti["dims"], f"{n} elements of {tname} need more than SIZE_MAX bytes")
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"{n} elements of {tname} need more than SIZE_MAX bytes")
 
 
 class UnexpectedTensorOffset(Rule):
@@ -185,10 +195,10 @@ class UnexpectedTensorOffset(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         lay = ggml_layout(ctx.mf)
-        for ti, exp in zip(tensor_nodes(ctx.mf), lay.expected):
-            got = int(ti["offset"].value)
+        rows = tensor_rows(ctx.mf)
+        for i, (got, exp) in enumerate(zip(rows.offsets, lay.expected)):
             if got != exp:
-                yield ctx.at(ti["offset"], f"tensor {ti['name']['data'].value!r} has offset {got}, "
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} has offset {got}, "
                              f"expected {exp} (previous tensor's end padded to {lay.alignment})")
                 return      # ggml stops at the first; every later one would repeat it
 
@@ -209,7 +219,7 @@ class DataSectionPastEnd(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         lay = ggml_layout(ctx.mf)
-        if not tensor_nodes(ctx.mf) or lay.data_start is None or lay.header_end is None:
+        if not len(tensor_rows(ctx.mf)) or lay.data_start is None or lay.header_end is None:
             return
         if ctx.mf.source.size < lay.data_start:
             yield ctx.at(None, f"the data section starts at {lay.data_start} (header end {lay.header_end} "

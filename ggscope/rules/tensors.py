@@ -7,7 +7,7 @@ file (including header-only files, which ggml's metadata reads accept and GG116 
 alone), and two tensors sharing bytes.  A tensor's byte size is ggml's: elements /
 block elements x block bytes (``common.ggml_nbytes``, from ``ggml_types``).
 
-Contract: rules read ``tensor_nodes``/``ggml_layout`` and need an undamaged header for
+Contract: rules read ``tensor_rows``/``ggml_layout`` and need an undamaged header for
 anything positional (``data_start`` is None otherwise).  The spec's own 64-byte name
 limit is not a rule: ggml's stricter limit (GG108) already covers every name it would
 flag.
@@ -17,16 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.common import ggml_layout, ggml_nbytes, tensor_nodes
+from ggscope.rules.common import ggml_layout, tensor_field, tensor_rows
 from ggscope.rules.tensor_names import is_standard
 
 __all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors", "TrailingBytes"]
 
 _MAX_NAMED = 5
-
-
-def _name(ti) -> str:
-    return ti["name"]["data"].value
 
 
 def _arch(mf) -> str | None:
@@ -56,10 +52,9 @@ class NonstandardTensorName(Rule):
         arch = _arch(ctx.mf)
         if arch is None or is_standard(arch, "token_embd.weight") is None:
             return
-        for ti in tensor_nodes(ctx.mf):
-            n = _name(ti)
+        for i, n in enumerate(tensor_rows(ctx.mf).names):
             if isinstance(n, str) and is_standard(arch, n) is False:
-                yield ctx.at(ti["name"], f"tensor {n!r} is not a standard {arch} tensor name "
+                yield ctx.at(tensor_field(ctx.mf, i, "name"), f"tensor {n!r} is not a standard {arch} tensor name "
                              "(token_embd, output_norm, output, blk.N.attn_q, ...)")
 
 
@@ -87,24 +82,24 @@ class TensorDataPastEnd(Rule):
         if lay.data_start is None or size < lay.data_start:
             return                              # no header, or ends inside the padding: GG115
         bad = []
-        for ti in tensor_nodes(ctx.mf):
-            nb = ggml_nbytes(ti)
+        rows = tensor_rows(ctx.mf)
+        for i, (nb, off) in enumerate(zip(rows.nbytes, rows.offsets)):
             if nb is None or nb == 0:
                 continue
-            end = lay.data_start + int(ti["offset"].value) + nb
+            end = lay.data_start + off + nb
             if end > size:
-                bad.append((ti, end))
+                bad.append((i, end))
         if not bad:
             return
-        ti, end = bad[0]
-        names = ", ".join(repr(_name(t)) for t, _ in bad[:_MAX_NAMED])
+        first, end = bad[0]
+        names = ", ".join(repr(rows.names[i]) for i, _ in bad[:_MAX_NAMED])
         more = f" and {len(bad) - _MAX_NAMED} more" if len(bad) > _MAX_NAMED else ""
         if size == lay.data_start:
             yield ctx.at(None, f"header-only file: it ends at {size}, where its data section starts, but "
                          f"declares {len(bad)} tensor(s) with data ({names}{more})",
                          start=lay.header_end, end=size)
         else:
-            yield ctx.at(ti["offset"], f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
+            yield ctx.at(tensor_field(ctx.mf, first, "offset"), f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
                          f"{names}{more}; the first ends at {end}")
 
 
@@ -124,20 +119,17 @@ class OverlappingTensors(Rule):
     summary = "Two tensors' data ranges overlap."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        spans = []
-        for ti in tensor_nodes(ctx.mf):
-            nb = ggml_nbytes(ti)
-            if nb:
-                off = int(ti["offset"].value)
-                spans.append((off, off + nb, ti))
+        rows = tensor_rows(ctx.mf)
+        spans = [(off, off + nb, i) for i, (nb, off) in enumerate(zip(rows.nbytes, rows.offsets)) if nb]
         spans.sort(key=lambda s: (s[0], s[1]))
         reach, owner = -1, None
-        for start, end, ti in spans:
+        for start, end, i in spans:
             if owner is not None and start < reach:
-                yield ctx.at(ti["offset"], f"tensor {_name(ti)!r} [{start}, {end}) overlaps tensor "
-                             f"{_name(owner)!r}, which ends at {reach} (offsets relative to the data section)")
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} [{start}, {end}) overlaps "
+                             f"tensor {rows.names[owner]!r}, which ends at {reach} (offsets relative to the data "
+                             "section)")
             if end > reach:
-                reach, owner = end, ti
+                reach, owner = end, i
 
 
 class TrailingBytes(Rule):

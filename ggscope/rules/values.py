@@ -6,7 +6,7 @@ byte of 2 (the spec calls such a file invalid), strings that are not UTF-8, tens
 with no elements, an alignment that is a power of two but not a multiple of 8.  Other
 readers (gguf-py, Rust and Go parsers) reject or misread such files.
 
-Contract: rules read the parsed node tree through ``kv_nodes``/``tensor_nodes`` (only
+Contract: rules read the parsed node tree through ``kv_nodes``/``tensor_rows`` (only
 entries that parsed completely) and point at the offending node.  Strings are decoded
 with ``errors="surrogateescape"``, so a lone surrogate U+DC80..U+DCFF in a decoded
 string marks a byte that is not UTF-8; its raw bytes are read back from the source.
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
-from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_nodes
+from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_field, tensor_node, tensor_rows
 
 __all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDimension",
            "AlignmentNotMultipleOf8"]
@@ -151,10 +151,11 @@ class NameNotUtf8(Rule):
             data = kv["key"]["data"]
             if _bad_utf8(data.value):
                 yield ctx.at(kv["key"], f"metadata key is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
-        for ti in tensor_nodes(ctx.mf):
-            data = ti["name"]["data"]
-            if _bad_utf8(data.value):
-                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
+        rows = tensor_rows(ctx.mf)
+        for i, name in enumerate(rows.names):
+            if _bad_utf8(name):
+                ti = tensor_node(ctx.mf, i)
+                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {quoted(_raw(ctx, ti['name']['data'])[:40])}")
 
 
 class ZeroSizeDimension(Rule):
@@ -172,10 +173,10 @@ class ZeroSizeDimension(Rule):
     summary = "A tensor has a dimension of 0 (no elements)."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for ti in tensor_nodes(ctx.mf):
-            ne = [int(d) for d in ti["dims"].value]
+        rows = tensor_rows(ctx.mf)
+        for i, ne in enumerate(rows.dims):
             if 0 in ne:
-                yield ctx.at(ti["dims"], f"tensor {ti['name']['data'].value!r} has shape {tuple(ne)}: "
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"tensor {rows.names[i]!r} has shape {tuple(ne)}: "
                              f"dimension {ne.index(0)} is 0, so it has no elements")
 
 
