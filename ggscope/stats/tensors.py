@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -90,7 +89,6 @@ UNBUFFERED_CHUNK_ELEMS = 1 << 22
 STREAM_BYTES = 256 << 20            # larger tensors are read with pread instead of through the map
 CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
 JIT_MIN_ELEMS = 1 << 23             # per process: elements measured without numba before loading it
-_SCALE_FIELD = re.compile(r"(\d+): (f16|f32) d\b")
 
 
 _numpy_spent = 0                     # elements this process measured on the numpy kernels
@@ -253,11 +251,10 @@ class _Chunks:
 # ---------------------------------------------------------------- block scales
 
 def _scale_dtype(lay: Layout, byteorder: str) -> tuple[int, np.dtype] | None:
-    m = _SCALE_FIELD.search(lay.fields)
-    if m is None or lay.block_elems == 1:
+    if lay.scale is None or lay.block_elems == 1:
         return None
-    kind = "f2" if m.group(2) == "f16" else "f4"
-    return int(m.group(1)), np.dtype(("<" if byteorder == "little" else ">") + kind)
+    at, kind = lay.scale
+    return at, np.dtype(("<" if byteorder == "little" else ">") + ("f2" if kind == "f16" else "f4"))
 
 
 def _field_codes(blocks: np.ndarray, off: int) -> np.ndarray | None:
