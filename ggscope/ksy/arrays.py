@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from ggscope.ksy.expr import ExprError
-from ggscope.ksy.model import FieldSpec, TypeRef, TypeSpec
 from ggscope.ksy.node import LazyChildren, Node
 from ggscope.ksy.records import FieldPlan, RecordArray, RecordStop, scan_records
 from ggscope.ksy.runtime import Ctx, Fail, KStruct, Stream, why
 from ggscope.ksy.scan import ScanStop, StringArray, scan_length_prefixed
+from ggscope.ksy.spec_types import FieldSpec, TypeRef, TypeSpec
 
 __all__ = ["ArrayReader", "MAX_ZERO_SIZE_ELEMENTS"]
 

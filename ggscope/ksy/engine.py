@@ -32,9 +32,9 @@ from ggscope.ksy.arrays import MAX_ZERO_SIZE_ELEMENTS, ArrayReader
 from ggscope.ksy.damage import Damage
 from ggscope.ksy.expr import ExprError
 from ggscope.ksy.loader import load_spec
-from ggscope.ksy.model import FieldSpec, Spec, TypeRef, TypeSpec
 from ggscope.ksy.node import Node
 from ggscope.ksy.runtime import Ctx, Fail, KStruct, Stream, join, why
+from ggscope.ksy.spec_types import FieldSpec, Spec, TypeRef, TypeSpec
 from ggscope.source.mapped import ByteSource
 
 __all__ = ["parse", "parse_spec", "ParseResult", "KStruct", "MAX_DEPTH", "MAX_ZERO_SIZE_ELEMENTS"]

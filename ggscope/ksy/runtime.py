@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ggscope.ksy.expr import ExprError
-from ggscope.ksy.model import TypeSpec
 from ggscope.ksy.node import Node
+from ggscope.ksy.spec_types import TypeSpec
 
 __all__ = ["Stream", "Ctx", "Fail", "KStruct", "join", "why"]
 
