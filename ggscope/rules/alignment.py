@@ -42,7 +42,7 @@ class MisalignedTensorOffset(Rule):
 
     Example: a tensor at offset 36 with the default alignment 32.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``.
     """
     code, name, severity, family = "GG301", "misaligned-tensor-offset", Severity.ERROR, "alignment"
     summary = "A tensor offset is not a multiple of the alignment."
@@ -70,7 +70,7 @@ class NonZeroHeaderPadding(Rule):
     Example: a writer that forgot to pad: the first tensor's bytes start right after
     the tensor infos, so the "padding" holds tensor data.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t._padding``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t._padding``.
     """
     code, name, severity, family = "GG302", "nonzero-header-padding", Severity.WARNING, "alignment"
     summary = "The padding before the data section is not all zero bytes."
@@ -96,7 +96,7 @@ class NonZeroTensorPadding(Rule):
 
     Example: a Q8_0 tensor whose info says 32 elements but whose writer wrote 64.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t.tensor_data``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG303", "nonzero-tensor-padding", Severity.WARNING, "alignment"
     summary = "The padding after a tensor's data is not all zero bytes."

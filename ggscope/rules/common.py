@@ -20,7 +20,8 @@ from ggscope.ksy.node import Node
 from ggscope.ksy.records import RecordArray
 
 __all__ = ["GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
-           "kv_nodes", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne", "raw_bytes", "type_facts", "block_sizes", "pad",
+           "kv_nodes", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne",
+           "raw_bytes", "type_facts", "block_sizes", "pad",
            "HOSTILE_FACTOR", "GGUF_VERSION", "GGML_MAX_DIMS", "GGML_MAX_NAME", "GGUF_DEFAULT_ALIGNMENT",
            "INT64_MAX", "SIZE_MAX", "GGUF_TYPE_UINT32", "GGUF_TYPE_ARRAY", "GGUF_TYPE_NAMES"]
 

@@ -45,7 +45,8 @@ class BadMagic(_DamageRule):
 
     Example: ggml test-gguf's HEADER_BAD_MAGIC file (``FUGG``).
 
-    Reference: gguf-spec §1.2 ``gguf_header_t.magic``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_header_t.magic``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG101", "bad-magic", Severity.ERROR, "structure"
     summary = "The file does not start with the GGUF magic."
@@ -68,7 +69,8 @@ class CountCannotFit(_DamageRule):
 
     Example: ggml test-gguf's HEADER_BAD_N_KV (n_kv = -1) and KV_BAD_KEY_SIZE files.
 
-    Reference: gguf-spec §1.2 ``gguf_header_t``, ``gguf_string_t``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_header_t``, ``gguf_string_t``;
+    ggml src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG103", "count-cannot-fit", Severity.ERROR, "structure"
     summary = "A count or length is negative or larger than the file."
@@ -96,7 +98,8 @@ class InvalidValueType(Rule):
 
     Example: ggml test-gguf's KV_BAD_TYPE files (type 13).
 
-    Reference: gguf-spec §1.2 ``gguf_metadata_value_type``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_metadata_value_type``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG104", "invalid-value-type", Severity.ERROR, "structure"
     summary = "A metadata value type is unknown, or an array holds arrays."
@@ -137,8 +140,11 @@ class TruncatedFile(_DamageRule):
     Example: any GGUF file truncated inside its metadata; an rwkv.cpp file cut inside
     the data of its last parameter.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t``; ggml src/gguf.cpp, gguf_init_from_file;
-    legacy-formats.md §1-8.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t``; ggml src/gguf.cpp,
+    gguf_init_from_file;
+    llama.cpp's pre-GGUF loader (llama.cpp before GGUF landed, 2023-08-21); ggml's examples/gpt-2/main.cpp;
+    rwkv.cpp's rwkv_file_format.inc and rwkv_model_loading.inc; chatglm.cpp's chatglm.cpp (ModelLoader); the
+    BIT1 exporter (the v18 BitLM checkpoint export script).
     """
     code, name, severity, family = "GG117", "truncated-file", Severity.ERROR, "structure"
     summary = "The file ends inside a field its header or records announce."
@@ -157,7 +163,7 @@ class UnreadableField(_DamageRule):
 
     Example: a GGUF file whose version word reads as neither little- nor big-endian.
 
-    Reference: the format's Kaitai spec in formats/*.ksy; design.md (damage is a node).
+    Reference: the format's Kaitai spec in ggscope/formats/*.ksy; ggscope.ksy.engine (damage is a node).
     """
     code, name, severity, family = "GG118", "unreadable-field", Severity.ERROR, "structure"
     summary = "Parsing stops at a field that cannot be interpreted."

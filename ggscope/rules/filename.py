@@ -71,7 +71,8 @@ class FilenameConvention(Rule):
 
     Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` passes.
 
-    Reference: gguf-spec.txt §1.1, §1.1.1; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
+    Reference: the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention", "Validating Above Naming
+    Convention"; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
     """
     code, name, severity, family = "GG801", "filename-convention", Severity.INFO, "filename"
     summary = "The file name does not follow the GGUF naming convention."
@@ -97,7 +98,8 @@ class FilenameMetadataMismatch(Rule):
 
     Example: ``Llama-7B-v1.0-Q4_0.gguf`` whose ``general.file_type`` is MOSTLY_Q8_0.
 
-    Reference: gguf-spec.txt §1.1 (components and where each is derived from); file
+    Reference: the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention" (components and where each is
+    derived from); file
     types from gguf-py ``LlamaFileType``.
     """
     code, name, severity, family = "GG802", "filename-metadata-mismatch", Severity.WARNING, "filename"
@@ -155,7 +157,7 @@ class SplitSetIncomplete(Rule):
     Example: ``m-00001-of-00003.gguf`` and ``m-00003-of-00003.gguf`` without the second.
 
     Reference: llama.cpp ``gguf-split`` (keys ``split.no``, ``split.count``,
-    ``split.tensors.count``); gguf-spec.txt §1.1 Shard.
+    ``split.tensors.count``); the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention" Shard.
     """
     code, name, severity, family = "GG803", "split-set", Severity.ERROR, "filename"
     summary = "A shard of the split model is missing or the shards disagree."

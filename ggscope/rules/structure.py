@@ -28,9 +28,9 @@ from ggscope.rules.common import (GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_TYPE_ARRAY,
                                   GGUF_TYPE_UINT32, GGUF_VERSION, INT64_MAX, SIZE_MAX, GGMLLayout, damage_kind,
                                   ggml_layout, kv_nodes, raw_bytes, tensor_nodes)
 from ggscope.rules.damage import BadMagic, CountCannotFit, InvalidValueType, TruncatedFile, UnreadableField
-from ggscope.rules.structure_tensors import (BadDimension, DataSectionPastEnd, DuplicateTensorName, RowNotBlockMultiple,
-                                             TensorNameTooLong, TooManyDims, TruncatedTensorData, UnexpectedTensorOffset,
-                                             UnknownTensorType)
+from ggscope.rules.structure_tensors import (BadDimension, DataSectionPastEnd, DuplicateTensorName,
+                                             RowNotBlockMultiple, TensorNameTooLong, TooManyDims,
+                                             TruncatedTensorData, UnexpectedTensorOffset, UnknownTensorType)
 
 # the helpers' home is ``common``; the names stay importable from here as before
 __all__ = ["RULES", "BadMagic", "GGMLLayout", "ggml_layout", "damage_kind", "kv_nodes", "tensor_nodes",
@@ -45,7 +45,8 @@ class UnsupportedVersion(Rule):
 
     Example: ggml test-gguf's HEADER_BAD_VERSION_0 / _1 / _FUTURE files.
 
-    Reference: gguf-spec §1.2 ``gguf_header_t.version``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_header_t.version``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG102", "unsupported-version", Severity.ERROR, "structure"
     summary = "The GGUF version is not one ggml loads (2 or 3)."
@@ -70,7 +71,8 @@ class EmptyKey(Rule):
 
     Example: ggml test-gguf's KV_EMPTY_KEY files.
 
-    Reference: gguf-spec §1.2 ``gguf_metadata_kv_t.key``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_metadata_kv_t.key``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG105", "empty-key", Severity.ERROR, "structure"
     summary = "A metadata key is empty."
@@ -90,7 +92,7 @@ class DuplicateKey(Rule):
 
     Example: ggml test-gguf's KV_DUPLICATE_KEY files.
 
-    Reference: gguf-spec §1.2; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure"; ggml src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG106", "duplicate-key", Severity.ERROR, "structure"
     summary = "Two metadata entries have the same key."
@@ -116,7 +118,8 @@ class InvalidAlignment(Rule):
 
     Example: ggml test-gguf's KV_BAD_ALIGN (13) and KV_WRONG_TYPE_ALIGN (int32) files.
 
-    Reference: gguf-spec §1.3 ``general.alignment``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``general.alignment``; ggml src/gguf.cpp,
+    gguf_init_from_file.
     """
     code, name, severity, family = "GG107", "invalid-alignment", Severity.ERROR, "structure"
     summary = "general.alignment is not a uint32 power of two."

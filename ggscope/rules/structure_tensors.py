@@ -30,7 +30,8 @@ class TensorNameTooLong(Rule):
 
     Example: ggml test-gguf's TENSORS_BAD_NAME_SIZE files (87 bytes).
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.name``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.name``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG108", "tensor-name-too-long", Severity.ERROR, "structure"
     summary = "A tensor name is 64 bytes or longer."
@@ -51,7 +52,8 @@ class DuplicateTensorName(Rule):
 
     Example: ggml test-gguf's TENSORS_DUPLICATE_NAME files.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.name``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.name``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG109", "duplicate-tensor-name", Severity.ERROR, "structure"
     summary = "Two tensors have the same name."
@@ -63,7 +65,8 @@ class DuplicateTensorName(Rule):
         for i, (start, end) in enumerate(rows.name_spans):
             raw = bytes(read(start, end)).split(b"\0", 1)[0]   # ggml compares C strings
             if raw in seen:
-                yield ctx.at(tensor_field(ctx.mf, i, "name"), f"tensor name {rows.names[i]!r} repeats tensor {seen[raw]}")
+                yield ctx.at(tensor_field(ctx.mf, i, "name"),
+                             f"tensor name {rows.names[i]!r} repeats tensor {seen[raw]}")
             else:
                 seen[raw] = i
 
@@ -75,7 +78,8 @@ class TooManyDims(Rule):
 
     Example: ggml test-gguf's TENSORS_BAD_N_DIMS files (5).
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.n_dimensions``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.n_dimensions``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG110", "too-many-dims", Severity.ERROR, "structure"
     summary = "A tensor has more than 4 dimensions."
@@ -101,7 +105,8 @@ class BadDimension(Rule):
 
     Example: ggml test-gguf's TENSORS_BAD_SHAPE (-1) and TENSORS_NE_TOO_BIG files.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.dimensions``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.dimensions``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG111", "bad-dimension", Severity.ERROR, "structure"
     summary = "A tensor dimension is negative or the element count overflows int64."
@@ -117,7 +122,8 @@ class BadDimension(Rule):
                 continue
             neg = [j for j, d in enumerate(ne) if d > INT64_MAX]
             if neg:
-                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"dimension {neg[0]} is {ne[neg[0]] - (1 << 64)} as int64; "
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"),
+                             f"dimension {neg[0]} is {ne[neg[0]] - (1 << 64)} as int64; "
                              "ggml refuses negative dimensions")
                 continue
             prod = ne[0]
@@ -136,7 +142,8 @@ class UnknownTensorType(Rule):
 
     Example: ggml test-gguf's TENSORS_BAD_TYPE files (43).
 
-    Reference: gguf-spec §1.2 ``ggml_type``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``ggml_type``; ggml src/gguf.cpp,
+    gguf_init_from_file.
     """
     code, name, severity, family = "GG112", "unknown-tensor-type", Severity.ERROR, "structure"
     summary = "A tensor has an unknown or removed ggml type."
@@ -156,7 +163,7 @@ class RowNotBlockMultiple(Rule):
 
     Example: ggml test-gguf's TENSORS_NE_TOO_BIG and TENSORS_NBYTES_TOO_BIG files.
 
-    Reference: gguf-spec §1.2; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure"; ggml src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG113", "row-not-block-multiple", Severity.ERROR, "structure"
     summary = "A row is not whole blocks of the type, or the byte size overflows."
@@ -170,7 +177,8 @@ class RowNotBlockMultiple(Rule):
             tname, be, bb = facts
             ne0 = ne[0] if ne else 1
             if ne0 % be:
-                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"ne[0] = {ne0} is not a multiple of {tname}'s block size {be}")
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"),
+                             f"ne[0] = {ne0} is not a multiple of {tname}'s block size {be}")
                 continue
             n = 1
             for d in ne:
@@ -188,7 +196,8 @@ class UnexpectedTensorOffset(Rule):
 
     Example: ggml test-gguf's TENSORS_BAD_OFFSET and DATA_INCONSISTENT_ALIGN files.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG114", "unexpected-tensor-offset", Severity.ERROR, "structure"
     summary = "A tensor does not start where the previous one ends (padded)."
@@ -212,7 +221,8 @@ class DataSectionPastEnd(Rule):
 
     Example: ggml test-gguf's TENSORS_INCONSISTENT_ALIGN files.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t._padding``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t._padding``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG115", "data-section-past-end", Severity.ERROR, "structure"
     summary = "The file ends before its data section starts."
@@ -238,7 +248,8 @@ class TruncatedTensorData(Rule):
 
     Example: ggml test-gguf's DATA_NOT_ENOUGH_DATA files.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t.tensor_data``; ggml src/gguf.cpp, gguf_init_from_file.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t.tensor_data``; ggml
+    src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG116", "truncated-tensor-data", Severity.ERROR, "structure"
     summary = "The data section is shorter than its tensors need."

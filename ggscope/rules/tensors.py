@@ -42,7 +42,7 @@ class NonstandardTensorName(Rule):
 
     Example: ``layers.0.attention.wq.weight`` in a llama file.
 
-    Reference: gguf-spec §3 "Standardized tensor names"; llama.cpp gguf-py
+    Reference: the GGUF spec (ggml docs/gguf.md), "Standardized tensor names"; llama.cpp gguf-py
     ``gguf/constants.py`` ``MODEL_TENSORS``.
     """
     code, name, severity, family = "GG501", "nonstandard-tensor-name", Severity.WARNING, "tensors"
@@ -71,7 +71,8 @@ class TensorDataPastEnd(Rule):
     Example: a model truncated to its header; a tensor whose offset points 1 GiB past
     the end.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``, ``gguf_file_t.tensor_data``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``,
+    ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG502", "tensor-data-past-end", Severity.ERROR, "tensors"
     summary = "A tensor's data lies (partly) past the end of the file."
@@ -99,7 +100,8 @@ class TensorDataPastEnd(Rule):
                          f"declares {len(bad)} tensor(s) with data ({names}{more})",
                          start=lay.header_end, end=size)
         else:
-            yield ctx.at(tensor_field(ctx.mf, first, "offset"), f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
+            yield ctx.at(tensor_field(ctx.mf, first, "offset"),
+                         f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
                          f"{names}{more}; the first ends at {end}")
 
 
@@ -113,7 +115,7 @@ class OverlappingTensors(Rule):
 
     Example: two tensors with the same offset.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``.
     """
     code, name, severity, family = "GG503", "overlapping-tensors", Severity.ERROR, "tensors"
     summary = "Two tensors' data ranges overlap."
@@ -143,7 +145,8 @@ class TrailingBytes(Rule):
 
     Example: a GGUF file with 4 KiB of zeros appended.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t`` (the data section is the file's last
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t`` (the data section is the
+    file's last
     part); ggml src/gguf.cpp, gguf_init_from_file (reads ``data_size`` bytes and stops).
     """
     code, name, severity, family = "GG504", "trailing-bytes", Severity.WARNING, "tensors"

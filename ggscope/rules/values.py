@@ -51,7 +51,8 @@ class InvalidBool(Rule):
 
     Example: ``tokenizer.ggml.add_bos_token`` stored as the byte 0x02.
 
-    Reference: gguf-spec §1.2 ``gguf_metadata_value_type`` (GGUF_METADATA_VALUE_TYPE_BOOL).
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_metadata_value_type``
+    (GGUF_METADATA_VALUE_TYPE_BOOL).
     """
     code, name, severity, family = "GG201", "invalid-bool", Severity.ERROR, "values"
     summary = "A bool value is a byte other than 0 or 1."
@@ -93,7 +94,7 @@ class StringNotUtf8(Rule):
 
     Example: a vocabulary token stored as the single byte 0xff.
 
-    Reference: gguf-spec §1.2 ``gguf_string_t``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_string_t``.
     """
     code, name, severity, family = "GG202", "string-not-utf8", Severity.ERROR, "values"
     summary = "A string value is not valid UTF-8."
@@ -141,7 +142,8 @@ class NameNotUtf8(Rule):
 
     Example: the tensor name ``b"blk.0.attn_q\\xff.weight"``.
 
-    Reference: gguf-spec §1.2 ``gguf_metadata_kv_t.key``, ``gguf_tensor_info_t.name``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_metadata_kv_t.key``,
+    ``gguf_tensor_info_t.name``.
     """
     code, name, severity, family = "GG203", "name-not-utf8", Severity.ERROR, "values"
     summary = "A metadata key or tensor name is not valid UTF-8."
@@ -167,7 +169,7 @@ class ZeroSizeDimension(Rule):
 
     Example: ``token_embd.weight`` with shape ``(4096, 0)``.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.dimensions``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.dimensions``.
     """
     code, name, severity, family = "GG204", "zero-size-dimension", Severity.WARNING, "values"
     summary = "A tensor has a dimension of 0 (no elements)."
@@ -190,7 +192,7 @@ class AlignmentNotMultipleOf8(Rule):
 
     Example: ``general.alignment = 4``.
 
-    Reference: gguf-spec §2 ``general.alignment``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "Standardized key-value pairs" ``general.alignment``.
     """
     code, name, severity, family = "GG205", "alignment-not-multiple-of-8", Severity.ERROR, "values"
     summary = "general.alignment is not a multiple of 8."
