@@ -82,8 +82,8 @@ def run(checkout: Path, command: str, path: Path) -> tuple[float, float]:
     """(seconds, peak RSS MiB) of ``ggscope COMMAND PATH`` in a fresh process."""
     env = dict(os.environ, PYTHONPATH=str(checkout))
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", CHILD, command, str(path)], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run([sys.executable, "-c", CHILD, command, str(path)], env=env, cwd=path.parent,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)   # cwd: no checkout on sys.path[0]
     s = time.perf_counter() - t
     if proc.returncode not in (0, 1) or "PEAK_KIB" not in proc.stderr:
         raise SystemExit(f"{command} {path.name} ({checkout}): exit {proc.returncode}: {proc.stderr[-400:]}")
