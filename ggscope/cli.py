@@ -41,14 +41,7 @@ def _available(only: str | None = None) -> dict[str, object]:
     """The importable command modules, or with ``only`` just that one: a one-shot
     command does not pay for importing and describing the seven others (``validate``
     alone pulls in the config loader)."""
-    mods = {}
-    for name in (only,) if only else COMMANDS:
-        try:
-            mods[name] = importlib.import_module(f"ggscope.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"ggscope.commands.{name}":
-                raise
-    return mods
+    return {name: importlib.import_module(f"ggscope.commands.{name}") for name in ((only,) if only else COMMANDS)}
 
 
 def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:

@@ -20,8 +20,10 @@ from collections.abc import Iterator
 
 from ggscope.facts import upstream
 from ggscope.facts.upstream_overlay import FILENAME_PREFIXES
+from ggscope.model.open import open as open_file
 from ggscope.model.split import SHARD_RE, shard_paths
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.source.remote import RemoteError, is_remote
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
            "FilenameMetadataMismatch", "SplitSetIncomplete"]
@@ -58,7 +60,6 @@ def _node(ctx: CheckContext, key: str):
 
 
 def _on_disk(ctx: CheckContext) -> bool:
-    from ggscope.source.remote import is_remote
     return bool(ctx.mf.path) and (os.path.isfile(ctx.mf.path) or is_remote(ctx.mf.path))
 
 
@@ -163,8 +164,6 @@ class SplitSetIncomplete(Rule):
     summary = "A shard of the split model is missing or the shards disagree."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ggscope.model.open import open as open_file
-        from ggscope.source.remote import RemoteError, is_remote
         paths = shard_paths(ctx.mf.path or "")
         if paths is None or not _on_disk(ctx):
             return
