@@ -7,7 +7,8 @@ records of strings, numbers and counted number arrays (GGUF tensor infos) are sc
 in bulk (``records``) into a lazy ``RecordArray``; anything else is read element by
 element.  Contract: a count is compared with the bytes left divided by the element
 type's minimum size before anything is allocated, and elements that consume no bytes
-are capped (``MAX_ZERO_SIZE_ELEMENTS``), so nothing loops without consuming.
+are capped (``MAX_ZERO_SIZE_ELEMENTS``; for ``repeat: until``, which stops on parsed
+data, one per byte of the stream), so nothing loops without consuming.
 ``ArrayReader`` is a mixin of ``engine._Engine``: it uses the engine's ``fail``,
 ``read_one``, ``parse_type``, ``resolve_switch`` and ``_decide_byte_order``.
 """
@@ -272,6 +273,9 @@ class ArrayReader:
         kids: list[Node] = []
         i = 0
         zero_run = 0
+        # repeat-until probes that read no bytes (GGUF's alignment_search: one per metadata
+        # entry) stop at a condition on parsed data; at most one per byte of the stream
+        zero_cap = max(MAX_ZERO_SIZE_ELEMENTS, io.size) if f.repeat == "until" else MAX_ZERO_SIZE_ELEMENTS
         while True:
             if n is not None:
                 if i >= n:
@@ -294,7 +298,7 @@ class ArrayReader:
             kids.append(node)
             i += 1
             zero_run = zero_run + 1 if io.pos == before else 0
-            if zero_run and (f.repeat == "eos" or zero_run > MAX_ZERO_SIZE_ELEMENTS
+            if zero_run and (f.repeat == "eos" or zero_run > zero_cap
                              or (n is not None and n - i > MAX_ZERO_SIZE_ELEMENTS)):
                 # a count of elements that take no bytes is not backed by the file: stop
                 # before work or memory grows with it

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ggscope.core.gcpause import paused
 from ggscope.ksy.arrays import MAX_ZERO_SIZE_ELEMENTS, ArrayReader
 from ggscope.ksy.damage import Damage
 from ggscope.ksy.expr import ExprError
@@ -306,8 +307,11 @@ class _Engine(ArrayReader):
 
 
 def parse_spec(spec: Spec, source: ByteSource) -> ParseResult:
-    """Run ``spec`` over ``source``; never raises for damaged input."""
-    return _Engine(spec, source).run()
+    """Run ``spec`` over ``source``; never raises for damaged input.  The cyclic garbage
+    collector is paused meanwhile: the tree stays alive, and its passes would make
+    parsing super-linear in the records (``core.gcpause``)."""
+    with paused():
+        return _Engine(spec, source).run()
 
 
 def parse(format_id: str, source: ByteSource) -> ParseResult:
