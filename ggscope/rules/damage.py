@@ -107,7 +107,7 @@ class InvalidValueType(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if damage_kind(ctx.mf) == self.name:
             d = ctx.mf.damage
-            if (d.error or "").startswith("nesting deeper than"):
+            if d.damage is not None and d.damage.kind == "too-deep":
                 kv = ctx.node(d.path.split("/", 1)[0])      # the entry, not a path 64 levels long
                 key = kv.child("key") if kv is not None else None
                 name = key.child("data") if key is not None else None

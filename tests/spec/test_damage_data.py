@@ -89,3 +89,16 @@ def test_rewording_every_sentence_moves_no_verdict(monkeypatch):
     assert {k for _, k, _ in before} >= {"truncated-file", "count-cannot-fit"}
     monkeypatch.setattr(damage_mod, "_WORDS", {k: (lambda d: "reworded") for k in KINDS})
     assert _verdicts(cases) == before
+
+
+def test_nesting_too_deep_is_judged_on_its_kind(monkeypatch):
+    from ggscope.validate import validate
+    value = b"".join(struct.pack("<IQ", 9, 1) for _ in range(80)) + struct.pack("<IQ", 4, 1) + b"\0" * 4
+    kv = struct.pack("<Q", 3) + b"abc" + struct.pack("<I", 9) + value
+    mf = ggscope.open_bytes(_gguf(0, 1, kv), "deep.gguf")
+    assert mf.damage.damage.kind == "too-deep"
+    monkeypatch.setattr(damage_mod, "_WORDS", {k: (lambda d: "reworded") for k in KINDS})
+    mf = ggscope.open_bytes(_gguf(0, 1, kv), "deep.gguf")
+    assert damage_kind(mf) == "invalid-value-type"
+    gg104 = [f for f in validate(mf) if f.code == "GG104"]
+    assert gg104 and "nested" in gg104[0].message and gg104[0].path == "metadata_kv[0]"
