@@ -99,3 +99,24 @@ def test_legacy_files_add_up_with_the_layout_sizes(shared_fixtures, era, qntvr):
             _, lay = G.resolve_type("ggml-example", qntvr, code, header_ftype=ftype)
             p += G.tensor_nbytes(lay, ne)
         assert p == len(b), path.name
+
+
+def test_structured_scale_agrees_with_the_field_drawing():
+    """Layout.scale is data; the drawing is for people - the two must say the same."""
+    import re
+    drawn = re.compile(r"(?:^|; )(\d+): (f16|f32) d(?:;|$)")
+    for name, lay in G.LAYOUTS.items():
+        m = drawn.search(lay.fields)
+        want = (int(m.group(1)), m.group(2)) if m and lay.block_elems > 1 else None
+        assert lay.scale == want, name
+
+
+def test_rwkv100_layouts_are_their_upstream_twins():
+    from ggscope.facts.layouts import RWKV100_SAME
+    from ggscope.quant.historical import DEQUANTIZERS
+    from ggscope.stats.fused_specs import SPECS
+    for old, same in RWKV100_SAME.items():
+        a, b = G.LAYOUTS[old], G.LAYOUTS[same]
+        assert (a.block_elems, a.block_bytes, a.fields, a.scale, a.same_as) == \
+            (b.block_elems, b.block_bytes, b.fields, b.scale, same)
+        assert DEQUANTIZERS[old] is DEQUANTIZERS[same] and SPECS[old] == SPECS[same]

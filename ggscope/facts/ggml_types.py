@@ -17,7 +17,9 @@ Contract
   it (``None``: no decoder, e.g. the repacked AArch64 layouts).  ``BIT1_PACKED`` is not
   a ggml layout: BIT1 files' sign bits, 64 per u64 word, each row padded to whole
   words; ``tensor_layout(name, ne0)`` gives the layout of one tensor, which for such
-  row-padded layouts with a ragged last word is one block per row.
+  row-padded layouts with a ragged last word is one block per row.  The layout tables
+  themselves live in ``layouts`` (``Layout.scale``: where the block scale is;
+  ``Layout.same_as``: rwkv.cpp version 100's names for upstream layouts).
 * ``type_by_id``, ``type_by_name`` (case-insensitive, "q4_k" works), ``layout``,
   ``tensor_nbytes(type_or_layout, ne)`` and ``resolve_type(format, version, code)``
   which maps a stored type code to ``(type name, layout name)`` or raises ``ValueError``
@@ -36,11 +38,14 @@ legacy-formats.md §4.1.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Iterable, Union
 
+from ggscope.facts.layouts import BIT1_LAYOUT, CURRENT_FIELDS, HISTORICAL_ROWS, RWKV100_SAME, SCALES, Layout
+
 __all__ = [
-    "GGMLType", "Layout", "TYPES", "TYPES_BY_NAME", "LAYOUTS", "QK_K", "tensor_layout",
+    "GGMLType", "Layout", "TYPES", "TYPES_BY_NAME", "LAYOUTS", "QK_K", "tensor_layout", "RWKV100_SAME",
     "GGML_FTYPE", "GGML_FTYPE_HISTORICAL", "LLAMA_FTYPE", "RWKV_TYPES", "FORMATS",
     "type_by_id", "type_by_name", "layout", "tensor_nbytes", "resolve_type",
 ]
@@ -67,25 +72,6 @@ class GGMLType:
     @property
     def bits_per_weight(self) -> float:
         return 8.0 * self.block_bytes / self.block_elems
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The byte layout of one block, as some era of ggml (or a fork) wrote it.
-
-    ``type_name`` is the ggml type the layout encodes; ``fields`` draws the block
-    (offset: field); ``codec`` is the ``ggscope.quant`` module holding its
-    dequantizer (``None`` when ggscope has none); ``source`` cites the shared docs.
-    """
-    name: str
-    type_name: str
-    block_elems: int
-    block_bytes: int
-    fields: str
-    codec: str | None
-    era: str = "current"
-    source: str = "ggml-types.md §2"
-    row_padded: bool = False     # rows end on a whole block (BIT1): see tensor_layout
 
 
 # --- the type table -------------------------------------------------------------------
@@ -150,121 +136,15 @@ for _t in TYPES:
 assert all(t.id == i for i, t in enumerate(TYPES)), "TYPES must be indexed by id"
 
 
-# --- block layouts --------------------------------------------------------------------
-# Current layouts: one per non-removed type, keyed by the type name (ggml-types.md §2).
-_CURRENT_FIELDS: dict[str, tuple[str, str]] = {
-    # name: (codec module, fields)
-    "F32": ("floats", "0: f32"),
-    "F16": ("floats", "0: f16"),
-    "BF16": ("floats", "0: bf16 (upper half of an f32)"),
-    "F64": ("floats", "0: f64"),
-    "I8": ("floats", "0: i8"),
-    "I16": ("floats", "0: i16"),
-    "I32": ("floats", "0: i32"),
-    "I64": ("floats", "0: i64"),
-    "Q4_0": ("legacy", "0: f16 d; 2: u8 qs[16] (split halves)"),
-    "Q4_1": ("legacy", "0: f16 d; 2: f16 m; 4: u8 qs[16] (split halves)"),
-    "Q5_0": ("legacy", "0: f16 d; 2: u8 qh[4]; 6: u8 qs[16] (split halves)"),
-    "Q5_1": ("legacy", "0: f16 d; 2: f16 m; 4: u8 qh[4]; 8: u8 qs[16] (split halves)"),
-    "Q8_0": ("legacy", "0: f16 d; 2: i8 qs[32]"),
-    "Q8_1": ("legacy", "0: f16 d; 2: f16 s; 4: i8 qs[32]"),
-    "Q2_K": ("kquants", "0: u8 scales[16]; 16: u8 qs[64]; 80: f16 d; 82: f16 dmin"),
-    "Q3_K": ("kquants", "0: u8 hmask[32]; 32: u8 qs[64]; 96: u8 scales[12]; 108: f16 d"),
-    "Q4_K": ("kquants", "0: f16 d; 2: f16 dmin; 4: u8 scales[12]; 16: u8 qs[128]"),
-    "Q5_K": ("kquants", "0: f16 d; 2: f16 dmin; 4: u8 scales[12]; 16: u8 qh[32]; 48: u8 qs[128]"),
-    "Q6_K": ("kquants", "0: u8 ql[128]; 128: u8 qh[64]; 192: i8 scales[16]; 208: f16 d"),
-    "Q8_K": ("kquants", "0: f32 d; 4: i8 qs[256]; 260: i16 bsums[16]"),
-    "IQ2_XXS": ("iquants", "0: f16 d; 2: u16 qs[32]"),
-    "IQ2_XS": ("iquants", "0: f16 d; 2: u16 qs[32]; 66: u8 scales[8]"),
-    "IQ3_XXS": ("iquants", "0: f16 d; 2: u8 qs[96]"),
-    "IQ1_S": ("iquants", "0: f16 d; 2: u8 qs[32]; 34: u16 qh[8]"),
-    "IQ4_NL": ("iquants", "0: f16 d; 2: u8 qs[16]"),
-    "IQ3_S": ("iquants", "0: f16 d; 2: u8 qs[64]; 66: u8 qh[8]; 74: u8 signs[32]; 106: u8 scales[4]"),
-    "IQ2_S": ("iquants", "0: f16 d; 2: u8 qs[64]; 66: u8 qh[8]; 74: u8 scales[8]"),
-    "IQ4_XS": ("iquants", "0: f16 d; 2: u16 scales_h; 4: u8 scales_l[4]; 8: u8 qs[128]"),
-    "IQ1_M": ("iquants", "0: u8 qs[32]; 32: u8 qh[16]; 48: u8 scales[8]"),
-    "TQ1_0": ("ternary", "0: u8 qs[48]; 48: u8 qh[4]; 52: f16 d"),
-    "TQ2_0": ("ternary", "0: u8 qs[64]; 64: f16 d"),
-    "MXFP4": ("fp4", "0: u8 e (E8M0); 1: u8 qs[16] (E2M1 codes, split halves)"),
-    "NVFP4": ("fp4", "0: u8 d[4] (UE4M3 per 16 elems); 4: u8 qs[32] (E2M1 codes)"),
-    "Q1_0": ("lowbit", "0: f16 d; 2: u8 qs[16] (1 bit per element, LSB first)"),
-    "Q2_0": ("lowbit", "0: f16 d; 2: u8 qs[16] (2 bits per element)"),
-}
-
-# Historical layouts (legacy-formats.md §5, §6.4; ggml-types.md §4.3).
-# (name, type, elems, bytes, fields, codec, era, source)
-_HISTORICAL_ROWS: tuple[tuple, ...] = (
-    ("Q4_0_QNT0", "Q4_0", 32, 20, "0: f32 d; 4: u8 qs[16] (interleaved)", "historical",
-     "2023-03-11 -> 2023-05-12 (GGML/GGMF, GGJT v1, ggml examples qntvr 0)", "legacy-formats.md §5.1 [L02] [L07]"),
-    ("Q4_0_QNT1", "Q4_0", 32, 20, "0: f32 d; 4: u8 qs[16] (split halves)", "historical",
-     "2023-05-12 -> 2023-05-19 (GGJT v2, ggml examples qntvr 1)", "legacy-formats.md §5.1 [L23]"),
-    ("Q4_1_QNT0", "Q4_1", 32, 24, "0: f32 d; 4: f32 m; 8: u8 qs[16] (interleaved)", "historical",
-     "2023-03-17 -> 2023-05-12", "legacy-formats.md §5.2 [L03] [L07]"),
-    ("Q4_1_QNT1", "Q4_1", 32, 24, "0: f32 d; 4: f32 m; 8: u8 qs[16] (split halves)", "historical",
-     "2023-05-12 -> 2023-05-19", "legacy-formats.md §5.2 [L23]"),
-    ("Q4_2", "Q4_2", 16, 10, "0: f16 d; 2: u8 qs[8] (interleaved)", "historical",
-     "2023-04-18 -> 2023-05-12", "legacy-formats.md §5.3 [L17] [L21]"),
-    ("Q4_3", "Q4_3", 16, 12, "0: f16 d; 2: f16 m; 4: u8 qs[8] (interleaved)", "historical",
-     "2023-04-20 -> 2023-04-28", "legacy-formats.md §5.4 [L18] [L21]"),
-    ("Q5_0_QNT0", "Q5_0", 32, 22, "0: f16 d; 2: u8 qh[4]; 6: u8 qs[16] (interleaved)", "historical",
-     "2023-04-26 -> 2023-05-12", "legacy-formats.md §5.5 [L21]"),
-    ("Q5_1_QNT0", "Q5_1", 32, 24, "0: f16 d; 2: f16 m; 4: u8 qh[4]; 8: u8 qs[16] (interleaved)", "historical",
-     "2023-04-26 -> 2023-05-12", "legacy-formats.md §5.5 [L21]"),
-    ("Q8_0_QNT0", "Q8_0", 32, 36, "0: f32 d; 4: i8 qs[32]", "historical",
-     "2023-04-25 -> 2023-05-19 (GGJT v1/v2, qntvr 0 and 1)", "legacy-formats.md §5.6 [L20] [L23]"),
-    ("Q4_1_O", "Q4_1_O", 32, 24,
-     "0: f16 d; 2: f16 m; 4: u16 outlier_index; 6: f16 outlier_value; 8: u8 qs[16] (interleaved)",
-     "historical", "rwkv.cpp 2023-04-07 -> 2023-04-29", "legacy-formats.md §5.8 [R03]"),
-    # rwkv.cpp version 100: the ggml layouts of the time (legacy-formats.md §6.4).  The
-    # fork rwkv.cpp built against (2023-04-17 -> 05-08) is not public; these are the
-    # upstream layouts of the same dates, hence their own names.
-    ("Q4_0_RWKV100", "Q4_0", 32, 20, "0: f32 d; 4: u8 qs[16] (interleaved) = Q4_0_QNT0", "historical",
-     "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    ("Q4_1_RWKV100", "Q4_1", 32, 24, "0: f32 d; 4: f32 m; 8: u8 qs[16] (interleaved) = Q4_1_QNT0", "historical",
-     "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    ("Q4_2_RWKV100", "Q4_2", 16, 10, "0: f16 d; 2: u8 qs[8] (interleaved) = Q4_2", "historical",
-     "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    ("Q4_3_RWKV100", "Q4_3", 16, 12, "0: f16 d; 2: f16 m; 4: u8 qs[8] (interleaved) = Q4_3", "historical",
-     "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    ("Q5_0_RWKV100", "Q5_0", 32, 22, "0: f16 d; 2: u8 qh[4]; 6: u8 qs[16] (interleaved) = Q5_0_QNT0", "historical",
-     "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    ("Q5_1_RWKV100", "Q5_1", 32, 24, "0: f16 d; 2: f16 m; 4: u8 qh[4]; 8: u8 qs[16] (interleaved) = Q5_1_QNT0",
-     "historical", "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    ("Q8_0_RWKV100", "Q8_0", 32, 36, "0: f32 d; 4: i8 qs[32] = Q8_0_QNT0", "historical",
-     "rwkv.cpp version 100", "legacy-formats.md §6.4"),
-    # Repacked AArch64 layouts of removed ids: rows are interleaved in groups of 4 or 8,
-    # so a block cannot be decoded alone; ggscope measures them but does not decode them.
-    ("Q4_0_4_4", "Q4_0_4_4", 32, 18, "Q4_0 blocks of 4 rows interleaved in 4-byte units", None,
-     "GGUF 2024-07-10 -> 2024-12-07", "ggml-types.md §4.1 [G24]"),
-    ("Q4_0_4_8", "Q4_0_4_8", 32, 18, "Q4_0 blocks of 4 rows interleaved in 8-byte units", None,
-     "GGUF 2024-07-10 -> 2024-12-07", "ggml-types.md §4.1 [G24]"),
-    ("Q4_0_8_8", "Q4_0_8_8", 32, 18, "Q4_0 blocks of 8 rows interleaved in 8-byte units", None,
-     "GGUF 2024-07-10 -> 2024-12-07", "ggml-types.md §4.1 [G24]"),
-    ("IQ4_NL_4_4", "IQ4_NL_4_4", 32, 18, "IQ4_NL blocks of 4 rows interleaved", None,
-     "GGUF 2024-11-28 -> 2024-12-07", "ggml-types.md §4.1 [G26]"),
-    ("IQ4_NL_4_8", "IQ4_NL_4_8", 32, 18, "IQ4_NL blocks of 4 rows interleaved", None,
-     "GGUF 2024-11-28 -> 2024-12-07", "ggml-types.md §4.1 [G26]"),
-    ("IQ4_NL_8_8", "IQ4_NL_8_8", 32, 18, "IQ4_NL blocks of 8 rows interleaved", None,
-     "GGUF 2024-11-28 -> 2024-12-07", "ggml-types.md §4.1 [G26]"),
-)
-
-
-# BIT1 sign bits (the BIT1 exporter's ``pack_bits_rows``): element j of a row is bit j % 64 of u64 word j // 64,
-# little-endian, bit 1 = +1 and bit 0 = -1; each row starts on a new word.
-BIT1_LAYOUT = Layout("BIT1_PACKED", "BIT1_PACKED", 64, 8,
-                     "0: u64 sign bits, LSB first (1 = +1, 0 = -1); rows padded to whole words",
-                     "bit1", "BIT1 exporter v18", "legacy-formats.md §8", row_padded=True)
-
-
 def _build_layouts() -> dict[str, Layout]:
     out: dict[str, Layout] = {}
     for t in TYPES:
         if t.removed:
             continue
-        codec, fields = _CURRENT_FIELDS[t.name]
-        out[t.name] = Layout(t.name, t.name, t.block_elems, t.block_bytes, fields, codec)
-    for row in _HISTORICAL_ROWS:
-        out[row[0]] = Layout(*row)
+        codec, fields = CURRENT_FIELDS[t.name]
+        out[t.name] = Layout(t.name, t.name, t.block_elems, t.block_bytes, fields, codec, scale=SCALES.get(t.name))
+    for row in HISTORICAL_ROWS:
+        out[row[0]] = Layout(*row, scale=SCALES.get(row[0]), same_as=RWKV100_SAME.get(row[0]))
     out[BIT1_LAYOUT.name] = BIT1_LAYOUT
     return out
 
@@ -278,8 +158,7 @@ def tensor_layout(name: str, ne0: int) -> Layout | None:
     if lay is None or not lay.row_padded or ne0 <= 0 or ne0 % lay.block_elems == 0:
         return lay
     blocks = -(-int(ne0) // lay.block_elems)
-    return Layout(lay.name, lay.type_name, int(ne0), blocks * lay.block_bytes, lay.fields,
-                  lay.codec, lay.era, lay.source, row_padded=True)
+    return dataclasses.replace(lay, block_elems=int(ne0), block_bytes=blocks * lay.block_bytes)
 
 
 LAYOUTS: dict[str, Layout] = _build_layouts()

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["required_tensors", "allowed_dims", "loader_name", "MIN_RECORD_BYTES", "Required", "LEGACY_NAMES"]
+__all__ = ["required_tensors", "allowed_dims", "loader_name", "MIN_RECORD_BYTES", "Required", "LEGACY_NAMES",
+           "LEGACY_FORMATS"]
 
 from dataclasses import dataclass
 
@@ -49,19 +50,58 @@ class Required:
 
 MIN_RECORD_BYTES = 12    # n_dims, name length and type words: the smallest tensor record
 
+# The formats llama.cpp wrote before GGUF (its legacy loader reads all three).
+LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
+
+# GGUF tensor names -> the names of the files before GGUF (Meta / early llama.cpp and
+# ggml's gpt-2 example): the one table that diff, the forward pass, the summary and the
+# required-records rule read (the rule lists missing names in this order).
+LEGACY_NAMES = {
+    "llama": {
+        "token_embd.weight": "tok_embeddings.weight",
+        "output_norm.weight": "norm.weight",
+        "output.weight": "output.weight",
+        "blk.{i}.attn_q.weight": "layers.{i}.attention.wq.weight",
+        "blk.{i}.attn_k.weight": "layers.{i}.attention.wk.weight",
+        "blk.{i}.attn_v.weight": "layers.{i}.attention.wv.weight",
+        "blk.{i}.attn_output.weight": "layers.{i}.attention.wo.weight",
+        "blk.{i}.attn_norm.weight": "layers.{i}.attention_norm.weight",
+        "blk.{i}.ffn_gate.weight": "layers.{i}.feed_forward.w1.weight",
+        "blk.{i}.ffn_down.weight": "layers.{i}.feed_forward.w2.weight",
+        "blk.{i}.ffn_up.weight": "layers.{i}.feed_forward.w3.weight",
+        "blk.{i}.ffn_norm.weight": "layers.{i}.ffn_norm.weight",
+    },
+    "gpt2": {
+        "token_embd.weight": "model/wte",
+        "position_embd.weight": "model/wpe",
+        "output_norm.weight": "model/ln_f/g",
+        "output_norm.bias": "model/ln_f/b",
+        "output.weight": "model/lm_head",
+        "blk.{i}.attn_norm.weight": "model/h{i}/ln_1/g",
+        "blk.{i}.attn_norm.bias": "model/h{i}/ln_1/b",
+        "blk.{i}.ffn_norm.weight": "model/h{i}/ln_2/g",
+        "blk.{i}.ffn_norm.bias": "model/h{i}/ln_2/b",
+        "blk.{i}.attn_qkv.weight": "model/h{i}/attn/c_attn/w",
+        "blk.{i}.attn_qkv.bias": "model/h{i}/attn/c_attn/b",
+        "blk.{i}.attn_output.weight": "model/h{i}/attn/c_proj/w",
+        "blk.{i}.attn_output.bias": "model/h{i}/attn/c_proj/b",
+        "blk.{i}.ffn_up.weight": "model/h{i}/mlp/c_fc/w",
+        "blk.{i}.ffn_up.bias": "model/h{i}/mlp/c_fc/b",
+        "blk.{i}.ffn_down.weight": "model/h{i}/mlp/c_proj/w",
+        "blk.{i}.ffn_down.bias": "model/h{i}/mlp/c_proj/b",
+    },
+}
+
+
+def _from_names(arch: str, loader: str, optional: tuple[str, ...] = ()) -> tuple:
+    """(loader, global names, per-layer names with {i}) from ``LEGACY_NAMES``."""
+    names = [n for n in LEGACY_NAMES[arch].values() if n not in optional]
+    return loader, tuple(n for n in names if "{i}" not in n), tuple(n for n in names if "{i}" in n)
+
+
 # loader key -> (human name, global names, per-layer names with {i})
-_LLAMA = ("llama.cpp's legacy loader",
-          ("tok_embeddings.weight", "norm.weight", "output.weight"),
-          tuple(f"layers.{{i}}.{n}" for n in (
-              "attention.wq.weight", "attention.wk.weight", "attention.wv.weight", "attention.wo.weight",
-              "attention_norm.weight", "feed_forward.w1.weight", "feed_forward.w2.weight",
-              "feed_forward.w3.weight", "ffn_norm.weight")))
-_GPT2 = ("ggml's gpt-2 example loader",
-         ("model/wte", "model/wpe", "model/ln_f/g", "model/ln_f/b"),
-         tuple(f"model/h{{i}}/{n}" for n in (
-             "ln_1/g", "ln_1/b", "ln_2/g", "ln_2/b", "attn/c_attn/w", "attn/c_attn/b",
-             "attn/c_proj/w", "attn/c_proj/b", "mlp/c_fc/w", "mlp/c_fc/b", "mlp/c_proj/w",
-             "mlp/c_proj/b")))
+_LLAMA = _from_names("llama", "llama.cpp's legacy loader")
+_GPT2 = _from_names("gpt2", "ggml's gpt-2 example loader", optional=("model/lm_head",))
 _GPTJ = ("ggml's gpt-j example loader",
          ("transformer.wte.weight", "transformer.ln_f.weight", "transformer.ln_f.bias",
           "lm_head.weight", "lm_head.bias"),
@@ -130,45 +170,6 @@ _DIMS = {"llama": (1, 2), "gpt-2": (1, 2), "gpt-j": (1, 2), "rwkv.cpp": (1, 3), 
 _DIMS_LOADER = {"llama": _LLAMA[0], "gpt-2": _GPT2[0], "gpt-j": _GPTJ[0],
                 "rwkv.cpp": "rwkv.cpp (rwkv_fread_tensor_header)", "chatglm.cpp": "chatglm.cpp's loader"}
 
-
-
-# GGUF tensor names -> the names of the files before GGUF (Meta / early llama.cpp and
-# ggml's gpt-2 example): the one table that diff, the forward pass and the rules read.
-LEGACY_NAMES = {
-    "llama": {
-        "token_embd.weight": "tok_embeddings.weight",
-        "output_norm.weight": "norm.weight",
-        "output.weight": "output.weight",
-        "blk.{i}.attn_norm.weight": "layers.{i}.attention_norm.weight",
-        "blk.{i}.attn_q.weight": "layers.{i}.attention.wq.weight",
-        "blk.{i}.attn_k.weight": "layers.{i}.attention.wk.weight",
-        "blk.{i}.attn_v.weight": "layers.{i}.attention.wv.weight",
-        "blk.{i}.attn_output.weight": "layers.{i}.attention.wo.weight",
-        "blk.{i}.ffn_norm.weight": "layers.{i}.ffn_norm.weight",
-        "blk.{i}.ffn_gate.weight": "layers.{i}.feed_forward.w1.weight",
-        "blk.{i}.ffn_down.weight": "layers.{i}.feed_forward.w2.weight",
-        "blk.{i}.ffn_up.weight": "layers.{i}.feed_forward.w3.weight",
-    },
-    "gpt2": {
-        "token_embd.weight": "model/wte",
-        "position_embd.weight": "model/wpe",
-        "output_norm.weight": "model/ln_f/g",
-        "output_norm.bias": "model/ln_f/b",
-        "output.weight": "model/lm_head",
-        "blk.{i}.attn_norm.weight": "model/h{i}/ln_1/g",
-        "blk.{i}.attn_norm.bias": "model/h{i}/ln_1/b",
-        "blk.{i}.attn_qkv.weight": "model/h{i}/attn/c_attn/w",
-        "blk.{i}.attn_qkv.bias": "model/h{i}/attn/c_attn/b",
-        "blk.{i}.attn_output.weight": "model/h{i}/attn/c_proj/w",
-        "blk.{i}.attn_output.bias": "model/h{i}/attn/c_proj/b",
-        "blk.{i}.ffn_norm.weight": "model/h{i}/ln_2/g",
-        "blk.{i}.ffn_norm.bias": "model/h{i}/ln_2/b",
-        "blk.{i}.ffn_up.weight": "model/h{i}/mlp/c_fc/w",
-        "blk.{i}.ffn_up.bias": "model/h{i}/mlp/c_fc/b",
-        "blk.{i}.ffn_down.weight": "model/h{i}/mlp/c_proj/w",
-        "blk.{i}.ffn_down.bias": "model/h{i}/mlp/c_proj/b",
-    },
-}
 
 
 def _kind(mf) -> str | None:

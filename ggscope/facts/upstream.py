@@ -117,33 +117,48 @@ def key_types() -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=None)
-def _templates_for(arch: str | None) -> tuple[dict[str, str], tuple[tuple[re.Pattern, str], ...]]:
-    """Exact keys, and patterns for templates with other fields (``general.base_model.{id}.name``)."""
-    exact, patterns = {}, []
-    for tmpl, t in key_types().items():
-        if tmpl.startswith("{arch}."):
-            if not arch:
-                continue
-            tmpl = tmpl.replace("{arch}", arch, 1)
+@lru_cache(maxsize=1)
+def _templates() -> tuple[dict[str, tuple[int, str]], tuple[tuple[int, re.Pattern, str], ...],
+                          dict[str, tuple[int, str]], tuple[tuple[int, re.Pattern, str], ...]]:
+    """The key templates compiled once, independent of any file: exact keys and patterns
+    for templates with other fields (``general.base_model.{id}.name``), each split into
+    global templates and ``{arch}.`` templates (held without the ``{arch}.`` prefix),
+    each entry tagged with its place in ``key_types()``.  The architecture a file names
+    is never compiled into a pattern: it is compared as a prefix (issue 23, item 6)."""
+    g_exact: dict[str, tuple[int, str]] = {}
+    a_exact: dict[str, tuple[int, str]] = {}
+    g_pat: list[tuple[int, re.Pattern, str]] = []
+    a_pat: list[tuple[int, re.Pattern, str]] = []
+    for i, (tmpl, t) in enumerate(key_types().items()):
+        per_arch = tmpl.startswith("{arch}.")
+        if per_arch:
+            tmpl = tmpl[len("{arch}."):]
         if "{" not in tmpl:
-            exact[tmpl] = t
+            (a_exact if per_arch else g_exact)[tmpl] = (i, t)
         else:
             rx = "".join(r"\d+" if part.startswith("{") else re.escape(part)
                          for part in re.split(r"(\{[a-z_]+\})", tmpl) if part)
-            patterns.append((re.compile(rx), t))
-    return exact, tuple(patterns)
+            (a_pat if per_arch else g_pat).append((i, re.compile(rx), t))
+    return g_exact, tuple(g_pat), a_exact, tuple(a_pat)
 
 
 def expected_key_type(key: str, arch: str | None = None) -> str | None:
-    """The type gguf-py writes ``key`` with (None: not a standard key)."""
-    exact, patterns = _templates_for(arch)
-    if key in exact:
-        return exact[key]
-    for rx, t in patterns:
-        if rx.fullmatch(key):
-            return t
-    return None
+    """The type gguf-py writes ``key`` with (None: not a standard key).
+
+    ``{arch}.`` templates apply to keys that start with ``arch`` and a dot; when a global
+    and an architecture template both name the key, the later template in
+    ``key_types()`` wins (as one dict of expanded templates would have it).  The work is
+    one prefix comparison and dictionary lookups, whatever the length of ``arch``.
+    """
+    g_exact, g_pat, a_exact, a_pat = _templates()
+    rest = key[len(arch) + 1:] if arch and key.startswith(arch) and key[len(arch):len(arch) + 1] == "." else None
+    hits = [h for h in (g_exact.get(key), a_exact.get(rest) if rest is not None else None) if h is not None]
+    if hits:
+        return max(hits)[1]
+    found = [(i, t) for i, rx, t in g_pat if rx.fullmatch(key)][:1]
+    if rest is not None:
+        found += [(i, t) for i, rx, t in a_pat if rx.fullmatch(rest)][:1]
+    return min(found)[1] if found else None
 
 
 @lru_cache(maxsize=None)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ggscope.core.errors import FileChanged, GGScopeError
+from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 from ggscope.facts.rwkv_arch import arch_version, head_geometry
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def _rwkv_cpp_arch(model: "ModelFile") -> str:
 
 
 # Early files name no architecture; their first tensor names tell (ggml's examples).
-_LEGACY_TENSOR_ARCH = {"tok_embeddings.weight": "llama", "model/wte": "gpt2"}
+_LEGACY_TENSOR_ARCH = {names["token_embd.weight"]: arch for arch, names in LEGACY_NAMES.items()}
 
 
 def architecture(model: "ModelFile") -> str:
@@ -138,7 +139,7 @@ def architecture(model: "ModelFile") -> str:
         value = model.metadata.get(key)
         if isinstance(value, str) and value:
             return value
-    if model.format in ("ggml", "ggmf", "ggjt"):
+    if model.format in LEGACY_FORMATS:
         names = {t.name for t in model.tensors}
         for tensor, arch in _LEGACY_TENSOR_ARCH.items():
             if tensor in names:

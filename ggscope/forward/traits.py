@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ggscope.forward import WeightError, WeightMapper
-from ggscope.facts.legacy_tensors import LEGACY_NAMES
+from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 
 __all__ = ["Traits", "TRAITS", "Config", "LEGACY_FORMATS", "LEGACY_NAMES", "read_config"]
 
-LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
 
 
 @dataclass(frozen=True)

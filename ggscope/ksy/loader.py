@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ggscope import formats
 from ggscope.ksy.model import Spec, compile_spec
 
 __all__ = ["load_spec", "spec_path", "load_ksy_file", "parse_yaml"]
@@ -21,7 +22,6 @@ __all__ = ["load_spec", "spec_path", "load_ksy_file", "parse_yaml"]
 
 def spec_path(format_id: str) -> Path:
     """Path of ``formats/<format_id>.ksy`` (inside the installed package)."""
-    from ggscope import formats
     here = os.path.join(os.path.dirname(formats.__file__ or ""), f"{format_id}.ksy")
     if os.path.isfile(here):                # an ordinary install: no importlib.resources to load
         return Path(here)
@@ -44,7 +44,7 @@ def load_ksy_file(path: str | Path) -> Spec:
 def _document(format_id: str) -> Any:
     with open(spec_path(format_id), "rb") as fh:
         source = fh.read()
-    from ggscope.ksy.documents import DOCUMENTS
+    from ggscope.ksy.documents import DOCUMENTS     # 1,500 lines of literals: loaded only when a spec is
     stored = DOCUMENTS.get(format_id)
     if stored is not None and stored[0] == source:
         return stored[1]

@@ -4,141 +4,19 @@ Loading resolves everything that does not depend on a file: type references (wit
 Kaitai's scoping: nested types first, then enclosing types), enum tables, expression
 closures, primitive formats, each type's minimum byte size (used to refuse counts that
 cannot fit before any loop runs) and whether a type is a *length-prefixed string*
-(``[len: uint, data: str/bytes of size len]``), which the engine scans in bulk.
+(``[len: uint, data: str/bytes of size len]``), which the engine scans in bulk.  The
+compiled objects themselves are defined in ``spec_types`` (re-exported here).
 """
 from __future__ import annotations
 
 import re
-import struct
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ggscope.core.errors import SpecError
 from ggscope.ksy.expr import compile_expr
+from ggscope.ksy.spec_types import PRIMITIVES, EnumSpec, FieldSpec, Spec, TypeRef, TypeSpec, prim
 
 __all__ = ["Spec", "TypeSpec", "FieldSpec", "TypeRef", "compile_spec", "PRIMITIVES"]
-
-# name -> (size, struct code, is_float)
-_PRIM_BASE = {"u1": (1, "B"), "u2": (2, "H"), "u4": (4, "I"), "u8": (8, "Q"),
-              "s1": (1, "b"), "s2": (2, "h"), "s4": (4, "i"), "s8": (8, "q"),
-              "f4": (4, "f"), "f8": (8, "d")}
-PRIMITIVES = set(_PRIM_BASE) | {n + e for n in _PRIM_BASE for e in ("le", "be")}
-
-
-@dataclass
-class Prim:
-    name: str          # "u4"
-    size: int
-    code: str          # struct code without byte order
-    endian: str | None # "le", "be" or None (inherit)
-    structs: tuple = ()  # (little Struct, big Struct)
-    dtypes: tuple = ()   # numpy dtypes (little, big)
-
-    @property
-    def is_int(self) -> bool:
-        return self.code not in "fd"
-
-
-@dataclass
-class TypeRef:
-    kind: str                      # "prim", "bytes", "str", "strz", "user", "switch"
-    prim: Prim | None = None
-    user: "TypeSpec | None" = None
-    args: list = field(default_factory=list)           # compiled arg closures
-    switch_on: Callable | None = None
-    switch_uses_index: bool = False
-    switch_text: str = ""
-    cases: list = field(default_factory=list)         # [(match value or None for default, TypeRef)]
-    name: str = ""
-
-
-@dataclass
-class FieldSpec:
-    id: str
-    doc: str
-    spec_path: str
-    tref: TypeRef
-    is_instance: bool = False
-    repeat: str | None = None
-    repeat_expr: Callable | None = None
-    repeat_text: str | None = None
-    repeat_until: Callable | None = None
-    if_expr: Callable | None = None
-    size: Callable | None = None
-    size_text: str | None = None
-    size_eos: bool = False
-    contents: bytes | None = None
-    enum: "EnumSpec | None" = None
-    encoding: str | None = None
-    terminator: int | None = None
-    consume: bool = True
-    include: bool = False
-    pos: Callable | None = None
-    io: Callable | None = None
-    value: Callable | None = None
-    hidden: bool = False
-
-
-@dataclass
-class EnumSpec:
-    name: str
-    by_value: dict[int, str]
-    by_name: dict[str, int]
-
-
-@dataclass
-class TypeSpec:
-    name: str
-    spec_path: str
-    doc: str = ""
-    parent: "TypeSpec | None" = None
-    seq: list[FieldSpec] = field(default_factory=list)
-    instances: dict[str, FieldSpec] = field(default_factory=dict)
-    types: dict[str, "TypeSpec"] = field(default_factory=dict)
-    enums: dict[str, EnumSpec] = field(default_factory=dict)
-    params: list[str] = field(default_factory=list)
-    endian: str | None = None             # "le", "be" or None
-    endian_switch: Callable | None = None
-    endian_cases: list = field(default_factory=list)
-    endian_text: str | None = None
-    min_size: int = 0
-    lp_string: tuple | None = None        # (len field, data field) when a length-prefixed string
-    record: tuple | None = None           # field kinds when arrays of it can be scanned in bulk
-    raw: dict = field(default_factory=dict)
-
-    def lookup_type(self, name: str) -> "TypeSpec | None":
-        t: TypeSpec | None = self
-        while t is not None:
-            if name in t.types:
-                return t.types[name]
-            t = t.parent
-        return None
-
-    def lookup_enum(self, name: str) -> EnumSpec | None:
-        t: TypeSpec | None = self
-        while t is not None:
-            if name in t.enums:
-                return t.enums[name]
-            t = t.parent
-        return None
-
-
-@dataclass
-class Spec:
-    id: str
-    root: TypeSpec
-    meta: dict[str, Any]
-    encoding: str | None
-
-
-def _prim(name: str) -> Prim:
-    base, endian = (name[:-2], name[-2:]) if name[-2:] in ("le", "be") and len(name) > 2 else (name, None)
-    size, code = _PRIM_BASE[base]
-    import numpy as np
-    return Prim(base, size, code, endian,
-                (struct.Struct("<" + code), struct.Struct(">" + code)),
-                (np.dtype("<" + code), np.dtype(">" + code)))
-
 
 _TYPE_CALL = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_:]*)\s*(?:\((.*)\))?\s*$")
 
@@ -237,7 +115,7 @@ class _Compiler:
             return TypeRef("bytes", name="bytes")
         tval = str(tval)
         if tval in PRIMITIVES:
-            return TypeRef("prim", prim=_prim(tval), name=tval)
+            return TypeRef("prim", prim=prim(tval), name=tval)
         if tval in ("str", "strz"):
             return TypeRef(tval, name=tval)
         m = _TYPE_CALL.match(tval)

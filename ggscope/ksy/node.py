@@ -9,7 +9,9 @@ read these nodes; nobody re-reads header bytes by hand.
 Contract
 --------
 * ``start``/``end`` are absolute file offsets, half-open.  A node that failed to parse
-  (``error`` is set) has ``end is None``: it says where parsing stopped and why.
+  (``damage`` is set, a ``ksy.damage.Damage``) has ``end is None``: it says where
+  parsing stopped and why - as data in ``damage``, as a sentence for display in
+  ``error``.
 * ``children`` is a sequence.  For arrays it is lazy: a ``LazyChildren`` that builds a
   child node only when indexed, so a 128k-token vocabulary costs no objects until
   somebody looks at it.
@@ -20,7 +22,10 @@ Contract
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ggscope.ksy.damage import Damage
 
 __all__ = ["Node", "LazyChildren", "walk", "deepest_at", "find"]
 
@@ -29,12 +34,12 @@ class Node:
     """One field of a parsed file.  See the module docstring for the contract."""
 
     __slots__ = ("name", "path", "ktype", "start", "end", "value", "doc", "spec_path",
-                 "error", "_children", "enum")
+                 "damage", "_children", "enum")
 
     def __init__(self, name: str, path: str, ktype: str, start: int, end: int | None,
                  value: Any = None, doc: str = "", spec_path: str = "",
                  children: Sequence[Node] | Callable[[], Sequence[Node]] = (),
-                 error: str | None = None, enum: str | None = None) -> None:
+                 damage: "Damage | None" = None, enum: str | None = None) -> None:
         self.name = name
         self.path = path
         self.ktype = ktype
@@ -43,7 +48,7 @@ class Node:
         self.value = value
         self.doc = doc
         self.spec_path = spec_path
-        self.error = error
+        self.damage = damage
         self.enum = enum
         self._children = children
 
@@ -59,8 +64,14 @@ class Node:
         return 0 if self.end is None else self.end - self.start
 
     @property
+    def error(self) -> str | None:
+        """Why this field failed to parse, in words (display only: decide on ``damage``)."""
+        d = self.damage
+        return None if d is None else d.sentence
+
+    @property
     def is_error(self) -> bool:
-        return self.error is not None
+        return self.damage is not None
 
     def child(self, name: str) -> Node | None:
         for kid in self.children:

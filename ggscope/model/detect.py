@@ -9,7 +9,7 @@ and the view builder; rows whose magic is shared carry a ``sniff`` that looks fu
 """
 from __future__ import annotations
 
-import importlib
+from ggscope.model import detect_legacy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -37,11 +37,7 @@ def _u32(head: bytes, at: int) -> int | None:
 
 def _legacy_sniff(kind: str) -> Callable[[bytes, int], bool]:
     def sniff(head: bytes, size: int) -> bool:
-        try:
-            mod = importlib.import_module("ggscope.model.detect_legacy")
-        except ImportError:
-            return False
-        return mod.sniff(head, size) == kind
+        return detect_legacy.sniff(head, size) == kind
     return sniff
 
 

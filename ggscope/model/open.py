@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import re
 from typing import TYPE_CHECKING
 
 from ggscope.core.errors import UnknownFormat
@@ -53,9 +52,6 @@ def _open_source(source, path: str) -> "ModelFile":
     return view.build(result.root, source, path, result.error)
 
 
-_NEEDS = re.compile(r"(?:needs?|need at least) (\d+) bytes|size (\d+) runs past the end")
-
-
 def _parse_remote(fmt, source):
     """Fetch the header of a remote file, then parse it as if it were local.
 
@@ -88,8 +84,8 @@ def _bytes_needed(err, n: int, size: int) -> int | None:
         return None
     if err.start >= n - 64:
         return n + 1
-    m = _NEEDS.search(err.error or "")
-    if m:
-        need = err.start + int(m.group(1) or m.group(2))
-        return need if n < need <= size else None
+    for d in (err.damage.chain() if err.damage is not None else ()):
+        if d.bytes_needed is not None:      # a field, count or size the rest of the file may hold
+            need = d.offset + d.bytes_needed
+            return need if n < need <= size else None
     return None

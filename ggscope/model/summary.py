@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ggscope.facts.ggml_types import GGML_FTYPE, LLAMA_FTYPE
+from ggscope.facts.legacy_tensors import LEGACY_FORMATS
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["Summary", "summarize", "file_type_name", "gguf_key", "LEGACY_FORMATS", "bits_per_weight",
            "is_legacy_llama"]
 
-LEGACY_FORMATS = ("ggml", "ggmf", "ggjt")
 # legacy llama header word -> GGUF key ("{arch}" is the architecture, llama for these files)
 _LEGACY_TO_GGUF = {
     "n_vocab": "{arch}.vocab_size",

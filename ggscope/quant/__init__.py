@@ -67,13 +67,7 @@ def dequantizer(layout: str) -> tuple[_Codec, bool]:
     lay = _layout(layout, layout)
     if lay.codec is None:
         raise NotImplementedError(f"{layout}: no dequantizer for this layout ({lay.fields}; {lay.era})")
-    try:
-        module = importlib.import_module(f"{__name__}.{lay.codec}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{lay.codec}":
-            raise
-        raise NotImplementedError(
-            f"{layout}: dequantizer module ggscope.quant.{lay.codec} is not available") from None
+    module = importlib.import_module(f"{__name__}.{lay.codec}")   # by name: only the codec asked for loads
     fn = getattr(module, "DEQUANTIZERS", {}).get(layout)
     if fn is None:
         raise NotImplementedError(f"{layout}: ggscope.quant.{lay.codec} has no dequantizer for it")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ggscope.facts.layouts import RWKV100_SAME
 from ggscope.quant.floats import f16_scale, f32_scale, new_out, scalar_field
 from ggscope.quant.legacy import fifth_bits, finish, nibbles
 
@@ -114,12 +115,6 @@ DEQUANTIZERS = {
     "Q5_1_QNT0": dequantize_q5_1_qnt0,
     "Q8_0_QNT0": dequantize_q8_0_qnt0,
     "Q4_1_O": dequantize_q4_1_o,
-    # rwkv.cpp version 100: upstream ggml layouts of the same dates (legacy-formats.md §6.4)
-    "Q4_0_RWKV100": _Q4_0_QNT0,
-    "Q4_1_RWKV100": _Q4_1_QNT0,
-    "Q4_2_RWKV100": dequantize_q4_2,
-    "Q4_3_RWKV100": dequantize_q4_3,
-    "Q5_0_RWKV100": dequantize_q5_0_qnt0,
-    "Q5_1_RWKV100": dequantize_q5_1_qnt0,
-    "Q8_0_RWKV100": dequantize_q8_0_qnt0,
 }
+# rwkv.cpp version 100: upstream ggml layouts of the same dates (facts.layouts.RWKV100_SAME)
+DEQUANTIZERS.update({old: DEQUANTIZERS[same] for old, same in RWKV100_SAME.items()})

@@ -16,14 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.structure import ggml_layout, tensor_nodes
-from ggscope.rules.structure import _nbytes as ggml_nbytes
+from ggscope.rules.common import ggml_layout, pad, tensor_field, tensor_rows
 
 __all__ = ["RULES", "MisalignedTensorOffset", "NonZeroHeaderPadding", "NonZeroTensorPadding"]
-
-
-def _pad(n: int, a: int) -> int:
-    return (n + a - 1) // a * a if a > 0 else n
 
 
 def _first_nonzero(ctx: CheckContext, start: int, end: int) -> int | None:
@@ -47,7 +42,7 @@ class MisalignedTensorOffset(Rule):
 
     Example: a tensor at offset 36 with the default alignment 32.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``.
     """
     code, name, severity, family = "GG301", "misaligned-tensor-offset", Severity.ERROR, "alignment"
     summary = "A tensor offset is not a multiple of the alignment."
@@ -56,10 +51,10 @@ class MisalignedTensorOffset(Rule):
         a = ggml_layout(ctx.mf).alignment
         if a <= 0 or a & (a - 1):
             return                                  # GG107 owns a broken alignment
-        for ti in tensor_nodes(ctx.mf):
-            off = int(ti["offset"].value)
+        rows = tensor_rows(ctx.mf)
+        for i, off in enumerate(rows.offsets):
             if off % a:
-                yield ctx.at(ti["offset"], f"tensor {ti['name']['data'].value!r} has offset {off}, "
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} has offset {off}, "
                              f"not a multiple of the alignment {a}")
 
 
@@ -75,7 +70,7 @@ class NonZeroHeaderPadding(Rule):
     Example: a writer that forgot to pad: the first tensor's bytes start right after
     the tensor infos, so the "padding" holds tensor data.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t._padding``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t._padding``.
     """
     code, name, severity, family = "GG302", "nonzero-header-padding", Severity.WARNING, "alignment"
     summary = "The padding before the data section is not all zero bytes."
@@ -101,7 +96,7 @@ class NonZeroTensorPadding(Rule):
 
     Example: a Q8_0 tensor whose info says 32 elements but whose writer wrote 64.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t.tensor_data``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG303", "nonzero-tensor-padding", Severity.WARNING, "alignment"
     summary = "The padding after a tensor's data is not all zero bytes."
@@ -111,17 +106,16 @@ class NonZeroTensorPadding(Rule):
         if lay.data_start is None or lay.alignment <= 0:
             return
         a = lay.alignment
-        for ti in tensor_nodes(ctx.mf):
-            nb = ggml_nbytes(ti)
-            off = int(ti["offset"].value)
+        rows = tensor_rows(ctx.mf)
+        for name, nb, off in zip(rows.names, rows.nbytes, rows.offsets):
             if nb is None or off % a:
                 continue
             start = lay.data_start + off + nb
-            at = _first_nonzero(ctx, start, lay.data_start + _pad(off + nb, a))
+            at = _first_nonzero(ctx, start, lay.data_start + pad(off + nb, a))
             if at is not None:
-                yield ctx.at(None, f"tensor {ti['name']['data'].value!r}: padding byte at {at} after its "
+                yield ctx.at(None, f"tensor {name!r}: padding byte at {at} after its "
                              f"{nb} bytes is 0x{ctx.mf.source.read(at, at + 1)[0]:02x}, should be 0x00",
-                             start=start, end=lay.data_start + _pad(off + nb, a))
+                             start=start, end=lay.data_start + pad(off + nb, a))
 
 
 RULES = [MisalignedTensorOffset, NonZeroHeaderPadding, NonZeroTensorPadding]

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ggscope.core.escape import escape_text
+from ggscope.ksy.node import find
+
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
     from ggscope.ksy.node import Node
@@ -72,7 +75,6 @@ class CheckContext:
                        path, s, e, spec_path, self.rule.name)
 
     def node(self, path: str) -> "Node | None":
-        from ggscope.ksy.node import find
         return find(self.mf.root, path)
 
 
@@ -107,7 +109,6 @@ def quoted(text: "str | bytes") -> str:
     """File-provided text or bytes in a finding's message: in double quotes, control
     characters and bytes that are not UTF-8 escaped (``"FU\\x00G"``), never a Python
     ``b'...'`` repr."""
-    from ggscope.core.escape import escape_text
     if isinstance(text, (bytes, bytearray, memoryview)):
         text = bytes(text).decode("utf-8", "surrogateescape")
     return '"' + escape_text(str(text)) + '"'

@@ -24,7 +24,6 @@ a forward pass and for damaged files.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -39,7 +38,6 @@ __all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "ForwardCheck", "scale_
 
 CHUNK_ELEMS = 1 << 20           # elements per chunk: at most 8 MiB read per thread
 CHUNK_BLOCKS = 1 << 15
-_D_FIELD = re.compile(r"(?:^|; )(\d+): (f16|f32) d;")
 FORWARD_BUDGET_BYTES = 1 << 30  # GG1003 runs only if all weights as float32 fit in this
 
 
@@ -48,8 +46,7 @@ def scale_field(layout: str) -> tuple[int, str] | None:
     lay = LAYOUTS.get(layout)
     if lay is None:
         return None
-    m = _D_FIELD.search(lay.fields + ";")
-    return (int(m.group(1)), m.group(2)) if m else None
+    return lay.scale
 
 
 def _readable(ctx: CheckContext, t) -> bool:

@@ -20,8 +20,10 @@ from collections.abc import Iterator
 
 from ggscope.facts import upstream
 from ggscope.facts.upstream_overlay import FILENAME_PREFIXES
+from ggscope.model.open import open as open_file
 from ggscope.model.split import SHARD_RE, shard_paths
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.source.remote import RemoteError, is_remote
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
            "FilenameMetadataMismatch", "SplitSetIncomplete"]
@@ -58,7 +60,6 @@ def _node(ctx: CheckContext, key: str):
 
 
 def _on_disk(ctx: CheckContext) -> bool:
-    from ggscope.source.remote import is_remote
     return bool(ctx.mf.path) and (os.path.isfile(ctx.mf.path) or is_remote(ctx.mf.path))
 
 
@@ -71,7 +72,8 @@ class FilenameConvention(Rule):
 
     Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` passes.
 
-    Reference: gguf-spec.txt §1.1, §1.1.1; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
+    Reference: the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention", "Validating Above Naming
+    Convention"; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
     """
     code, name, severity, family = "GG801", "filename-convention", Severity.INFO, "filename"
     summary = "The file name does not follow the GGUF naming convention."
@@ -97,7 +99,8 @@ class FilenameMetadataMismatch(Rule):
 
     Example: ``Llama-7B-v1.0-Q4_0.gguf`` whose ``general.file_type`` is MOSTLY_Q8_0.
 
-    Reference: gguf-spec.txt §1.1 (components and where each is derived from); file
+    Reference: the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention" (components and where each is
+    derived from); file
     types from gguf-py ``LlamaFileType``.
     """
     code, name, severity, family = "GG802", "filename-metadata-mismatch", Severity.WARNING, "filename"
@@ -155,14 +158,12 @@ class SplitSetIncomplete(Rule):
     Example: ``m-00001-of-00003.gguf`` and ``m-00003-of-00003.gguf`` without the second.
 
     Reference: llama.cpp ``gguf-split`` (keys ``split.no``, ``split.count``,
-    ``split.tensors.count``); gguf-spec.txt §1.1 Shard.
+    ``split.tensors.count``); the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention" Shard.
     """
     code, name, severity, family = "GG803", "split-set", Severity.ERROR, "filename"
     summary = "A shard of the split model is missing or the shards disagree."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ggscope.model.open import open as open_file
-        from ggscope.source.remote import RemoteError, is_remote
         paths = shard_paths(ctx.mf.path or "")
         if paths is None or not _on_disk(ctx):
             return

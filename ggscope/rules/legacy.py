@@ -39,7 +39,8 @@ class GgjtAlignment(Rule):
 
     Example: a GGJT v3 tensor whose data starts at offset 0x1234.
 
-    Reference: gguf-spec.txt §5.1 ("GGJT: Aligns the tensors"); legacy-formats.md.
+    Reference: the GGUF spec (ggml docs/gguf.md), "Historical State of Affairs" ("GGJT: Aligns the
+    tensors"); llama.cpp's pre-GGUF loader (llama.cpp before GGUF landed, 2023-08-21).
     """
     code, name, severity, family = "GG901", "ggjt-alignment", Severity.ERROR, "legacy"
     summary = "GGJT tensor data is not aligned to 32 bytes."
@@ -62,7 +63,8 @@ class LegacyTypeInvalid(Rule):
 
     Example: an rwkv.cpp version-101 file with data type 5 (Q4_2).
 
-    Reference: legacy-formats.md §6.3 (rwkv.cpp types by version), §4.2 (llama.cpp).
+    Reference: rwkv.cpp's rwkv_file_format.inc and rwkv_model_loading.inc (types by file version);
+    llama.cpp's pre-GGUF loader (llama.cpp before GGUF landed, 2023-08-21) (ggml type ids of 2023).
     """
     code, name, severity, family = "GG902", "legacy-type-invalid", Severity.ERROR, "legacy"
     summary = "A tensor type code is not valid in this format version."
@@ -90,7 +92,7 @@ class Bit1Size(Rule):
 
     Example: a BIT1 file with 8 bytes appended.
 
-    Reference: bit1-export.txt; legacy-formats.md §8.
+    Reference: the BIT1 exporter (the v18 BitLM checkpoint export script).
     """
     code, name, severity, family = "GG903", "bit1-size", Severity.ERROR, "legacy"
     summary = "The BIT1 file size differs from the size its header implies."
@@ -115,7 +117,7 @@ class Bit1PaddingBits(Rule):
 
     Example: ``d_model = 100``; bits 100..127 of a row are not all zero.
 
-    Reference: bit1-export.txt; legacy-formats.md §8.
+    Reference: the BIT1 exporter (the v18 BitLM checkpoint export script).
     """
     code, name, severity, family = "GG904", "bit1-padding-bits", Severity.ERROR, "legacy"
     summary = "Unused padding bits of a BIT1 sign row are set."
@@ -176,7 +178,10 @@ class MissingTensors(Rule):
 
     Example: an rwkv.cpp file with n_layer = 4 whose records stop after block 2.
 
-    Reference: ggscope/legacy_tensors.py; legacy-formats.md §1.2, §1.3, §6.6, §7.6.
+    Reference: ggscope.facts.legacy_tensors, which restates llama.cpp's pre-GGUF loader (llama.cpp before
+    GGUF landed, 2023-08-21);
+    ggml's examples/gpt-2/main.cpp; rwkv.cpp's rwkv_file_format.inc and rwkv_model_loading.inc;
+    chatglm.cpp's chatglm.cpp (ModelLoader).
     """
     code, name, severity, family = "GG905", "missing-tensors", Severity.ERROR, "legacy"
     summary = "A tensor the header's hyper-parameters require is not in the file."
@@ -227,7 +232,9 @@ class TensorDims(Rule):
 
     Example: zero bytes appended to an rwkv.cpp file (a record with dim_count 0).
 
-    Reference: legacy-formats.md §1.1, §6.2, §6.8, §7.5, §7.7.
+    Reference: llama.cpp's pre-GGUF loader (llama.cpp before GGUF landed, 2023-08-21); ggml's
+    examples/gpt-2/main.cpp; rwkv.cpp's rwkv_file_format.inc and rwkv_model_loading.inc; chatglm.cpp's
+    chatglm.cpp (ModelLoader).
     """
     code, name, severity, family = "GG906", "legacy-tensor-dims", Severity.ERROR, "legacy"
     summary = "A tensor record has a number of dimensions its loader refuses."
@@ -258,7 +265,9 @@ class TensorNames(Rule):
 
     Example: 64 zero bytes appended to a GGMF file.
 
-    Reference: legacy-formats.md §1.1, §6.8, §7.7.
+    Reference: llama.cpp's pre-GGUF loader (llama.cpp before GGUF landed, 2023-08-21); ggml's
+    examples/gpt-2/main.cpp; rwkv.cpp's rwkv_file_format.inc and rwkv_model_loading.inc; chatglm.cpp's
+    chatglm.cpp (ModelLoader).
     """
     code, name, severity, family = "GG907", "legacy-tensor-name", Severity.ERROR, "legacy"
     summary = "A tensor record's name is empty or repeats an earlier one."
@@ -281,7 +290,7 @@ class TensorNames(Rule):
             yield ctx.at(None, f"{empty} tensor records have an empty name in all", start=0, end=0)
 
 
-_RWKV_TYPE_COUNT = 17             # rwkv.cpp TYPE_COUNT since 2025-01-09 (legacy-formats.md §6.3)
+_RWKV_TYPE_COUNT = 17             # rwkv.cpp TYPE_COUNT since 2025-01-09 (rwkv.cpp's rwkv_file_format.inc)
 _RWKV_UNSUPPORTED = (4, 5, 6)     # Q4_1_O, Q4_2, Q4_3: rwkv_type_to_ggml = TYPE_UNKNOWN
 _RWKV_UNQUANTIZED = (0, 1)
 
@@ -300,7 +309,7 @@ class RwkvHeader(Rule):
     Example: an rwkv.cpp file whose header data_type is 17.
 
     Reference: rwkv.cpp rwkv_file_format.inc ``rwkv_fread_file_header``,
-    rwkv_model_loading.inc; legacy-formats.md §6.1, §6.3, §6.4, §6.8.
+    rwkv_model_loading.inc.
     """
     code, name, severity, family = "GG908", "rwkv-header", Severity.ERROR, "legacy"
     summary = "The rwkv.cpp header's data type or embedding shape is one rwkv.cpp refuses."
@@ -343,8 +352,7 @@ class Bit1Header(Rule):
 
     Example: a BIT1 file with version 2, or logit_scale_M 0.
 
-    Reference: the BIT1 exporter (the v18 BitLM checkpoint export script: ``MAGIC``, ``VERSION``, ``M_SCALE``);
-    legacy-formats.md §8.1, §8.4.
+    Reference: the BIT1 exporter (the v18 BitLM checkpoint export script: ``MAGIC``, ``VERSION``, ``M_SCALE``).
     """
     code, name, severity, family = "GG909", "bit1-header", Severity.ERROR, "legacy"
     summary = "The BIT1 header's version or logit scale differs from what the exporter writes."

@@ -1,9 +1,9 @@
 """Key naming rules (GG4xx): what the GGUF spec demands of every metadata key.
 
-Why: the spec (``gguf_metadata_kv_t`` in gguf-spec.txt §1.2) says a key "must be a valid
+Why: the spec (``gguf_metadata_kv_t`` in the GGUF spec (ggml docs/gguf.md), "File Structure") says a key "must be a valid
 ASCII string", "a hierarchical key, where each segment is ``lower_snake_case`` and
 separated by a ``.``" and "at most 2^16-1/65535 bytes long"; "any keys that do not follow
-these rules are invalid".  §2 adds that community keys "should be namespaced".  ggml's
+these rules are invalid".  Its "Standardized key-value pairs" adds that community keys "should be namespaced".  ggml's
 reader accepts such keys, so only the ASCII and length rules are errors; the
 case rule warns and the namespace rule informs.
 
@@ -39,7 +39,7 @@ class KeyNotAscii(Rule):
 
     Example: ``général.name``.
 
-    Reference: gguf-spec.txt §1.2, ``gguf_metadata_kv_t.key``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure", ``gguf_metadata_kv_t.key``.
     """
     code, name, severity, family = "GG401", "key-not-ascii", Severity.ERROR, "naming"
     summary = "A metadata key contains non-ASCII characters."
@@ -58,7 +58,7 @@ class KeyNotSnakeCase(Rule):
 
     Example: ``llama.RopeFreqBase``, ``general..name``.
 
-    Reference: gguf-spec.txt §1.2, ``gguf_metadata_kv_t.key``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure", ``gguf_metadata_kv_t.key``.
     """
     code, name, severity, family = "GG402", "key-not-snake-case", Severity.WARNING, "naming"
     summary = "A metadata key is not dot-separated lower_snake_case segments."
@@ -81,7 +81,7 @@ class KeyTooLong(Rule):
 
     Example: a key of 70000 ``a`` characters.
 
-    Reference: gguf-spec.txt §1.2, ``gguf_metadata_kv_t.key``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure", ``gguf_metadata_kv_t.key``.
     """
     code, name, severity, family = "GG403", "key-too-long", Severity.ERROR, "naming"
     summary = "A metadata key is longer than 65535 bytes."
@@ -102,7 +102,7 @@ class KeyNotNamespaced(Rule):
 
     Example: ``temperature`` instead of ``myapp.temperature``.
 
-    Reference: gguf-spec.txt §2 (introduction).
+    Reference: the GGUF spec (ggml docs/gguf.md), "Standardized key-value pairs" (introduction).
     """
     code, name, severity, family = "GG404", "key-not-namespaced", Severity.INFO, "naming"
     summary = "A metadata key has no namespace prefix."

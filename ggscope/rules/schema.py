@@ -87,7 +87,8 @@ class ArchitectureName(Rule):
 
     Example: no ``general.architecture``.
 
-    Reference: gguf-spec §2.1.1; llama.cpp src/llama-model-loader.cpp (``general.architecture``).
+    Reference: the GGUF spec (ggml docs/gguf.md), "General: Required"; llama.cpp src/llama-model-loader.cpp
+    (``general.architecture``).
     """
     code, name, severity, family = "GG602", "architecture-name", Severity.ERROR, "schema"
     summary = "general.architecture is missing or not a string."
@@ -110,7 +111,7 @@ class QuantizationVersionMissing(Rule):
 
     Example: Q4_0 tensors, no ``general.quantization_version``.
 
-    Reference: gguf-spec.txt §2.1.1.
+    Reference: the GGUF spec (ggml docs/gguf.md), "General: Required".
     """
     code, name, severity, family = "GG604", "quantization-version-missing", Severity.ERROR, "schema"
     summary = "Quantized tensors but no general.quantization_version."
@@ -135,7 +136,8 @@ class FileTypeMismatch(Rule):
 
     Example: ``general.file_type = 7`` (MOSTLY_Q8_0) in a file of F16 tensors.
 
-    Reference: gguf-spec.txt §2.1.2 ``general.file_type``; gguf-py ``LlamaFileType`` (+ ggscope.upstream_overlay).
+    Reference: the GGUF spec (ggml docs/gguf.md), "General metadata" ``general.file_type``; gguf-py
+    ``LlamaFileType`` (+ ggscope.upstream_overlay).
     """
     code, name, severity, family = "GG605", "file-type-mismatch", Severity.WARNING, "schema"
     summary = "general.file_type is unknown or its main tensor type is absent."

@@ -5,9 +5,9 @@ GG113 -, name length - GG108 -, ggml's exact offsets - GG114).  This family judg
 tensors themselves: a name llama.cpp will not look up, tensor data that is not in the
 file (including header-only files, which ggml's metadata reads accept and GG116 leaves
 alone), and two tensors sharing bytes.  A tensor's byte size is ggml's: elements /
-block elements x block bytes (``structure._nbytes``, from ``ggml_types``).
+block elements x block bytes (``common.ggml_nbytes``, from ``ggml_types``).
 
-Contract: rules read ``tensor_nodes``/``ggml_layout`` and need an undamaged header for
+Contract: rules read ``tensor_rows``/``ggml_layout`` and need an undamaged header for
 anything positional (``data_start`` is None otherwise).  The spec's own 64-byte name
 limit is not a rule: ggml's stricter limit (GG108) already covers every name it would
 flag.
@@ -17,17 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.structure import _nbytes as ggml_nbytes
-from ggscope.rules.structure import ggml_layout, tensor_nodes
+from ggscope.rules.common import ggml_layout, tensor_field, tensor_rows
 from ggscope.rules.tensor_names import is_standard
 
 __all__ = ["RULES", "NonstandardTensorName", "TensorDataPastEnd", "OverlappingTensors", "TrailingBytes"]
 
 _MAX_NAMED = 5
-
-
-def _name(ti) -> str:
-    return ti["name"]["data"].value
 
 
 def _arch(mf) -> str | None:
@@ -47,7 +42,7 @@ class NonstandardTensorName(Rule):
 
     Example: ``layers.0.attention.wq.weight`` in a llama file.
 
-    Reference: gguf-spec §3 "Standardized tensor names"; llama.cpp gguf-py
+    Reference: the GGUF spec (ggml docs/gguf.md), "Standardized tensor names"; llama.cpp gguf-py
     ``gguf/constants.py`` ``MODEL_TENSORS``.
     """
     code, name, severity, family = "GG501", "nonstandard-tensor-name", Severity.WARNING, "tensors"
@@ -57,10 +52,9 @@ class NonstandardTensorName(Rule):
         arch = _arch(ctx.mf)
         if arch is None or is_standard(arch, "token_embd.weight") is None:
             return
-        for ti in tensor_nodes(ctx.mf):
-            n = _name(ti)
+        for i, n in enumerate(tensor_rows(ctx.mf).names):
             if isinstance(n, str) and is_standard(arch, n) is False:
-                yield ctx.at(ti["name"], f"tensor {n!r} is not a standard {arch} tensor name "
+                yield ctx.at(tensor_field(ctx.mf, i, "name"), f"tensor {n!r} is not a standard {arch} tensor name "
                              "(token_embd, output_norm, output, blk.N.attn_q, ...)")
 
 
@@ -77,7 +71,8 @@ class TensorDataPastEnd(Rule):
     Example: a model truncated to its header; a tensor whose offset points 1 GiB past
     the end.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``, ``gguf_file_t.tensor_data``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``,
+    ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG502", "tensor-data-past-end", Severity.ERROR, "tensors"
     summary = "A tensor's data lies (partly) past the end of the file."
@@ -88,24 +83,25 @@ class TensorDataPastEnd(Rule):
         if lay.data_start is None or size < lay.data_start:
             return                              # no header, or ends inside the padding: GG115
         bad = []
-        for ti in tensor_nodes(ctx.mf):
-            nb = ggml_nbytes(ti)
+        rows = tensor_rows(ctx.mf)
+        for i, (nb, off) in enumerate(zip(rows.nbytes, rows.offsets)):
             if nb is None or nb == 0:
                 continue
-            end = lay.data_start + int(ti["offset"].value) + nb
+            end = lay.data_start + off + nb
             if end > size:
-                bad.append((ti, end))
+                bad.append((i, end))
         if not bad:
             return
-        ti, end = bad[0]
-        names = ", ".join(repr(_name(t)) for t, _ in bad[:_MAX_NAMED])
+        first, end = bad[0]
+        names = ", ".join(repr(rows.names[i]) for i, _ in bad[:_MAX_NAMED])
         more = f" and {len(bad) - _MAX_NAMED} more" if len(bad) > _MAX_NAMED else ""
         if size == lay.data_start:
             yield ctx.at(None, f"header-only file: it ends at {size}, where its data section starts, but "
                          f"declares {len(bad)} tensor(s) with data ({names}{more})",
                          start=lay.header_end, end=size)
         else:
-            yield ctx.at(ti["offset"], f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
+            yield ctx.at(tensor_field(ctx.mf, first, "offset"),
+                         f"{len(bad)} tensor(s) end past the end of the file ({size} bytes): "
                          f"{names}{more}; the first ends at {end}")
 
 
@@ -119,26 +115,23 @@ class OverlappingTensors(Rule):
 
     Example: two tensors with the same offset.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.offset``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``.
     """
     code, name, severity, family = "GG503", "overlapping-tensors", Severity.ERROR, "tensors"
     summary = "Two tensors' data ranges overlap."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        spans = []
-        for ti in tensor_nodes(ctx.mf):
-            nb = ggml_nbytes(ti)
-            if nb:
-                off = int(ti["offset"].value)
-                spans.append((off, off + nb, ti))
+        rows = tensor_rows(ctx.mf)
+        spans = [(off, off + nb, i) for i, (nb, off) in enumerate(zip(rows.nbytes, rows.offsets)) if nb]
         spans.sort(key=lambda s: (s[0], s[1]))
         reach, owner = -1, None
-        for start, end, ti in spans:
+        for start, end, i in spans:
             if owner is not None and start < reach:
-                yield ctx.at(ti["offset"], f"tensor {_name(ti)!r} [{start}, {end}) overlaps tensor "
-                             f"{_name(owner)!r}, which ends at {reach} (offsets relative to the data section)")
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} [{start}, {end}) overlaps "
+                             f"tensor {rows.names[owner]!r}, which ends at {reach} (offsets relative to the data "
+                             "section)")
             if end > reach:
-                reach, owner = end, ti
+                reach, owner = end, i
 
 
 class TrailingBytes(Rule):
@@ -152,7 +145,8 @@ class TrailingBytes(Rule):
 
     Example: a GGUF file with 4 KiB of zeros appended.
 
-    Reference: gguf-spec §1.2 ``gguf_file_t`` (the data section is the file's last
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t`` (the data section is the
+    file's last
     part); ggml src/gguf.cpp, gguf_init_from_file (reads ``data_size`` bytes and stops).
     """
     code, name, severity, family = "GG504", "trailing-bytes", Severity.WARNING, "tensors"

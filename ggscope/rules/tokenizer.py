@@ -39,7 +39,7 @@ class TokenArrayLength(Rule):
 
     Example: 32000 tokens, 31999 scores.
 
-    Reference: gguf-spec.txt §2.4.1.
+    Reference: the GGUF spec (ggml docs/gguf.md), "Tokenizer: GGML".
     """
     code, name, severity, family = "GG701", "token-array-length", Severity.ERROR, "tokenizer"
     summary = "tokenizer.ggml.scores or token_type length differs from tokens."
@@ -63,7 +63,7 @@ class SpecialTokenOutOfRange(Rule):
 
     Example: 32000 tokens, ``tokenizer.ggml.eos_token_id = 32000``.
 
-    Reference: gguf-spec.txt §2.4.1.1.
+    Reference: the GGUF spec (ggml docs/gguf.md), "Tokenizer: Special tokens".
     """
     code, name, severity, family = "GG702", "special-token-out-of-range", Severity.WARNING, "tokenizer"
     summary = "A special token id is not inside the vocabulary."
@@ -88,7 +88,8 @@ class VocabEmbeddingRows(Rule):
 
     Example: 32000 tokens, ``token_embd.weight`` of shape [4096, 32001].
 
-    Reference: gguf-spec.txt §2.4.1 (tokens indexed by token id), §3.1 ``token_embd``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "Tokenizer: GGML" (tokens indexed by token id), "Base
+    layers" ``token_embd``.
     """
     code, name, severity, family = "GG703", "vocab-embedding-rows", Severity.ERROR, "tokenizer"
     summary = "The token count differs from the rows of token_embd.weight."

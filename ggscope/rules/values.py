@@ -6,7 +6,7 @@ byte of 2 (the spec calls such a file invalid), strings that are not UTF-8, tens
 with no elements, an alignment that is a power of two but not a multiple of 8.  Other
 readers (gguf-py, Rust and Go parsers) reject or misread such files.
 
-Contract: rules read the parsed node tree through ``kv_nodes``/``tensor_nodes`` (only
+Contract: rules read the parsed node tree through ``kv_nodes``/``tensor_rows`` (only
 entries that parsed completely) and point at the offending node.  Strings are decoded
 with ``errors="surrogateescape"``, so a lone surrogate U+DC80..U+DCFF in a decoded
 string marks a byte that is not UTF-8; its raw bytes are read back from the source.
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
-from ggscope.rules.structure import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_nodes
+from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_field, tensor_node, tensor_rows
 
 __all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDimension",
            "AlignmentNotMultipleOf8"]
@@ -51,7 +51,8 @@ class InvalidBool(Rule):
 
     Example: ``tokenizer.ggml.add_bos_token`` stored as the byte 0x02.
 
-    Reference: gguf-spec §1.2 ``gguf_metadata_value_type`` (GGUF_METADATA_VALUE_TYPE_BOOL).
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_metadata_value_type``
+    (GGUF_METADATA_VALUE_TYPE_BOOL).
     """
     code, name, severity, family = "GG201", "invalid-bool", Severity.ERROR, "values"
     summary = "A bool value is a byte other than 0 or 1."
@@ -93,7 +94,7 @@ class StringNotUtf8(Rule):
 
     Example: a vocabulary token stored as the single byte 0xff.
 
-    Reference: gguf-spec §1.2 ``gguf_string_t``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_string_t``.
     """
     code, name, severity, family = "GG202", "string-not-utf8", Severity.ERROR, "values"
     summary = "A string value is not valid UTF-8."
@@ -141,7 +142,8 @@ class NameNotUtf8(Rule):
 
     Example: the tensor name ``b"blk.0.attn_q\\xff.weight"``.
 
-    Reference: gguf-spec §1.2 ``gguf_metadata_kv_t.key``, ``gguf_tensor_info_t.name``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_metadata_kv_t.key``,
+    ``gguf_tensor_info_t.name``.
     """
     code, name, severity, family = "GG203", "name-not-utf8", Severity.ERROR, "values"
     summary = "A metadata key or tensor name is not valid UTF-8."
@@ -151,10 +153,11 @@ class NameNotUtf8(Rule):
             data = kv["key"]["data"]
             if _bad_utf8(data.value):
                 yield ctx.at(kv["key"], f"metadata key is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
-        for ti in tensor_nodes(ctx.mf):
-            data = ti["name"]["data"]
-            if _bad_utf8(data.value):
-                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
+        rows = tensor_rows(ctx.mf)
+        for i, name in enumerate(rows.names):
+            if _bad_utf8(name):
+                ti = tensor_node(ctx.mf, i)
+                yield ctx.at(ti["name"], f"tensor name is not UTF-8: {quoted(_raw(ctx, ti['name']['data'])[:40])}")
 
 
 class ZeroSizeDimension(Rule):
@@ -166,16 +169,16 @@ class ZeroSizeDimension(Rule):
 
     Example: ``token_embd.weight`` with shape ``(4096, 0)``.
 
-    Reference: gguf-spec §1.2 ``gguf_tensor_info_t.dimensions``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.dimensions``.
     """
     code, name, severity, family = "GG204", "zero-size-dimension", Severity.WARNING, "values"
     summary = "A tensor has a dimension of 0 (no elements)."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for ti in tensor_nodes(ctx.mf):
-            ne = [int(d) for d in ti["dims"].value]
+        rows = tensor_rows(ctx.mf)
+        for i, ne in enumerate(rows.dims):
             if 0 in ne:
-                yield ctx.at(ti["dims"], f"tensor {ti['name']['data'].value!r} has shape {tuple(ne)}: "
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"tensor {rows.names[i]!r} has shape {tuple(ne)}: "
                              f"dimension {ne.index(0)} is 0, so it has no elements")
 
 
@@ -189,7 +192,7 @@ class AlignmentNotMultipleOf8(Rule):
 
     Example: ``general.alignment = 4``.
 
-    Reference: gguf-spec §2 ``general.alignment``.
+    Reference: the GGUF spec (ggml docs/gguf.md), "Standardized key-value pairs" ``general.alignment``.
     """
     code, name, severity, family = "GG205", "alignment-not-multiple-of-8", Severity.ERROR, "values"
     summary = "general.alignment is not a multiple of 8."

@@ -17,12 +17,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from ggscope.facts.layouts import RWKV100_SAME
+
 __all__ = ["SPECS", "tables"]
 
 # ---------------------------------------------------------------- the layout table
 # layout -> (decoder, constant arguments after ``out``, tables).  Tables: "" none,
 # "iq4" kvalues, "mx"/"nv" E2M1 values and the scale byte table, else grids of
-# ggscope.quant.iquants.  Historical rows mirror ggml_types' _HISTORICAL_ROWS.
+# ggscope.quant.iquants.  Historical rows mirror facts.layouts.HISTORICAL_ROWS.
 
 NIB = "_dec_nibbles"
 SPECS: dict[str, tuple[str, tuple, str]] = {
@@ -68,11 +70,8 @@ SPECS: dict[str, tuple[str, tuple, str]] = {
     "IQ1_S": ("_dec_iq1", (0,), "iq1"),
     "IQ1_M": ("_dec_iq1", (1,), "iq1"),
 }
-# rwkv.cpp version 100 wrote the upstream layouts of its day (ggml_types)
-for _old, _same in (("Q4_0_RWKV100", "Q4_0_QNT0"), ("Q4_1_RWKV100", "Q4_1_QNT0"), ("Q4_2_RWKV100", "Q4_2"),
-                    ("Q4_3_RWKV100", "Q4_3"), ("Q5_0_RWKV100", "Q5_0_QNT0"), ("Q5_1_RWKV100", "Q5_1_QNT0"),
-                    ("Q8_0_RWKV100", "Q8_0_QNT0")):
-    SPECS[_old] = SPECS[_same]
+# rwkv.cpp version 100 wrote the upstream layouts of its day (facts.layouts.RWKV100_SAME)
+SPECS.update({old: SPECS[same] for old, same in RWKV100_SAME.items()})
 
 
 _NONE = np.zeros((1, 1), np.float32)

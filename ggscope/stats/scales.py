@@ -13,7 +13,6 @@ Contract: ``block_scale_stats(lay, raw, byteorder)`` -> ``{"field": "d", "count"
 """
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["block_scale_stats", "Scales", "code_values64"]
 
-_SCALE_FIELD = re.compile(r"(\d+): (f16|f32) d\b")
 
 
 @lru_cache(maxsize=None)
@@ -38,11 +36,10 @@ def code_values64(layout: str, byteorder: str) -> np.ndarray:
 
 
 def _scale_dtype(lay: Layout, byteorder: str) -> tuple[int, np.dtype] | None:
-    m = _SCALE_FIELD.search(lay.fields)
-    if m is None or lay.block_elems == 1:
+    if lay.scale is None or lay.block_elems == 1:
         return None
-    kind = "f2" if m.group(2) == "f16" else "f4"
-    return int(m.group(1)), np.dtype(("<" if byteorder == "little" else ">") + kind)
+    at, kind = lay.scale
+    return at, np.dtype(("<" if byteorder == "little" else ">") + ("f2" if kind == "f16" else "f4"))
 
 
 def _field_codes(blocks: np.ndarray, off: int) -> np.ndarray | None:

@@ -55,3 +55,56 @@ types:
     r = parse_spec(_spec(text), ByteSource(struct.pack("<I", 3)))
     assert r.error is None
     assert MAX_ZERO_SIZE_ELEMENTS >= 3
+
+
+def _gguf_kvs(n: int, alignment_at: int | None = None) -> bytes:
+    def s(b: bytes) -> bytes:
+        return struct.pack("<Q", len(b)) + b
+    parts = [b"GGUF", struct.pack("<IQQ", 3, 0, n)]
+    for i in range(n):
+        if i == alignment_at:
+            parts.append(s(b"general.alignment") + struct.pack("<II", 4, 64))
+        else:
+            parts.append(s(f"custom.key_{i}".encode()) + struct.pack("<II", 4, i))
+    return b"".join(parts)
+
+
+def test_more_metadata_entries_than_the_zero_size_cap_are_no_damage():
+    """ggml reads any number of entries; GGUF's alignment search (one zero-size probe per
+    entry, stopping at the last) must not be taken for a hostile count."""
+    import ggscope
+    n = MAX_ZERO_SIZE_ELEMENTS * 2
+    mf = ggscope.open_bytes(_gguf_kvs(n), "many-keys.gguf")
+    assert mf.damage is None and len(mf.metadata) == n
+    data = _gguf_kvs(n, alignment_at=n - 10)
+    mf = ggscope.open_bytes(data, "many-keys.gguf")
+    assert mf.damage is None and mf.alignment == 64
+
+
+def test_zero_size_until_elements_stop_within_the_stream_size():
+    text = """
+meta: {id: t, endian: le}
+seq:
+  - {id: xs, type: empty, repeat: until, repeat-until: 'false'}
+types:
+  empty: {seq: []}
+"""
+    r = parse_spec(_spec(text), ByteSource(b"\0" * 16))
+    assert r.error is not None and r.error.damage.kind == "zero-size-elements"
+    assert len(r.root.child("xs").children) <= MAX_ZERO_SIZE_ELEMENTS + 2
+
+
+def test_parsing_many_records_runs_no_full_garbage_collection():
+    """The collector's passes over every live object made 10k -> 40k entries cost 1.8 s ->
+    15.5 s; the parse pauses it (core.gcpause), so no older-generation pass runs."""
+    import gc
+
+    import ggscope
+    data = _gguf_kvs(20_000)
+    ggscope.open_bytes(_gguf_kvs(10), "warm.gguf")
+    gc.collect()
+    before = [s["collections"] for s in gc.get_stats()]
+    mf = ggscope.open_bytes(data, "many-keys.gguf")
+    after = [s["collections"] for s in gc.get_stats()]
+    assert mf.damage is None and gc.isenabled()
+    assert after[1] - before[1] == 0 and after[2] - before[2] == 0, (before, after)

@@ -7,14 +7,13 @@ lists.  A damaged file still yields every entry and tensor info that parsed comp
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 from math import prod
 from typing import Any
 
 import numpy as np
 
+from ggscope.core.gcpause import paused
 from ggscope.facts import ggml_types
 from ggscope.model.modelfile import ModelFile, TensorInfo
 from ggscope.ksy.node import Node
@@ -98,7 +97,7 @@ def build(root: Node, source: ByteSource, path: str, damage: Node | None) -> Mod
                    data_offset=data_offset, damage=damage, metadata_types=mtypes, metadata_nodes=mnodes)
     infos = root.child("tensor_infos")
     if infos is not None and isinstance(infos.value, RecordArray):
-        with _gc_paused():
+        with paused():     # core.gcpause: acyclic objects, no collector passes
             _tensors_from_columns(mf, infos, data)
     elif infos is not None:
         for ti in infos.children:
@@ -173,20 +172,6 @@ def _tensors_from_columns(mf: ModelFile, infos: Node, data: Node | None) -> None
             region = infos.children[i].child("data")
             if region is not None and region.is_error:
                 mf.damage = region
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """No cyclic garbage collection while the tensor list is built: it makes only
-    acyclic objects, and at 100k tensors the collector's passes over every live object
-    cost more than the building (issue 18: super-linear open)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _tensor_info_maker():
