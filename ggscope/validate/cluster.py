@@ -10,7 +10,10 @@ file's problem line - never a lost or a duplicated result, since each file is on
 task with its own key and its result slot is filled once.
 
 ``scheduler`` is an address (``tcp://host:8786``) or ``"local"``: a LocalCluster of
-``jobs`` single-threaded worker processes for this run.
+``jobs`` single-threaded worker processes for this run.  Connecting to an address gives
+up after ggscope's network timeout (``GGSCOPE_HTTP_TIMEOUT``, the one knob for every
+network wait) instead of Dask's 30 s default: an unreachable scheduler is one line
+within that time.
 """
 from __future__ import annotations
 
@@ -51,11 +54,13 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
                                    silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
-            client = Client(scheduler)      # connect timeout: dask's distributed.comm.timeouts.connect
+            from ggscope.source.remote import timeout
+            client = Client(scheduler, timeout=timeout())
     except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
             cluster.close()
-        raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        from ggscope.core.escape import escape_text
+        raise ClusterError(escape_text(f"cannot reach the Dask scheduler at {scheduler}: {exc}")) from None
     results: list[Result | None] = [None] * len(files)
     run = uuid.uuid4().hex[:8]
     try:
