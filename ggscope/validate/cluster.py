@@ -54,7 +54,7 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
                                    silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
-            from ggscope.source.remote import timeout
+            from ggscope.source.netguard import timeout
             client = Client(scheduler, timeout=timeout())
     except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
