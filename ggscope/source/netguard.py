@@ -23,6 +23,9 @@ reader (``remote``) asks this module before it acts on anything a server said:
   whether a hop keeps the Authorization header: only to the same scheme, host and port,
   as ``requests`` does.  Limitation: a host name is checked by resolving it here; a DNS
   answer that changes between that check and aiohttp's own lookup is not caught.
+* ``call_within(seconds, call)``: a blocking call of a library that keeps its own
+  per-read timeouts (huggingface_hub's Hub resolution, Dask's client handshake) run in a
+  daemon thread and given up after ``seconds`` with ``TimeoutError``.
 * ``mask(text, secrets)``: server-provided text (a status reason, a header, a Hub error)
   with every token-shaped run - the secrets in use, ``hf_...`` tokens, ``Bearer ...``,
   ``key=value`` credentials, long letter-and-digit runs - replaced by ``***``, made one
@@ -41,7 +44,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 __all__ = ["MAX_REMOTE_SIZE", "MIN_RATE", "MAX_REDIRECTS", "ALLOW_ENV", "timeout", "deadline", "check_size",
-           "RedirectPolicy", "RedirectRefused", "mask", "hub_policy_domains"]
+           "RedirectPolicy", "RedirectRefused", "mask", "hub_policy_domains", "call_within"]
 
 MAX_REMOTE_SIZE = 1 << 40          # bytes a server may claim for one file
 MIN_RATE = 64 << 10                # bytes per second a request must average after its first timeout()
@@ -63,6 +66,27 @@ def timeout() -> float:
 def deadline(nbytes: int) -> float:
     """Seconds a request for ``nbytes`` may take in all."""
     return timeout() + max(0, nbytes) / MIN_RATE
+
+
+def call_within(seconds: float, call):
+    """``call()`` in a daemon thread; ``TimeoutError`` after ``seconds`` (the thread is
+    abandoned - it ends with the process), else its result or its exception."""
+    import threading
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = exc
+    worker = threading.Thread(target=run, name="ggscope-bounded-call", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]
 
 
 def check_size(total: int) -> str | None:

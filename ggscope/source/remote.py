@@ -212,7 +212,7 @@ def _hf_reader(path: str) -> HttpRangeFetcher:
         headers = build_hf_headers()
         secrets = tuple(v.split(" ", 1)[-1] for k, v in headers.items() if k.lower() in _CREDENTIAL_HEADERS)
         fs = HfFileSystem()
-        res = _within_timeout(lambda: fs.resolve_path(spec, revision=revision))
+        res = netguard.call_within(timeout(), lambda: fs.resolve_path(spec, revision=revision))
         url = hf_hub_url(res.repo_id, res.path_in_repo, repo_type=res.repo_type, revision=res.revision,
                          endpoint=fs.endpoint)
     except TimeoutError:
@@ -225,27 +225,6 @@ def _hf_reader(path: str) -> HttpRangeFetcher:
     if not res.path_in_repo:
         raise RemoteError(f"{path}: names a repository, not a file in it")
     return HttpRangeFetcher(url, path, headers, netguard.hub_policy_domains(fs.endpoint))
-
-
-def _within_timeout(call):
-    """``call()`` in a daemon thread, given up after ``timeout()`` seconds: huggingface_hub
-    applies its own per-read timeouts (HF_HUB_ETAG_TIMEOUT, retries), not ours."""
-    import threading
-    box: dict[str, object] = {}
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            box["error"] = exc
-    worker = threading.Thread(target=run, name="ggscope-hub-resolve", daemon=True)
-    worker.start()
-    worker.join(timeout())
-    if worker.is_alive():
-        raise TimeoutError
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]
 
 
 def open_reader(path: str) -> HttpRangeFetcher:

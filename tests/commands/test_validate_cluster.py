@@ -183,3 +183,42 @@ def test_ctrl_c_ends_jobs_at_once(tmp_path, group):
     assert err.strip().splitlines() == ["ggscope: interrupted"], err
     assert not any(Path(f"/proc/{w}").exists() and "Z" not in Path(f"/proc/{w}/stat").read_text().split()[2]
                    for w in workers)
+
+
+@pytest.mark.parametrize("answer, needle", [
+    (None, "cannot reach the Dask scheduler"),                                  # accepts, never speaks
+    (b"\xff" * 64, "Dask scheduler at tcp://127.0.0.1:"),                      # claims an absurd frame size
+])
+def test_a_silent_or_hostile_scheduler_is_one_line(tmp_path, answer, needle):
+    """A port that accepts and then stays silent ends after GGSCOPE_HTTP_TIMEOUT; one that
+    answers junk (a frame length of exabytes) is refused, not a MemoryError traceback."""
+    import socket
+    import subprocess
+    import sys
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    held = []
+
+    def serve() -> None:
+        srv.settimeout(20)
+        try:
+            while True:
+                conn, _ = srv.accept()
+                held.append(conn)
+                if answer is not None:
+                    conn.sendall(answer)
+        except OSError:
+            pass
+    threading.Thread(target=serve, daemon=True).start()
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GGSCOPE_HTTP_TIMEOUT": "1"}
+    try:
+        r = subprocess.run([sys.executable, "-m", "ggscope", "validate", "--scheduler", f"tcp://127.0.0.1:{port}",
+                            str(model)], env=env, capture_output=True, text=True, timeout=25)
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
+    assert r.returncode == 2, r.stderr
+    assert len(r.stderr.splitlines()) == 1 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
