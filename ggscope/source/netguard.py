@@ -122,9 +122,14 @@ def _allowed_patterns(extra: Iterable[str]) -> tuple[str, ...]:
     return tuple(p.strip().lower() for p in env.split(",") if p.strip()) + tuple(extra)
 
 
+def _plain(ip):
+    """An IPv4-mapped IPv6 address (``::ffff:169.254.169.254``) as the IPv4 address it reaches."""
+    return ip.ipv4_mapped if ip.version == 6 and ip.ipv4_mapped is not None else ip
+
+
 def _literal(host: str):
     try:
-        return ipaddress.ip_address(host.strip("[]"))
+        return _plain(ipaddress.ip_address(host.strip("[]").split("%")[0]))
     except ValueError:
         return None
 
@@ -138,7 +143,13 @@ async def _addresses(host: str, port: int) -> list:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise RedirectRefused(f"cannot resolve the redirect's host {host} ({exc.strerror or exc})") from None
-    return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+    return [_plain(ipaddress.ip_address(info[4][0].split("%")[0])) for info in infos]
+
+
+def _refuse_unroutable(host: str, addrs: list) -> None:
+    bad = next((a for a in addrs if a.is_link_local or a.is_unspecified or a.is_multicast), None)
+    if bad is not None:
+        raise RedirectRefused(f"a redirect to {host}, a link-local or unroutable address ({bad})")
 
 
 def _public(addrs: list) -> bool:
@@ -164,13 +175,14 @@ class RedirectPolicy:
         home = _origin(self.url)[1]
         if host == home:
             return
+        literal = _literal(host)
+        if literal is not None:
+            _refuse_unroutable(host, [literal])       # before the allow list: no leave makes it right
         allowed = _allowed_patterns(self.domains)
         if not any(p == "*" or fnmatch.fnmatchcase(host, p) for p in allowed):
             raise RedirectRefused(f"a redirect to another host, {host} (set {ALLOW_ENV}={host} to follow it)")
         addrs = await _addresses(host, port)
-        bad = next((a for a in addrs if a.is_link_local or a.is_unspecified or a.is_multicast), None)
-        if bad is not None:
-            raise RedirectRefused(f"a redirect to {host}, a link-local or unroutable address ({bad})")
+        _refuse_unroutable(host, addrs)
         if _public(await _addresses(home, _origin(self.url)[2])) and not _public(addrs):
             bad = next(a for a in addrs if not a.is_global)
             raise RedirectRefused(f"a redirect from a public address to {host}, a loopback or private "
