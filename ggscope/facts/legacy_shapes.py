@@ -212,6 +212,7 @@ def shape_mismatches(mf) -> tuple[str, list[ShapeMismatch]] | None:
         if tok is not None and len(tok.shape) == 2 and e and tok.shape[1] == sym.get("V") and 0 < tok.shape[0] < e \
                 and e % tok.shape[0] == 0 and e // tok.shape[0] in (2, 4, 8):
             parts = e // tok.shape[0]
+            sym["K"] = e        # no grouped-query attention before GGJT v3: wk/wv are n_embd wide
     out, cache = [], {}
     for t in mf.tensors:
         name = t.name

@@ -184,3 +184,48 @@ def test_work_is_one_pass_over_the_records():
     finally:
         legacy_shapes._LLAMA_SHAPES = orig
     assert bad == [] and len(lookups) == n
+
+
+def _shard(parts: int, e: int = 5120, v: int = 32000, ff: int = 13824, swap: str = ""):
+    """The tensor records of part 0 of a 2023-03 multi-part LLaMA file (GGMF): 1-D tensors
+    whole, tok_embeddings/wo/w2 split along ne[0], every other matrix along ne[1]
+    (legacy-formats.md §1.2: migrate-ggml-2023-03-30-pr613.py, llama.cpp's loader)."""
+    from types import SimpleNamespace
+    shapes = {"tok_embeddings.weight": (e // parts, v), "norm.weight": (e,), "output.weight": (e, v // parts),
+              "layers.0.attention.wq.weight": (e, e // parts), "layers.0.attention.wk.weight": (e, e // parts),
+              "layers.0.attention.wv.weight": (e, e // parts), "layers.0.attention.wo.weight": (e // parts, e),
+              "layers.0.attention_norm.weight": (e,), "layers.0.ffn_norm.weight": (e,),
+              "layers.0.feed_forward.w1.weight": (e, ff // parts), "layers.0.feed_forward.w2.weight": (ff // parts, e),
+              "layers.0.feed_forward.w3.weight": (e, ff // parts)}
+    if swap:
+        shapes[swap] = shapes[swap][::-1]
+    md = {"ggmf.n_embd": e, "ggmf.n_vocab": v, "ggmf.n_mult": 256, "ggmf.n_head": 40, "ggmf.n_layer": 1}
+    return SimpleNamespace(format="ggmf", metadata=md, extra={},
+                           tensors=[SimpleNamespace(name=k, shape=s) for k, s in shapes.items()])
+
+
+def test_multi_part_shards_have_their_split_shapes():
+    """LLaMA-13B (n_embd 5120, n_ff 13824) was written as 2 parts; each part holds half of
+    every matrix.  Part 0 passes; a swapped matrix in it does not."""
+    assert shape_mismatches(_shard(2))[1] == []
+    assert shape_mismatches(_shard(1))[1] == []
+    bad = shape_mismatches(_shard(2, swap="layers.0.feed_forward.w2.weight"))[1]
+    assert [(m.tensor.name, m.expected) for m in bad] == [("layers.0.feed_forward.w2.weight", (6912, 5120))]
+    assert "split in 2 parts along ne[0]" in bad[0].meaning
+
+
+def test_grouped_query_attention_of_ggjt_v3_70b():
+    """LLaMA-2 70B in GGJT v3: n_embd 8192, n_head 64, 8 KV heads -> wk/wv [8192, 1024]
+    (the loader's -gqa 8), n_mult 7168 -> n_ff 28672 (convert.py picked n_mult for it)."""
+    from types import SimpleNamespace
+    e, ff = 8192, 28672
+
+    def mf(wk):
+        shapes = {"layers.0.attention.wk.weight": wk, "layers.0.attention.wv.weight": (e, 1024),
+                  "layers.0.feed_forward.w1.weight": (e, ff), "layers.0.feed_forward.w2.weight": (ff, e)}
+        md = {"ggjt.n_embd": e, "ggjt.n_vocab": 32000, "ggjt.n_mult": 7168, "ggjt.n_head": 64, "ggjt.n_layer": 80}
+        return SimpleNamespace(format="ggjt", metadata=md, extra={},
+                               tensors=[SimpleNamespace(name=k, shape=s) for k, s in shapes.items()])
+    assert shape_mismatches(mf((e, 1024)))[1] == []
+    bad = shape_mismatches(mf((1024, e)))[1]
+    assert {m.tensor.name for m in bad} == {"layers.0.attention.wk.weight", "layers.0.attention.wv.weight"}
