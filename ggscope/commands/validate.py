@@ -136,8 +136,12 @@ def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, schedule
     try:
         results = [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n,
                                     chunksize=max(1, n // (jobs * 4)))]
-    except BaseException:       # Ctrl-C (or a broken pool): end the workers now, not after their files
+    except BaseException as exc:   # Ctrl-C (or a broken pool): end the workers now, not after their files
         _terminate(pool)
+        from concurrent.futures.process import BrokenProcessPool
+        if isinstance(exc, BrokenProcessPool):
+            raise GGScopeError("a --jobs worker process died (killed, or out of memory) while checking files; "
+                               "rerun without --jobs to find the file") from None
         raise
     pool.shutdown()
     return results

@@ -222,3 +222,36 @@ def test_a_silent_or_hostile_scheduler_is_one_line(tmp_path, answer, needle):
             c.close()
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.splitlines()) == 1 and needle in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_a_killed_jobs_worker_is_one_line(tmp_path):
+    """SIGKILL to one `validate --jobs 2` worker (what the OOM killer does): the pool is
+    broken; the run ends with one line and exit 2, the other worker ended too."""
+    import subprocess
+    import sys
+    small = sorted(FIXTURES.glob("*.gguf"))
+    if not small:
+        pytest.skip(f"no fixtures in {FIXTURES}; run python fixtures/make_fixtures.py")
+    big = _sparse_f32_gguf(tmp_path / "big.gguf", 4 << 30)
+    files = [str(small[0])] + [str(big)] * 50
+    p = subprocess.Popen([sys.executable, "-m", "ggscope", "validate", "--deep", "--jobs", "2", *files],
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        workers: set[int] = set()
+        while len(workers) < 2 and p.poll() is None and time.monotonic() < deadline:
+            workers = _children(p.pid)
+            time.sleep(0.05)
+        assert len(workers) >= 2 and p.poll() is None, "the worker processes never started"
+        time.sleep(0.5)
+        os.kill(min(workers), signal.SIGKILL)
+        _, err = p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 2, err
+    assert err.strip().splitlines() == ["ggscope: a --jobs worker process died (killed, or out of memory) while "
+                                        "checking files; rerun without --jobs to find the file"], err
