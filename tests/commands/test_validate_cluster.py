@@ -188,7 +188,7 @@ def test_ctrl_c_ends_jobs_at_once(tmp_path, group):
 @pytest.mark.parametrize("answer, needle", [
     (None, "cannot reach the Dask scheduler"),                                  # accepts, never speaks
     (b"\xff" * 64, "Dask scheduler at tcp://127.0.0.1:"),                      # claims an absurd frame size
-])
+], ids=["silent", "junk"])
 def test_a_silent_or_hostile_scheduler_is_one_line(tmp_path, answer, needle):
     """A port that accepts and then stays silent ends after GGSCOPE_HTTP_TIMEOUT; one that
     answers junk (a frame length of exabytes) is refused, not a MemoryError traceback."""
