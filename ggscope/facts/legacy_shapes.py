@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ggscope.facts.legacy_tensors import _GPT2, _GPTJ, _LLAMA, _kind
 
-__all__ = ["shape_mismatches", "ShapeMismatch"]
+__all__ = ["shape_mismatches", "ShapeMismatch", "example_type_mismatches"]
 
 # The shape (ne order) each loader asks for, by name pattern.  A dimension is a symbol,
 # optionally times a factor ("3E"); ``_symbols`` gives each format's symbols from its
@@ -234,3 +234,37 @@ def shape_mismatches(mf) -> tuple[str, list[ShapeMismatch]] | None:
         if tuple(t.shape) != expected:
             out.append(ShapeMismatch(t, expected, meaning))
     return loader, out
+
+
+# ggml's gpt-2/gpt-j examples create these tensors with ``wtype`` (the header ftype's
+# type, ``ggml_ftype_to_ggml_type``), every other one F32; the loader then refuses a
+# record whose type has another size: "tensor '%s' has wrong size in model file"
+_WTYPE = {"gpt-2": {"model/wte", "model/lm_head", "model/h{i}/attn/c_attn/w", "model/h{i}/attn/c_proj/w",
+                    "model/h{i}/mlp/c_fc/w", "model/h{i}/mlp/c_proj/w"},
+          "gpt-j": {"transformer.wte.weight", "lm_head.weight", "transformer.h.{i}.attn.q_proj.weight",
+                    "transformer.h.{i}.attn.k_proj.weight", "transformer.h.{i}.attn.v_proj.weight",
+                    "transformer.h.{i}.attn.out_proj.weight", "transformer.h.{i}.mlp.fc_in.weight",
+                    "transformer.h.{i}.mlp.fc_out.weight"}}
+
+
+def example_type_mismatches(mf) -> tuple[str, str, list[tuple[object, str]]] | None:
+    """For a gpt-2/gpt-j example file: (loader, wtype, [(tensor, expected type)]) of the
+    tensors whose type is not the one the loader creates; None for other files or an
+    ftype without a weight type (the loader stops on it: "invalid model file")."""
+    from ggscope.facts.ggml_types import GGML_FTYPE, GGML_FTYPE_HISTORICAL
+    k = _kind(mf)
+    if k not in _WTYPE:
+        return None
+    ftype = mf.metadata.get(f"{mf.format}.file_type", mf.metadata.get(f"{mf.format}.ftype"))
+    name = {**GGML_FTYPE, **GGML_FTYPE_HISTORICAL}.get(ftype % 1000) if isinstance(ftype, int) else None
+    if name is None or not name.startswith(("ALL_", "MOSTLY_")) or "SOME" in name:
+        return None
+    wtype = name.split("_", 1)[1]
+    table, out = _WTYPE[k], []
+    for t in mf.tensors:
+        pattern = t.name if t.name in table else _LAYER_INDEX.sub("{i}", t.name, count=1)
+        want = wtype if pattern in table else "F32"
+        if t.type is not None and t.type != want and (pattern in table or pattern in (
+                _GPT2_SHAPES if k == "gpt-2" else _GPTJ_SHAPES)):
+            out.append((t, want))
+    return (_GPT2 if k == "gpt-2" else _GPTJ)[0], wtype, out

@@ -26,9 +26,11 @@ class LegacyTensorShape(Rule):
     gpt-2/gpt-j examples (``c_attn/w`` [n_embd, 3 n_embd], ...), rwkv.cpp (square
     projections [n_embed, n_embed], ``ffn.key`` [n_embed, ffn_key_size] with the size taken
     from block 0 as the loader does, the LoRA pairs of v6/v7) and chatglm.cpp (every
-    tensor of the model type, from hidden_size, intermediate_size and the KV heads).  For
-    chatglm.cpp also the type: the config's dtype must be a ggml type, matrices must have
-    that type and vectors F32.
+    tensor of the model type, from hidden_size, intermediate_size and the KV heads).  Types
+    too where the loader fixes them: chatglm.cpp's config dtype must be a ggml type,
+    matrices must have it and vectors F32; ggml's gpt-2/gpt-j examples create their
+    matrices with the header ftype's weight type and everything else (``model/wpe``
+    included) F32.
 
     Why it matters: a tensor with its two dimensions swapped has the right byte size, so
     it parses and every size check passes - but the loaders refuse the file.
@@ -36,7 +38,8 @@ class LegacyTensorShape(Rule):
     has wrong shape; expected %s, got %s" (``llama_model_load_internal``; the March 2023
     loader: "tensor '%s' has wrong shape in model file: got [%d, %d], expected [%d, %d]").
     ggml's examples/gpt-2/main.cpp and examples/gpt-j/main.cpp: "tensor '%s' has wrong
-    shape in model file: got [%d, %d], expected [%d, %d]".  chatglm.cpp
+    shape in model file: got [%d, %d], expected [%d, %d]", and for a record of another
+    type size "tensor '%s' has wrong size in model file".  chatglm.cpp
     ``ModelLoader::read_tensor``: "tensor ... shape mismatch at dim %d: expect %d but got
     %d" and "tensor ... dtype mismatch"; a config dtype that is no ggml type aborts in
     ``ggml_new_tensor``.  rwkv.cpp checks the embedding itself ("Unexpected dimension of
@@ -54,13 +57,22 @@ class LegacyTensorShape(Rule):
     §6.6, §7.5.
     """
     code, name, severity, family = "GG910", "legacy-tensor-shape", Severity.ERROR, "legacy"
-    summary = "A tensor's shape (or chatglm.cpp type) differs from the one its loader derives from the header."
+    summary = "A tensor's shape (or fixed type) differs from the one its loader derives from the header."
     formats = ("ggml", "ggmf", "ggjt", "rwkv.cpp", "chatglm.cpp")
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         mf = ctx.mf
         if mf.format == "chatglm.cpp":
             yield from self._chatglm_types(ctx)
+        typed = legacy_shapes.example_type_mismatches(mf)
+        if typed is not None:
+            loader, wtype, wrong = typed
+            for t, want in wrong[:_MAX_LISTED]:
+                node = ctx.node(t.node_path) if t.node_path else None
+                yield ctx.at(node, f"tensor {t.name!r} has type {t.type}; {loader} creates it as {want} (the "
+                             f"header's weight type is {wtype}) and refuses another size")
+            if len(wrong) > _MAX_LISTED:
+                yield ctx.at(None, f"{len(wrong)} tensors in all have a type {loader} refuses", start=0, end=0)
         found = legacy_shapes.shape_mismatches(mf)
         if found is None:
             return

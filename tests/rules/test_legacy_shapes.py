@@ -259,3 +259,17 @@ def test_grouped_query_attention_of_ggjt_v3_70b():
     assert shape_mismatches(mf((e, 1024)))[1] == []
     bad = shape_mismatches(mf((1024, e)))[1]
     assert {m.tensor.name for m in bad} == {"layers.0.attention.wk.weight", "layers.0.attention.wv.weight"}
+
+
+def test_the_h5_converters_gpt2_file_is_refused_as_gpt2_main_refuses_it(shared_fixtures):
+    """MANIFEST.md: gpt-2 `main` rejects convert-h5-to-ggml.py's output with "tensor
+    'model/wpe' has wrong size" (wpe written as F16; the loader makes it F32), and its F32
+    variant with "tensor 'model/h0/attn/c_attn/w' has wrong shape" (Conv1D [in][out])."""
+    path = shared_fixtures / "ggml-legacy" / "gpt2-tiny-h5conv-f16.bin"
+    if not path.is_file():
+        pytest.skip(f"{path} missing")
+    found = [f.message for f in validate(ggscope.open(str(path))) if f.code == "GG910"]
+    assert found[0] == ("tensor 'model/wpe' has type F16; ggml's gpt-2 example loader creates it as F32 (the "
+                        "header's weight type is F16) and refuses another size")
+    assert found[1].startswith("tensor 'model/h0/attn/c_attn/w' has shape [192, 64]; ggml's gpt-2 example "
+                               "loader expects [64, 192] (n_embd, 3 * n_embd)")
