@@ -22,7 +22,6 @@ the wait between two chunks of an answer.
 """
 from __future__ import annotations
 
-import os
 import re
 
 from urllib.parse import urljoin

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from werkzeug.wrappers import Request, Response
 
-import ggscope
 from ggscope.cli import main
 from ggscope.source import netguard
 from ggscope.source.remote import HttpRangeFetcher, RemoteError
