@@ -23,7 +23,6 @@ the wait between two chunks of an answer.
 from __future__ import annotations
 
 import re
-
 from urllib.parse import urljoin
 
 from ggscope.core.errors import UnreadableFile
