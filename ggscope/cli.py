@@ -41,6 +41,8 @@ examples:
 formats: GGUF v1-v3 (little/big-endian), GGML/GGMF/GGJT v1-v3, ggml example files,
 rwkv.cpp (100/101), chatglm.cpp, BIT1.
 exit status: 0 ok, 1 findings/differences, 2 usage, I/O or damaged input.
+network: GGSCOPE_HTTP_TIMEOUT=S (default 30) bounds every wait, then 64 KiB/s at least;
+redirects stay on the URL's host unless GGSCOPE_ALLOW_REDIRECTS=HOST,*.DOMAIN,* allows more.
 """
 
 

@@ -3,7 +3,9 @@
 Exit status: 0 no error-level finding, 1 at least one, 2 usage error, a bad
 ``[tool.ggscope]`` config, or a path that cannot be read or opened.  Findings go to
 stdout; the summary and problems to stderr.  With ``--jobs N`` files are checked in N
-worker processes; findings still come out in the order the files were given.
+worker processes; findings still come out in the order the files were given.  Ctrl-C
+ends the run within a second, exit status 130: the workers ignore SIGINT and the
+parent terminates them instead of waiting for the files they are checking.
 """
 from __future__ import annotations
 
@@ -139,9 +141,39 @@ def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, schedule
     first = _check_one(files[0], select, ignore, deep, manifest)
     rest = files[1:]
     n = len(rest)
-    with ProcessPoolExecutor(max_workers=min(jobs, n)) as pool:
-        return [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n, [manifest] * n,
-                                 chunksize=max(1, n // (jobs * 4)))]
+    pool = ProcessPoolExecutor(max_workers=min(jobs, n), initializer=_worker_ignores_sigint)
+    try:
+        results = [first, *pool.map(_check_one, rest, [select] * n, [ignore] * n, [deep] * n, [manifest] * n,
+                                    chunksize=max(1, n // (jobs * 4)))]
+    except BaseException as exc:   # Ctrl-C (or a broken pool): end the workers now, not after their files
+        _terminate(pool)
+        from concurrent.futures.process import BrokenProcessPool
+        if isinstance(exc, BrokenProcessPool):
+            raise GGScopeError("a --jobs worker process died (killed, or out of memory) while checking files; "
+                               "rerun without --jobs to find the file") from None
+        raise
+    pool.shutdown()
+    return results
+
+
+def _worker_ignores_sigint() -> None:
+    """A worker leaves Ctrl-C to the parent, which terminates it (``_terminate``): a
+    terminal sends SIGINT to the whole process group, and a worker raising
+    KeyboardInterrupt mid-file only slows the shutdown and prints its traceback."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _terminate(pool) -> None:
+    """Stop ``pool`` at once: cancel queued files and SIGTERM its worker processes
+    (``shutdown`` alone waits for the files in flight - seconds on a large model)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())   # CPython's executor keeps them there
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    for p in procs:
+        p.join(1)
 
 
 def _choose_format(cli: str | None, configured: str | None) -> str:

@@ -373,5 +373,7 @@ class Bit1Header(Rule):
                              severity=Severity.WARNING)
 
 
+from ggscope.rules.legacy_shapes import LegacyTensorShape  # noqa: E402 - GG910 lives beside this module
+
 RULES = [GgjtAlignment, LegacyTypeInvalid, Bit1Size, Bit1PaddingBits, MissingTensors, TensorDims,
-         TensorNames, RwkvHeader, Bit1Header]
+         TensorNames, RwkvHeader, Bit1Header, LegacyTensorShape]

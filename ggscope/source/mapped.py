@@ -7,7 +7,8 @@ writing.
 
 Remote files (``RemoteByteSource``) keep the same shape - ``.buf`` and ``.array`` span
 the whole file - over an anonymous, sparse mapping of the remote size: untouched pages
-cost no memory.  Bytes arrive by HTTP range in 64 KiB blocks through one choke point,
+cost no memory.  The size is the server's claim, so the reader checks it against
+``netguard.MAX_REMOTE_SIZE`` before this map (and the block table) is made from it.  Bytes arrive by HTTP range in 64 KiB blocks through one choke point,
 ``ensure(start, end)``; ``read`` and ``view`` call it, so every consumer that reads
 through them (tensor data, rules, the hex view) fetches exactly what it touches.  The
 spec engine reads ``.buf`` directly, so ``ggscope.open`` fetches the header before it
@@ -161,9 +162,13 @@ class RemoteByteSource(ByteSource):
     remote = True
 
     def __init__(self, reader, head: bytes, path: str) -> None:
-        size = reader.size or 0
+        size = reader.size or 0      # at most netguard.MAX_REMOTE_SIZE: the reader checked the claim
         if size:
-            mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE)
+            try:
+                mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _MAP_NORESERVE)
+            except (OSError, OverflowError, ValueError) as exc:
+                raise UnreadableFile(f"{path}: cannot reserve {size} bytes of address space for the remote "
+                                     f"file ({getattr(exc, 'strerror', None) or exc})") from None
             super().__init__(mm, path)
         else:
             super().__init__(b"", path)

@@ -10,7 +10,12 @@ file's problem line - never a lost or a duplicated result, since each file is on
 task with its own key and its result slot is filled once.
 
 ``scheduler`` is an address (``tcp://host:8786``) or ``"local"``: a LocalCluster of
-``jobs`` single-threaded worker processes for this run.
+``jobs`` single-threaded worker processes for this run.  Connecting to an address gives
+up after ggscope's network timeout (``GGSCOPE_HTTP_TIMEOUT``, the one knob for every
+network wait) instead of Dask's 30 s default: an unreachable or silent scheduler is
+one line within that time, a refused connection one line at once (``_probe``: Dask
+retries a refused connect until its timeout), and whatever else answers there one line
+too, never a traceback.
 """
 from __future__ import annotations
 
@@ -49,11 +54,19 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
                                    silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
-            client = Client(scheduler)      # connect timeout: dask's distributed.comm.timeouts.connect
-    except (OSError, TimeoutError, ValueError) as exc:
+            from ggscope.source.netguard import call_within, timeout
+            _probe(scheduler, timeout())
+            # Dask bounds the TCP connect by ``timeout`` but not the handshake read: a
+            # port that accepts and stays silent would hold the command for ever
+            client = call_within(timeout() + 1, lambda: Client(scheduler, timeout=timeout()))
+    except Exception as exc:  # noqa: BLE001 - whatever answers at the address is one line, not a traceback
         if cluster is not None:
             cluster.close()
-        raise ClusterError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from None
+        from ggscope.core.escape import escape_text
+        why = (f"cannot reach the Dask scheduler at {scheduler}: {exc}"
+               if isinstance(exc, (OSError, TimeoutError, ValueError)) else
+               f"the server at {scheduler} does not answer as a Dask scheduler ({type(exc).__name__}: {exc})")
+        raise ClusterError(escape_text(why)) from None
     results: list[Result | None] = [None] * len(files)
     run = uuid.uuid4().hex[:8]
     try:
@@ -81,3 +94,18 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
             cluster.close()
     assert all(r is not None for r in results)
     return results  # type: ignore[return-value]
+
+
+def _probe(address: str, seconds: float) -> None:
+    """One plain TCP connect to a ``tcp://`` (or bare ``host:port``) scheduler address:
+    OSError at once when nothing listens there; other schemes are left to Dask."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+    scheme, loc = parse_address(address)
+    if scheme != "tcp":
+        return
+    host, port = parse_host_port(loc)
+    with socket.create_connection((host, port), timeout=seconds):
+        pass
+

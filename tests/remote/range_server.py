@@ -3,7 +3,9 @@ files with werkzeug's own Range support, counting requests and bytes sent.
 
 Misbehaviour on demand: ``mode`` "ranges" (a correct server), "ignore-range" (answers
 200 with the whole body), "error" (HTTP 500), "stall" (sleeps before answering),
-plus per-path status codes (404, 403) and a file that grows after the first request.
+plus per-path status codes (404, 403), a file that grows after the first request, and
+the hostile servers of ``test_hostile``: redirects (``redirect``), a body trickled a
+byte at a time (``trickle``) and any handler of a test's own (``handle``).
 """
 from __future__ import annotations
 
@@ -90,3 +92,34 @@ class RangeServer:
     def status(self, urlpath: str, code: int) -> str:
         self.http.expect_request(urlpath).respond_with_data("no", status=code)
         return self.url(urlpath)
+
+    def redirect(self, urlpath: str, location: str, code: int = 302) -> str:
+        def handler(req: Request) -> Response:
+            self.served.count(req, 0)
+            return Response("", status=code, headers={"Location": location})
+        self.http.expect_request(urlpath).respond_with_handler(handler)
+        return self.url(urlpath)
+
+    def trickle(self, urlpath: str, path: Path, interval: float) -> str:
+        """A correct 206 header for the range asked, then one byte every ``interval`` s."""
+        data = path.read_bytes()
+
+        def handler(req: Request) -> Response:
+            rng = req.range
+            start, stop = rng.range_for_length(len(data)) if rng else (0, len(data))
+
+            def body():
+                for i in range(start, stop):
+                    time.sleep(interval)
+                    with self.served.lock:
+                        self.served.bytes_sent += 1
+                    yield data[i:i + 1]
+            self.served.count(req, 0)
+            return Response(body(), status=206, direct_passthrough=True, headers={
+                "Content-Range": f"bytes {start}-{stop - 1}/{len(data)}", "Content-Length": str(stop - start)})
+        self.http.expect_request(urlpath).respond_with_handler(handler)
+        return self.url(urlpath)
+
+    def handle(self, urlpath, handler) -> str:
+        self.http.expect_request(urlpath).respond_with_handler(handler)
+        return self.url(urlpath) if isinstance(urlpath, str) else self.url("")
