@@ -23,7 +23,7 @@ def _register(module_name: str) -> None:
 
 # the families, in catalogue order; each module exports RULES = [RuleClass, ...]
 FAMILIES: tuple[str, ...] = ("structure", "values", "alignment", "naming", "schema", "tensors",
-                             "tokenizer", "filename", "legacy", "deep", "loader")
+                             "tokenizer", "filename", "legacy", "deep", "loader", "templates")
 for _family in FAMILIES:
     try:
         _register(_family)
