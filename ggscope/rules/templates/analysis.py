@@ -54,6 +54,12 @@ MAX_POWER_DIGITS = 10_000
 _UNSAFE_SETS = (sandbox.UNSAFE_FUNCTION_ATTRIBUTES | sandbox.UNSAFE_METHOD_ATTRIBUTES
                 | sandbox.UNSAFE_GENERATOR_ATTRIBUTES | sandbox.UNSAFE_COROUTINE_ATTRIBUTES
                 | sandbox.UNSAFE_ASYNC_GENERATOR_ATTRIBUTES | {"mro"})
+# CPython's handles on functions, frames, tracebacks and code (and their Python 2 names,
+# which old payloads still try): nothing a template reads, everything an escape wants
+_INTERNALS = frozenset({"func_globals", "func_code", "func_closure", "func_defaults", "im_func", "im_self",
+                        "im_class", "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "tb_frame",
+                        "tb_next", "co_code", "co_consts", "gi_frame", "gi_code", "cr_frame", "cr_code",
+                        "ag_frame", "ag_code", "mro"})
 _ATTR_FILTERS = {"map", "selectattr", "rejectattr", "sort", "groupby", "sum", "unique", "min", "max", "join"}
 _SIZE_ARGS = {"indent": ("width", 0), "center": ("width", 0), "wordwrap": ("width", 0),
               "truncate": ("length", 0), "tojson": ("indent", None), "ljust": (None, 0), "rjust": (None, 0),
@@ -76,6 +82,8 @@ def unsafe_reason(name: str) -> str | None:
         return "a dunder attribute (Python internals: the first step of a sandbox escape)"
     if name in _UNSAFE_SETS:
         return "an attribute jinja2.sandbox lists as unsafe"
+    if name in _INTERNALS:
+        return "a handle on Python functions, frames or code (a sandbox-escape step)"
     if name.startswith("_"):
         return "a private attribute (jinja2.sandbox refuses names starting with an underscore)"
     return None
@@ -148,7 +156,18 @@ class _Walker:
             self._growth(node, steps)
             return
         if isinstance(node, n.AssignBlock):
-            self.fold.bind(node.target, UNKNOWN)
+            body = node.body
+            text = "".join(x.data for b in body if isinstance(b, n.Output) for x in b.nodes
+                           if isinstance(x, n.TemplateData)) if all(
+                isinstance(b, n.Output) and all(isinstance(x, n.TemplateData) for x in b.nodes) for b in body) else UNKNOWN
+            self.fold.bind(node.target, text)
+        elif isinstance(node, n.With):
+            for target, value in zip(node.targets, node.values):
+                self.visit(value, steps)
+                self._assign(target, value)
+            for child in node.body:
+                self.visit(child, steps)
+            return
         if isinstance(node, n.Name):
             (self.defined.add if node.ctx in ("store", "param") else
              lambda name: self.loads.setdefault(name, node))(node.name)

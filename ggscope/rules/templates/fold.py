@@ -32,7 +32,7 @@ _STR_FILTERS = {
     "trim": str.strip, "string": str, "reverse": lambda s: s[::-1],
 }
 _STR_METHODS = {"lower", "upper", "title", "capitalize", "strip", "lstrip", "rstrip", "swapcase",
-                "replace", "join", "removeprefix", "removesuffix"}
+                "replace", "join", "removeprefix", "removesuffix", "format"}
 
 
 def _small(v):
@@ -116,6 +116,9 @@ class Folder:
             return a if a is not UNKNOWN and a == b else UNKNOWN
         if isinstance(node, n.BinExpr):
             return self._binary(node)
+        if isinstance(node, (n.Neg, n.Pos)):
+            x = v(node.node)
+            return UNKNOWN if not isinstance(x, (int, float)) else (-x if isinstance(node, n.Neg) else x)
         if isinstance(node, n.Getitem):
             return self._item(node)
         if isinstance(node, n.Filter):
@@ -191,5 +194,9 @@ class Folder:
             if isinstance(base, str) and not any(a is UNKNOWN for a in args) and not node.kwargs:
                 if node.node.attr == "join":
                     return _small(base.join(map(str, args[0]))) if args else UNKNOWN
+                if node.node.attr == "format":
+                    if re.search(r"\d{5,}|\{[^}]*[.\[]", base) or not all(isinstance(a, (str, int)) for a in args):
+                        return UNKNOWN       # a huge width, or an attribute field: not folded
+                    return _small(base.format(*args))
                 return _small(getattr(base, node.node.attr)(*args))
         return UNKNOWN

@@ -40,8 +40,9 @@ _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.D
         r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|reveal|disclose|notify|let)\b[^.\n]{0,40}?"
         r"\b(?:the\s+user|users|anyone|the\s+human|them)\b",
         r"\bwithout\s+(?:telling|informing|notifying|alerting|asking)\b[^.\n]{0,20}?\b(?:the\s+user|users|anyone|them)\b",
-        r"\b(?:hide|conceal|keep)\b[^.\n]{0,30}?\b(?:from|secret\s+from)\s+(?:the\s+)?users?\b",
-        r"\b(?:secretly|covertly|surreptitiously)\b"],
+        r"\b(?:hide|conceal|keep)\b[^.\n]{0,30}?\b(?:from|secret\s+from)\s+(?:the\s+)?users?\b"],
+    "stealth": [r"\b(?:secretly|covertly|surreptitiously|silently\s+(?:send|add|append|include|insert|forward|"
+                r"change|replace|redirect|copy))\b"],
     "agent": [      # addressing the reader as a model or an agent
         r"\b(?:ai|llm|language\s+model|assistant|agent|chatbot|bot)s?\b[^.\n]{0,20}?\b(?:reading|processing|parsing)\s+this\b",
         r"\b(?:note|message|instructions?)\s+(?:for|to)\s+(?:all\s+)?(?:ai|llms?|language\s+models?|assistants?|"
@@ -59,7 +60,7 @@ _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.D
 }.items()}
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
-ALONE_IN_TEMPLATES = ("override", "agent", "steer", "url-action", "payment")
+ALONE_IN_TEMPLATES = ("override", "stealth", "agent", "steer", "url-action", "payment")
 
 
 def _hidden(c: str, prev: str, nxt: str) -> bool:
