@@ -3,13 +3,14 @@
 llama.cpp keeps the real templates of the models it supports in
 ``models/templates/*.jinja``; ``python -m tools.fetch_llama_templates`` extracts them
 from llama-cpp-python 0.3.36's sdist into ``.cache/llama-templates`` (CI does it in
-``.ci/run``).  Each is put into the bundled example as its ``tokenizer.chat_template``
+``.ci/run``), or ``GGSCOPE_LLAMA_TEMPLATES`` names the folder.  Each is put into the bundled example as its ``tokenizer.chat_template``
 and validated with the template family: none may get an error, and none a warning from
 the security codes (the warnings about special tokens the tiny example vocabulary lacks
 are about that file, not the template).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from ggscope.validate.runner import validate
 from template_corpus import SECURITY_CODES, Case, write_case
 
 REPO = Path(__file__).resolve().parents[2]
-TEMPLATES = REPO / ".cache" / "llama-templates"
+# GGSCOPE_LLAMA_TEMPLATES names another folder (e.g. llama.cpp's own models/templates)
+TEMPLATES = Path(os.environ.get("GGSCOPE_LLAMA_TEMPLATES", REPO / ".cache" / "llama-templates"))
 EXAMPLE = REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
 FILES = sorted(TEMPLATES.glob("*.jinja"))
 
