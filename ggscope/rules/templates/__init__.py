@@ -2,10 +2,14 @@
 
 Modules, lowest first: ``context`` (the names runtimes provide, the keys that carry
 templates or prose), ``engine`` (transformers' Jinja2 environment), ``fold`` (strings a
-template builds), ``analysis`` (the syntax-tree walk), ``sandbox`` (the bounded render),
-``hidden`` (invisible characters, planted instructions), ``sources`` (one parse and one
-render per template, shared) and ``rules`` (the rule classes).
+template builds), ``recursion`` and ``analysis`` (the syntax-tree walk), ``sandbox``
+(the bounded render), ``hidden`` (invisible characters, planted instructions),
+``sources`` (one parse and one render per template, shared), and the rules:
+``template_code`` (GG1301-GG1307: what a runtime executes or refuses) and
+``template_text`` (GG1308-GG1311: what it relies on, and text that hides).
 """
-from ggscope.rules.templates.rules import RULES
+from ggscope.rules.templates import template_code, template_text
+
+RULES = [*template_code.RULES, *template_text.RULES]
 
 __all__ = ["RULES"]

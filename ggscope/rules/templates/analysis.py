@@ -44,6 +44,7 @@ from jinja2 import sandbox
 from ggscope.rules.templates.context import CONTEXT_NAMES, ENGINE_GLOBALS, GADGET_ROOTS
 from ggscope.rules.templates.engine import environment
 from ggscope.rules.templates.fold import UNKNOWN, Folder
+from ggscope.rules.templates.recursion import unbounded_recursion
 
 __all__ = ["Issue", "analyse", "literals", "unsafe_reason", "MAX_SIZE", "MAX_STEPS"]
 
@@ -362,40 +363,6 @@ class _Walker:
             self.add("extra-name", extra[0][1].lineno, extra[0][0],
                      f"reads variables no runtime documents ({names}): they render as undefined unless "
                      "the caller passes them", fatal=False)
-        self._recursion()
-
-    def _recursion(self) -> None:
-        """A macro that calls itself (directly or through others) without descending into
-        a part of its argument and without a guard comparing an argument: unbounded."""
-        for name, sites in self.calls.items():
-            macro = self.macros.get(name)
-            if macro is None:
-                continue
-            params = {a.name for a in macro.args}
-            for call, guards, inside in sites:
-                if not inside or (inside[0] != name and inside[0] not in self._reaches(name)):
-                    continue          # not a call from inside the cycle
-                descends = any(isinstance(x, (n.Getattr, n.Getitem, n.Filter)) or
-                               (isinstance(x, n.Name) and x.name not in params)
-                               for a in [*call.args, *(k.value for k in call.kwargs)]
-                               for x in (a, *a.find_all(n.Expr)))
-                guarded = any(isinstance(x, n.Compare) and any(isinstance(y, n.Name) and y.name in params
-                                                               for y in x.find_all(n.Name)) for g in guards
-                              for x in [g, *g.find_all(n.Compare)])
-                if not descends and not guarded:
-                    self.add("unbounded", call.lineno, name,
-                             f"macro {name!r} calls itself with arguments that do not shrink: unbounded recursion")
-
-    def _reaches(self, start: str) -> set[str]:
-        """Macros reachable by calls from macro ``start``."""
-        seen: set[str] = set()
-        todo = [start]
-        while todo:
-            cur = todo.pop()
-            for callee, sites in self.calls.items():
-                if callee in seen:
-                    continue
-                if any(inside and inside[0] == cur for _, _, inside in sites):
-                    seen.add(callee)
-                    todo.append(callee)
-        return seen
+        for line, name in unbounded_recursion(self.macros, self.calls):
+            self.add("unbounded", line, name,
+                     f"macro {name!r} calls itself with arguments that do not shrink: unbounded recursion")

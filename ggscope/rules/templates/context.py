@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import re
 
+from ggscope.model.summary import CHAT_TEMPLATE_KEY, chat_templates
+
 __all__ = ["CONTEXT_NAMES", "ENGINE_GLOBALS", "GADGET_ROOTS", "TEMPLATE_KEY", "TEMPLATE_LIST_KEY",
            "template_keys", "is_free_text_key", "SPECIAL_TOKEN_NAMES"]
 
@@ -61,19 +63,15 @@ GADGET_ROOTS: frozenset[str] = frozenset({
 SPECIAL_TOKEN_NAMES: tuple[str, ...] = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
                                         "cls_token", "mask_token")
 
-# gguf-py's Keys.Tokenizer: CHAT_TEMPLATE, CHAT_TEMPLATE_N ("tokenizer.chat_template.{name}")
-# and CHAT_TEMPLATES (the list of names); llama.cpp reads CHAT_TEMPLATE_N in
-# llama_model_chat_template (src/llama-model.cpp) for any name, e.g. "tool_use" in chat.cpp.
-TEMPLATE_KEY = "tokenizer.chat_template"
+# gguf-py's Keys.Tokenizer: CHAT_TEMPLATE, CHAT_TEMPLATE_N and CHAT_TEMPLATES (the list of
+# names); which keys are templates is decided once, in ggscope.model.summary.chat_templates
+TEMPLATE_KEY = CHAT_TEMPLATE_KEY
 TEMPLATE_LIST_KEY = "tokenizer.chat_templates"
 
 
 def template_keys(metadata) -> list[str]:
-    """Every metadata key a runtime may render as a template, in file order: the default
-    template and every ``tokenizer.chat_template.<name>``, listed in
-    ``tokenizer.chat_templates`` or not (a runtime asked for that name reads it)."""
-    return [k for k, v in metadata.items()
-            if isinstance(v, str) and (k == TEMPLATE_KEY or k.startswith(TEMPLATE_KEY + "."))]
+    """Every metadata key a runtime may render as a template, in file order."""
+    return [k for _, k in chat_templates(metadata)]
 
 
 # keys whose value is a locator: a URL there is what belongs there, never a finding
