@@ -6,7 +6,7 @@ and render of each template.  They are gathered here once, and the analysis and 
 render of a template are cached by its text, so the rules of the family share one parse
 and one (forked, bounded) render per template.
 
-Contract: nothing here reads more than the metadata already parsed; vocabulary look-ups
+Contract: Jinja2 is imported only when a file has a template; nothing here reads more than the metadata already parsed; vocabulary look-ups
 use the token array's joined bytes (one copy, made only when a template emits
 special-token text); string arrays are read up to ``MAX_ITEMS`` entries.
 """
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ggscope.rules.templates.analysis import Issue, analyse
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
-from ggscope.rules.templates.sandbox import Render, render_all
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
     from ggscope.rules.base import CheckContext
+    from ggscope.rules.templates.analysis import Issue
+    from ggscope.rules.templates.sandbox import Render
 
 __all__ = ["Template", "templates", "issues_of", "renders_of", "special_texts", "in_vocabulary",
            "prose", "special_tokens", "node_of", "MAX_ITEMS"]
@@ -52,7 +52,8 @@ def templates(mf: "ModelFile") -> list[Template]:
 
 
 @lru_cache(maxsize=64)
-def issues_of(text: str) -> tuple[Issue, ...]:
+def issues_of(text: str) -> "tuple[Issue, ...]":
+    from ggscope.rules.templates.analysis import analyse     # Jinja2 only when a file has a template
     return tuple(analyse(text))
 
 
@@ -72,11 +73,12 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
 
 
 @lru_cache(maxsize=64)
-def _renders(text: str, special: tuple) -> tuple[Render, ...]:
+def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
+    from ggscope.rules.templates.sandbox import render_all
     return tuple(render_all(text, dict(special)))
 
 
-def renders_of(mf: "ModelFile", t: Template) -> tuple[Render, ...]:
+def renders_of(mf: "ModelFile", t: Template) -> "tuple[Render, ...]":
     return _renders(t.text, tuple(sorted(special_texts(mf).items())))
 
 

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.templates import sources as src
-from ggscope.rules.templates.analysis import unsafe_reason
 
 __all__ = ["RULES", "issues"]
 
@@ -221,6 +220,7 @@ class TemplateRenderRefused(Rule):
                 if r.outcome == "budget":
                     sev, what = Severity.ERROR, f"the render exceeded its budget ({r.error})"
                 elif r.outcome == "security":
+                    from ggscope.rules.templates.analysis import unsafe_reason
                     m = _ATTR_IN_ERROR.search(r.error)
                     escape = m is None or unsafe_reason(m.group(1)) is not None
                     sev = Severity.ERROR if escape else Severity.INFO

@@ -15,7 +15,6 @@ import re
 
 from ggscope.rules.base import Rule, Severity, quoted
 from ggscope.rules.templates import sources as src
-from ggscope.rules.templates.analysis import literals
 from ggscope.rules.templates.hidden import describe, instruction, invisible
 
 __all__ = ["RULES"]
@@ -167,6 +166,7 @@ class PlantedInstruction(Rule):
 
     def check(self, ctx):
         for t in src.templates(ctx.mf):
+            from ggscope.rules.templates.analysis import literals    # Jinja2: only for a file with templates
             phrase = instruction(literals(t.text), in_template=True)
             if phrase:
                 yield ctx.at(src.node_of(ctx, t.key), f"{t.key} tells the model {quoted(phrase)}")
