@@ -41,7 +41,7 @@ import jinja2
 import jinja2.nodes as n
 from jinja2 import sandbox
 
-from ggscope.rules.templates.context import CONTEXT_NAMES, ENGINE_GLOBALS, GADGET_ROOTS
+from ggscope.rules.templates.context import CONTEXT_NAMES, ENGINE_GLOBALS, GADGET_ROOTS, MAX_TEMPLATE
 from ggscope.rules.templates.engine import environment
 from ggscope.rules.templates.fold import UNKNOWN, Folder
 from ggscope.rules.templates.recursion import unbounded_recursion
@@ -91,6 +91,9 @@ def unsafe_reason(name: str) -> str | None:
 
 
 def analyse(text: str) -> list[Issue]:
+    if len(text) > MAX_TEMPLATE:
+        return [Issue("unbounded", 1, 1, f"a template of {len(text):,} characters (ggscope analyses up to "
+                      f"{MAX_TEMPLATE:,}; real chat templates are under 100,000): not checked, not trusted")]
     try:
         tree = environment().parse(text)
     except jinja2.TemplateSyntaxError as exc:
@@ -109,6 +112,8 @@ def analyse(text: str) -> list[Issue]:
 def literals(text: str) -> str:
     """The text a template can write: its template data and string constants, escapes
     decoded (``'\\n'`` is a newline), one per line; the raw text when it does not parse."""
+    if len(text) > MAX_TEMPLATE:
+        return text[:MAX_TEMPLATE]
     try:
         tree = environment().parse(text)
     except (jinja2.TemplateSyntaxError, RecursionError, MemoryError):

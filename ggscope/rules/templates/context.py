@@ -33,8 +33,12 @@ import re
 
 from ggscope.model.summary import CHAT_TEMPLATE_KEY, chat_templates
 
-__all__ = ["CONTEXT_NAMES", "ENGINE_GLOBALS", "GADGET_ROOTS", "TEMPLATE_KEY", "TEMPLATE_LIST_KEY",
+__all__ = ["MAX_TEMPLATE", "CONTEXT_NAMES", "ENGINE_GLOBALS", "GADGET_ROOTS", "TEMPLATE_KEY", "TEMPLATE_LIST_KEY",
            "template_keys", "is_free_text_key", "SPECIAL_TOKEN_NAMES"]
+
+# characters of a template ggscope parses; a longer one is reported unchecked (the longest
+# of llama.cpp's models/templates is under 30,000 characters)
+MAX_TEMPLATE = 4 << 20
 
 # variables the runtimes pass to every render
 CONTEXT_NAMES: frozenset[str] = frozenset({

@@ -58,6 +58,18 @@ _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.D
         r"\badd\s+\d+\s*(?:%|percent)",
         r"\b(?:api\s+key|password|credentials?|private\s+key|seed\s+phrase)\b[^.\n]{0,40}?\b(?:send|post|include|append)\b"],
 }.items()}
+# words one of which each pattern needs: a pattern runs only when its words occur, so a
+# long text without them costs a few substring searches, not a regex pass per pattern
+_ANCHORS: dict[str, list[tuple[str, ...]]] = {
+    "override": [("ignore", "disregard", "forget", "override"), ("instruction",)],
+    "covert": [("not", "don't", "dont", "never"), ("without",), ("user",)],
+    "stealth": [("secretly", "covertly", "surreptitiously", "silently")],
+    "agent": [("reading this", "processing this", "parsing this"), ("note", "message", "instruction")],
+    "steer": [("always",)],
+    "url-action": [("http", "www.")],
+    "payment": [("account",), ("percent", "%"), ("key", "password", "credential", "seed phrase")],
+}
+
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
 ALONE_IN_TEMPLATES = ("override", "stealth", "agent", "steer", "url-action", "payment")
@@ -84,12 +96,40 @@ def describe(o: int) -> str:
     return f"U+{o:04X}" + (f" {name}" if name else "")
 
 
+_CANDIDATES: re.Pattern | None = None
+
+
+def _candidates() -> re.Pattern:
+    """One character class of every code point ``_hidden`` may accept (the format
+    characters of this Python's Unicode tables, the variation selectors, the fillers),
+    built once, so a long text is scanned by the regex engine, not a Python loop."""
+    global _CANDIDATES
+    if _CANDIDATES is None:
+        points = [o for span in (range(0x80, 0x20000), range(0xE0000, 0xE1000))
+                  for o in span if unicodedata.category(chr(o)) == "Cf"]
+        points += [o for a, b in _VARIATION for o in range(a, b + 1)] + sorted(_FILLERS)
+        ranges: list[list[int]] = []
+        for o in sorted(set(points)):
+            if ranges and o == ranges[-1][1] + 1:
+                ranges[-1][1] = o
+            else:
+                ranges.append([o, o])
+        _CANDIDATES = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" if b > a else re.escape(chr(a))
+                                               for a, b in ranges) + "]")
+    return _CANDIDATES
+
+
 def invisible(text: str) -> list[tuple[int, int]]:
     """(offset, code point) of every hidden character of ``text``."""
+    if text.isascii():
+        return []
+    if not _candidates().search(text):
+        return []
     out = []
-    for i, c in enumerate(text):
-        if ord(c) > 0x7F and _hidden(c, text[i - 1] if i else "", text[i + 1] if i + 1 < len(text) else ""):
-            out.append((i, ord(c)))
+    for m in _candidates().finditer(text):
+        i = m.start()
+        if _hidden(text[i], text[i - 1] if i else "", text[i + 1] if i + 1 < len(text) else ""):
+            out.append((i, ord(text[i])))
     return out
 
 
@@ -102,9 +142,12 @@ def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
     """kind -> the first phrase of that kind in ``text`` (its first ``limit`` characters)
     that reads as an instruction to a model or an agent."""
     plain = _visible(text[:limit])
+    low = plain.lower()
     found = {}
     for kind, patterns in _KINDS.items():
-        for p in patterns:
+        for p, words in zip(patterns, _ANCHORS[kind]):
+            if not any(w in low for w in words):
+                continue
             m = p.search(plain)
             if m:
                 found[kind] = m.group(0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 import select
 import signal
 import time
@@ -113,14 +114,22 @@ def _mapped_bytes() -> int:
         return 0
 
 
+@lru_cache(maxsize=1)
+def _warm() -> None:
+    """Build the environment and render once in this process, so that the forked child
+    needs no import (another thread may hold the import lock at fork time)."""
+    from ggscope.rules.templates.engine import environment
+    environment().from_string("{% for i in range(2) %}{{ x|tojson }}{{ strftime_now('%Y') }}{% endfor %}"
+                              "{% set ns = namespace(a=1) %}{{ dict(a=1)|items|list }}").render(x={"a": [1]})
+
+
 def render_all(text: str, special: dict, messages: list | None = None) -> list[Render]:
     convs = conversations(text, messages)
     if not hasattr(os, "fork"):
         return [Render("(all)", False, "unavailable", error="no fork() on this platform: render skipped")]
     import resource
 
-    import ggscope.rules.templates.engine as engine
-    engine.environment()                 # built before the fork: the child imports nothing
+    _warm()                              # everything imported before the fork: the child imports nothing
     limit = _mapped_bytes() + MEMORY_BUDGET
     r, w = os.pipe()
     pid = os.fork()
@@ -155,7 +164,9 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
                 chunks.append(chunk)
     finally:
         os.close(r)
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
+    if killed and usage.ru_utime + usage.ru_stime < 0.5:
+        return [Render("(all)", False, "unavailable", error="the renderer stalled without computing: not rendered")]
     if killed or not chunks:
         why = (f"time: more than {WALL_BUDGET:g} s" if killed else
                f"CPU time: more than {CPU_BUDGET} s" if os.WIFSIGNALED(status) and os.WTERMSIG(status) in

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.templates import sources as src
+from ggscope.rules.templates.context import MAX_TEMPLATE
 
 __all__ = ["RULES", "issues"]
 
@@ -209,8 +210,8 @@ class TemplateRenderRefused(Rule):
 
     def check(self, ctx):
         for t in src.templates(ctx.mf):
-            if any(i.kind == "syntax" for i in src.issues_of(t.text)):
-                continue
+            if len(t.text) > MAX_TEMPLATE or any(i.kind == "syntax" for i in src.issues_of(t.text)):
+                continue          # reported by GG1306 / GG1301; nothing to render
             node = ctx.node(t.node_path) if t.node_path else None
             seen = set()
             for r in src.renders_of(ctx.mf, t):
