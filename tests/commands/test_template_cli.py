@@ -82,3 +82,22 @@ def test_hostile_template_costs_a_bounded_render(tmp_path, capsys):
     assert cli.main(["template", _file(tmp_path, "{{ 'x' * 2000000000 }}")]) == 1
     out = capsys.readouterr().out
     assert "render: (all): budget" in out or ": budget: memory" in out
+
+
+def test_info_and_summary_name_the_templates(tmp_path, capsys):
+    from ggscope.model.summary import summarize
+    import ggscope
+    path = _file(tmp_path, "x", named={"tool_use": "y", "rag": "z"})
+    assert cli.main(["info", path]) == 0
+    assert "chat templates: default, tool_use, rag" in capsys.readouterr().out
+    assert summarize(ggscope.open(path)).templates == ["default", "tool_use", "rag"]
+
+
+@pytest.mark.parametrize("key, prose", [
+    ("general.description", True), ("general.name", True), ("general.tags", True), ("general.author", True),
+    ("general.source.url", False), ("general.license.link", False), ("general.base_model.0.repo_url", False),
+    ("general.doi", False), ("tokenizer.chat_template", False), ("tokenizer.ggml.tokens", False),
+])
+def test_prose_keys_and_locators(key, prose):
+    from ggscope.rules.templates.context import is_free_text_key
+    assert is_free_text_key(key) is prose

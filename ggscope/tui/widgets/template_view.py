@@ -6,7 +6,7 @@ template key - or the template a finding names - as numbered lines, with the lin
 finding names highlighted.
 
 Contract: file text becomes ``rich.text.Text`` built from plain strings (never markup),
-each line passed through ``file_text`` and with invisible characters shown as
+each line passed through ``core.escape.escape_text`` and with invisible characters shown as
 ``\\uXXXX``; at most ``MAX_LINES`` lines of at most ``MAX_COLS`` characters are drawn.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ggscope.tui.format import file_text
+from ggscope.core.escape import escape_text
 
 __all__ = ["template_source", "template_text", "MAX_LINES", "MAX_COLS"]
 
@@ -53,7 +53,7 @@ def _shown(line: str) -> str:
     hidden = {i for i, _ in invisible(line)}
     if hidden:
         line = "".join(f"\\u{ord(c):04x}" if i in hidden else c for i, c in enumerate(line))
-    return file_text(line)
+    return escape_text(line)
 
 
 def template_text(text: str, flagged: int | None = None) -> Text:
