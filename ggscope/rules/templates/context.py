@@ -64,8 +64,9 @@ GADGET_ROOTS: frozenset[str] = frozenset({
     "eval", "exec", "open", "getattr", "setattr", "compile", "importlib",
 })
 # special token names a template may print, after transformers' SPECIAL_TOKENS_ATTRIBUTES
+# (cls_token has no GGUF key: llama.cpp's vocabulary has no CLS id)
 SPECIAL_TOKEN_NAMES: tuple[str, ...] = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
-                                        "cls_token", "mask_token")
+                                        "mask_token")
 
 # gguf-py's Keys.Tokenizer: CHAT_TEMPLATE, CHAT_TEMPLATE_N and CHAT_TEMPLATES (the list of
 # names); which keys are templates is decided once, in ggscope.model.summary.chat_templates

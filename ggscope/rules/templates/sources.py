@@ -59,11 +59,16 @@ def issues_of(text: str) -> "tuple[Issue, ...]":
 
 def special_texts(mf: "ModelFile") -> dict[str, str]:
     """bos_token, eos_token, ... as a runtime passes them: the text of the token the
-    ``tokenizer.ggml.<x>_token_id`` key names (empty when absent or out of range)."""
+    matching gguf-py key (``Keys.Tokenizer.BOS_ID``: ``tokenizer.ggml.bos_token_id``,
+    ...) names; empty when absent or out of range."""
+    from gguf.constants import Keys
+    k = Keys.Tokenizer
+    id_keys = {"bos_token": k.BOS_ID, "eos_token": k.EOS_ID, "unk_token": k.UNK_ID, "sep_token": k.SEP_ID,
+               "pad_token": k.PAD_ID, "mask_token": k.MASK_ID}
     tokens = mf.metadata.get(_TOKENS)
     out = {}
     for name in SPECIAL_TOKEN_NAMES:
-        tid = mf.metadata.get(f"tokenizer.ggml.{name.removesuffix('_token')}_token_id")
+        tid = mf.metadata.get(id_keys.get(name, ""))
         text = ""
         if tokens is not None and isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < len(tokens):
             text = tokens[tid]
