@@ -30,7 +30,7 @@ __all__ = ["invisible", "instruction", "instructions", "describe"]
 _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
 _URL = r"(?:https?://|www\.)\S+"
-_KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.DOTALL) for p in pats] for kind, pats in {
+_KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p in pats] for kind, pats in {
     "override": [   # overriding what came before
         r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|other|"
         r"system|user'?s?|original)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|requests?|messages?|"
@@ -53,6 +53,11 @@ _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.D
     "url-action": [  # acting on a URL
         r"\b(?:fetch|curl|wget|navigate\s+to|send|post|upload|exfiltrate|execute|run|retrieve|load|visit|open)\b"
         r"[^.\n]{0,60}?" + _URL],
+    "extract": [    # asking for what the operator keeps hidden
+        r"\b(?:reveal|print|repeat|output|show|leak|reply\s+with)\b[^.\n]{0,30}?\b(?:system\s+prompt|hidden\s+"
+        r"instructions?|developer\s+message)\b"],
+    "markup": [     # chat-turn markup in prose: text posing as a system or user turn
+        r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>|\[INST\]|^#{2,}\s*(?:system|instruction)\b"],
     "payment": [    # moving money or credentials
         r"\b(?:transfer|wire|route|send|deposit)\b[^.\n]{0,60}?\baccount\b",
         r"\badd\s+\d+\s*(?:%|percent)",
@@ -67,12 +72,14 @@ _ANCHORS: dict[str, list[tuple[str, ...]]] = {
     "agent": [("reading this", "processing this", "parsing this"), ("note", "message", "instruction")],
     "steer": [("always",)],
     "url-action": [("http", "www.")],
+    "extract": [("system prompt", "hidden instruction", "developer message")],
+    "markup": [("<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "[inst]", "##")],
     "payment": [("account",), ("percent", "%"), ("key", "password", "credential", "seed phrase")],
 }
 
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
-ALONE_IN_TEMPLATES = ("override", "stealth", "agent", "steer", "url-action", "payment")
+ALONE_IN_TEMPLATES = ("override", "stealth", "agent", "steer", "url-action", "payment", "extract")
 
 
 def _hidden(c: str, prev: str, nxt: str) -> bool:
