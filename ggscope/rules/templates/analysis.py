@@ -63,9 +63,11 @@ _INTERNALS = frozenset({"func_globals", "func_code", "func_closure", "func_defau
                         "ag_frame", "ag_code", "mro"})
 _ATTR_FILTERS = {"map", "selectattr", "rejectattr", "sort", "groupby", "sum", "unique", "min", "max", "join"}
 _SIZE_ARGS = {"indent": ("width", 0), "center": ("width", 0), "wordwrap": ("width", 0),
+              "batch": ("linecount", 0), "slice": ("slices", 0),
               "truncate": ("length", 0), "tojson": ("indent", None), "ljust": (None, 0), "rjust": (None, 0),
               "zfill": (None, 0), "expandtabs": (None, 0)}
-_WIDTH = re.compile(r"%[-+ #0]*(\d+)")
+_WIDTH = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d*)(?:\.(\d+))?")           # %-format width, precision
+_BRACE_WIDTH = re.compile(r"\{[^{}:]*:[^{}]*?(\d+)(?:\.(\d+))?[^{}]*\}")      # str.format width, precision
 
 
 @dataclass(frozen=True)
@@ -151,8 +153,7 @@ class _Walker:
                 shown = part.encode("unicode_escape").decode("ascii")
                 line = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
                 self.add("unsafe-attribute", node.lineno, part if part in line else needle,
-                         f"{how} reaches {shown!r}: {reason}",
-                         fatal=not reason.startswith("a private"))
+                         f"{how} reaches {shown!r}: {reason}")
 
     # ---- the walk ---------------------------------------------------------------------
     def visit(self, node: n.Node, steps: int) -> None:
@@ -187,9 +188,11 @@ class _Walker:
                 self.visit(child, steps)
             self.macro_stack.pop()
             return
-        elif isinstance(node, (n.Import, n.FromImport)):
-            self.add("unsafe-attribute", node.lineno, "import",
-                     "imports another template: a chat template has no loader, the runtime refuses it", True)
+        elif isinstance(node, (n.Import, n.FromImport, n.Include, n.Extends)):
+            word = {n.Import: "import", n.FromImport: "from", n.Include: "include", n.Extends: "extends"}[type(node)]
+            self.add("unsafe-attribute", node.lineno, word,
+                     f"{{% {word} %}} loads another template: chat runtimes give templates no loader and refuse "
+                     "it; an engine with a file-system loader would read files")
         elif isinstance(node, n.Getattr):
             self.attribute(node.attr, node, f".{node.attr}" if node.attr.isidentifier() else "attribute")
         elif isinstance(node, n.Getitem) and not isinstance(node.arg, n.Slice):
@@ -213,6 +216,8 @@ class _Walker:
                          f"nested constant loops run {inner:,} iterations (more than {MAX_STEPS:,})")
             for child in (*([node.test] if node.test else []), *node.body, *node.else_):
                 self.visit(child, inner if count is not None else max(steps, 2))
+            if node.recursive:
+                self._recursive_loop(node)
             return
         if isinstance(node, n.If):
             self.visit(node.test, steps)
@@ -223,6 +228,21 @@ class _Walker:
             return
         for child in node.iter_child_nodes():
             self.visit(child, steps)
+
+    def _recursive_loop(self, node: n.For) -> None:
+        """``{% for x in xs recursive %}...{{ loop(ys) }}``: bounded only when ``ys`` is a
+        part of the item (``x.children``), not the same or a new list."""
+        targets = {t.name for t in node.target.find_all(n.Name)} | (
+            {node.target.name} if isinstance(node.target, n.Name) else set())
+        for call in node.find_all(n.Call):
+            if isinstance(call.node, n.Name) and call.node.name == "loop":
+                descends = any(isinstance(x, (n.Getattr, n.Getitem)) and any(
+                    isinstance(y, n.Name) and y.name in targets for y in (x, *x.find_all(n.Name)))
+                    for a in call.args for x in (a, *a.find_all(n.Expr)))
+                if not descends:
+                    self.add("unbounded", call.lineno, "loop(",
+                             "a recursive loop calls loop() with a list that is not part of its item: "
+                             "unbounded recursion")
 
     def _assign(self, target: n.Node, value: n.Node) -> None:
         if isinstance(value, n.Call) and isinstance(value.node, n.Name) and value.node.name == "namespace" \
@@ -288,10 +308,13 @@ class _Walker:
             self.add("computed-attribute", node.lineno, node.name,
                      f"|{node.name} reads an attribute whose name is computed at render time")
 
-    def _format_widths(self, fmt, node: n.Node) -> None:
+    def _format_widths(self, fmt, node: n.Node, pattern: re.Pattern = _WIDTH) -> None:
         if isinstance(fmt, str):
-            for m in _WIDTH.finditer(fmt):
-                self._size(int(m.group(1)), node.lineno, "%", "a format width of")
+            for m in pattern.finditer(fmt):
+                for g in m.groups():
+                    if g:
+                        self._size(int(g), node.lineno, "%" if pattern is _WIDTH else "{",
+                                   "a format width or precision of")
 
     def _call(self, node: n.Call) -> None:
         callee = node.node
@@ -312,6 +335,7 @@ class _Walker:
                 fmt = self.fold.value(callee.node)
                 if isinstance(fmt, str):
                     self._format_fields(fmt, node)
+                    self._format_widths(fmt, node, _BRACE_WIDTH)
 
     def _format_fields(self, fmt: str, node: n.Node) -> None:
         """``'{0.__class__}'.format(x)``: str.format reads attributes named in the string."""

@@ -128,10 +128,15 @@ def special_tokens(mf: "ModelFile") -> list[tuple[int, str]]:
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:
     """(key, text) of every free-text string: string values and the first ``MAX_ITEMS``
-    strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``)."""
+    strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``),
+    and a locator's value when it holds more than one word (a URL is one word)."""
     out = []
     for k, v in mf.metadata.items():
-        if not isinstance(k, str) or not is_free_text_key(k):
+        if not isinstance(k, str) or k.startswith("tokenizer.") or template_keys({k: v}):
+            continue
+        if not is_free_text_key(k):       # a locator: only text beside the URL is prose
+            if isinstance(v, str) and len(v.split()) > 1:
+                out.append((k, v))
             continue
         if isinstance(v, str):
             out.append((k, v))
