@@ -108,6 +108,7 @@ def test_literals_decode_escapes():
     assert "a\nb" in literals("{{ 'a\\nb' }}")
 
 
+@pytest.mark.slow          # waits out the child's CPU budget (5 s)
 def test_hostile_render_is_bounded():
     # a CPU loop the sandbox allows (MAX_RANGE each) that would run 10**10 steps
     text = "{% for i in range(100000) %}{% for j in range(100000) %}{{ '' }}{% endfor %}{% endfor %}"
