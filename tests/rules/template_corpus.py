@@ -80,6 +80,10 @@ CASES: list[Case] = [
     _t("attr-loop-var", "attr-reassembly", "error", "{% for k in ['__class__'] %}{{ ()|attr(k) }}{% endfor %}"),
     _t("attr-macro-arg", "attr-reassembly", "error",
        "{% macro get(o, n) %}{{ o|attr(n) }}{% endmacro %}{{ get((), '__class__') }}"),
+    _t("attr-macro-computed", "attr-reassembly", "error",
+       "{% macro get(o, n) %}{{ o|attr(n) }}{% endmacro %}{{ get((), messages[0].content) }}"),
+    _t("attr-macro-default", "attr-reassembly", "error",
+       "{% macro get(o, n='__class__') %}{{ o|map(attribute=n)|list }}{% endmacro %}{{ get(messages) }}"),
     _t("attr-namespace", "attr-reassembly", "error",
        "{% set ns = namespace(k='__cla') %}{% set ns.k = ns.k ~ 'ss__' %}{{ ()|attr(ns.k) }}"),
     # --- unbounded work (error)
@@ -169,6 +173,9 @@ CASES: list[Case] = [
     _t("benign-range", "benign", "none", "{%- for i in range(messages|length - 1, -1, -1) %}{% endfor %}"),
     _t("benign-recursive-loop", "benign", "none",
        "{%- for d in documents or [] recursive %}{{ d.title }}{% if d.children %}{{ loop(d.children) }}{% endif %}{% endfor %}"),
+    _t("benign-macro-attribute", "benign", "none",
+       "{%- macro pluck(xs, field='role') %}{{ xs|map(attribute=field)|join(',') }}{% endmacro %}"
+       "{{ pluck(messages) }}{{ pluck(messages, 'content') }}"),
     _t("benign-format", "benign", "none", "{{ '%-10s|%5.2f'|format('x', 1.5) }}{{ '{:>8}'.format('y') }}"),
 ]
 

@@ -2,7 +2,7 @@
 
 Modules, lowest first: ``context`` (the names runtimes provide, the keys that carry
 templates or prose), ``engine`` (transformers' Jinja2 environment), ``fold`` (strings a
-template builds), ``recursion`` and ``analysis`` (the syntax-tree walk), ``sandbox``
+template builds), ``macros`` and ``analysis`` (the syntax-tree walk), ``sandbox``
 (the bounded render), ``hidden`` (invisible characters, planted instructions),
 ``sources`` (one parse and one render per template, shared), and the rules:
 ``template_code`` (GG1301-GG1307: what a runtime executes or refuses) and

@@ -27,8 +27,7 @@ What is reported (``Issue.kind``):
   that doubles itself inside a loop, and recursion through macros or call blocks that
   does not descend into its argument.
 
-Contract: ``analyse(text)`` never renders, never raises, and returns issues with the
-template's 1-based line and column.
+Contract: ``analyse(text)`` never renders, never raises; issues carry 1-based line, column.
 """
 from __future__ import annotations
 
@@ -44,7 +43,7 @@ from jinja2 import sandbox
 from ggscope.rules.templates.context import CONTEXT_NAMES, ENGINE_GLOBALS, GADGET_ROOTS, MAX_TEMPLATE
 from ggscope.rules.templates.engine import environment
 from ggscope.rules.templates.fold import UNKNOWN, Folder
-from ggscope.rules.templates.recursion import unbounded_recursion
+from ggscope.rules.templates.macros import loop_calls_that_restart, param_values, unbounded_recursion
 
 __all__ = ["Issue", "analyse", "literals", "unsafe_reason", "MAX_SIZE", "MAX_STEPS"]
 
@@ -136,7 +135,7 @@ class _Walker:
         self.calls: dict[str, list[tuple[n.Call, list[n.Node]]]] = {}   # macro -> its calls, with enclosing ifs
         self.macro_stack: list[str] = []
         self.if_stack: list[n.Node] = []
-        self.loop_steps = 1
+        self.deferred: list[tuple[n.Macro, str, n.Node, str]] = []   # (macro, param, node, how)
 
     # ---- reporting ------------------------------------------------------------------
     def add(self, kind: str, line: int, needle: str, message: str, fatal: bool = True) -> None:
@@ -216,8 +215,9 @@ class _Walker:
                          f"nested constant loops run {inner:,} iterations (more than {MAX_STEPS:,})")
             for child in (*([node.test] if node.test else []), *node.body, *node.else_):
                 self.visit(child, inner if count is not None else max(steps, 2))
-            if node.recursive:
-                self._recursive_loop(node)
+            for call in loop_calls_that_restart(node) if node.recursive else ():
+                self.add("unbounded", call.lineno, "loop(", "a recursive loop calls loop() with a list that "
+                         "is not part of its item: unbounded recursion")
             return
         if isinstance(node, n.If):
             self.visit(node.test, steps)
@@ -229,20 +229,15 @@ class _Walker:
         for child in node.iter_child_nodes():
             self.visit(child, steps)
 
-    def _recursive_loop(self, node: n.For) -> None:
-        """``{% for x in xs recursive %}...{{ loop(ys) }}``: bounded only when ``ys`` is a
-        part of the item (``x.children``), not the same or a new list."""
-        targets = {t.name for t in node.target.find_all(n.Name)} | (
-            {node.target.name} if isinstance(node.target, n.Name) else set())
-        for call in node.find_all(n.Call):
-            if isinstance(call.node, n.Name) and call.node.name == "loop":
-                descends = any(isinstance(x, (n.Getattr, n.Getitem)) and any(
-                    isinstance(y, n.Name) and y.name in targets for y in (x, *x.find_all(n.Name)))
-                    for a in call.args for x in (a, *a.find_all(n.Expr)))
-                if not descends:
-                    self.add("unbounded", call.lineno, "loop(",
-                             "a recursive loop calls loop() with a list that is not part of its item: "
-                             "unbounded recursion")
+    def _macro_param(self, arg: n.Node, node: n.Node, how: str) -> bool:
+        """A parameter of the enclosing macro: checked after the walk against what every
+        call passes (``finish``)."""
+        if isinstance(arg, n.Name) and self.macro_stack:
+            macro = self.macros[self.macro_stack[-1]]
+            if arg.name in {a.name for a in macro.args}:
+                self.deferred.append((macro, arg.name, node, how))
+                return True
+        return False
 
     def _assign(self, target: n.Node, value: n.Node) -> None:
         if isinstance(value, n.Call) and isinstance(value.node, n.Name) and value.node.name == "namespace" \
@@ -279,7 +274,7 @@ class _Walker:
             v = self.fold.value(node.args[0])
             if isinstance(v, str):
                 self.attribute(v, node, "|attr", "attr")
-            elif not isinstance(node.args[0], n.Const):
+            elif not isinstance(node.args[0], n.Const) and not self._macro_param(node.args[0], node, "|attr"):
                 self.add("computed-attribute", node.lineno, "attr",
                          "|attr reads an attribute whose name is computed at render time")
         if name in _ATTR_FILTERS:
@@ -304,7 +299,7 @@ class _Walker:
         v = self.fold.value(arg)
         if isinstance(v, str):
             self.attribute(v, node, "attribute=", "attribute")
-        elif v is UNKNOWN and not isinstance(arg, n.Const):
+        elif v is UNKNOWN and not isinstance(arg, n.Const) and not self._macro_param(arg, node, "attribute="):
             self.add("computed-attribute", node.lineno, node.name,
                      f"|{node.name} reads an attribute whose name is computed at render time")
 
@@ -392,6 +387,13 @@ class _Walker:
             self.add("extra-name", extra[0][1].lineno, extra[0][0],
                      f"reads variables no runtime documents ({names}): they render as undefined unless "
                      "the caller passes them", fatal=False)
+        for macro, param, node, how in self.deferred:
+            values = param_values(macro, param, self.calls.get(macro.name, []), self.fold.value)
+            if values is None:
+                self.add("computed-attribute", node.lineno, param,
+                         f"{how} reads an attribute named by macro parameter {param!r}, which a call computes")
+            for v in values or ():
+                self.attribute(v, node, how, param)
         for line, name in unbounded_recursion(self.macros, self.calls):
             self.add("unbounded", line, name,
                      f"macro {name!r} calls itself with arguments that do not shrink: unbounded recursion")
