@@ -51,7 +51,7 @@ def templates(mf: "ModelFile") -> list[Template]:
     return [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
 def issues_of(text: str) -> "tuple[Issue, ...]":
     from ggscope.rules.templates.analysis import analyse     # Jinja2 only when a file has a template
     return tuple(analyse(text))
@@ -77,7 +77,7 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
 def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
     from ggscope.rules.templates.sandbox import render_all
     return tuple(render_all(text, dict(special)))
