@@ -114,6 +114,17 @@ def _mapped_bytes() -> int:
         return 0
 
 
+def _limit(which: int, value: int, grace: int = 0) -> None:
+    """Lower a resource limit to ``value`` (never above an existing hard limit); the
+    hard limit becomes ``value + grace`` unless one was already set."""
+    import resource
+    _, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        resource.setrlimit(which, (min(value, hard), hard))
+    else:
+        resource.setrlimit(which, (value, value + grace))
+
+
 @lru_cache(maxsize=1)
 def _warm() -> None:
     """Build the environment and render once in this process, so that the forked child
@@ -134,17 +145,18 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                                      # the child: limit, render, report, exit
-        code = 0
+        code = 3
         try:
             os.close(r)
-            if limit > MEMORY_BUDGET:
-                resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            resource.setrlimit(resource.RLIMIT_CPU, (CPU_BUDGET, CPU_BUDGET + 1))
+            _limit(resource.RLIMIT_AS, limit)
+            _limit(resource.RLIMIT_CPU, CPU_BUDGET, grace=1)       # SIGXCPU, then SIGKILL
+            code = 1
             data = json.dumps(_render_in_child(text, special, convs)).encode()
             with os.fdopen(w, "wb") as f:
                 f.write(data)
+            code = 0
         except BaseException:          # noqa: BLE001 - the child never returns into the caller's code
-            code = 1
+            pass
         finally:
             os._exit(code)
     os.close(w)
@@ -167,6 +179,8 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
         _, status, usage = os.wait4(pid, 0)
     if killed and usage.ru_utime + usage.ru_stime < 0.5:
         return [Render("(all)", False, "unavailable", error="the renderer stalled without computing: not rendered")]
+    if not killed and not chunks and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3:
+        return [Render("(all)", False, "unavailable", error="the renderer could not set its limits: not rendered")]
     if killed or not chunks:
         why = (f"time: more than {WALL_BUDGET:g} s" if killed else
                f"CPU time: more than {CPU_BUDGET} s" if os.WIFSIGNALED(status) and os.WTERMSIG(status) in
