@@ -24,6 +24,7 @@ import os
 from functools import lru_cache
 import select
 import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -128,7 +129,8 @@ def _limit(which: int, value: int, grace: int = 0) -> None:
 @lru_cache(maxsize=1)
 def _warm() -> None:
     """Build the environment and render once in this process, so that the forked child
-    needs no import (another thread may hold the import lock at fork time)."""
+    needs no import: another thread (the browser's, a Dask worker's) may hold the import
+    lock at fork time.  With one thread the child may import what it needs."""
     from ggscope.rules.templates.engine import environment
     environment().from_string("{% for i in range(2) %}{{ x|tojson }}{{ strftime_now('%Y') }}{% endfor %}"
                               "{% set ns = namespace(a=1) %}{{ dict(a=1)|items|list }}").render(x={"a": [1]})
@@ -140,7 +142,8 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
         return [Render("(all)", False, "unavailable", error="no fork() on this platform: render skipped")]
     import resource
 
-    _warm()                              # everything imported before the fork: the child imports nothing
+    if threading.active_count() > 1:
+        _warm()                          # another thread may hold the import lock: import everything first
     limit = _mapped_bytes() + MEMORY_BUDGET
     r, w = os.pipe()
     pid = os.fork()
