@@ -30,6 +30,7 @@ __all__ = ["invisible", "instruction", "instructions", "describe"]
 _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
 _URL = r"(?:https?://|www\.)\S+"
+_URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+", re.IGNORECASE)
 _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p in pats] for kind, pats in {
     "override": [   # overriding what came before
         r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|other|"
@@ -167,6 +168,12 @@ def instruction(text: str, *, in_template: bool = False) -> str | None:
     agent, or None.  In a template (which legitimately instructs the model) a covert
     phrase needs a second kind beside it."""
     found = instructions(text)
-    if in_template and not set(found) & set(ALONE_IN_TEMPLATES):
-        return None
+    if in_template:
+        # a chat template has no reason to put a web address into every prompt (none of
+        # llama.cpp's models/templates does); in prose a URL alone is a citation
+        url = _URL_RE.search(_visible(text[:1 << 20]))
+        if url:
+            found["url"] = f"writes {url.group(0)}"
+        if not set(found) & {*ALONE_IN_TEMPLATES, "url"}:
+            return None
     return "; ".join(found.values()) or None

@@ -148,7 +148,8 @@ class PlantedInstruction(Rule):
     model or an agent: overriding earlier instructions, addressing "AI agents reading
     this", steering every answer ("always recommend"), acting on a URL ("fetch
     https://..."), moving money; in a template, where instructions to the model are
-    normal, keeping something from the user counts only beside one of those.
+    normal, keeping something from the user counts only beside one of those, and a web
+    address the template writes into every prompt counts on its own.
 
     Why it matters: a model card's description is read by people and, more and more,
     by agents that act on it; a template's text goes into every prompt.  Both are
