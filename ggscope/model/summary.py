@@ -26,7 +26,21 @@ if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
 __all__ = ["Summary", "summarize", "file_type_name", "gguf_key", "LEGACY_FORMATS", "bits_per_weight",
-           "is_legacy_llama"]
+           "is_legacy_llama", "chat_templates", "CHAT_TEMPLATE_KEY"]
+
+# gguf-py Keys.Tokenizer.CHAT_TEMPLATE and CHAT_TEMPLATE_N ("tokenizer.chat_template.{name}"):
+# llama.cpp's llama_model_chat_template (src/llama-model.cpp) reads the named key for any name
+CHAT_TEMPLATE_KEY = "tokenizer.chat_template"
+
+
+def chat_templates(metadata) -> list[tuple[str, str]]:
+    """(name, key) of every chat template a runtime may render, in file order: "default"
+    for ``tokenizer.chat_template``, the name for ``tokenizer.chat_template.<name>``
+    (listed in ``tokenizer.chat_templates`` or not: a runtime asked for it reads it)."""
+    return [("default" if k == CHAT_TEMPLATE_KEY else k[len(CHAT_TEMPLATE_KEY) + 1:], k)
+            for k, v in metadata.items()
+            if isinstance(v, str) and isinstance(k, str)
+            and (k == CHAT_TEMPLATE_KEY or k.startswith(CHAT_TEMPLATE_KEY + "."))]
 
 # legacy llama header word -> GGUF key ("{arch}" is the architecture, llama for these files)
 _LEGACY_TO_GGUF = {
@@ -98,6 +112,7 @@ class Summary:
     census: list[tuple[str, int, int]] = field(default_factory=list)   # (type, tensors, bytes), most bytes first
     n_tensors: int = 0
     n_keys: int = 0
+    templates: list[str] = field(default_factory=list)   # chat template names ("default", "tool_use", ...)
 
 
 def summarize(mf: "ModelFile") -> Summary:
@@ -122,7 +137,8 @@ def summarize(mf: "ModelFile") -> Summary:
         n_params=n_params, file_type=_file_type(mf),
         file_size=mf.source.size, tensor_bytes=nbytes, bpw=bits_per_weight(nbytes, n_params),
         census=sorted(((k, census[k], sizes[k]) for k in census), key=lambda r: (-r[2], r[0])),
-        n_tensors=len(mf.tensors), n_keys=len(mf.metadata))
+        n_tensors=len(mf.tensors), n_keys=len(mf.metadata),
+        templates=[name for name, _ in chat_templates(mf.metadata)])
 
 
 def human_count(n: int) -> str:

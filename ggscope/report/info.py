@@ -11,6 +11,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from ggscope.model.modelfile import ModelFile
+from ggscope.model.summary import chat_templates
 from ggscope.core.escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
 from ggscope.report.jsonable import dumps, jsonable, value_json
 
@@ -70,6 +71,7 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
         if text:
             facts.append((k.replace("_", " "), text))
     facts.append(("metadata", f"{len(mf.metadata)} keys"))
+    facts.append(("chat templates", ", ".join(escape_text(n) for n, _ in chat_templates(mf.metadata)) or "none"))
     n_params = sum(t.n_elements for t in mf.tensors)
     facts.append(("tensors", f"{len(mf.tensors)} ({n_params:,} elements, "
                              f"{human_bytes(sum(t.nbytes for t in mf.tensors))})"))

@@ -17,6 +17,7 @@ from textual.widgets import Sparkline, Static
 
 from ggscope.ksy.node import Node
 from ggscope.tui.format import file_text, human_bytes, short_value, value_pages
+from ggscope.tui.widgets.template_view import template_source, template_text
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import TensorInfo
@@ -87,7 +88,10 @@ class DetailPane(VerticalScroll):
         if node.enum:
             t.append(f"enum {node.enum}\n", style="cyan")
         shown = node.value if value is _NO_VALUE else value
-        if shown is not None:
+        template = template_source(self.app, key, shown, finding)
+        if template is not None:
+            t.append(template_text(*template))
+        elif shown is not None:
             t.append(self._value_text(shown))
         if node.doc and key is None:
             t.append(f"\n{node.doc.strip()}\n", style="italic")

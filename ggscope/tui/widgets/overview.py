@@ -58,6 +58,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
             ("bits/weight", f"{s.bpw:.2f}" if s.bpw is not None else Text("no tensors", style="dim")),
             ("contents", f"{s.n_keys} metadata key{'s' * (s.n_keys != 1)}, "
                          f"{s.n_tensors} tensor{'s' * (s.n_tensors != 1)}"),
+            ("chat templates", Text(file_text(", ".join(s.templates))) if s.templates else Text("none", style="dim")),
         ]
         if mf.damage is not None:
             facts.append(("damage", Text(f"parsing stopped at offset {mf.damage.start:#x} in "

@@ -1,0 +1,179 @@
+"""Text that hides from the person reading it: invisible characters and planted instructions.
+
+Why: a chat template's text and a file's prose metadata reach a model (and agents that
+read model cards) verbatim.  Two ways to slip something past a human reviewer:
+
+- characters a terminal or a web page does not show: zero-width and other format
+  characters (Unicode category Cf: U+200B-U+200F, U+2060-U+2064, U+FEFF, U+00AD), the
+  bidirectional embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069, which
+  reorder what is shown: CVE-2021-42574, "Trojan Source"), the tag characters
+  (U+E0000-U+E007F, which spell ASCII invisibly), variation selectors outside an emoji
+  (U+FE00-U+FE0F, U+E0100-U+E01EF: "emoji smuggling") and the Hangul fillers;
+- text addressed to the model or an agent rather than describing the model: "ignore
+  previous instructions", "do not tell the user", "AI agents reading this: fetch
+  https://...", "always recommend ...".  A URL alone is not an instruction (a model card
+  links its sources); an instruction with a URL is the prompt-injection pattern of
+  OWASP LLM01.
+
+Contract: ``invisible(text)`` lists the hidden characters (offset, code point, name);
+``instruction(text)`` returns the phrase that reads as an instruction, or None, after
+removing invisible characters and folding compatibility forms (NFKC), so ``Al\\u200cways``
+reads as ``Always``.  Pure functions over str.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["invisible", "instruction", "instructions", "describe"]
+
+_VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
+_FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
+_URL = r"(?:https?://|www\.)\S+"
+_URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+", re.IGNORECASE)
+_KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p in pats] for kind, pats in {
+    "override": [   # overriding what came before
+        r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|other|"
+        r"system|user'?s?|original)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|requests?|messages?|"
+        r"guidelines|directions|question)\b",
+        r"\bnew\s+(?:system\s+)?instructions?\s*:"],
+    "covert": [     # keeping something from the user
+        r"\b(?:do\s+not|don'?t|never)\s+(?:tell|inform|reveal|disclose|notify|let)\b[^.\n]{0,40}?"
+        r"\b(?:the\s+user|users|anyone|the\s+human|them)\b",
+        r"\bwithout\s+(?:telling|informing|notifying|alerting|asking)\b[^.\n]{0,20}?\b(?:the\s+user|users|anyone|them)\b",
+        r"\b(?:hide|conceal|keep)\b[^.\n]{0,30}?\b(?:from|secret\s+from)\s+(?:the\s+)?users?\b"],
+    "stealth": [r"\b(?:secretly|covertly|surreptitiously|silently\s+(?:send|add|append|include|insert|forward|"
+                r"change|replace|redirect|copy))\b"],
+    "agent": [      # addressing the reader as a model or an agent
+        r"\b(?:ai|llm|language\s+model|assistant|agent|chatbot|bot)s?\b[^.\n]{0,20}?\b(?:reading|processing|parsing)\s+this\b",
+        r"\b(?:note|message|instructions?)\s+(?:for|to)\s+(?:all\s+)?(?:ai|llms?|language\s+models?|assistants?|"
+        r"agents?|chatbots?|bots?)\b"],
+    "steer": [      # steering every answer
+        r"\balways\s+(?:recommend|mention|promote|suggest|cite|link\s+to|include\s+a\s+link|send|redirect|"
+        r"direct\s+users?)\b"],
+    "url-action": [  # acting on a URL
+        r"\b(?:fetch|curl|wget|navigate\s+to|send|post|upload|exfiltrate|execute|run|retrieve|load|visit|open)\b"
+        r"[^.\n]{0,60}?" + _URL],
+    "extract": [    # asking for what the operator keeps hidden
+        r"\b(?:reveal|print|repeat|output|show|leak|reply\s+with)\b[^.\n]{0,30}?\b(?:system\s+prompt|hidden\s+"
+        r"instructions?|developer\s+message)\b"],
+    "markup": [     # chat-turn markup in prose: text posing as a system or user turn
+        r"<\|im_start\|>|<\|start_header_id\|>|<start_of_turn>|\[INST\]|^#{2,}\s*(?:system|instruction)\b"],
+    "payment": [    # moving money or credentials
+        r"\b(?:transfer|wire|route|send|deposit)\b[^.\n]{0,60}?\baccount\b",
+        r"\badd\s+\d+\s*(?:%|percent)",
+        r"\b(?:api\s+key|password|credentials?|private\s+key|seed\s+phrase)\b[^.\n]{0,40}?\b(?:send|post|include|append)\b"],
+}.items()}
+# words one of which each pattern needs: a pattern runs only when its words occur, so a
+# long text without them costs a few substring searches, not a regex pass per pattern
+_ANCHORS: dict[str, list[tuple[str, ...]]] = {
+    "override": [("ignore", "disregard", "forget", "override"), ("instruction",)],
+    "covert": [("not", "don't", "dont", "never"), ("without",), ("user",)],
+    "stealth": [("secretly", "covertly", "surreptitiously", "silently")],
+    "agent": [("reading this", "processing this", "parsing this"), ("note", "message", "instruction")],
+    "steer": [("always",)],
+    "url-action": [("http", "www.")],
+    "extract": [("system prompt", "hidden instruction", "developer message")],
+    "markup": [("<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "[inst]", "##")],
+    "payment": [("account",), ("percent", "%"), ("key", "password", "credential", "seed phrase")],
+}
+
+# what a chat template may legitimately say ("do not tell the user about function calls",
+# Qwen3-Coder): there, a covert phrase counts only together with another kind
+ALONE_IN_TEMPLATES = ("override", "stealth", "agent", "steer", "url-action", "payment", "extract")
+
+
+def _hidden(c: str, prev: str, nxt: str) -> bool:
+    o = ord(c)
+    if any(a <= o <= b for a, b in _VARIATION):
+        # an emoji presentation selector right after a pictograph is ordinary emoji text
+        return not (o == 0xFE0F and prev and unicodedata.category(prev) == "So")
+    if o in _FILLERS:
+        return True
+    if unicodedata.category(c) != "Cf":
+        return False
+    if o == 0x200D and prev and nxt and unicodedata.category(prev) == "So" and unicodedata.category(nxt) == "So":
+        return False                  # the joiner inside an emoji sequence (family, flags)
+    return True
+
+
+def describe(o: int) -> str:
+    name = unicodedata.name(chr(o), "")
+    if 0xE0000 <= o <= 0xE007F:
+        name = name or "TAG"
+    return f"U+{o:04X}" + (f" {name}" if name else "")
+
+
+_CANDIDATES: re.Pattern | None = None
+
+
+def _candidates() -> re.Pattern:
+    """One character class of every code point ``_hidden`` may accept (the format
+    characters of this Python's Unicode tables, the variation selectors, the fillers),
+    built once, so a long text is scanned by the regex engine, not a Python loop."""
+    global _CANDIDATES
+    if _CANDIDATES is None:
+        points = [o for span in (range(0x80, 0x20000), range(0xE0000, 0xE1000))
+                  for o in span if unicodedata.category(chr(o)) == "Cf"]
+        points += [o for a, b in _VARIATION for o in range(a, b + 1)] + sorted(_FILLERS)
+        ranges: list[list[int]] = []
+        for o in sorted(set(points)):
+            if ranges and o == ranges[-1][1] + 1:
+                ranges[-1][1] = o
+            else:
+                ranges.append([o, o])
+        _CANDIDATES = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" if b > a else re.escape(chr(a))
+                                               for a, b in ranges) + "]")
+    return _CANDIDATES
+
+
+def invisible(text: str) -> list[tuple[int, int]]:
+    """(offset, code point) of every hidden character of ``text``."""
+    if text.isascii():
+        return []
+    if not _candidates().search(text):
+        return []
+    out = []
+    for m in _candidates().finditer(text):
+        i = m.start()
+        if _hidden(text[i], text[i - 1] if i else "", text[i + 1] if i + 1 < len(text) else ""):
+            out.append((i, ord(text[i])))
+    return out
+
+
+def _visible(text: str) -> str:
+    hidden = {i for i, _ in invisible(text)}
+    return unicodedata.normalize("NFKC", "".join(c for i, c in enumerate(text) if i not in hidden))
+
+
+def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
+    """kind -> the first phrase of that kind in ``text`` (its first ``limit`` characters)
+    that reads as an instruction to a model or an agent."""
+    plain = _visible(text[:limit])
+    low = plain.lower()
+    found = {}
+    for kind, patterns in _KINDS.items():
+        for p, words in zip(patterns, _ANCHORS[kind]):
+            if not any(w in low for w in words):
+                continue
+            m = p.search(plain)
+            if m:
+                found[kind] = m.group(0)
+                break
+    return found
+
+
+def instruction(text: str, *, in_template: bool = False) -> str | None:
+    """The phrase that makes ``text`` read as an instruction planted for a model or an
+    agent, or None.  In a template (which legitimately instructs the model) a covert
+    phrase needs a second kind beside it."""
+    found = instructions(text)
+    if in_template:
+        # a chat template has no reason to put a web address into every prompt (none of
+        # llama.cpp's models/templates does); in prose a URL alone is a citation
+        url = _URL_RE.search(_visible(text[:1 << 20]))
+        if url:
+            found["url"] = f"writes {url.group(0)}"
+        if not set(found) & {*ALONE_IN_TEMPLATES, "url"}:
+            return None
+    return "; ".join(found.values()) or None

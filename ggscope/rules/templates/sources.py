@@ -1,0 +1,154 @@
+"""Where a file keeps what a runtime executes or shows: templates, special tokens, prose.
+
+Why: every template rule needs the same three things - the templates with the bytes of
+their keys, the texts of the special tokens, and the prose keys - and the same parse
+and render of each template.  They are gathered here once, and the analysis and the
+render of a template are cached by its text, so the rules of the family share one parse
+and one (forked, bounded) render per template.
+
+Contract: Jinja2 is imported only when a file has a template; nothing here reads more than the metadata already parsed; vocabulary look-ups
+use the token array's joined bytes (one copy, made only when a template emits
+special-token text); string arrays are read up to ``MAX_ITEMS`` entries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
+
+if TYPE_CHECKING:
+    from ggscope.model.modelfile import ModelFile
+    from ggscope.rules.base import CheckContext
+    from ggscope.rules.templates.analysis import Issue
+    from ggscope.rules.templates.sandbox import Render
+
+__all__ = ["Template", "templates", "issues_of", "renders_of", "special_texts", "in_vocabulary",
+           "prose", "special_tokens", "node_of", "MAX_ITEMS"]
+
+MAX_ITEMS = 1000
+_TOKENS = "tokenizer.ggml.tokens"
+_CONTROL, _USER_DEFINED = 3, 4         # llama_token_type (gguf-py TokenType)
+
+
+@dataclass(frozen=True)
+class Template:
+    key: str
+    text: str
+    node_path: str
+
+    @property
+    def name(self) -> str:
+        """"default" for tokenizer.chat_template, else the name after the dot."""
+        return "default" if self.key == TEMPLATE_KEY else self.key[len(TEMPLATE_KEY) + 1:]
+
+    def where(self, line: int, col: int) -> str:
+        return f"{self.key} line {line}, column {col}"
+
+
+def templates(mf: "ModelFile") -> list[Template]:
+    return [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
+
+
+@lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
+def issues_of(text: str) -> "tuple[Issue, ...]":
+    from ggscope.rules.templates.analysis import analyse     # Jinja2 only when a file has a template
+    return tuple(analyse(text))
+
+
+def special_texts(mf: "ModelFile") -> dict[str, str]:
+    """bos_token, eos_token, ... as a runtime passes them: the text of the token the
+    matching gguf-py key (``Keys.Tokenizer.BOS_ID``: ``tokenizer.ggml.bos_token_id``,
+    ...) names; empty when absent or out of range."""
+    from gguf.constants import Keys
+    k = Keys.Tokenizer
+    id_keys = {"bos_token": k.BOS_ID, "eos_token": k.EOS_ID, "unk_token": k.UNK_ID, "sep_token": k.SEP_ID,
+               "pad_token": k.PAD_ID, "mask_token": k.MASK_ID}
+    tokens = mf.metadata.get(_TOKENS)
+    out = {}
+    for name in SPECIAL_TOKEN_NAMES:
+        tid = mf.metadata.get(id_keys.get(name, ""))
+        text = ""
+        if tokens is not None and isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < len(tokens):
+            text = tokens[tid]
+            text = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
+        out[name] = text
+    return out
+
+
+@lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
+def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
+    from ggscope.rules.templates.sandbox import render_all
+    return tuple(render_all(text, dict(special)))
+
+
+def renders_of(mf: "ModelFile", t: Template) -> "tuple[Render, ...]":
+    return _renders(t.text, tuple(sorted(special_texts(mf).items())))
+
+
+def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
+    """Whether each text is one whole token of the vocabulary (None-safe: no vocabulary
+    means every answer is True, nothing to report)."""
+    tokens = mf.metadata.get(_TOKENS)
+    if tokens is None or not texts:
+        return {t: True for t in texts}
+    if hasattr(tokens, "joined"):
+        hay = tokens.joined().tobytes() + b"\0"
+        return {t: (b"\0" + t.encode("utf-8", "surrogateescape") + b"\0") in hay for t in texts}
+    have = set(tokens)
+    return {t: t in have for t in texts}
+
+
+def special_tokens(mf: "ModelFile") -> list[tuple[int, str]]:
+    """(id, text) of the control and user-defined tokens and of every token a
+    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``."""
+    tokens = mf.metadata.get(_TOKENS)
+    if tokens is None:
+        return []
+    ids: set[int] = set()
+    types = mf.metadata.get("tokenizer.ggml.token_type")
+    if types is not None and not isinstance(types, (str, bytes)):
+        import numpy as np
+        try:
+            arr = np.asarray(types)[: len(tokens)]
+            ids.update(int(i) for i in np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100])
+        except (TypeError, ValueError):
+            pass
+    for k, v in mf.metadata.items():
+        if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int) \
+                and not isinstance(v, bool) and 0 <= v < len(tokens):
+            ids.add(v)
+    out = []
+    for i in sorted(ids):
+        text = tokens[i]
+        out.append((i, text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")))
+    return out
+
+
+def prose(mf: "ModelFile") -> list[tuple[str, str]]:
+    """(key, text) of every free-text string: string values and the first ``MAX_ITEMS``
+    strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``),
+    and a locator's value when it holds more than one word (a URL is one word)."""
+    out = []
+    for k, v in mf.metadata.items():
+        if not isinstance(k, str) or k.startswith("tokenizer.") or template_keys({k: v}):
+            continue
+        if not is_free_text_key(k):       # a locator: only text beside the URL is prose
+            if isinstance(v, str) and len(v.split()) > 1:
+                out.append((k, v))
+            continue
+        if isinstance(v, str):
+            out.append((k, v))
+        elif hasattr(v, "__len__") and not isinstance(v, (bytes, bytearray)) and hasattr(v, "encoding") \
+                and getattr(v, "encoding", None):
+            for i in range(min(len(v), MAX_ITEMS)):
+                s = v[i]
+                if isinstance(s, str):
+                    out.append((f"{k}[{i}]", s))
+    return out
+
+
+def node_of(ctx: "CheckContext", key: str):
+    p = ctx.mf.metadata_nodes.get(key.split("[", 1)[0])
+    return ctx.node(p) if p else None
