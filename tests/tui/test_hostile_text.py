@@ -107,7 +107,8 @@ def test_every_screen_shows_file_text_literally(tmp_path):
     for name, text in details.items():
         assert raw_left(text) == [], name
     assert SHOWN in details["key"]                  # the whole value, every escape
-    assert SHOWN in details["chat template"] and "{{ '\n' }}tmpl:" in details["chat template"]
+    # a template is shown as numbered lines (its newline splits them), each line escaped
+    assert SHOWN in details["chat template"] and "1 {{ '\n2 ' }}tmpl:" in details["chat template"]
     assert SHOWN in details["tensor"]
     assert "[@click=app.quit]" in details["finding"]
 
