@@ -90,7 +90,7 @@ def _tracked() -> list[str]:
 
 
 # being split by job in this same push (issue 22); the list only shrinks
-SPLIT_PENDING = {"ggscope/diff/compare.py", "ggscope/facts/ggml_types.py", "ggscope/forward/decoder.py",
+SPLIT_PENDING = {"ggscope/diff/compare.py", "ggscope/facts/ggml_types.py",
                  "ggscope/ksy/engine.py", "ggscope/ksy/model.py", "ggscope/report/diff.py", "ggscope/rules/structure.py",
                  "ggscope/stats/fused.py", "ggscope/stats/tensors.py", "ggscope/tui/app.py"}
 
@@ -100,7 +100,7 @@ def test_modules_stay_within_the_line_budget():
         pytest.skip("not a git checkout")
     over = {}
     for f in _tracked():
-        if f.startswith("ggscope/") and f.endswith(".py") and f not in OVER_BUDGET_OK | SPLIT_PENDING:
+        if f.startswith("ggscope/") and f.endswith(".py") and f not in OVER_BUDGET_OK.keys() | SPLIT_PENDING:
             n = (REPO / f).read_text(encoding="utf-8").count("\n")
             if n > LINE_BUDGET:
                 over[f] = n
