@@ -38,30 +38,32 @@ def spm_file(path, tokens, scores=None, types=None):
 BYTES = [f"<0x{b:02X}>" for b in range(256)]
 
 
+CHAIN = ["\u2581"] + ["a" * k for k in range(1, 2001)]       # "▁", "a", "aa", ... (2 MB)
+
+
 def test_chain_of_prefixes_is_linear(tmp_path):
-    """2,000 pieces "▁", "▁a", "▁aa", ... (2 MB): the old merge table had 2 million entries."""
-    chain = ["\u2581" + "a" * k for k in range(2000)]
-    p = spm_file(tmp_path / "chain.gguf", BYTES + chain,
-                 scores=[0.0] * 256 + [float(k) for k in range(2000)],
-                 types=[6] * 256 + [1] * 2000)
+    """Every split of "a"*k into two pieces is a piece: the old merge table had 2 million
+    entries (n^2/2 for n pieces).  Longer pieces score higher here, so llama.cpp merges
+    each run of a's into one piece."""
+    p = spm_file(tmp_path / "chain.gguf", BYTES + CHAIN,
+                 scores=[0.0] * 256 + [0.0] + [float(k) for k in range(1, 2001)],
+                 types=[6] * 256 + [1] * len(CHAIN))
     mf = ggscope.open(p)
     with call_budget(60_000):
         tok = load(mf)
         ids = tok.encode("aaa aaaaa")
-    # llama.cpp: longer pieces score higher, so each word becomes one piece
-    assert ids == [256 + 3, 256 + 5]
+    assert ids == [256, 256 + 3, 256, 256 + 5]                # ▁ aaa ▁ aaaaa
     assert tok.decode(ids) == "aaa aaaaa"
 
 
 def test_listing_candidates_builds_no_encoder(tmp_path):
     """``run --tokens`` only shows candidates' text, which the vocabulary array holds."""
-    chain = ["\u2581" + "a" * k for k in range(2000)]
-    p = spm_file(tmp_path / "chain.gguf", BYTES + chain, types=[6] * 256 + [1] * 2000)
+    p = spm_file(tmp_path / "chain.gguf", BYTES + CHAIN, types=[6] * 256 + [1] * len(CHAIN))
     mf = ggscope.open(p)
-    with call_budget(1_000):                  # 2,256 pieces: not one call per piece
+    with call_budget(1_000):                  # 2,257 pieces: not one call per piece
         tok = load(mf)
-        labels = [tok.label(i) for i in (0x41, 256 + 1, 256 + 4)]
-    assert labels == ['"A"', '" a"', '" aaaa"']
+        labels = [tok.label(i) for i in (0x41, 256, 256 + 4)]
+    assert labels == ['"A"', '" "', '"aaaa"']
 
 
 def test_highest_score_pair_merges_first(tmp_path):
