@@ -107,3 +107,22 @@ def test_one_long_piece_is_linear(tmp_path):
                           env=dict(os.environ, PYTHONPATH=str(REPO)), preexec_fn=_limited, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("]")[0] == "[256, 257, 257" and proc.stdout.split()[-1] == str((1 << 20) + 1)
+
+
+def test_probing_vocabularies_match_llama_cpp(tmp_path):
+    """Oracle: llama.cpp's ids for the corner cases of its SPM algorithm (equal scores,
+    byte fallback, user-defined pieces, phi-3's rstrip, no space prefix, a chain of
+    prefixes), recorded by fixtures/spm_oracle.py in fixtures/spm-oracle.json."""
+    import json
+    import sys
+    sys.path.insert(0, str(REPO / "fixtures"))
+    import spm_oracle
+    record = json.loads((REPO / "fixtures" / "spm-oracle.json").read_text(encoding="utf-8"))
+    assert record["texts"] == spm_oracle.TEXTS
+    bad = []
+    for name, v in spm_oracle.vocabularies().items():
+        tok = load(ggscope.open(spm_oracle.write(tmp_path / f"{name}.gguf", v)))
+        for text, want in zip(record["texts"], record["ids"][name]):
+            if (got := tok.encode(text, add_bos=False)) != want:
+                bad.append((name, text, want, got))
+    assert not bad, f"{len(bad)} differ from llama.cpp, first: {bad[0]}"
