@@ -329,10 +329,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.cases < 0 or (args.keep is not None and args.case is None):
         p.error("--cases must not be negative; --keep needs --case")
+    if args.case is not None and not all(part.isdigit() for part in args.case.partition(":")[::2]):
+        p.error(f"--case wants SEED:INDEX, e.g. 0:17 (got {args.case!r})")
     seeds = find_seeds(args.shared)
     limits = Limits(memory=args.memory_mib << 20, cpu=args.cpu)
     t0, c0 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     if args.case:
+        if args.keep is not None:
+            args.keep.mkdir(parents=True, exist_ok=True)
         _preload()
         problems = run_case(args.case, seeds, limits, not args.no_browser, args.keep)
         n = 1
