@@ -24,7 +24,7 @@ from ggscope.core.errors import GGScopeError
 __all__ = ["main", "COMMANDS"]
 
 # name -> module in ggscope.commands, in the order --help lists them
-COMMANDS: tuple[str, ...] = ("info", "validate", "stats", "diff", "run", "rules", "explain", "tui")
+COMMANDS: tuple[str, ...] = ("info", "validate", "stats", "diff", "run", "fit", "rules", "explain", "tui")
 
 EPILOG = """\
 examples:
