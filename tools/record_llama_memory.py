@@ -41,6 +41,21 @@ _VOCAB_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.gg
 # ggml type names llama.cpp's common arg parser accepts for --cache-type-k/-v, by enum value
 CACHE_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20, "bf16": 30}
 
+# Models with real widths and few layers (the compute buffer does not depend on the layer
+# count): sparse files of zeros from tools/llama_memory_recipe.decoder, recorded like files.
+SYNTHETIC = {
+    "synthetic-llama-7b-widths": dict(arch="llama", n_layer=2, n_embd=4096, n_head=32, n_head_kv=32, head_dim=128,
+                                      n_ff=11008, n_vocab=32000),
+    "synthetic-llama-70b-widths": dict(arch="llama", n_layer=2, n_embd=8192, n_head=64, n_head_kv=8, head_dim=128,
+                                       n_ff=28672, n_vocab=128256),
+    "synthetic-qwen2-1.5b-widths": dict(arch="qwen2", n_layer=2, n_embd=1536, n_head=12, n_head_kv=2, head_dim=128,
+                                        n_ff=8960, n_vocab=151936),
+    "synthetic-gemma2-2b-widths": dict(arch="gemma2", n_layer=4, n_embd=2304, n_head=8, n_head_kv=4, head_dim=256,
+                                       n_ff=9216, n_vocab=256000, extra={"attention.sliding_window": 4096}),
+    "synthetic-gemma3-1b-widths": dict(arch="gemma3", n_layer=6, n_embd=1152, n_head=4, n_head_kv=1, head_dim=256,
+                                       n_ff=6912, n_vocab=262144, extra={"attention.sliding_window": 512}),
+}
+
 _CHILD = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -126,7 +141,9 @@ def run(lcp: str, model: Path, params: dict) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("models", nargs="+", type=Path)
+    ap.add_argument("models", nargs="*", type=Path)
+    ap.add_argument("--synthetic", nargs="+", default=[], choices=sorted(SYNTHETIC),
+                    help="also record these real-width models, built as sparse files in a temporary folder")
     ap.add_argument("--llama-cpp-python", required=True, help="the unpacked llama-cpp-python 0.3.36 source tree")
     ap.add_argument("--ctx", nargs="+", type=int, default=[256, 4096])
     ap.add_argument("--ubatch", nargs="+", type=int, default=[512])
@@ -138,7 +155,13 @@ def main(argv=None) -> int:
     if not os.environ.get("LLAMA_CPP_LIB_PATH"):
         ap.error("set LLAMA_CPP_LIB_PATH to the directory holding libllama.so")
     a.out.mkdir(parents=True, exist_ok=True)
-    for model in a.models:
+    import tempfile
+    from tools.llama_memory_recipe import build, decoder
+    tmp = tempfile.TemporaryDirectory()
+    models = list(a.models)
+    for name in a.synthetic:
+        models.append(build({"recipe": decoder(**SYNTHETIC[name])}, Path(tmp.name) / f"{name}.gguf"))
+    for model in models:
         rec = {"model": model.name, "recipe": recipe(model), "cpu": cpu_features(), "runs": []}
         for ctx in a.ctx:
             for ub in a.ubatch:
@@ -153,6 +176,7 @@ def main(argv=None) -> int:
                             if got["status"] == 0:
                                 rec["runs"].append({"params": params, "llama": got})
         (a.out / (model.stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+    tmp.cleanup()
     return 0
 
 

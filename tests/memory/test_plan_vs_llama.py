@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from recipe import build, load, records  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.llama_memory_recipe import build, load, records  # noqa: E402
 
 import ggscope  # noqa: E402
 from ggscope.memory import Options, plan  # noqa: E402

@@ -59,6 +59,10 @@ class OverviewPane(VerticalScroll, can_focus=True):
             ("contents", f"{s.n_keys} metadata key{'s' * (s.n_keys != 1)}, "
                          f"{s.n_tensors} tensor{'s' * (s.n_tensors != 1)}"),
         ]
+        from ggscope.memory import default_plan
+        from ggscope.memory.describe import one_line
+        if (plan := default_plan(mf)) is not None:        # llama.cpp's buffers (ggscope fit)
+            facts.append(("llama.cpp memory", Text(one_line(plan))))
         if mf.damage is not None:
             facts.append(("damage", Text(f"parsing stopped at offset {mf.damage.start:#x} in "
                                          f"{mf.damage.path or '/'}: {file_text(mf.damage.error or '')}",
