@@ -68,7 +68,10 @@ class HParams:
     mla: bool                         # is_mla(): V is not cached
     n_embd_r: int                     # recurrent state rows (0: none)
     n_embd_s: int
+    d_inner: int                      # mamba's ssm.inner_size (0 otherwise)
     n_ff: int
+    n_ff_exp: int                     # expert_feed_forward_length (MoE), 0 without
+    ffn_gated: bool                   # a gate projection (SwiGLU/GeGLU) beside the up one
     n_expert_used: int
 
     def n_embd_k_gqa(self, il: int) -> int:
@@ -106,6 +109,12 @@ def _per_layer(meta: dict, key: str, n_layer: int, default: tuple[int, ...]) -> 
             raise ValueError(f"{key} has {len(v)} entries for {n_layer} layers")
         return tuple(_int(x, key) for x in v)
     return (_int(v, key),) * n_layer
+
+
+def _fused_up(tensors, n_ff_arr) -> bool:
+    """Phi-3's gate and up projections fused in one ffn_up of 2 x n_ff rows."""
+    shape = (tensors or {}).get("blk.0.ffn_up.weight")
+    return bool(shape and len(shape) >= 2 and n_ff_arr and n_ff_arr[0] and shape[1] == 2 * n_ff_arr[0])
 
 
 def read(meta: dict, tensors: dict[str, tuple[int, ...]] | None = None) -> HParams:
@@ -155,7 +164,7 @@ def read(meta: dict, tensors: dict[str, tuple[int, ...]] | None = None) -> HPara
                                for i in range(n_layer))
     mla = k("attention.key_length_mla") in meta and k("attention.value_length_mla") in meta
 
-    n_embd_r = n_embd_s = 0
+    n_embd_r = n_embd_s = d_inner = 0
     if arch in RECURRENT:
         wkv = _int(meta.get(k("wkv.head_size"), 0), "wkv.head_size")
         if wkv:
@@ -173,5 +182,9 @@ def read(meta: dict, tensors: dict[str, tuple[int, ...]] | None = None) -> HPara
                    n_ctx_train=_int(meta.get(k("context_length"), 0), "context_length"),
                    n_head=n_head, n_head_kv=n_head_kv, head_k=head_k, head_v=head_v, head_k_swa=head_k_swa,
                    head_v_swa=head_v_swa, is_swa=is_swa, n_swa=n_swa, mla=mla, n_embd_r=n_embd_r, n_embd_s=n_embd_s,
+                   d_inner=d_inner,
                    n_ff=max(n_ff_arr) if n_ff_arr else 0,
+                   ffn_gated=any(n.endswith(("ffn_gate.weight", "ffn_gate_exps.weight")) for n in tensors or ()) or
+                   _fused_up(tensors, n_ff_arr),
+                   n_ff_exp=max(_per_layer(meta, k("expert_feed_forward_length"), n_layer, (0,) * n_layer), default=0),
                    n_expert_used=_int(meta.get(k("expert_used_count"), 0), "expert_used_count"))
