@@ -91,7 +91,7 @@ def run(args) -> int:
     try:
         p = plan(mf, o)
         fits = [(b, max_context(mf, o, b), max_layers(mf, o, b)) for b in sizes]
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, TypeError, OverflowError) as exc:
         error(f"{escape_text(args.file)}: cannot size this model: {escape_text(str(exc))}")
         return 2
     if args.json:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["HParams", "read", "SWA", "RECURRENT", "NO_MEMORY", "LLAMA_MAX_LAYERS"]
+__all__ = ["HParams", "read", "SWA", "RECURRENT", "NO_MEMORY", "HYBRID", "KV_FROM_START", "LLAMA_MAX_LAYERS"]
 
 LLAMA_MAX_LAYERS = 512            # src/llama-hparams.h
 
@@ -42,7 +42,17 @@ SWA: dict[str, tuple[int, bool, int | None]] = {
     "smallthinker": (4, True, 4096),     # only when sliding_window is present
     "plamo3": (8, False, None),
     "llama4": (4, False, 8192),          # chunked attention when no_rope_layer_step is set
+    "gemma4": (-1, False, None),         # the per-layer pattern array is required
 }
+# llama_hparams::has_kv: layers from n_layer_kv_from_start on reuse earlier layers' KV
+# (src/models/gemma3n.cpp: 20; src/models/gemma4.cpp: n_layer - shared_kv_layers).
+KV_FROM_START = {"gemma3n": lambda meta, n_layer, k: 20,
+                 "gemma4": lambda meta, n_layer, k: n_layer - int(meta.get(k("attention.shared_kv_layers"), 0))}
+# llm_arch_is_hybrid (src/llama-arch.cpp): attention and recurrent layers in one model,
+# llama_memory_hybrid - not modelled here; plan() says so rather than guess.
+HYBRID = frozenset({"jamba", "falcon-h1", "plamo2", "granitehybrid", "lfm2", "lfm2moe", "nemotron_h",
+                    "nemotron_h_moe", "qwen3next", "kimi-linear", "bailingmoe3", "kimi-k3", "glm5-next", "qwen35",
+                    "qwen35moe", "qwen4exp", "deepseek4", "minimax-01"})
 # Architectures whose memory is llama_memory_recurrent alone (llm_arch_is_recurrent).
 RECURRENT = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
 # llama_model::create_memory returns nullptr: encoders and diffusion models keep no cache.
@@ -64,6 +74,7 @@ class HParams:
     head_k_swa: int
     head_v_swa: int
     is_swa: tuple[bool, ...]          # per layer
+    kv_layers: int                    # has_kv(il) for il < kv_layers (n_layer_kv_from_start)
     n_swa: int
     mla: bool                         # is_mla(): V is not cached
     n_embd_r: int                     # recurrent state rows (0: none)
@@ -160,8 +171,19 @@ def read(meta: dict, tensors: dict[str, tuple[int, ...]] | None = None) -> HPara
             else:
                 if pat is not None:
                     pattern = _int(pat, "sliding_window_pattern")
+                if pattern < 0:
+                    raise ValueError(f"{arch} needs {k('attention.sliding_window_pattern')} as a per-layer array")
                 is_swa = tuple(pattern == 0 or (i % pattern != 0 if dense_first else i % pattern < pattern - 1)
                                for i in range(n_layer))
+    if arch in HYBRID:
+        raise ValueError(f"the memory of {arch} (attention and recurrent layers, llama_memory_hybrid) is not "
+                         "modelled yet")
+    kv_layers = n_layer
+    if arch in KV_FROM_START:
+        try:
+            kv_layers = _int(KV_FROM_START[arch](meta, n_layer, k), "shared_kv_layers")
+        except (TypeError, OverflowError):
+            raise ValueError(f"{k('attention.shared_kv_layers')} is not a number") from None
     mla = k("attention.key_length_mla") in meta and k("attention.value_length_mla") in meta
 
     n_embd_r = n_embd_s = d_inner = 0
@@ -181,7 +203,8 @@ def read(meta: dict, tensors: dict[str, tuple[int, ...]] | None = None) -> HPara
     return HParams(arch=arch, n_layer=n_layer, n_embd=n_embd, n_vocab=n_vocab,
                    n_ctx_train=_int(meta.get(k("context_length"), 0), "context_length"),
                    n_head=n_head, n_head_kv=n_head_kv, head_k=head_k, head_v=head_v, head_k_swa=head_k_swa,
-                   head_v_swa=head_v_swa, is_swa=is_swa, n_swa=n_swa, mla=mla, n_embd_r=n_embd_r, n_embd_s=n_embd_s,
+                   head_v_swa=head_v_swa, is_swa=is_swa, kv_layers=min(kv_layers, n_layer), n_swa=n_swa, mla=mla,
+                   n_embd_r=n_embd_r, n_embd_s=n_embd_s,
                    d_inner=d_inner,
                    n_ff=max(n_ff_arr) if n_ff_arr else 0,
                    ffn_gated=any(n.endswith(("ffn_gate.weight", "ffn_gate_exps.weight")) for n in tensors or ()) or

@@ -16,7 +16,8 @@ as vendored in llama-cpp-python 0.3.36):
   (``llama_context``: ``GGML_PAD(n_ctx, 256)``, per sequence when not unified).  Models
   with sliding-window layers get two caches (src/llama-kv-cache-iswa.cpp): the full layers
   at ``kv_size``, the windowed layers at ``GGML_PAD(min(kv_size, n_swa + n_ubatch), 256)``
-  or ``kv_size`` with ``swa_full`` (llama.cpp's default: true).
+  or ``kv_size`` with ``swa_full`` (llama.cpp's default: true).  Layers past
+  ``n_layer_kv_from_start`` (Gemma 3n, Gemma 4) share earlier layers' KV and add none.
 * recurrent state - ``llama_memory_recurrent`` (src/llama-memory-recurrent.cpp): per layer
   ``n_embd_r`` and ``n_embd_s`` f32 rows for ``max(1, n_seq_max)`` cells (``RS buffer``).
 * compute buffer - ``ggscope.memory.compute`` (the worst-case graph's live tensors).
@@ -194,12 +195,12 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
         rs = sum(pad(4 * hp.n_embd_r * cells) + pad(4 * hp.n_embd_s * cells) for _ in range(hp.n_layer))
         bufs.append(Buffer("rs", "CPU", rs))
     elif hp.swa_any:
-        full = [il for il in range(hp.n_layer) if not hp.is_swa[il]]
-        swa = [il for il in range(hp.n_layer) if hp.is_swa[il]]
+        full = [il for il in range(hp.kv_layers) if not hp.is_swa[il]]
+        swa = [il for il in range(hp.kv_layers) if hp.is_swa[il]]
         size_swa = n_ctx_seq if o.swa_full else _pad256(min(n_ctx_seq, hp.n_swa * (n_seq if o.kv_unified else 1) + n_ubatch))
         caches = [_cache(hp, full, n_ctx_seq, streams, o, "kv"), _cache(hp, swa, size_swa, streams, o, "kv (swa)")]
     else:
-        caches = [_cache(hp, list(range(hp.n_layer)), n_ctx_seq, streams, o, "kv")]
+        caches = [_cache(hp, list(range(hp.kv_layers)), n_ctx_seq, streams, o, "kv")]
     for c in caches:
         if c.layers:
             bufs.append(Buffer("kv", "CPU", c.buffer_bytes))

@@ -48,3 +48,17 @@ def test_recurrent_state_sizes():
     assert (hp.n_embd_r, hp.n_embd_s) == (3 * 128, 16 * 128)
     hp = read(_meta("rwkv6", **{"wkv.head_size": 64}))
     assert (hp.n_embd_r, hp.n_embd_s) == (2 * 64, 64 * 64)
+
+
+def test_shared_kv_layers_add_no_cache():
+    # gemma4: n_layer_kv_from_start = n_layer - shared_kv_layers (src/models/gemma4.cpp)
+    hp = read(_meta("gemma4", **{"attention.sliding_window": 512, "attention.shared_kv_layers": 4,
+                                 "attention.sliding_window_pattern": [True] * 11 + [False]}))
+    assert hp.kv_layers == 8
+    with pytest.raises(ValueError, match="per-layer array"):
+        read(_meta("gemma4", **{"attention.sliding_window": 512}))
+
+
+def test_hybrid_memory_is_refused_not_guessed():
+    with pytest.raises(ValueError, match="not modelled"):
+        read(_meta("jamba"))
