@@ -12,11 +12,11 @@ the buffer is the high-water mark.  Three moments set that mark (per token, f32 
 said):
 
 * attention in a layer: the KQ masks, one per cache (``n_kv``, f16 with flash
-  attention), which live through every layer; without flash attention the score matrix
+  attention), each live until the last layer that reads it; without flash attention the score matrix
   ``n_kv x n_head`` (soft-max in place); and the layer's activations around it - the
   residual, the normed input, Q, K, V, their roped copies and the attention output, about
   seven rows of ``max(n_embd, n_head x head_dim)``;
-* the feed-forward in a layer: the masks, four rows of ``n_embd`` (residual, FFN input,
+* the feed-forward in a layer: the masks later layers still read, four rows of ``n_embd`` (residual, FFN input,
   its norm, the down projection) and the gate, up and gated product (``3 x n_ff``, or
   ``n_ff_exp x n_expert_used`` for MoE; one ``n_ff`` row without a gate, the activation
   running in place);
@@ -40,20 +40,27 @@ __all__ = ["compute_bytes"]
 
 def compute_bytes(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool) -> int:
     ub = n_ubatch
-    live = [c for c in caches if c.layers]
-    masks = sum(c.cells * ub * (2 if flash_attn else 4) for c in live)
+    live = {c.name: c for c in caches if c.layers}
     n_head = max(hp.n_head, default=0)
-    kq = 0 if flash_attn else max((c.cells * ub * n_head * 4 for c in live), default=0)
     n_ff = max(hp.n_ff, hp.n_ff_exp * max(1, hp.n_expert_used))
-    if hp.recurrent:
+    if hp.recurrent or not live:
         # rwkv: time-mix and channel-mix rows; mamba: the in-projection (x and z), the
         # convolution and scan outputs over d_inner (constants measured, see the docstring)
         rows = 35 * hp.n_embd // 4 + 2 * n_ff if hp.d_inner == 0 else 4 * hp.n_embd + 9 * hp.d_inner // 2
         layer = 4 * ub * rows + 4 * (hp.n_embd_r + hp.n_embd_s) * n_seq
         return max(layer, 4 * ub * (2 * hp.n_embd + n_ff + hp.n_vocab))
+    # which cache (so which mask) each layer attends through; a mask is freed after the
+    # last layer that reads it
+    uses = ["kv (swa)" if hp.is_swa[il] and "kv (swa)" in live else "kv" for il in range(hp.n_layer)]
+    last = {name: max((il for il, u in enumerate(uses) if u == name), default=-1) for name in live}
+    mask = {name: c.cells * ub * (2 if flash_attn else 4) for name, c in live.items()}
     q = max(hp.head_k, hp.head_k_swa) * n_head
     kv = max((hp.n_embd_k_gqa(il) + hp.n_embd_v_gqa(il) for il in range(hp.n_layer)), default=0)
-    attention = masks + kq + 4 * ub * (4 * hp.n_embd + q + kv)
-    ffn = masks + 4 * ub * (4 * hp.n_embd + (3 if hp.ffn_gated else 1) * n_ff)
-    output = 4 * ub * (2 * hp.n_embd + hp.n_vocab)
-    return max(attention, ffn, output)
+    act_attn = 4 * ub * (4 * hp.n_embd + q + kv)
+    act_ffn = 4 * ub * (4 * hp.n_embd + (3 if hp.ffn_gated else 1) * n_ff)
+    peak = 4 * ub * (2 * hp.n_embd + hp.n_vocab)                  # the output
+    for il, u in enumerate(uses):
+        kq = 0 if flash_attn or u not in live else live[u].cells * ub * n_head * 4
+        peak = max(peak, sum(m for name, m in mask.items() if last[name] >= il) + kq + act_attn,
+                   sum(m for name, m in mask.items() if last[name] > il) + act_ffn)
+    return peak
