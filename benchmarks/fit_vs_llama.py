@@ -65,7 +65,8 @@ def main() -> int:
                 pa, ll = run["params"], run["llama"]
                 p = plan(mf, Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
                                      cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"],
-                                     swa_full=pa["swa_full"], features=feats))
+                                     swa_full=pa["swa_full"], parallel=pa.get("parallel", 1),
+                                     features=feats))
                 lm = sum(ll["model"].values())
                 lkv = sum(k["mib"] for k in ll["kv"]) + (ll["rs"] or 0)
                 gkv = (p.kv_bytes + p.recurrent_bytes) / MiB

@@ -64,6 +64,25 @@ kw = json.loads(sys.argv[3])
 llama_cpp.Llama(sys.argv[2], verbose=True, **kw)
 """
 
+# n_seq_max (--parallel) is not a Llama() argument: such runs use the C API directly
+_CHILD_C = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import llama_cpp
+kw = json.loads(sys.argv[3])
+llama_cpp.llama_backend_init()
+mp = llama_cpp.llama_model_default_params()
+mp.n_gpu_layers = 0
+m = llama_cpp.llama_model_load_from_file(sys.argv[2].encode(), mp)
+cp = llama_cpp.llama_context_default_params()
+cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = kw["n_ctx"], kw["n_batch"], kw["n_ubatch"], kw["n_seq_max"]
+cp.type_k, cp.type_v, cp.swa_full = kw["type_k"], kw["type_v"], kw["swa_full"]
+cp.flash_attn_type = 1 if kw["flash_attn"] else 0
+ctx = llama_cpp.llama_init_from_model(m, cp)
+llama_cpp.llama_free(ctx)
+llama_cpp.llama_model_free(m)
+"""
+
 _RX = {
     "model": re.compile(r"load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB"),
     "output": re.compile(r"llama_context:\s+(\S+)\s+output buffer size =\s+([\d.]+) MiB"),
@@ -131,8 +150,14 @@ def cpu_features() -> list[str]:
 def run(lcp: str, model: Path, params: dict) -> dict:
     kw = {"n_ctx": params["ctx"], "n_batch": params["batch"], "n_ubatch": params["ubatch"],
           "type_k": CACHE_TYPES[params["type_k"]], "type_v": CACHE_TYPES[params["type_v"]],
-          "flash_attn": params["flash_attn"], "swa_full": params["swa_full"], "n_gpu_layers": 0}
-    p = subprocess.run([sys.executable, "-c", _CHILD, lcp, str(model), json.dumps(kw)], capture_output=True, text=True,
+          "flash_attn": params["flash_attn"], "swa_full": params["swa_full"]}
+    if params.get("parallel", 1) > 1:
+        kw["n_seq_max"] = params["parallel"]
+        child = _CHILD_C
+    else:
+        kw["n_gpu_layers"] = 0
+        child = _CHILD
+    p = subprocess.run([sys.executable, "-c", child, lcp, str(model), json.dumps(kw)], capture_output=True, text=True,
                        timeout=600, env=dict(os.environ))
     got = parse_log(p.stderr)
     got["status"] = p.returncode
@@ -150,6 +175,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", nargs="+", default=["f16"], help="cache types, K=V (f16 q8_0 q4_0 ...)")
     ap.add_argument("--flash-attn", nargs="+", default=["off"], choices=["on", "off"])
     ap.add_argument("--swa-full", nargs="+", default=["on"], choices=["on", "off"])
+    ap.add_argument("--parallel", nargs="+", type=int, default=[1], help="n_seq_max values (llama.cpp's -np)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
     if not os.environ.get("LLAMA_CPP_LIB_PATH"):
@@ -167,9 +193,11 @@ def main(argv=None) -> int:
             for ub in a.ubatch:
                 for cache in a.cache:
                     for fa in a.flash_attn:
-                        for swa in a.swa_full:
+                        for swa, par in ((s, n) for s in a.swa_full for n in a.parallel):
                             params = {"ctx": ctx, "batch": max(512, ub), "ubatch": ub, "type_k": cache,
                                       "type_v": cache, "flash_attn": fa == "on", "swa_full": swa == "on"}
+                            if par > 1:
+                                params["parallel"] = par
                             got = run(a.llama_cpp_python, model, params)
                             print(model.name, params, {k: got[k] for k in ("model", "kv", "rs", "compute", "status")},
                                   file=sys.stderr)

@@ -30,7 +30,8 @@ def _m(n: int) -> float:
 def _options(rec: dict, pa: dict) -> Options:
     feats = frozenset("avx512" if f == "avx512f" else f for f in rec["cpu"])
     return Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
-                   cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], swa_full=pa["swa_full"], features=feats)
+                   cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], swa_full=pa["swa_full"],
+                   parallel=pa.get("parallel", 1), features=feats)
 
 
 @pytest.fixture(scope="module")
