@@ -86,7 +86,8 @@ llama_cpp.llama_model_free(m)
 _RX = {
     "model": re.compile(r"load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB"),
     "output": re.compile(r"llama_context:\s+(\S+)\s+output buffer size =\s+([\d.]+) MiB"),
-    "kv": re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers.*K \((\w+)\):\s+([\d.]+) MiB, "
+    "kv": re.compile(r"llama_kv_cache: size =\s+([\d.]+) MiB \(\s*(\d+) cells,\s+(\d+) layers"
+                     r".*K \((\w+)\):\s+([\d.]+) MiB, "
                      r"V \((\w+)\):\s+([\d.]+) MiB"),
     "rs": re.compile(r"llama_memory_recurrent:\s+(\S+) RS buffer size =\s+([\d.]+) MiB"),
     "compute": re.compile(r"~llama_context:\s+(\S+) compute buffer size is\s+([\d.]+) MiB"),
@@ -125,8 +126,8 @@ def recipe(path: Path) -> dict:
             continue
         if vt == gguf.GGUFValueType.ARRAY:
             sub = f.types[-1]
-            vals = [f.parts[i].tolist()[0] if sub != gguf.GGUFValueType.STRING else bytes(f.parts[i]).decode("utf-8", "replace")
-                    for i in f.data]
+            vals = [bytes(f.parts[i]).decode("utf-8", "replace") if sub == gguf.GGUFValueType.STRING
+                    else f.parts[i].tolist()[0] for i in f.data]
             meta[f.name] = {"type": "array", "sub": sub.name, "value": vals}
         elif vt == gguf.GGUFValueType.STRING:
             meta[f.name] = {"type": "STRING", "value": bytes(f.parts[f.data[0]]).decode("utf-8", "replace")}

@@ -43,7 +43,8 @@ def parse_size(text: str) -> int:
 def add_arguments(p) -> None:
     from ggscope.memory import CACHE_TYPES
     p.add_argument("file", help="GGUF model file, shard of a split model, or URL")
-    p.add_argument("--ctx", "-c", type=int, default=4096, help="context size (0: the model's training context); default 4096")
+    p.add_argument("--ctx", "-c", type=int, default=4096,
+                   help="context size (0: the model's training context); default 4096")
     p.add_argument("--batch", "-b", type=int, default=2048, help="logical batch size; default 2048")
     p.add_argument("--ubatch", "-ub", type=int, default=512, help="physical (micro-)batch size; default 512")
     p.add_argument("--parallel", "-np", type=int, default=1, help="number of parallel sequences; default 1")

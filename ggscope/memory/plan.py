@@ -197,7 +197,8 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
     elif hp.swa_any:
         full = [il for il in range(hp.kv_layers) if not hp.is_swa[il]]
         swa = [il for il in range(hp.kv_layers) if hp.is_swa[il]]
-        size_swa = n_ctx_seq if o.swa_full else _pad256(min(n_ctx_seq, hp.n_swa * (n_seq if o.kv_unified else 1) + n_ubatch))
+        window = hp.n_swa * (n_seq if o.kv_unified else 1) + n_ubatch
+        size_swa = n_ctx_seq if o.swa_full else _pad256(min(n_ctx_seq, window))
         caches = [_cache(hp, full, n_ctx_seq, streams, o, "kv"), _cache(hp, swa, size_swa, streams, o, "kv (swa)")]
     else:
         caches = [_cache(hp, list(range(hp.kv_layers)), n_ctx_seq, streams, o, "kv")]
