@@ -81,11 +81,12 @@ def load(p: Path) -> dict:
 
 def decoder(arch: str, n_layer: int, n_embd: int, n_head: int, n_head_kv: int, head_dim: int, n_ff: int,
             n_vocab: int, n_ctx_train: int = 131072, wtype: str = "Q8_0", extra: dict | None = None) -> dict:
-    """A recipe for a llama-family decoder with real widths (llama, qwen2, gemma2, gemma3),
+    """A recipe for a decoder with real widths (llama, qwen2, gemma2, gemma3, falcon, mpt, gpt-oss),
     the tensors ``load_tensors`` creates for it, and an SPM vocabulary of ``n_vocab``."""
     def kv(t, v):
         return {"type": t, "value": v}
     meta = {"general.architecture": kv("STRING", arch), "general.name": kv("STRING", f"synthetic-{arch}"),
+            "general.quantization_version": kv("UINT32", 2),
             f"{arch}.context_length": kv("UINT32", n_ctx_train), f"{arch}.embedding_length": kv("UINT32", n_embd),
             f"{arch}.block_count": kv("UINT32", n_layer), f"{arch}.feed_forward_length": kv("UINT32", n_ff),
             f"{arch}.attention.head_count": kv("UINT32", n_head),
@@ -103,6 +104,41 @@ def decoder(arch: str, n_layer: int, n_embd: int, n_head: int, n_head_kv: int, h
         meta[f"{arch}.{k}"] = kv("UINT32", v)
     q, k_ = n_head * head_dim, n_head_kv * head_dim
     ts = [["token_embd.weight", wtype, [n_embd, n_vocab]]]
+    if arch in ("falcon", "mpt"):
+        # fused QKV, LayerNorm, ungated FFN (llama.cpp case LLM_ARCH_FALCON / LLM_ARCH_MPT)
+        del meta[f"{arch}.attention.layer_norm_rms_epsilon"]
+        meta[f"{arch}.attention.layer_norm_epsilon"] = kv("FLOAT32", 1e-5)
+        if arch == "mpt":
+            meta["mpt.attention.max_alibi_bias"] = kv("FLOAT32", 8.0)
+        for i in range(n_layer):
+            b = f"blk.{i}."
+            ts += [[b + "attn_norm.weight", "F32", [n_embd]], [b + "attn_qkv.weight", wtype, [n_embd, q + 2 * k_]],
+                   [b + "attn_output.weight", wtype, [q, n_embd]], [b + "ffn_up.weight", wtype, [n_embd, n_ff]],
+                   [b + "ffn_down.weight", wtype, [n_ff, n_embd]]]
+            ts += [[b + "attn_norm.bias", "F32", [n_embd]]] if arch == "falcon" else \
+                  [[b + "ffn_norm.weight", "F32", [n_embd]]]
+        ts += [["output_norm.weight", "F32", [n_embd]]]
+        if arch == "falcon":
+            ts += [["output_norm.bias", "F32", [n_embd]], ["output.weight", wtype, [n_embd, n_vocab]]]
+        return {"metadata": meta, "tensors": ts, "alignment": 32}
+    if arch == "gpt-oss":
+        # attention sinks, biased MXFP4 experts (llama.cpp case LLM_ARCH_OPENAI_MOE)
+        n_exp, n_ff_exp = extra["expert_count"], extra["expert_feed_forward_length"]
+        for i in range(n_layer):
+            b = f"blk.{i}."
+            ts += [[b + "attn_norm.weight", "F32", [n_embd]], [b + "post_attention_norm.weight", "F32", [n_embd]],
+                   [b + "attn_q.weight", wtype, [n_embd, q]], [b + "attn_k.weight", wtype, [n_embd, k_]],
+                   [b + "attn_v.weight", wtype, [n_embd, k_]], [b + "attn_output.weight", wtype, [q, n_embd]],
+                   [b + "attn_q.bias", "F32", [q]], [b + "attn_k.bias", "F32", [k_]], [b + "attn_v.bias", "F32", [k_]],
+                   [b + "attn_output.bias", "F32", [n_embd]], [b + "attn_sinks.weight", "F32", [n_head]],
+                   [b + "ffn_gate_inp.weight", "F32", [n_embd, n_exp]], [b + "ffn_gate_inp.bias", "F32", [n_exp]],
+                   [b + "ffn_gate_exps.weight", "MXFP4", [n_embd, n_ff_exp, n_exp]],
+                   [b + "ffn_up_exps.weight", "MXFP4", [n_embd, n_ff_exp, n_exp]],
+                   [b + "ffn_down_exps.weight", "MXFP4", [n_ff_exp, n_embd, n_exp]],
+                   [b + "ffn_gate_exps.bias", "F32", [n_ff_exp, n_exp]], [b + "ffn_up_exps.bias", "F32", [n_ff_exp, n_exp]],
+                   [b + "ffn_down_exps.bias", "F32", [n_embd, n_exp]]]
+        ts += [["output_norm.weight", "F32", [n_embd]], ["output.weight", wtype, [n_embd, n_vocab]]]
+        return {"metadata": meta, "tensors": ts, "alignment": 32}
     for i in range(n_layer):
         b = f"blk.{i}."
         ts += [[b + "attn_norm.weight", "F32", [n_embd]], [b + "attn_q.weight", wtype, [n_embd, q]],

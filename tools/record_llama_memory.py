@@ -54,6 +54,14 @@ SYNTHETIC = {
                                        n_ff=9216, n_vocab=256000, extra={"attention.sliding_window": 4096}),
     "synthetic-gemma3-1b-widths": dict(arch="gemma3", n_layer=6, n_embd=1152, n_head=4, n_head_kv=1, head_dim=256,
                                        n_ff=6912, n_vocab=262144, extra={"attention.sliding_window": 512}),
+    "synthetic-falcon-7b-widths": dict(arch="falcon", n_layer=2, n_embd=4544, n_head=71, n_head_kv=1, head_dim=64,
+                                       n_ff=18176, n_vocab=65024),
+    "synthetic-mpt-7b-widths": dict(arch="mpt", n_layer=2, n_embd=4096, n_head=32, n_head_kv=32, head_dim=128,
+                                    n_ff=16384, n_vocab=50432),
+    "synthetic-gpt-oss-20b-widths": dict(arch="gpt-oss", n_layer=2, n_embd=2880, n_head=64, n_head_kv=8, head_dim=64,
+                                         n_ff=2880, n_vocab=201088,
+                                         extra={"attention.sliding_window": 128, "expert_count": 32,
+                                                "expert_used_count": 4, "expert_feed_forward_length": 2880}),
 }
 
 _CHILD = r"""
