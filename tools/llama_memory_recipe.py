@@ -135,7 +135,8 @@ def decoder(arch: str, n_layer: int, n_embd: int, n_head: int, n_head_kv: int, h
                    [b + "ffn_gate_exps.weight", "MXFP4", [n_embd, n_ff_exp, n_exp]],
                    [b + "ffn_up_exps.weight", "MXFP4", [n_embd, n_ff_exp, n_exp]],
                    [b + "ffn_down_exps.weight", "MXFP4", [n_ff_exp, n_embd, n_exp]],
-                   [b + "ffn_gate_exps.bias", "F32", [n_ff_exp, n_exp]], [b + "ffn_up_exps.bias", "F32", [n_ff_exp, n_exp]],
+                   [b + "ffn_gate_exps.bias", "F32", [n_ff_exp, n_exp]],
+                   [b + "ffn_up_exps.bias", "F32", [n_ff_exp, n_exp]],
                    [b + "ffn_down_exps.bias", "F32", [n_embd, n_exp]]]
         ts += [["output_norm.weight", "F32", [n_embd]], ["output.weight", wtype, [n_embd, n_vocab]]]
         return {"metadata": meta, "tensors": ts, "alignment": 32}
