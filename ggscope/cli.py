@@ -24,8 +24,8 @@ from ggscope.core.errors import GGScopeError
 __all__ = ["main", "COMMANDS"]
 
 # name -> module in ggscope.commands, in the order --help lists them
-COMMANDS: tuple[str, ...] = ("info", "validate", "stats", "diff", "hash", "run", "rules", "explain", "template",
-                            "tui")
+COMMANDS: tuple[str, ...] = ("info", "validate", "stats", "diff", "hash", "run", "fit", "rules", "explain",
+                            "template", "tui")
 
 EPILOG = """\
 examples:

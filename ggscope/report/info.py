@@ -75,6 +75,10 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
     n_params = sum(t.n_elements for t in mf.tensors)
     facts.append(("tensors", f"{len(mf.tensors)} ({n_params:,} elements, "
                              f"{human_bytes(sum(t.nbytes for t in mf.tensors))})"))
+    from ggscope.memory import default_plan           # llama.cpp's buffers at context 4096 (ggscope fit)
+    from ggscope.memory.describe import one_line
+    if (p := default_plan(mf)) is not None:
+        facts.append(("llama.cpp memory", one_line(p)))
     return facts
 
 
@@ -119,6 +123,7 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
         "alignment": mf.alignment,
         "data_offset": mf.data_offset,
         **({"extra": jsonable(mf.extra)} if mf.extra else {}),
+        **_memory(mf),
         "metadata": None,
         "metadata_types": {json_key(k): v for k, v in mf.metadata_types.items()},
         "tensors": [{"name": json_text(t.name), "shape": list(t.shape), "type": t.type, "offset": t.offset,
@@ -126,6 +131,13 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
                      **({"shard": _shard(mf, t)} if "shards" in mf.extra else {})}
                     for t in mf.tensors],
     }
+
+
+def _memory(mf: ModelFile) -> dict[str, Any]:
+    """``memory``: llama.cpp's buffers at context 4096 (``ggscope fit --json``'s object)."""
+    from ggscope.memory import default_plan
+    p = default_plan(mf)
+    return {"memory": p.as_dict()} if p is not None else {}
 
 
 def _shard(mf: ModelFile, t) -> int | None:

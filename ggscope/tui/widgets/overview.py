@@ -60,6 +60,10 @@ class OverviewPane(VerticalScroll, can_focus=True):
                          f"{s.n_tensors} tensor{'s' * (s.n_tensors != 1)}"),
             ("chat templates", Text(file_text(", ".join(s.templates))) if s.templates else Text("none", style="dim")),
         ]
+        from ggscope.memory import default_plan
+        from ggscope.memory.describe import one_line
+        if (plan := default_plan(mf)) is not None:        # llama.cpp's buffers (ggscope fit)
+            facts.append(("memory", Text(one_line(plan))))       # what llama.cpp allocates
         if mf.damage is not None:
             facts.append(("damage", Text(f"parsing stopped at offset {mf.damage.start:#x} in "
                                          f"{mf.damage.path or '/'}: {file_text(mf.damage.error or '')}",

@@ -1,0 +1,66 @@
+"""The compute buffer: the worst-case graph's live tensors as ggml's allocator plans them.
+
+Why: after the caches, llama.cpp reserves a compute buffer (``sched_reserve: CPU compute
+buffer size``, src/llama-context.cpp ``graph_reserve``) sized by ggml-alloc
+(ggml/src/ggml-alloc.c ``ggml_gallocr_reserve``) for the biggest graph it will run: a
+micro-batch of ``n_ubatch`` tokens, every token an output, over the whole cache
+(``n_kv`` = the cache size).  The allocator walks the graph in order, allocates the graph
+inputs first (so they sit at the bottom of the buffer), gives each node the best-fitting
+free block (or grows the buffer at its end), reuses a parent's block in place where the
+op allows (SOFT_MAX and the element-wise ops) and frees a tensor after its last consumer;
+the buffer is the high-water mark.  Three moments set that mark (per token, f32 unless
+said):
+
+* attention in a layer: the KQ masks, one per cache (``n_kv``, f16 with flash
+  attention), each live until the last layer that reads it; without flash attention the score matrix
+  ``n_kv x n_head`` (soft-max in place); and the layer's activations around it - the
+  residual, the normed input, Q, K, V, their roped copies and the attention output, about
+  seven rows of ``max(n_embd, n_head x head_dim)``;
+* the feed-forward in a layer: the masks later layers still read, four rows of ``n_embd`` (residual, FFN input,
+  its norm, the down projection) and the gate, up and gated product (``3 x n_ff``, or
+  ``n_ff_exp x n_expert_used`` for MoE; one ``n_ff`` row without a gate, the activation
+  running in place);
+* the output: the logits (``n_vocab``) beside the last hidden state and its norm.
+
+Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
+token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
+about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four rows of
+``n_embd`` and four and a half of ``d_inner`` (these two constants are measured on one
+tiny model each, not derived).  This is a plan of the peaks, not a
+replay of the allocator on the real graph: ``tests/memory`` holds it to within 10 % of
+llama.cpp's printed size on every recorded architecture and context (within 1 MiB for the
+tiny models whose whole graph is a few MiB).
+
+Contract: ``compute_bytes(hp, caches, n_ubatch, n_seq, flash_attn) -> int``.
+"""
+from __future__ import annotations
+
+__all__ = ["compute_bytes"]
+
+
+def compute_bytes(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool) -> int:
+    ub = n_ubatch
+    live = {c.name: c for c in caches if c.layers}
+    n_head = max(hp.n_head, default=0)
+    n_ff = max(hp.n_ff, hp.n_ff_exp * max(1, hp.n_expert_used))
+    if hp.recurrent or not live:
+        # rwkv: time-mix and channel-mix rows; mamba: the in-projection (x and z), the
+        # convolution and scan outputs over d_inner (constants measured, see the docstring)
+        rows = 35 * hp.n_embd // 4 + 2 * n_ff if hp.d_inner == 0 else 4 * hp.n_embd + 9 * hp.d_inner // 2
+        layer = 4 * ub * rows + 4 * (hp.n_embd_r + hp.n_embd_s) * n_seq
+        return max(layer, 4 * ub * (2 * hp.n_embd + n_ff + hp.n_vocab))
+    # which cache (so which mask) each layer attends through; a mask is freed after the
+    # last layer that reads it
+    uses = ["kv (swa)" if hp.is_swa[il] and "kv (swa)" in live else "kv" for il in range(hp.n_layer)]
+    last = {name: max((il for il, u in enumerate(uses) if u == name), default=-1) for name in live}
+    mask = {name: c.cells * ub * (2 if flash_attn else 4) for name, c in live.items()}
+    q = max(hp.head_k, hp.head_k_swa) * n_head
+    kv = max((hp.n_embd_k_gqa(il) + hp.n_embd_v_gqa(il) for il in range(hp.n_layer)), default=0)
+    act_attn = 4 * ub * (4 * hp.n_embd + q + kv)
+    act_ffn = 4 * ub * (4 * hp.n_embd + (3 if hp.ffn_gated else 1) * n_ff)
+    peak = 4 * ub * (2 * hp.n_embd + hp.n_vocab)                  # the output
+    for il, u in enumerate(uses):
+        kq = 0 if flash_attn or u not in live else live[u].cells * ub * n_head * 4
+        peak = max(peak, sum(m for name, m in mask.items() if last[name] >= il) + kq + act_attn,
+                   sum(m for name, m in mask.items() if last[name] > il) + act_ffn)
+    return peak

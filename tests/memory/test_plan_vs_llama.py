@@ -1,0 +1,66 @@
+"""ggscope.memory against llama.cpp's own printed sizes (fixtures/llama_memory, recorded by
+tools/record_llama_memory.py from llama-cpp-python 0.3.36 on its vendored llama.cpp).
+
+Every record's model is rebuilt from its recipe (same tensor layout, zero data) and every
+recorded configuration is predicted: the model buffers, output buffer, each KV cache's
+cells/layers/K/V and the recurrent state must equal llama.cpp's MiB with two decimals; the
+compute buffer must be within 10 % (or 1 MiB, for graphs of a few MiB).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tools.llama_memory_recipe import build, load, records  # noqa: E402
+
+import ggscope  # noqa: E402
+from ggscope.memory import Options, plan  # noqa: E402
+
+MiB = 1 << 20
+RECORDS = records()
+
+
+def _m(n: int) -> float:
+    return round(n / MiB, 2)
+
+
+def _options(rec: dict, pa: dict) -> Options:
+    feats = frozenset("avx512" if f == "avx512f" else f for f in rec["cpu"])
+    return Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
+                   cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], swa_full=pa["swa_full"],
+                   parallel=pa.get("parallel", 1), features=feats)
+
+
+@pytest.fixture(scope="module")
+def rebuilt(tmp_path_factory):
+    d = tmp_path_factory.mktemp("llama_memory")
+    return {p.stem: ggscope.open(str(build(load(p), d / (p.stem + ".gguf")))) for p in RECORDS}
+
+
+def test_there_are_records_of_many_architectures():
+    archs = {load(p)["recipe"]["metadata"]["general.architecture"]["value"] for p in RECORDS}
+    assert len(archs) >= 8, archs
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=lambda p: p.stem)
+def test_exact_buffers_and_compute_within_ten_percent(path, rebuilt):
+    rec = load(path)
+    mf = rebuilt[path.stem]
+    assert rec["runs"]
+    for run in rec["runs"]:
+        pa, ll = run["params"], run["llama"]
+        p = plan(mf, _options(rec, pa))
+        where = f"{path.stem} {pa}"
+        assert {b.name: _m(b.nbytes) for b in p.buffers if b.kind == "model"} == ll["model"], where
+        assert _m(p.output_bytes) == ll["output"], where
+        got_kv = [(c.cells, c.layers, _m(c.k_bytes), _m(c.v_bytes), _m(c.buffer_bytes)) for c in p.caches]
+        want_kv = [(k["cells"], k["layers"], k["k"], k["v"], k["mib"]) for k in ll["kv"]]
+        assert got_kv == want_kv, where
+        assert (_m(p.recurrent_bytes) if p.recurrent_bytes else None) == ll["rs"], where
+        # within 10 %, or within 1 MiB for the tiny models whose whole graph is a few MiB
+        # (there ggml-alloc's placement of small tensors, not the plan's peaks, decides)
+        err = abs(p.compute_bytes / MiB - ll["compute"])
+        assert err <= 0.10 * ll["compute"] or err <= 1.0, (where, p.compute_bytes / MiB)
