@@ -33,12 +33,10 @@ reader (``remote``) asks this module before it acts on anything a server said:
 """
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import ipaddress
 import os
 import re
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -138,6 +136,8 @@ async def _addresses(host: str, port: int) -> list:
     ip = _literal(host)
     if ip is not None:
         return [ip]
+    import asyncio      # here, not at the top: a local file's open asks only is_remote()
+    import socket
     loop = asyncio.get_running_loop()
     try:
         infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)

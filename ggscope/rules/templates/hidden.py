@@ -142,8 +142,15 @@ def invisible(text: str) -> list[tuple[int, int]]:
 
 
 def _visible(text: str) -> str:
-    hidden = {i for i, _ in invisible(text)}
-    return unicodedata.normalize("NFKC", "".join(c for i, c in enumerate(text) if i not in hidden))
+    hidden = [i for i, _ in invisible(text)]
+    if hidden:                  # cut them out by slices: work per hidden character, not per character
+        parts, at = [], 0
+        for i in hidden:
+            parts.append(text[at:i])
+            at = i + 1
+        parts.append(text[at:])
+        text = "".join(parts)
+    return unicodedata.normalize("NFKC", text)
 
 
 def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
