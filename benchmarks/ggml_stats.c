@@ -3,11 +3,15 @@
 //   ggml_stats quantize TYPE ROWS COLS in.f32 out.bin   quantize float32 rows with ggml
 //   ggml_stats stats TYPE N data.bin REPEAT              min/max/mean/std of N elements
 //
-// "stats" decodes the blocks with ggml's to_float (ggml_get_type_traits) a chunk of
-// 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
+// "stats" decodes the blocks the way ggml's CPU backend does: F16 and BF16 with the CPU
+// backend's own row conversions (ggml_cpu_fp16_to_fp32 / ggml_cpu_bf16_to_fp32: F16C and
+// AVX-512 where the CPU has them, what ggml-cpu uses for its F16/BF16 operands), every
+// other type with ggml's to_float (ggml_get_type_traits, ggml-quants.c, which the CPU
+// backend's get_rows/dup/convert call), a chunk of 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
 // each chunk (min, max, and double sums of x and x^2) in eight independent lanes, which
 // the compiler vectorizes (the script builds this file with -O3 -march=native
-// -ffast-math; ggml's own to_float is built as ggml's cmake builds it).  A single
+// -ffast-math; ggml itself is built Release with -march=native and GGML_NATIVE=ON, the way
+// a user of ggml on this machine builds it).  A single
 // running double sum would instead wait on each addition (4 cycles) and make the loop,
 // not ggml's decoding, the measure.  It prints one JSON line: the best seconds of
 // REPEAT runs over the data, already read into memory, and the statistics.
@@ -19,6 +23,7 @@
 #include <time.h>
 
 #include "ggml.h"
+#include "ggml-cpu.h"
 
 #define CHUNK (1 << 16)
 
@@ -81,6 +86,7 @@ int main(int argc, char ** argv) {
         return 2;
     }
     enum ggml_type t = type_named(argv[2]);
+    ggml_cpu_init();
     const struct ggml_type_traits * tr = ggml_get_type_traits(t);
     int64_t n = atoll(argv[3]);
     int repeat = atoi(argv[5]);
@@ -98,6 +104,10 @@ int main(int argc, char ** argv) {
             int64_t k = n - i < CHUNK ? n - i : CHUNK;
             if (t == GGML_TYPE_F32) {
                 memcpy(buf, data + (i / CHUNK) * row, k * sizeof(float));
+            } else if (t == GGML_TYPE_F16) {
+                ggml_cpu_fp16_to_fp32((const ggml_fp16_t *) (data + (i / CHUNK) * row), buf, k);
+            } else if (t == GGML_TYPE_BF16) {
+                ggml_cpu_bf16_to_fp32((const ggml_bf16_t *) (data + (i / CHUNK) * row), buf, k);
             } else {
                 tr->to_float(data + (i / CHUNK) * row, buf, k);
             }
