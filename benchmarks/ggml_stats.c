@@ -1,13 +1,14 @@
 // The peer of benchmarks/stats_vs_ggml.py: ggml's own C, one thread.
 //
 //   ggml_stats quantize TYPE ROWS COLS in.f32 out.bin   quantize float32 rows with ggml
-//   ggml_stats stats TYPE N data.bin REPEAT              min/max/mean/std of N elements
+//   ggml_stats stats TYPE N data.bin REPEAT [to_float]   min/max/mean/std of N elements
 //
 // "stats" decodes the blocks the way ggml's CPU backend does: F16 and BF16 with the CPU
 // backend's own row conversions (ggml_cpu_fp16_to_fp32 / ggml_cpu_bf16_to_fp32: F16C and
 // AVX-512 where the CPU has them, what ggml-cpu uses for its F16/BF16 operands), every
 // other type with ggml's to_float (ggml_get_type_traits, ggml-quants.c, which the CPU
-// backend's get_rows/dup/convert call), a chunk of 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
+// backend's get_rows/dup/convert call); with "to_float", every type through to_float
+// (what this harness did before issue 27: ggml-base's scalar F16 row), a chunk of 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
 // each chunk (min, max, and double sums of x and x^2) in eight independent lanes, which
 // the compiler vectorizes (the script builds this file with -O3 -march=native
 // -ffast-math; ggml itself is built Release with -march=native and GGML_NATIVE=ON, the way
@@ -81,11 +82,13 @@ int main(int argc, char ** argv) {
         fclose(f);
         return 0;
     }
-    if (argc != 6 || strcmp(argv[1], "stats") != 0) {
-        fprintf(stderr, "usage: %s quantize TYPE ROWS COLS in.f32 out.bin | stats TYPE N data.bin REPEAT\n", argv[0]);
+    if (argc < 6 || argc > 7 || strcmp(argv[1], "stats") != 0 || (argc == 7 && strcmp(argv[6], "to_float") != 0)) {
+        fprintf(stderr, "usage: %s quantize TYPE ROWS COLS in.f32 out.bin | stats TYPE N data.bin REPEAT [to_float]\n",
+                argv[0]);
         return 2;
     }
     enum ggml_type t = type_named(argv[2]);
+    const int cpu_rows = argc == 6;            /* F16/BF16 through ggml-cpu's conversions */
     ggml_cpu_init();
     const struct ggml_type_traits * tr = ggml_get_type_traits(t);
     int64_t n = atoll(argv[3]);
@@ -104,9 +107,9 @@ int main(int argc, char ** argv) {
             int64_t k = n - i < CHUNK ? n - i : CHUNK;
             if (t == GGML_TYPE_F32) {
                 memcpy(buf, data + (i / CHUNK) * row, k * sizeof(float));
-            } else if (t == GGML_TYPE_F16) {
+            } else if (cpu_rows && t == GGML_TYPE_F16) {
                 ggml_cpu_fp16_to_fp32((const ggml_fp16_t *) (data + (i / CHUNK) * row), buf, k);
-            } else if (t == GGML_TYPE_BF16) {
+            } else if (cpu_rows && t == GGML_TYPE_BF16) {
                 ggml_cpu_bf16_to_fp32((const ggml_bf16_t *) (data + (i / CHUNK) * row), buf, k);
             } else {
                 tr->to_float(data + (i / CHUNK) * row, buf, k);

@@ -65,13 +65,17 @@ def log(msg: str) -> None:
 # How a user of ggml on this machine builds it: Release, tuned for this CPU -- both
 # ggml-base (ggml-quants.c's to_float, which GGML_NATIVE alone leaves at the compiler's
 # baseline) and the CPU backend (GGML_NATIVE: its F16/BF16 row conversions).
+QUIET = ("-DGGML_OPENMP=OFF", "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+         "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_CURL=OFF")
 GGML_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DCMAKE_C_FLAGS=-march=native",
-              "-DCMAKE_CXX_FLAGS=-march=native", "-DGGML_OPENMP=OFF", "-DGGML_BUILD_TESTS=OFF",
-              "-DGGML_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-              "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_CURL=OFF")
+              "-DCMAKE_CXX_FLAGS=-march=native", *QUIET)
+# ``--old-peer``: the peer before issue 27 -- cmake's defaults (ggml-base at the compiler's
+# baseline) and every type through to_float
+OLD_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", *QUIET)
 
 
-def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
+def build_harness(ggml: str | None, work: Path, flags: tuple[str, ...] = GGML_FLAGS,
+                  tag: str = "native") -> tuple[Path | None, str]:
     """(path of the built harness, "") or (None, why not).  ``ggml`` is a ggml checkout,
     a llama.cpp checkout (its ggml/ is built through llama.cpp's top level, as llama.cpp
     builds it) or a git directory of either (its HEAD is extracted)."""
@@ -101,13 +105,13 @@ def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
         top, inc = src.parent, src / "include"
     else:
         top, inc = src, src / "include"
-    key = hashlib.sha1((str(top.resolve()) + " ".join(GGML_FLAGS)).encode()).hexdigest()[:12]
-    build = work / f"build-native-{key}"
+    key = hashlib.sha1((str(top.resolve()) + " ".join(flags)).encode()).hexdigest()[:12]
+    build = work / f"build-{tag}-{key}"
     libdir = next((p.parent for p in build.glob("**/libggml-cpu.so")), None) if build.is_dir() else None
     if libdir is None:
-        log(f"building ggml-base and ggml-cpu (native) from {top} in {build} (minutes, once)")
+        log(f"building ggml-base and ggml-cpu ({tag}) from {top} in {build} (minutes, once)")
         try:
-            subprocess.run(["cmake", "-S", str(top), "-B", str(build), *GGML_FLAGS], check=True, capture_output=True)
+            subprocess.run(["cmake", "-S", str(top), "-B", str(build), *flags], check=True, capture_output=True)
             subprocess.run(["cmake", "--build", str(build), "--target", "ggml-base", "ggml-cpu", "-j2"],
                            check=True, capture_output=True)
         except subprocess.CalledProcessError as exc:
@@ -232,6 +236,9 @@ def main() -> None:
     ap.add_argument("--numba", action="store_true",
                     help="also measure ggscope on its numba kernels (GGSCOPE_KERNELS=numba), as a column of its own: "
                          "the engine choice of issue 18, by measurement")
+    ap.add_argument("--old-peer", action="store_true",
+                    help="also measure the peer as this script built it before issue 27 (cmake defaults: "
+                         "ggml-base at the baseline ISA, F16 through to_float), as a column of its own")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--tree", default=str(REPO), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -243,15 +250,21 @@ def main() -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     harness, why = build_harness(a.ggml, work)
+    old = None
     if harness is None:
         log(f"ggml C column skipped: {why}")
     else:
+        if a.old_peer:
+            old, why_old = build_harness(a.ggml, work, OLD_FLAGS, "default")
+            if old is None:
+                log(f"old peer column skipped: {why_old}")
         print(f"ggml C: {a.ggml}, built {' '.join(f for f in GGML_FLAGS if 'NATIVE' in f or 'FLAGS' in f or 'TYPE' in f)}; "
               f"F16/BF16 through ggml-cpu's row conversions, the rest through to_float")
     bw = read_bandwidth()
     print(f"memory read bandwidth, one core: {bw / 1e9:.1f} GB/s; load average at start {os.getloadavg()[0]:.2f}")
     before = f"{'before':>9} " if a.before else ""
     before += f"{'numba':>9} " if a.numba else ""
+    before += f"{'C before':>9} " if old else ""
     from ggscope.stats import cstats
     engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
     log(f"ggscope column: {engine}")
@@ -274,7 +287,7 @@ def main() -> None:
         if harness is not None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
-        old_t, numba_t, ours_t, one_t, peer_t, c_t = [], [], [], [], [], []
+        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t = [], [], [], [], [], [], []
         for _ in range(a.repeat):
             if a.before:
                 old_t.append(measure(a.before)["ggscope"])
@@ -289,6 +302,10 @@ def main() -> None:
                 c = json.loads(subprocess.run([str(harness), "stats", ggml_name(qname), str(n), str(raw), "2"],
                                               check=True, capture_output=True, text=True).stdout)
                 c_t.append(c["seconds"])
+                if old is not None:
+                    oldc_t.append(json.loads(subprocess.run(
+                        [str(old), "stats", ggml_name(qname), str(n), str(raw), "2", "to_float"],
+                        check=True, capture_output=True, text=True).stdout)["seconds"])
                 if [c["min"], c["max"]] != [np.float32(v) for v in res["ours"][:2]]:
                     log(f"{qname}: min/max differ: ggscope {res['ours'][:2]}, ggml {c['min']}, {c['max']}")
         raw.unlink(missing_ok=True)
@@ -299,6 +316,7 @@ def main() -> None:
         core = f"{g1 / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
         before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
+        before += f"{n / min(oldc_t) / 1e9:8.2f}G " if oldc_t else ""
         gbs = nbytes / min(ours_t)
         print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {core} {g / p:9.1f}x "
               f"{gbs / 1e9:6.2f} {gbs / (a.threads * bw):5.0%}", flush=True)
