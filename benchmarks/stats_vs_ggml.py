@@ -193,7 +193,13 @@ def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
     t = mf.tensor("w")
     ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
     one, _ = best_time(lambda: tensor_stats(t, threads=1), repeat)
-    out = {"ggscope": ours, "ggscope1": one, "n": t.n_elements, "bytes": t.nbytes,
+
+    def cpu_one() -> float:                  # one thread runs inline: this thread's CPU time
+        c0 = time.thread_time()
+        tensor_stats(t, threads=1)
+        return time.thread_time() - c0
+    cpu1 = min(cpu_one() for _ in range(max(1, repeat)))
+    out = {"ggscope": ours, "ggscope1": one, "cpu1": cpu1, "n": t.n_elements, "bytes": t.nbytes,
            "ours": [s["min"], s["max"], s["mean"], s["std"]]}
     if not peer:
         return out
@@ -268,9 +274,10 @@ def main() -> None:
     from ggscope.stats import cstats
     engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
     log(f"ggscope column: {engine}")
-    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} "
+    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
           f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "
-          f"{a.elems / 2**20:.0f} Mi elements; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
+          f"{a.elems / 2**20:.0f} Mi elements; cpu/C: one core against one by CPU time, blind to waiting for a core "
+          f"on a busy machine; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
     for qname in a.types.split(","):
         tile = tile_blocks(qname, harness, work)
         if tile is None:
@@ -287,7 +294,7 @@ def main() -> None:
         if harness is not None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
-        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t = [], [], [], [], [], [], []
+        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t = [], [], [], [], [], [], [], [], []
         for _ in range(a.repeat):
             if a.before:
                 old_t.append(measure(a.before)["ggscope"])
@@ -296,12 +303,14 @@ def main() -> None:
             res = measure(str(REPO))
             ours_t.append(res["ggscope"])
             one_t.append(res["ggscope1"])
+            cpu_t.append(res["cpu1"])
             peer_t.append(res["gguf_py"])
             n, nbytes = res["n"], res["bytes"]
             if harness is not None:
                 c = json.loads(subprocess.run([str(harness), "stats", ggml_name(qname), str(n), str(raw), "2"],
                                               check=True, capture_output=True, text=True).stdout)
                 c_t.append(c["seconds"])
+                ccpu_t.append(c["cpu_seconds"])
                 if old is not None:
                     oldc_t.append(json.loads(subprocess.run(
                         [str(old), "stats", ggml_name(qname), str(n), str(raw), "2", "to_float"],
@@ -314,11 +323,12 @@ def main() -> None:
         cg = f"{n / min(c_t) / 1e9:8.2f}G" if c_t else f"{'-':>9}"
         vs_c = f"{g / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         core = f"{g1 / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
+        cpu = f"{min(ccpu_t) / min(cpu_t):5.2f}x" if ccpu_t else f"{'-':>6}"
         before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
         before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
         before += f"{n / min(oldc_t) / 1e9:8.2f}G " if oldc_t else ""
         gbs = nbytes / min(ours_t)
-        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {core} {g / p:9.1f}x "
+        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {core} {cpu} {g / p:9.1f}x "
               f"{gbs / 1e9:6.2f} {gbs / (a.threads * bw):5.0%}", flush=True)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 
