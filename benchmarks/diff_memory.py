@@ -16,11 +16,18 @@ the diff now (one compiled pass per chunk pair, ``ggscope.diff.sums``), the diff
 before (float64 copies and four ``einsum`` passes per chunk, the old ``_Acc.add``), and
 decoding both files' chunks alone (the floor).
 
-    python benchmarks/diff_memory.py --f16-q8 [--tensors 32] [--dir /tmp] [--baseline DIR]
+With ``--ggml DIR`` (a ggml or llama.cpp source tree, as for stats_vs_ggml.py, which
+builds it natively), the peer of issue 27: ggml's C decoding both files' tensor data
+in one thread (F16 through ggml-cpu's row conversion, Q8_0 through to_float, data
+already in memory; the harness also keeps a min/max/sum, which C does at a fraction of
+the decode cost), and the diff's ratio to it.  The load average is printed.
+
+    python benchmarks/diff_memory.py --f16-q8 [--tensors 32] [--dir /tmp] [--baseline DIR] [--ggml DIR]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import struct
 import subprocess
@@ -100,7 +107,7 @@ def write_f16_q8(path_a: str, path_b: str, n_tensors: int) -> None:
 TIMED = """
 import resource, sys, time, ggscope
 import numpy as np
-from ggscope import diff
+from ggscope.diff import compare as diff   # where _Acc lives
 mode = sys.argv[3]
 if mode == "before":
     import math
@@ -139,6 +146,35 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, dt, n, rel)
 """
 
 
+def c_decode(args, a: str, b: str) -> float | None:
+    """Seconds ggml's C takes to decode both files' tensor data, one thread (None: no peer)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from stats_vs_ggml import build_harness
+    from pathlib import Path
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    harness, why = build_harness(args.ggml, work)
+    if harness is None:
+        print(f"C decode peer skipped: {why}", file=sys.stderr)
+        return None
+    total = 0.0
+    n = args.tensors * NE0 * NE1
+    for path, name, nbytes in ((a, "f16", n * 2), (b, "q8_0", n // BLOCK * BLOCK_BYTES)):
+        raw = work / f"diff-{name}.bin"
+        with open(path, "rb") as src, open(raw, "wb") as dst:      # the tensor data: the file's tail
+            src.seek(os.path.getsize(path) - nbytes)
+            while chunk := src.read(64 << 20):
+                dst.write(chunk)
+        out = subprocess.run([str(harness), "stats", name, str(n), str(raw), "2"], check=True,
+                             capture_output=True, text=True).stdout
+        raw.unlink()
+        secs = json.loads(out)["seconds"]
+        print(f"  ggml C decode of the {name} file: {secs:.2f} s ({n / secs / 1e9:.2f} G elem/s)")
+        total += secs
+    print(f"{'C decode':>12}: {total:6.2f} s for both files (ggml native, one thread)")
+    return total
+
+
 def f16_q8(args) -> int:
     a = os.path.join(args.dir, f"ggscope-diffbench-f16-{os.getpid()}.gguf")
     b = os.path.join(args.dir, f"ggscope-diffbench-q8-{os.getpid()}.gguf")
@@ -148,6 +184,8 @@ def f16_q8(args) -> int:
         write_f16_q8(a, b, args.tensors)
         print(f"wrote F16 ({os.path.getsize(a) / 2**30:.2f} GiB) and Q8_0 ({os.path.getsize(b) / 2**30:.2f} GiB), "
               f"{args.tensors} tensors of {NE0}x{NE1}, in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        print(f"load average {os.getloadavg()[0]:.2f}")
+        c_secs = c_decode(args, a, b) if args.ggml else None
         runs = [("now", "now", env), ("before", "before", env), ("decode-only", "decode-only", env)]
         if args.baseline:     # the code of another checkout, as it was (one thread, numpy sums)
             runs.append(("baseline", "now", dict(env, PYTHONPATH=args.baseline)))
@@ -155,8 +193,10 @@ def f16_q8(args) -> int:
             out = subprocess.run([sys.executable, "-c", TIMED, a, b, mode], check=True, capture_output=True,
                                  text=True, env=run_env, cwd=args.dir).stdout.split()
             rss, secs, n, rel = int(out[0]), float(out[1]), int(out[2]), float(out[3])
+            vs = f", {secs / c_secs:.2f}x the C decode" if c_secs else ""
             print(f"{label:>12}: {secs:6.2f} s for {n / 1e6:.0f} M element pairs "
-                  f"({n / secs / 1e9:.2f} G pairs/s), peak RSS {rss / 1024:.0f} MiB, max rel_rmse {rel:.3g}")
+                  f"({n / secs / 1e9:.2f} G pairs/s), peak RSS {rss / 1024:.0f} MiB, max rel_rmse {rel:.3g}{vs}")
+        print(f"load average {os.getloadavg()[0]:.2f}")
     finally:
         for p in (a, b):
             if os.path.exists(p):
@@ -172,6 +212,10 @@ def main() -> int:
     ap.add_argument("--tensors", type=int, default=32, help="tensors of 4096x4096 for --f16-q8 (default 32)")
     ap.add_argument("--baseline", default=None, help="with --f16-q8, also time this checkout of ggscope "
                     "(e.g. `git archive 57d7c50 ggscope | tar -x -C DIR`)")
+    ap.add_argument("--ggml", default=os.environ.get("GGML_SRC"),
+                    help="with --f16-q8, ggml's source (see stats_vs_ggml.py): time ggml's C decoding both files")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ggscope-bench-ggml"),
+                    help="where the ggml build and its data go (default under the system temp dir)")
     args = ap.parse_args()
     if args.f16_q8:
         return f16_q8(args)

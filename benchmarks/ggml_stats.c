@@ -1,16 +1,22 @@
 // The peer of benchmarks/stats_vs_ggml.py: ggml's own C, one thread.
 //
 //   ggml_stats quantize TYPE ROWS COLS in.f32 out.bin   quantize float32 rows with ggml
-//   ggml_stats stats TYPE N data.bin REPEAT              min/max/mean/std of N elements
+//   ggml_stats stats TYPE N data.bin REPEAT [to_float]   min/max/mean/std of N elements
 //
-// "stats" decodes the blocks with ggml's to_float (ggml_get_type_traits) a chunk of
-// 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
+// "stats" decodes the blocks the way ggml's CPU backend does: F16 and BF16 with the CPU
+// backend's own row conversions (ggml_cpu_fp16_to_fp32 / ggml_cpu_bf16_to_fp32: F16C and
+// AVX-512 where the CPU has them, what ggml-cpu uses for its F16/BF16 operands), every
+// other type with ggml's to_float (ggml_get_type_traits, ggml-quants.c, which the CPU
+// backend's get_rows/dup/convert call); with "to_float", every type through to_float
+// (what this harness did before issue 27: ggml-base's scalar F16 row), a chunk of 64 Ki elements at a time into a buffer that stays in L2, and runs a plain loop over
 // each chunk (min, max, and double sums of x and x^2) in eight independent lanes, which
 // the compiler vectorizes (the script builds this file with -O3 -march=native
-// -ffast-math; ggml's own to_float is built as ggml's cmake builds it).  A single
+// -ffast-math; ggml itself is built Release with -march=native and GGML_NATIVE=ON, the way
+// a user of ggml on this machine builds it).  A single
 // running double sum would instead wait on each addition (4 cycles) and make the loop,
 // not ggml's decoding, the measure.  It prints one JSON line: the best seconds of
-// REPEAT runs over the data, already read into memory, and the statistics.
+// REPEAT runs over the data, already read into memory (wall and this thread's CPU time),
+// and the statistics.
 // Built by the benchmark script against ggml-base from ggml's source; not part of ggscope.
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +25,7 @@
 #include <time.h>
 
 #include "ggml.h"
+#include "ggml-cpu.h"
 
 #define CHUNK (1 << 16)
 
@@ -50,6 +57,12 @@ static double now(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
+static double cpu_now(void) {                 /* this thread's CPU time: blind to waiting for a core */
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 static int cmp(const void * a, const void * b) {
     double x = *(const double *) a, y = *(const double *) b;
     return (x > y) - (x < y);
@@ -76,11 +89,14 @@ int main(int argc, char ** argv) {
         fclose(f);
         return 0;
     }
-    if (argc != 6 || strcmp(argv[1], "stats") != 0) {
-        fprintf(stderr, "usage: %s quantize TYPE ROWS COLS in.f32 out.bin | stats TYPE N data.bin REPEAT\n", argv[0]);
+    if (argc < 6 || argc > 7 || strcmp(argv[1], "stats") != 0 || (argc == 7 && strcmp(argv[6], "to_float") != 0)) {
+        fprintf(stderr, "usage: %s quantize TYPE ROWS COLS in.f32 out.bin | stats TYPE N data.bin REPEAT [to_float]\n",
+                argv[0]);
         return 2;
     }
     enum ggml_type t = type_named(argv[2]);
+    const int cpu_rows = argc == 6;            /* F16/BF16 through ggml-cpu's conversions */
+    ggml_cpu_init();
     const struct ggml_type_traits * tr = ggml_get_type_traits(t);
     int64_t n = atoll(argv[3]);
     int repeat = atoi(argv[5]);
@@ -88,16 +104,21 @@ int main(int argc, char ** argv) {
     const char * data = slurp(argv[4], ggml_row_size(t, n));
     float * buf = malloc(CHUNK * sizeof(float));
     double * times = malloc(repeat * sizeof(double));
+    double * cpus = malloc(repeat * sizeof(double));
     double mean = 0, std = 0;
     float lo = 0, hi = 0;
     for (int r = 0; r < repeat; r++) {
-        double t0 = now(), s1 = 0, s2 = 0;
+        double t0 = now(), c0 = cpu_now(), s1 = 0, s2 = 0;
         lo = INFINITY;
         hi = -INFINITY;
         for (int64_t i = 0; i < n; i += CHUNK) {
             int64_t k = n - i < CHUNK ? n - i : CHUNK;
             if (t == GGML_TYPE_F32) {
                 memcpy(buf, data + (i / CHUNK) * row, k * sizeof(float));
+            } else if (cpu_rows && t == GGML_TYPE_F16) {
+                ggml_cpu_fp16_to_fp32((const ggml_fp16_t *) (data + (i / CHUNK) * row), buf, k);
+            } else if (cpu_rows && t == GGML_TYPE_BF16) {
+                ggml_cpu_bf16_to_fp32((const ggml_bf16_t *) (data + (i / CHUNK) * row), buf, k);
             } else {
                 tr->to_float(data + (i / CHUNK) * row, buf, k);
             }
@@ -121,9 +142,11 @@ int main(int argc, char ** argv) {
         mean = s1 / n;
         std = sqrt(s2 / n - mean * mean);
         times[r] = now() - t0;
+        cpus[r] = cpu_now() - c0;
     }
     qsort(times, repeat, sizeof(double), cmp);
-    printf("{\"seconds\": %.6f, \"min\": %.9g, \"max\": %.9g, \"mean\": %.9g, \"std\": %.9g}\n",
-           times[0], lo, hi, mean, std);
+    qsort(cpus, repeat, sizeof(double), cmp);
+    printf("{\"seconds\": %.6f, \"cpu_seconds\": %.6f, \"min\": %.9g, \"max\": %.9g, \"mean\": %.9g, \"std\": %.9g}\n",
+           times[0], cpus[0], lo, hi, mean, std);
     return 0;
 }

@@ -1,25 +1,34 @@
-"""Tensor statistics: ggscope (two threads) vs ggml's C ``to_float`` (one thread) vs gguf-py.
+"""Tensor statistics: ggscope (two threads, and one) vs ggml's native C (one thread) vs gguf-py.
 
-Why: issue 18's goal -- ggscope's statistics of a tensor on two cores at least as fast
-as ggml's own C decoding on one core, for every type people publish, and at least 5x
-gguf-py's ``dequantize`` + numpy.  All three measure the same 32 Mi-element tensor in
-the same run: ggscope's ``tensor_stats`` (min, max, mean, std, abs-mean, zeros, NaN/Inf
-counts, 64-bin histogram, block-scale summary) on a GGUF file; ggml's ``to_float`` plus
-a plain min/max/sum/sum-of-squares loop in C (``ggml_stats.c``, chunks of 64 Ki
-elements in L2, data already in memory); gguf-py's ``GGUFReader`` + ``dequantize`` +
-numpy ``min``/``max``/``mean``/``std``.  Figures are elements per second, best of
-``--repeat`` rounds; each round runs every side once after a warm-up (the machine is
-shared: rounds spread a busy spell over all sides, and the best run is the one least
-disturbed).
+Why: issue 27's goals -- ggscope's statistics of a tensor on two cores at least as fast
+as ggml's own C decoding on one core, for every type people publish; one core within
+0.8x of one C core; at least 10x gguf-py's ``dequantize`` + numpy.  All measure the same
+32 Mi-element tensor in the same run: ggscope's ``tensor_stats`` (min, max, mean, std,
+abs-mean, zeros, NaN/Inf counts, 64-bin histogram, block-scale summary) on a GGUF file;
+ggml decoding the way its CPU backend does (``ggml_cpu_fp16_to_fp32`` /
+``ggml_cpu_bf16_to_fp32`` for F16/BF16, ``to_float`` for the rest) plus a plain
+min/max/sum/sum-of-squares loop in C (``ggml_stats.c``, chunks of 64 Ki elements in L2,
+data already in memory); gguf-py's ``GGUFReader`` + ``dequantize`` + numpy
+``min``/``max``/``mean``/``std``.  Figures are elements per second, best of ``--repeat``
+rounds; each round runs every side once after a warm-up (the machine is shared: rounds
+spread a busy spell over all sides, and the best run is the one least disturbed).  The
+table also gives the file bytes ggscope reads per second and their share of the memory
+bandwidth of its threads (one core's read bandwidth, measured at the start), and the
+load average at start and end.
+
+The peer is ggml as a user of it on this machine builds it: Release, ``-march=native``
+for ggml-base (whose ggml-quants.c holds ``to_float``: ``GGML_NATIVE`` alone leaves it at
+the compiler's baseline, SSE2) and ``GGML_NATIVE=ON`` for the CPU backend.
 
 The tensor: normal float32 data quantized by ggml's own quantizer (the C harness; a
 flat importance matrix for the IQ types that require one), 4 Mi elements tiled to the
 full size; without a C compiler, by gguf-py where it can quantize.  The C side is built
-from ggml's source with cmake: ``--ggml`` names a source checkout or a git directory
-(its HEAD is extracted), default ``$GGML_SRC``; without it, or without cmake and a C
-compiler, the ggml column is skipped and the reason printed.  Nothing of ggml is
-written into the repository: sources, build and data go to ``--work`` (default a
-directory under the system temp dir, reused across runs).
+from ggml's source with cmake: ``--ggml`` names a ggml or llama.cpp source checkout
+(e.g. the llama.cpp vendored in llama-cpp-python 0.3.36) or a git directory (its HEAD is
+extracted), default ``$GGML_SRC``; without it, or without cmake and a C compiler, the
+ggml column is skipped and the reason printed.  Nothing of ggml is written into the
+repository: sources, build and data go to ``--work`` (default a directory under the
+system temp dir, reused across runs).
 
     python benchmarks/stats_vs_ggml.py [--ggml DIR] [--types Q4_K,Q8_0] [--elems 33554432]
                                        [--repeat 3] [--threads 2] [--work DIR]
@@ -53,8 +62,23 @@ def log(msg: str) -> None:
 
 # ---------------------------------------------------------------- the C side
 
-def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
-    """(path of the built harness, "") or (None, why not)."""
+# How a user of ggml on this machine builds it: Release, tuned for this CPU -- both
+# ggml-base (ggml-quants.c's to_float, which GGML_NATIVE alone leaves at the compiler's
+# baseline) and the CPU backend (GGML_NATIVE: its F16/BF16 row conversions).
+QUIET = ("-DGGML_OPENMP=OFF", "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+         "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=OFF", "-DLLAMA_BUILD_SERVER=OFF", "-DLLAMA_CURL=OFF")
+GGML_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=ON", "-DCMAKE_C_FLAGS=-march=native",
+              "-DCMAKE_CXX_FLAGS=-march=native", *QUIET)
+# ``--old-peer``: the peer before issue 27 -- cmake's defaults (ggml-base at the compiler's
+# baseline) and every type through to_float
+OLD_FLAGS = ("-DCMAKE_BUILD_TYPE=Release", *QUIET)
+
+
+def build_harness(ggml: str | None, work: Path, flags: tuple[str, ...] = GGML_FLAGS,
+                  tag: str = "native") -> tuple[Path | None, str]:
+    """(path of the built harness, "") or (None, why not).  ``ggml`` is a ggml checkout,
+    a llama.cpp checkout (its ggml/ is built through llama.cpp's top level, as llama.cpp
+    builds it) or a git directory of either (its HEAD is extracted)."""
     if not ggml:
         return None, "no ggml source (--ggml or $GGML_SRC)"
     for tool in ("cmake", "cc"):
@@ -74,22 +98,31 @@ def build_harness(ggml: str | None, work: Path) -> tuple[Path | None, str]:
                                      capture_output=True).stdout
             subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
         src = tree
-    build = work / ("build-" + hashlib.sha1(str(src.resolve()).encode()).hexdigest()[:12])
-    lib = next(build.glob("src/libggml-base.so*"), None) if build.is_dir() else None
-    if lib is None:
-        log(f"building ggml-base from {src} in {build} (minutes, once)")
+    # a ggml/ directory inside llama.cpp (no ggml.pc.in of its own) builds through its parent
+    if (src / "ggml" / "include" / "ggml.h").is_file():
+        top, inc = src, src / "ggml" / "include"
+    elif not (src / "ggml.pc.in").is_file() and (src.parent / "ggml" / "include" / "ggml.h").is_file():
+        top, inc = src.parent, src / "include"
+    else:
+        top, inc = src, src / "include"
+    key = hashlib.sha1((str(top.resolve()) + " ".join(flags)).encode()).hexdigest()[:12]
+    build = work / f"build-{tag}-{key}"
+    libdir = next((p.parent for p in build.glob("**/libggml-cpu.so")), None) if build.is_dir() else None
+    if libdir is None:
+        log(f"building ggml-base and ggml-cpu ({tag}) from {top} in {build} (minutes, once)")
         try:
-            subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                            "-DGGML_BUILD_TESTS=OFF", "-DGGML_BUILD_EXAMPLES=OFF"],
-                           check=True, capture_output=True)
-            subprocess.run(["cmake", "--build", str(build), "--target", "ggml-base", "-j2"],
+            subprocess.run(["cmake", "-S", str(top), "-B", str(build), *flags], check=True, capture_output=True)
+            subprocess.run(["cmake", "--build", str(build), "--target", "ggml-base", "ggml-cpu", "-j2"],
                            check=True, capture_output=True)
         except subprocess.CalledProcessError as exc:
             return None, f"cmake failed: {exc.stderr.decode(errors='replace')[-400:]}"
+        libdir = next((p.parent for p in build.glob("**/libggml-cpu.so")), None)
+        if libdir is None:
+            return None, f"no libggml-cpu.so under {build} after the build"
     exe = build / "ggml_stats"
     try:
-        subprocess.run(["cc", "-O3", "-march=native", "-ffast-math", "-o", str(exe), str(HERE / "ggml_stats.c"), f"-I{src / 'include'}",
-                        f"-L{build / 'src'}", "-lggml-base", "-lm", f"-Wl,-rpath,{build / 'src'}"],
+        subprocess.run(["cc", "-O3", "-march=native", "-ffast-math", "-o", str(exe), str(HERE / "ggml_stats.c"),
+                        f"-I{inc}", f"-L{libdir}", "-lggml-cpu", "-lggml-base", "-lm", f"-Wl,-rpath,{libdir}"],
                        check=True, capture_output=True)
     except subprocess.CalledProcessError as exc:
         return None, f"compiling the harness failed: {exc.stderr.decode(errors='replace')[-400:]}"
@@ -159,8 +192,17 @@ def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
     mf = ggscope.open(path)
     t = mf.tensor("w")
     ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
+    one, _ = best_time(lambda: tensor_stats(t, threads=1), repeat)
+
+    def cpu_one() -> float:                  # one thread runs inline: this thread's CPU time
+        c0 = time.thread_time()
+        tensor_stats(t, threads=1)
+        return time.thread_time() - c0
+    cpu1 = min(cpu_one() for _ in range(max(1, repeat)))
+    out = {"ggscope": ours, "ggscope1": one, "cpu1": cpu1, "n": t.n_elements, "bytes": t.nbytes,
+           "ours": [s["min"], s["max"], s["mean"], s["std"]]}
     if not peer:
-        return {"ggscope": ours, "n": t.n_elements, "ours": [s["min"], s["max"], s["mean"], s["std"]]}
+        return out
 
     from gguf import GGUFReader
     from gguf.quants import dequantize
@@ -172,8 +214,19 @@ def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
         return float(x.min()), float(x.max()), float(x.mean()), float(x.std())
     theirs, p = best_time(peer, repeat)
     mf.close()
-    return {"ggscope": ours, "gguf_py": theirs, "n": t.n_elements,
-            "ours": [s["min"], s["max"], s["mean"], s["std"]], "peer": list(p)}
+    return {**out, "gguf_py": theirs, "peer": list(p)}
+
+
+def read_bandwidth() -> float:
+    """Bytes per second one core reads from memory (a 512 MiB array summed as uint64 words,
+    best of three): the ceiling a decoder that reads every byte once can approach."""
+    a = np.ones(64 << 20, np.uint64)
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        a.sum()
+        best = min(best, time.perf_counter() - t0)
+    return a.nbytes / best
 
 
 def main() -> None:
@@ -189,6 +242,9 @@ def main() -> None:
     ap.add_argument("--numba", action="store_true",
                     help="also measure ggscope on its numba kernels (GGSCOPE_KERNELS=numba), as a column of its own: "
                          "the engine choice of issue 18, by measurement")
+    ap.add_argument("--old-peer", action="store_true",
+                    help="also measure the peer as this script built it before issue 27 (cmake defaults: "
+                         "ggml-base at the baseline ISA, F16 through to_float), as a column of its own")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--tree", default=str(REPO), help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -200,15 +256,28 @@ def main() -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     harness, why = build_harness(a.ggml, work)
+    old = None
     if harness is None:
         log(f"ggml C column skipped: {why}")
+    else:
+        if a.old_peer:
+            old, why_old = build_harness(a.ggml, work, OLD_FLAGS, "default")
+            if old is None:
+                log(f"old peer column skipped: {why_old}")
+        print(f"ggml C: {a.ggml}, built {' '.join(f for f in GGML_FLAGS if 'NATIVE' in f or 'FLAGS' in f or 'TYPE' in f)}; "
+              f"F16/BF16 through ggml-cpu's row conversions, the rest through to_float")
+    bw = read_bandwidth()
+    print(f"memory read bandwidth, one core: {bw / 1e9:.1f} GB/s; load average at start {os.getloadavg()[0]:.2f}")
     before = f"{'before':>9} " if a.before else ""
     before += f"{'numba':>9} " if a.numba else ""
+    before += f"{'C before':>9} " if old else ""
     from ggscope.stats import cstats
     engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
     log(f"ggscope column: {engine}")
-    print(f"{'type':8} {before}{'ggscope':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'vs gguf-py':>10}   (elements/s; "
-          f"ggscope {a.threads} threads, C 1 thread, {a.elems / 2**20:.0f} Mi elements)")
+    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
+          f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "
+          f"{a.elems / 2**20:.0f} Mi elements; cpu/C: one core against one by CPU time, blind to waiting for a core "
+          f"on a busy machine; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
     for qname in a.types.split(","):
         tile = tile_blocks(qname, harness, work)
         if tile is None:
@@ -225,7 +294,7 @@ def main() -> None:
         if harness is not None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
-        old_t, numba_t, ours_t, peer_t, c_t = [], [], [], [], []
+        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t = [], [], [], [], [], [], [], [], []
         for _ in range(a.repeat):
             if a.before:
                 old_t.append(measure(a.before)["ggscope"])
@@ -233,22 +302,35 @@ def main() -> None:
                 numba_t.append(measure(str(REPO), "numba")["ggscope"])
             res = measure(str(REPO))
             ours_t.append(res["ggscope"])
+            one_t.append(res["ggscope1"])
+            cpu_t.append(res["cpu1"])
             peer_t.append(res["gguf_py"])
-            n = res["n"]
+            n, nbytes = res["n"], res["bytes"]
             if harness is not None:
                 c = json.loads(subprocess.run([str(harness), "stats", ggml_name(qname), str(n), str(raw), "2"],
                                               check=True, capture_output=True, text=True).stdout)
                 c_t.append(c["seconds"])
+                ccpu_t.append(c["cpu_seconds"])
+                if old is not None:
+                    oldc_t.append(json.loads(subprocess.run(
+                        [str(old), "stats", ggml_name(qname), str(n), str(raw), "2", "to_float"],
+                        check=True, capture_output=True, text=True).stdout)["seconds"])
                 if [c["min"], c["max"]] != [np.float32(v) for v in res["ours"][:2]]:
                     log(f"{qname}: min/max differ: ggscope {res['ours'][:2]}, ggml {c['min']}, {c['max']}")
         raw.unlink(missing_ok=True)
         path.unlink()
-        g, p = n / min(ours_t), n / min(peer_t)
+        g, g1, p = n / min(ours_t), n / min(one_t), n / min(peer_t)
         cg = f"{n / min(c_t) / 1e9:8.2f}G" if c_t else f"{'-':>9}"
         vs_c = f"{g / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
+        core = f"{g1 / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
+        cpu = f"{min(ccpu_t) / min(cpu_t):5.2f}x" if ccpu_t else f"{'-':>6}"
         before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
         before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
-        print(f"{qname:8} {before}{g / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {g / p:9.1f}x", flush=True)
+        before += f"{n / min(oldc_t) / 1e9:8.2f}G " if oldc_t else ""
+        gbs = nbytes / min(ours_t)
+        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {core} {cpu} {g / p:9.1f}x "
+              f"{gbs / 1e9:6.2f} {gbs / (a.threads * bw):5.0%}", flush=True)
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -899,10 +899,26 @@ TARGETS static void bins_tq1_0_counts(const job_t *J, const binargs_t *A, bins_t
     R->zeros = zeros;
 }
 
+/* Decoding alone, every block into ``dst`` (J->nb * n floats): what ``diff`` compares.  The
+   last block goes through a padded buffer, as every block of the drivers above does (a
+   decoder may write its lanes past the block's n values; the next block overwrites them). */
+#define DECODE_TO(NAME, N, DECODE)                                                                   \
+    TARGETS static void decto_##NAME(const job_t *J, float *restrict dst) {                          \
+        const int n = (N);                                                                           \
+        float last[512] __attribute__((aligned(64)));                                               \
+        for (Py_ssize_t bi = 0; bi < J->nb; bi++) {                                                  \
+            const uint8_t *restrict b = J->blocks + bi * J->bb;                                      \
+            float *restrict o = bi + 1 < J->nb ? dst + bi * n : last;                                \
+            DECODE;                                                                                  \
+            if (o == last) memcpy(dst + bi * n, last, (size_t) n * sizeof(float));                   \
+        }                                                                                            \
+    }
+
 /* One line per decoder variant: the block bound pass one uses when it has one
    (BOUNDED), else a pass one that decodes every block and sums (DECODED). */
-#define DECODED(NAME, N, DECODE) RANGE_FULL(NAME, N, DECODE) BINS(NAME, N, DECODE)
-#define BOUNDED(NAME, N, DECODE, SPAN) RANGE_BOUND(NAME, N, DECODE, SPAN) BINS(NAME, N, DECODE)
+#define DECODED(NAME, N, DECODE) RANGE_FULL(NAME, N, DECODE) BINS(NAME, N, DECODE) DECODE_TO(NAME, N, DECODE)
+#define BOUNDED(NAME, N, DECODE, SPAN) RANGE_BOUND(NAME, N, DECODE, SPAN) BINS(NAME, N, DECODE) \
+    DECODE_TO(NAME, N, DECODE)
 #define A(i) (J->a[i])
 /* nibbles: d_at, wide, m_at, qh_at, qs_at, half, interleaved, bias, outlier_at.  The
    four upstream layouts (plain halves, f16 scale, no outlier) get variants of their own. */
@@ -921,6 +937,7 @@ BOUNDED(int8_32, 32, dec_int8(J, b, o, A(0), 0, A(2), 32), span_int8(J, b, A(0),
 /* crumbs: d_at, qs_at, n, bits, row */
 DECODED(crumbs, J->n, dec_crumbs(J, b, o, A(0), A(1), A(2), A(3), A(4)))
 RANGE_BOUND(tq1_0, 256, dec_tq1_0(J, b, o), sym(fabsf(f16(b, 52, J->big, J->lut)), &L, &U))
+DECODE_TO(tq1_0, 256, dec_tq1_0(J, b, o))
 BOUNDED(q2_k, 256, dec_q2_k(J, b, o), span_q2_k(J, b, &L, &U))
 BOUNDED(q3_k, 256, dec_q3_k(J, b, o), span_q3_k(J, b, &L, &U))
 BOUNDED(q4_k, 256, dec_q45_k(J, b, o, 16, 0), span_q45_k(J, b, 0, &L, &U))
@@ -942,6 +959,9 @@ DECODED(iq1_1, 256, dec_iq1(J, b, o, 1))
 
 typedef void (*range_fn)(const job_t *, range_t *);
 typedef void (*bins_fn)(const job_t *, const binargs_t *, bins_t *);
+typedef void (*decode_fn)(const job_t *, float *);
+/* pick's third answer: the variant's decode-only driver (one slot: pick runs with the GIL held) */
+static decode_fn picked_decode;
 
 /* The families by the names fused_specs gives their decoders, and how many constant
    arguments each takes. */
@@ -957,17 +977,19 @@ static const struct {
 /* The variant for a family and its arguments, or 0 when the arguments are not ones
    this engine knows (the caller then uses the other engine). */
 static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
-#define USE(NAME)              \
-    do {                       \
-        *rf = range_##NAME;    \
-        *bf = bins_##NAME;     \
-        return 1;              \
+#define USE(NAME)                    \
+    do {                             \
+        *rf = range_##NAME;          \
+        *bf = bins_##NAME;           \
+        picked_decode = decto_##NAME; \
+        return 1;                    \
     } while (0)
-#define USEB(NAME)             \
-    do {                       \
-        *rf = rangeb_##NAME;   \
-        *bf = bins_##NAME;     \
-        return 1;              \
+#define USEB(NAME)                   \
+    do {                             \
+        *rf = rangeb_##NAME;         \
+        *bf = bins_##NAME;           \
+        picked_decode = decto_##NAME; \
+        return 1;                    \
     } while (0)
     const int *a = J->a;
     switch (fam) {
@@ -991,6 +1013,7 @@ static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
         if (J->n != 256) return 0;
         *rf = rangeb_tq1_0;
         *bf = bins_tq1_0_counts;
+        picked_decode = decto_tq1_0;
         return 1;
     case 4: if (J->n != 256) return 0; USEB(q2_k);
     case 5: if (J->n != 256) return 0; USEB(q3_k);
@@ -1234,6 +1257,41 @@ fail:
     return NULL;
 }
 
+/* fused_decode(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols, out):
+   every block's values into out (float32, C-contiguous, at least blocks x n), bit for bit
+   the numpy codec's (ggscope.quant); the GIL is released while it runs. */
+static PyObject *fused_decode(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 12) {
+        PyErr_SetString(PyExc_TypeError, "fused_decode(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, "
+                                         "g2, g2_cols, out)");
+        return NULL;
+    }
+    job_t J;
+    bufs_t B = {.held = 0};
+    Py_buffer ob;
+    int fam;
+    range_fn rf;
+    bins_fn bf;
+    if (!setup_job(argv, &J, &B, &fam, &rf, &bf)) goto fail;
+    const decode_fn df = picked_decode;
+    if (PyObject_GetBuffer(argv[11], &ob, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0) goto fail;
+    if (ob.itemsize != 4 || ob.format == NULL || strcmp(ob.format, "f") != 0
+        || ob.len / 4 < (Py_ssize_t) J.nb * J.n) {
+        PyBuffer_Release(&ob);
+        PyErr_SetString(PyExc_ValueError, "out must be float32 with room for every element of the blocks");
+        goto fail;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    df(&J, ob.buf);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&ob);
+    release(&B);
+    Py_RETURN_NONE;
+fail:
+    release(&B);
+    return NULL;
+}
+
 static PyObject *families(PyObject *self, PyObject *unused) {
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
@@ -1417,6 +1475,8 @@ static PyMethodDef METHODS[] = {
      "Pass one over whole blocks: (min, max, sum, ok)."},
     {"fused_bins", (PyCFunction) (void (*)(void)) fused_bins, METH_FASTCALL,
      "Pass two over whole blocks: (s1, s2, abs_sum, zeros); pairs of bins counted into table."},
+    {"fused_decode", (PyCFunction) (void (*)(void)) fused_decode, METH_FASTCALL,
+     "fused_decode(family, args, n, block_bytes, blocks, big, lut, g1, g1_cols, g2, g2_cols, out): decode every block"},
     {"fused_supports", (PyCFunction) (void (*)(void)) fused_supports, METH_FASTCALL,
      "Whether a family and its constant arguments have a compiled variant."},
     {"families", families, METH_NOARGS, "Decoder family name -> id."},

@@ -13,7 +13,6 @@ damaged-input errors.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
@@ -105,6 +104,7 @@ def _looks_like_input(word: str) -> bool:
 
 
 def _not_a_command(word: str) -> int:
+    import difflib
     close = difflib.get_close_matches(word, (*COMMANDS, "help", "completion"), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else "; see 'ggscope --help'"
     from ggscope.core.escape import escape_text
@@ -139,6 +139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _complete()                                    # exits when it has answered
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
+    if argv in (["--version"], ["-V"]):               # start-up: no command module is needed
+        from ggscope import __version__
+        print(f"ggscope {__version__}")
+        return 0
     # the parser holds only the command the arguments name (`ggscope FILE` names tui);
     # without one (`ggscope --help`, a typo) all of them
     if first in COMMANDS:

@@ -266,3 +266,68 @@ def test_handcrafted_fixtures_agree_with_numpy(shared_fixtures, monkeypatch, ker
                     assert sum(s["histogram"]["counts"]) == x.size, (path, t.name)
                 checked += 1
     assert checked > 50
+
+
+C_ONLY = pytest.mark.skipif(cstats._cstats is None, reason="ggscope._cstats not built (no C compiler at install)")
+
+
+def _bits(x: np.ndarray) -> np.ndarray:
+    """The float32 bits, every NaN as one (a NaN's sign and payload carry nothing a
+    diff or a statistic reads; which NaN an operation on a NaN scale gives is the
+    compiler's business)."""
+    b = np.ascontiguousarray(x, np.float32).view(np.uint32).copy()
+    b[np.isnan(x)] = 0x7FC00000
+    return b
+
+
+@C_ONLY
+@pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
+@pytest.mark.parametrize("layout", sorted(cstats.FUSED_LAYOUTS))
+def test_decode_is_the_numpy_codec_bit_for_bit(layout, big):
+    """``cstats.decode`` (diff's values, issue 27.4) gives every element the numpy codec
+    gives, Inf included, NaN where it gives NaN: random code bytes, finite scales of every magnitude, then
+    blocks of wholly random bytes (non-finite scales too); one block and an odd count, so
+    the last block's padded path runs."""
+    rng = np.random.default_rng(11)
+    lay = LAYOUTS[layout]
+    for blocks in (finite_blocks(layout, 97, rng, big), rng.integers(0, 256, (97, lay.block_bytes), np.uint8),
+                   finite_blocks(layout, 1, rng, big)):
+        with np.errstate(all="ignore"):
+            want = reference(layout, blocks, big).reshape(-1)
+        out = np.full(blocks.shape[0] * lay.block_elems + 8, 7.0, np.float32)   # 8 guard values
+        cstats.decode(layout, blocks, big, out[:-8])
+        assert np.array_equal(_bits(out[:-8]), _bits(want)), layout
+        assert (out[-8:] == 7.0).all(), "decode wrote past its output"
+
+
+@C_ONLY
+def test_decode_refuses_an_output_too_small():
+    blocks = finite_blocks("Q8_0", 4, np.random.default_rng(1), False)
+    with pytest.raises(ValueError):
+        cstats.decode("Q8_0", blocks, False, np.empty(4 * 32 - 1, np.float32))
+    with pytest.raises(ValueError):
+        cstats.decode("Q8_0", blocks, False, np.empty(4 * 32, np.float64))
+
+
+@pytest.mark.parametrize("kernels", ["numba", "c"])
+@pytest.mark.parametrize("layout", ["Q8_0", "Q4_K", "IQ2_XXS", "F16"])
+def test_diff_decode_is_dequantize(monkeypatch, kernels, layout):
+    """``ggscope.diff.sums.decode``: the same float32 bits as ``dequantize`` on either
+    engine (C for the fused layouts, the numpy codec otherwise) and the same error for
+    data that is not whole blocks."""
+    from ggscope.diff.sums import decode
+    monkeypatch.setenv("GGSCOPE_KERNELS", kernels)
+    lay = LAYOUTS[layout]
+    rng = np.random.default_rng(5)
+    raw = (finite_blocks(layout, 40, rng, False) if layout in SCALES
+           else rng.integers(0, 256, (40, lay.block_bytes), np.uint8))
+    n = 40 * lay.block_elems
+    with np.errstate(all="ignore"):
+        want = dequantize(layout, raw.reshape(-1), n)
+        got = decode(lay, raw.reshape(-1), n)
+    assert got.dtype == np.float32 and np.array_equal(_bits(got), _bits(want))
+    with pytest.raises(ValueError) as theirs:
+        dequantize(layout, raw.reshape(-1)[:-1], n)
+    with pytest.raises(ValueError) as ours:
+        decode(lay, raw.reshape(-1)[:-1], n)
+    assert str(ours.value) == str(theirs.value)

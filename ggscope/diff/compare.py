@@ -70,7 +70,7 @@ from ggscope.diff.results import (FIRST_ITEMS, STATUSES, DiffResult, HeaderChang
 from ggscope.facts.ggml_types import LAYOUTS, tensor_layout
 from ggscope.facts.legacy_tensors import LEGACY_NAMES
 from ggscope.model.modelfile import ModelFile, TensorInfo
-from ggscope.quant import dequantize
+from ggscope.diff.sums import decode            # quant.dequantize; in C for the compiled kernels' layouts
 from ggscope.source.stream import Stream
 
 __all__ = ["diff_files", "tensors_by_name", "DiffResult", "MetadataDiff", "MetaEntry", "MetaChange", "ItemDiff",
@@ -170,8 +170,8 @@ def _numeric(ta: TensorInfo, tb: TensorInfo, s: Stream) -> _Acc:
 
     def window(w: tuple[int, int, int, int, int]) -> _Acc:
         sa, na, sb, nb, k = w
-        x = dequantize(la, s.reader(ta.file, 0).read(sa, na), k, ea, name=ta.name)  # type: ignore[arg-type]
-        y = dequantize(lb, s.reader(tb.file, 1).read(sb, nb), k, eb, name=tb.name)  # type: ignore[arg-type]
+        x = decode(la, s.reader(ta.file, 0).read(sa, na), k, ea, name=ta.name)  # type: ignore[arg-type]
+        y = decode(lb, s.reader(tb.file, 1).read(sb, nb), k, eb, name=tb.name)  # type: ignore[arg-type]
         acc = _Acc()
         acc.add(x, y)
         return acc

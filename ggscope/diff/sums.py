@@ -16,6 +16,12 @@ max |b-a|; ``n_nonfinite`` counts the other positions, ``n_mismatch`` those wher
 b are not the same NaN/Inf (both NaN, or equal).  Sums are reassociated (vector lanes),
 so they match numpy's float64 sums to rounding (~1e-15 relative), not bit for bit;
 max |b-a| is exact.
+
+``decode(layout, data, n, byteorder, name=None)`` is ``ggscope.quant.dequantize`` (same
+arguments, same float32 values bit for bit, same errors) that decodes the layouts the
+compiled statistics kernels know (``ggscope.stats.cstats.FUSED_LAYOUTS``) in C with the
+GIL released: the numpy codecs were all of a diff's time once the sums were compiled
+(issue 27, item 4).
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ try:
 except ImportError:                          # built without a compiler: numba's loops
     _cpairs = None
 
-__all__ = ["pair_sums", "engine"]
+__all__ = ["pair_sums", "engine", "decode"]
 
 _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -63,3 +69,20 @@ def pair_sums(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float,
     if engine() == "c":
         return _cpairs.pair_sums(x, y)
     return _numba()(x, y)
+
+
+def decode(layout, data, n: int, byteorder: str = "little", *, name: str | None = None) -> np.ndarray:
+    """See the module docstring."""
+    from ggscope.facts.ggml_types import LAYOUTS
+    from ggscope.quant import dequantize
+    from ggscope.stats import cstats
+    lay = LAYOUTS.get(getattr(layout, "name", layout))
+    whole = lay is not None and (layout is lay or layout == lay.name) and isinstance(n, int) and n >= 0
+    if (not whole or not cstats.available() or lay.name not in cstats.FUSED_LAYOUTS
+            or n % lay.block_elems or byteorder not in ("little", "big")):
+        return dequantize(layout, data, n, byteorder, name=name)
+    raw = data if isinstance(data, np.ndarray) else np.frombuffer(data, np.uint8)
+    raw = raw.reshape(-1)
+    if raw.dtype != np.uint8 or raw.size != n // lay.block_elems * lay.block_bytes:
+        return dequantize(layout, data, n, byteorder, name=name)       # its error names the mismatch
+    return cstats.decode(lay.name, raw, byteorder == "big", np.empty(n, np.float32))

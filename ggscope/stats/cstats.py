@@ -14,7 +14,9 @@ Contracts: as ``ggscope.stats.kernels`` (``moments``, ``bin_pairs``, ``count_pai
 ``bin_pass``).  ``range_pass`` skips the blocks whose scales bound them inside the range
 found so far for every family but the i-quants and the historical nibble layouts, and
 then has no sum (total NaN), like ``ggscope.stats.scale_range``; it can also count the
-blocks' f16 scale codes as it reads them.
+blocks' f16 scale codes as it reads them.  ``decode(layout, blocks, big, out)`` decodes
+whole blocks of a ``FUSED_LAYOUTS`` layout into a float32 array, bit for bit the numpy
+codec's (``ggscope.quant``), with the GIL released: ``diff``'s values.
 """
 from __future__ import annotations
 
@@ -31,8 +33,8 @@ try:
 except ImportError:                          # built without a compiler: numba's kernels
     _cstats = None
 
-__all__ = ["available", "FUSED_LAYOUTS", "range_pass", "bin_pass", "moments", "bin_pairs", "count_pairs",
-           "count_codes", "PIECE"]
+__all__ = ["available", "FUSED_LAYOUTS", "range_pass", "bin_pass", "decode", "moments", "bin_pairs",
+           "count_pairs", "count_codes", "PIECE"]
 
 from ggscope.stats.kernels_numpy import PIECE  # noqa: E402 - the one Python place; csrc/_ctargets.h the C one
 _FAMILIES: dict[str, int] = _cstats.families() if _cstats is not None else {}
@@ -107,6 +109,15 @@ def bin_pass(layout: str, blocks: np.ndarray, big: bool, lo: np.float32, scale: 
     fam, args, n, nbytes, g1, g2 = _layout(layout)
     return _cstats.fused_bins(fam, args, n, nbytes, blocks, bool(big), _lut(), g1, g1.shape[1], g2, g2.shape[1],
                               float(lo), float(scale), int(top), float(shift), table, _lanes())
+
+
+def decode(layout: str, blocks: np.ndarray, big: bool, out: np.ndarray) -> np.ndarray:
+    """Every value of ``blocks`` (whole blocks of ``layout``, one of ``FUSED_LAYOUTS``)
+    into ``out`` (float32, C-contiguous, room for all of them); returns ``out``."""
+    fam, args, n, nbytes, g1, g2 = _layout(layout)
+    _cstats.fused_decode(fam, args, n, nbytes, np.ascontiguousarray(blocks), bool(big), _lut(),
+                         g1, g1.shape[1], g2, g2.shape[1], out)
+    return out
 
 
 def moments(x: np.ndarray, shift: np.float32) -> tuple[float, float, float, int]:

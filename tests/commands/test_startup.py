@@ -91,3 +91,19 @@ def test_stats_of_one_tensor_builds_only_its_layouts_tables():
              "print(cstats._layout.cache_info().currsize, fused_specs.tables.cache_info().currsize)\n")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.split() == ["1", "1"]                 # Q8_0: its layout, its (empty) tables
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["-V"]])
+def test_version_imports_no_command_module(argv):
+    """``--version`` needs the version string alone: no command module, no config loader
+    (tomllib, pathlib), no difflib (issue 27, item 6)."""
+    mods = loaded_after(f"from ggscope.cli import main\nassert main({argv!r}) == 0")
+    assert sorted(m for m in mods if m.startswith("ggscope.commands") or m.startswith("ggscope.validate")) == []
+    assert "difflib" not in mods and "tomllib" not in mods
+
+
+def test_version_prints_the_version():
+    from ggscope import __version__
+    out = subprocess.run([sys.executable, "-m", "ggscope", "--version"], capture_output=True, text=True, cwd=REPO,
+                         env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
+    assert (out.returncode, out.stdout) == (0, f"ggscope {__version__}\n")
