@@ -91,6 +91,20 @@ def _expand(patterns: list[str]) -> tuple[list[str], list[str]]:
     return files, missing
 
 
+def _one_per_model(files: list[str]) -> list[str]:
+    """The paths in order, a split model's shards after the first given left out: any
+    shard checks the whole set (``validate.runner.validate_set``)."""
+    from ggscope.validate.runner import set_key
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for f in files:
+        key = set_key(f)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
 def _split(s: str) -> list[str]:
     return [x.strip() for x in s.split(",") if x.strip()]
 
@@ -193,7 +207,7 @@ def run(args) -> int:
         error(f"--base {args.base}: no such file")
         return 2
     files, missing = _expand(args.files)
-    files += listed
+    files = _one_per_model(files + listed)
     status = 0
     for pat in missing:
         error(f"no file matches {pat}")
