@@ -222,9 +222,11 @@ def run(args) -> int:
     except GGScopeError as exc:
         error(str(exc))
         return 2
-    for found, problem in results:
+    unreadable: list[tuple[str, str]] = []
+    for path, (found, problem) in zip(files, results):
         if problem is not None:
             error(problem)
+            unreadable.append((path, problem))
             status = 2
         else:
             checked += 1
@@ -234,16 +236,16 @@ def run(args) -> int:
         sys.stdout.write(findings_json.render(findings) + "\n")
     elif fmt == "sarif":
         from ggscope.report import sarif
-        sys.stdout.write(sarif.render(findings) + "\n")
+        sys.stdout.write(sarif.render(findings, unreadable) + "\n")
     elif fmt == "github":
         from ggscope.report import github
         sys.stdout.write(github.render(findings))
-        print(findings_text.summary(findings, checked), file=sys.stderr)
+        print(findings_text.summary(findings, checked, len(unreadable)), file=sys.stderr)
     else:
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
                                             and not os.environ.get("NO_COLOR"))
         sys.stdout.write(findings_text.render(findings, colour))
-        print(findings_text.summary(findings, checked), file=sys.stderr)
+        print(findings_text.summary(findings, checked, len(unreadable)), file=sys.stderr)
     if status:
         return status
     return 1 if any(f.severity.value == "error" for f in findings) else 0
