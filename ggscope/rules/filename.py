@@ -106,8 +106,8 @@ class FilenameConvention(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         base = os.path.basename(ctx.mf.path or "")
         if base.endswith(".gguf") and parse_filename(base) is None and parse_publisher_filename(base) is None:
-            yield ctx.at(None, f"file name {base!r} names no quantisation and does not match "
-                         "<BaseName>-<SizeLabel>-<Version>[-<Encoding>][-<Type>][-<Shard>].gguf")
+            yield ctx.at(None, f"file name {base!r} does not match <BaseName>-<SizeLabel>-<Version>"
+                         "[-<Encoding>][-<Type>][-<Shard>].gguf")
 
 
 def _norm_version(v: str) -> str:
