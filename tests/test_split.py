@@ -169,3 +169,17 @@ def test_validate_one_set_once_when_every_shard_is_given(shards, capsys):
     code = main(["validate", "--format", "json", *map(str, shards[:2])])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and [f["code"] for f in out if f["code"] == "GG803"] == ["GG803"]
+
+
+def test_info_names_the_shard_given_and_the_set(shards, capsys):
+    total = sum(p.stat().st_size for p in shards)
+    for i, p in enumerate(shards, 1):
+        assert main(["info", str(p)]) == 0
+        out = capsys.readouterr().out
+        head = dict(x.split(": ", 1) for x in out.split("\n\n")[0].splitlines())
+        assert head["file"] == f"{p} (shard {i} of 3)"
+        assert head["split model"] == "3 shards: " + ", ".join(s.name for s in shards)
+        assert head["size"].startswith(f"{total:,} bytes") and head["architecture"] == "llama"
+        assert not [x for x in out.split("\n\n")[0].splitlines() if "['" in x or '["' in x]   # no repr
+        code, doc = _json(capsys, "info", "--json", str(p))
+        assert doc["file"] == str(p) and doc["summary"]["file_size"] == total

@@ -80,6 +80,6 @@ def run(args) -> int:
         import argparse
         from ggscope.commands import info
         error("no terminal: printing `ggscope info` (run it in a terminal to browse)")
-        return info.run(argparse.Namespace(file=path, json=False, color="never"))
+        return info.run(argparse.Namespace(files=[path], json=False, hex=False, color="never"))
     from ggscope.tui.run import run_app
     return run_app(path)

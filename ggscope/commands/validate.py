@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import os
 import sys
 
 from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, error, progress_bar
+from ggscope.commands.common import add_color_argument, error, expand_files, progress_bar
 from ggscope.core.escape import escape_text
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
@@ -28,7 +27,7 @@ examples:
   ggscope validate models/*.gguf
   ggscope validate --select GG1 model.gguf          only ggml's reader rules
   ggscope validate --ignore GG801,key-not-namespaced 'models/**/*.gguf'
-  ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
+  ggscope validate --json model.gguf | jq '.[] | select(.severity == "error")'
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
   ggscope validate --manifest model.manifest model.gguf   tensor data against a hash manifest
@@ -67,6 +66,8 @@ def add_arguments(p) -> None:
                         "--jobs workers (needs ggscope[dask])")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="output format (default text; github inside GitHub Actions)")
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="print one JSON array of findings (as --format json, the flag every command has)")
     p.add_argument("--select", default=None, help="comma-separated codes, code prefixes, names or families to run")
     p.add_argument("--ignore", default=None, help="comma-separated codes, code prefixes, names or families to skip")
     p.add_argument("--manifest", metavar="MANIFEST", default=None,
@@ -78,17 +79,6 @@ def add_arguments(p) -> None:
     p.add_argument("--jobs", "-j", type=_positive, default=None, metavar="N",
                    help="check files in N worker processes (default 1)")
     add_color_argument(p)
-
-
-def _expand(patterns: list[str]) -> tuple[list[str], list[str]]:
-    files, missing = [], []
-    for pat in patterns:
-        if glob.has_magic(pat) and not os.path.lexists(pat):     # a file named "[x].gguf" is itself
-            hits = sorted(glob.glob(pat, recursive=True))
-            (files.extend(hits) if hits else missing.append(pat))
-        else:
-            files.append(pat)
-    return files, missing
 
 
 def _one_per_model(files: list[str]) -> list[str]:
@@ -206,7 +196,7 @@ def run(args) -> int:
     if args.base and not os.path.isfile(args.base):
         error(f"--base {args.base}: no such file")
         return 2
-    files, missing = _expand(args.files)
+    files, missing = expand_files(args.files)
     files = _one_per_model(files + listed)
     status = 0
     for pat in missing:
