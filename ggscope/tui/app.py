@@ -33,7 +33,8 @@ from ggscope.tui.format import file_text, human_bytes, plain, short_value
 from ggscope.tui.hashes import HashesOnDemand
 from ggscope.tui.jobs import file_findings, open_path
 from ggscope.tui.layout import left_width
-from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
+from ggscope.tui.messages import (CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
+                                  StatsFinished, StatsProgressed, TensorSelected)
 from ggscope.tui.screens.prompt import PromptScreen
 from ggscope.tui.widgets.detail import DetailPane
 from ggscope.tui.widgets.overview import OverviewPane
@@ -139,12 +140,15 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.node_tree import NodeTree
         from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable
         self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
-        self.tensor_by_path = {t.node_path: t for t in mf.tensors if t.node_path}
+        self.tensor_by_path = {t.node_path: t for t in mf.tensors      # the tree's own: a split
+                               if t.node_path and (t.file is None or t.file.path == mf.path)}
         names = {**self.meta_by_path, **{p: t.name for p, t in self.tensor_by_path.items()}}
         return {
             "metadata": [MetadataTable(mf, id="metadata-table")],
             "tensors": [Vertical(TensorTable(mf, id="tensor-table"),
-                                 ProgressBar(total=max(1, len(mf.tensors)), id="stats-progress", show_eta=False),
+                                 Horizontal(Static(f"statistics 0/{len(mf.tensors):,}", id="stats-count"),
+                                            ProgressBar(total=max(1, len(mf.tensors)), show_eta=False),
+                                            id="stats-progress"),
                                  id="tensors-box")],
             "findings": [FindingsTable(self.findings, id="findings-table")],
             "structure": [NodeTree(mf.root, names, id="tree")],
@@ -221,6 +225,14 @@ class GGScopeApp(HashesOnDemand, App):
 
     def on_node_selected(self, message: NodeSelected) -> None:
         self.show_node(message.node)
+
+    def on_tensor_selected(self, message: TensorSelected) -> None:
+        t = message.tensor
+        shards = self.mf.extra.get("shards") or []
+        where = t.file.path if t.file is not None else ""
+        k = shards.index(where) + 1 if where in shards else 0
+        label = f"shard {k} of {len(shards)}, {where.rsplit('/', 1)[-1]}" if k else where
+        self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=label)
 
     def on_range_requested(self, message: RangeRequested) -> None:
         from ggscope.ksy.node import deepest_at
@@ -376,9 +388,13 @@ class GGScopeApp(HashesOnDemand, App):
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:
                 table.set_stats(i, message.stats, message.error)
+        detail = self.query_one(DetailPane)
+        if detail.tensor is not None and detail.tensor.name == message.name:   # the pane follows its row
+            detail.show_tensor(detail.tensor, message.stats, message.error, where=detail.where)
 
     def on_stats_progressed(self, message: StatsProgressed) -> None:
-        self.query_one("#stats-progress", ProgressBar).update(total=message.total, progress=message.done)
+        self.query_one("#stats-progress ProgressBar", ProgressBar).update(total=message.total, progress=message.done)
+        self.query_one("#stats-count", Static).update(f"statistics {message.done:,}/{message.total:,}")
 
     def on_stats_finished(self, message: StatsFinished) -> None:
         self.remove_class("-stats-running")
