@@ -227,12 +227,9 @@ class GGScopeApp(HashesOnDemand, App):
         self.show_node(message.node)
 
     def on_tensor_selected(self, message: TensorSelected) -> None:
-        t = message.tensor
-        shards = self.mf.extra.get("shards") or []
-        where = t.file.path if t.file is not None else ""
-        k = shards.index(where) + 1 if where in shards else 0
-        label = f"shard {k} of {len(shards)}, {where.rsplit('/', 1)[-1]}" if k else where
-        self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=label)
+        t, shards = message.tensor, self.mf.extra.get("shards") or []
+        where = f"shard {shards.index(t.file.path) + 1} of {len(shards)}, {t.file.path.rsplit('/', 1)[-1]}"
+        self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=where)
 
     def on_range_requested(self, message: RangeRequested) -> None:
         from ggscope.ksy.node import deepest_at
