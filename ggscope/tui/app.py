@@ -177,6 +177,8 @@ class GGScopeApp(HashesOnDemand, App):
             self.exit(return_code=2)
             return
         self.mf = message.mf
+        self.query_one("#summary", Static).update(plain(self._summary()))   # the facts first, then the panes
+        self.query_one(OverviewPane).show_file(self.mf)
         panes = self._panes(self.mf)
         for tab in ("metadata", "tensors", "findings", "structure"):
             pane = self.query_one(f"#{tab}", TabPane)
@@ -184,7 +186,6 @@ class GGScopeApp(HashesOnDemand, App):
             await pane.mount_all(panes[tab])
         await self.query(".placeholder").remove()
         await self.query_one("#right").mount_all(panes["hex"], before=0)
-        self.query_one("#summary", Static).update(plain(self._summary()))
         self._file_ready()
 
     def _file_ready(self) -> None:
