@@ -29,7 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from ggscope.tui.format import file_text, human_bytes, plain, short_value
+from ggscope.tui.format import file_text, plain, short_value, summary_line
 from ggscope.tui.hashes import HashesOnDemand
 from ggscope.tui.jobs import file_findings, open_path
 from ggscope.tui.layout import left_width
@@ -54,10 +54,6 @@ TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 
               "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 class GGScopeApp(HashesOnDemand, App):
@@ -102,16 +98,7 @@ class GGScopeApp(HashesOnDemand, App):
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
-        mf = self.mf
-        name = file_text(Path(self.path).name)
-        if mf is None:
-            return f" {name}  ·  parsing …"
-        text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
-                f"{human_bytes(mf.source.size)}  ·  {_count(len(mf.metadata), 'key')}  ·  "
-                f"{_count(len(mf.tensors), 'tensor')}")
-        if mf.damage is not None:
-            text += f"  ·  DAMAGED at {mf.damage.start:#x}"
-        return text
+        return summary_line(self.mf, Path(self.path).name)
 
     def compose(self) -> ComposeResult:
         yield Static(plain(self._summary()), id="summary")

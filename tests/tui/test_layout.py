@@ -246,3 +246,15 @@ def test_a_shard_opens_the_whole_split_model_with_validates_findings(tmp_path, c
     rewrite(Q8, tmp_path / "Tiny.gguf", split_max_tensors=8)                                # the set again
     n, found = run(flow(shards[1]))
     assert n == len(gguf.GGUFReader(Q8).tensors) and "GG803" not in [c for c, _ in found]
+
+
+def test_summary_line_names_the_shard_and_the_whole_size(tmp_path):
+    from test_split import Q8, rewrite
+    from ggscope.model.split import open_model
+    from ggscope.tui.format import summary_line
+    rewrite(Q8, tmp_path / "Tiny.gguf", split_max_tensors=8)
+    shards = sorted(tmp_path.glob("Tiny-*-of-*.gguf"))
+    line = summary_line(open_model(str(shards[1])), shards[1].name)
+    from ggscope.tui.format import human_bytes
+    assert f"{shards[1].name} (shard 2 of 3)" in line
+    assert human_bytes(sum(p.stat().st_size for p in shards)) in line
