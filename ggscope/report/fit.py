@@ -71,10 +71,12 @@ class FittingTable:
                                                  + "; --json has every column") if dropped else None,
                       caption_justify="left")
         widths = _widths(self.columns, self.rows)
-        for i in chosen:
+        spare = options.max_width - _BORDER - sum(widths[i] + _PER_COLUMN for i in chosen)
+        full = max([len(self.columns[0].heading), *(len(r[0]) for r in self.rows)])
+        for i in chosen:                   # the name takes what the kept columns leave, up to its longest
             c = self.columns[i]
             table.add_column(c.heading, justify="right" if c.right else "left", overflow="fold",
-                             no_wrap=c.right, min_width=min(widths[i], 10) if i == 0 else None)
+                             no_wrap=c.right, min_width=min(full, widths[0] + max(spare, 0)) if i == 0 else None)
         for n, row in enumerate(self.rows):
             cells = [Text(row[i], style=self.cell_style(i, row[i]) if self.cell_style else "") for i in chosen]
             table.add_row(*cells, style=self.row_style(n) if self.row_style else None)
