@@ -153,7 +153,7 @@ def _what(t: TensorDiff) -> str:
         else:
             parts.append(f"{a} → {b}")
     if "offset" in t.changes and t.offset_a is not None and t.offset_b is not None:
-        parts.append(f"@{t.offset_a:#x} → {t.offset_b:#x}")
+        parts.append(f"@{t.offset_a} → {t.offset_b}")            # offsets decimal, as everywhere (info --hex)
     return " ".join(parts)
 
 
