@@ -11,6 +11,12 @@ few milliseconds.  Two moments are reported, both from the respawn (process star
   paint   the footer's key bindings are on the screen (the window is up);
   filled  the summary line shows the tensor count (the file is parsed and shown).
 
+The peer (issue 26.9) is a bare Textual app - a Static and a Footer with a ``q Quit``
+binding, nothing else - started the same way in the same session: its window time is
+the floor any Textual program pays (interpreter, Textual's import, the first frame).
+Each file's "filled" time is reported against it as a ratio; the goal is 1.5x.  The load
+average is printed with the table: the machine is shared.
+
 Files: the bundled example (a 180 KB llama, Q8_0), the largest vocabulary file in
 ../shared/fixtures/llama-vocab (3.8 MiB of tokens and merges) and a sparse 20 GB GGUF
 written with gguf-py (a header, then 20 GiB of holes).  Median of ``--runs``.
@@ -53,13 +59,31 @@ def sparse_20gb(path: Path) -> Path:
     return path
 
 
+BARE_APP = """\
+from textual.app import App
+from textual.widgets import Footer, Static
+
+
+class Bare(App):
+    BINDINGS = [("q", "quit", "Quit")]
+
+    def compose(self):
+        yield Static("1 tensors")
+        yield Footer()
+
+
+Bare().run()
+"""
+
+
 def tmux(*args: str) -> str:
     return subprocess.run(["tmux", "-L", "ggscope-bench", *args], check=True, capture_output=True,
                           text=True).stdout
 
 
-def first_paint(root: Path, session: str, path: Path, timeout: float = 30.0) -> tuple[float, float]:
-    cmd = f"env PYTHONPATH={root} {sys.executable} -m ggscope {path}"
+def first_paint(root: Path, session: str, path: Path, timeout: float = 30.0,
+                cmd: str | None = None) -> tuple[float, float]:
+    cmd = cmd or f"env PYTHONPATH={root} {sys.executable} -m ggscope {path}"
     tmux("respawn-pane", "-k", "-t", session, "clear")
     time.sleep(0.3)
     t0 = time.perf_counter()
@@ -126,12 +150,22 @@ def main(argv=None) -> int:
         tmux("set-option", "-t", session, "remain-on-exit", "on")
         try:
             print(f"first paint in tmux {cols}x{rows}, from process start, median of {args.runs} "
-                  f"(window: the footer is drawn; filled: the summary shows the tensor count)")
+                  f"(window: the footer is drawn; filled: the summary shows the tensor count); "
+                  f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+            bare_py = Path(d) / "bare_app.py"
+            bare_py.write_text(BARE_APP)
+            bare_cmd = f"{sys.executable} {bare_py}"
             for label, path in files:
+                bare = statistics.median(first_paint(ROOT, session, path, cmd=bare_cmd)[0] for _ in range(args.runs))
                 results = {name: [first_paint(root, session, path) for _ in range(args.runs)]
                            for name, root in roots}
                 row(f"{label}: window", [statistics.median(r[0] for r in results[n]) for n, _ in roots], "< 1000 ms")
-                row(f"{label}: filled", [statistics.median(r[1] for r in results[n]) for n, _ in roots], "")
+                filled = [statistics.median(r[1] for r in results[n]) for n, _ in roots]
+                row(f"{label}: filled", filled, "")
+                row("  bare Textual app, same run", [bare] * len(roots), "")
+                print(f"  {'  filled / bare app':<34}" + "".join(f"{v / bare:13.2f}" for v in filled)
+                      + "   goal <= 1.50")
+            print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         finally:
             subprocess.run(["tmux", "-L", "ggscope-bench", "kill-server"], capture_output=True)
     return 0

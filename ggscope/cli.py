@@ -70,17 +70,18 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
+    from ggscope.commands.helptext import HelpFormatter
     parser = _Parser(
         prog="ggscope",
         description="Inspect, validate and diff ggml-family model files.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=HelpFormatter)
     from ggscope import __version__
     parser.add_argument("-V", "--version", action="version", version=f"ggscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in mods.items():
         p = sub.add_parser(name, help=mod.HELP, description=getattr(mod, "DESCRIPTION", mod.HELP),
                            epilog=getattr(mod, "EPILOG", None),
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=HelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
         parser.subparsers[name] = p
@@ -92,7 +93,7 @@ def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
                               epilog='examples:\n  eval "$(ggscope completion bash)"      # in ~/.bashrc\n'
                                      '  eval "$(ggscope completion zsh)"       # in ~/.zshrc\n'
                                      '  ggscope completion fish | source       # in ~/.config/fish/config.fish',
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+                              formatter_class=HelpFormatter)
         comp.add_argument("shell", choices=("bash", "zsh", "fish"))
     return parser
 

@@ -141,3 +141,45 @@ def test_remote_shards(shards, capsys):
         assert main(["info", urls[0]]) == 2
         err = capsys.readouterr().err
         assert "shard 3 of 3" in err and "not found (HTTP 404)" in err and "Traceback" not in err
+
+
+def _findings(capsys, path):
+    code = main(["validate", "--format", "json", str(path)])
+    return code, sorted((f["file"].rsplit("/", 1)[-1], f["code"], f["message"])
+                        for f in json.loads(capsys.readouterr().out))
+
+
+def test_validate_any_shard_gives_the_same_findings_for_the_whole_set(shards, capsys):
+    got = [_findings(capsys, p) for p in shards]
+    assert got[0] == got[1] == got[2]
+
+
+def test_validate_missing_shard_named_once_without_cascade(shards, capsys):
+    shards[1].unlink()
+    for p in (shards[0], shards[2]):
+        code, found = _findings(capsys, p)
+        assert code == 1
+        errors = [f for f in found if f[1] not in ("GG801",)]
+        assert [f[1] for f in errors] == ["GG803"], errors
+        assert shards[1].name in errors[0][2]
+
+
+def test_validate_one_set_once_when_every_shard_is_given(shards, capsys):
+    shards[2].unlink()
+    code = main(["validate", "--format", "json", *map(str, shards[:2])])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and [f["code"] for f in out if f["code"] == "GG803"] == ["GG803"]
+
+
+def test_info_names_the_shard_given_and_the_set(shards, capsys):
+    total = sum(p.stat().st_size for p in shards)
+    for i, p in enumerate(shards, 1):
+        assert main(["info", str(p)]) == 0
+        out = capsys.readouterr().out
+        head = dict(x.split(": ", 1) for x in out.split("\n\n")[0].splitlines())
+        assert head["file"] == f"{p} (shard {i} of 3)"
+        assert head["split model"] == "3 shards: " + ", ".join(s.name for s in shards)
+        assert head["size"].startswith(f"{total:,} bytes") and head["architecture"] == "llama"
+        assert not [x for x in out.split("\n\n")[0].splitlines() if "['" in x or '["' in x]   # no repr
+        code, doc = _json(capsys, "info", "--json", str(p))
+        assert doc["file"] == str(p) and doc["summary"]["file_size"] == total

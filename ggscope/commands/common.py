@@ -16,12 +16,27 @@ from ggscope.core.errors import GGScopeError, UnknownFormat, UnreadableFile
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
+__all__ = ["expand_files", "open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
 
 
 def error(msg: str) -> None:
     from ggscope.core.escape import escape_text
     print(f"ggscope: {escape_text(msg)}", file=sys.stderr)
+
+
+def expand_files(patterns: list[str]) -> tuple[list[str], list[str]]:
+    """Every command's file arguments: a glob pattern (``**`` recurses) becomes the files
+    it matches, sorted; a path or URL stays itself (a file really named ``[x].gguf`` too).
+    Returns (files, patterns that matched nothing)."""
+    import glob
+    files, missing = [], []
+    for pat in patterns:
+        if "://" not in pat and glob.has_magic(pat) and not os.path.lexists(pat):
+            hits = sorted(glob.glob(pat, recursive=True))
+            (files.extend(hits) if hits else missing.append(pat))
+        else:
+            files.append(pat)
+    return files, missing
 
 
 def damage_message(mf: ModelFile) -> str:

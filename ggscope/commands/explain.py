@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import sys
 
-from ggscope.commands.common import error
+from ggscope.commands.common import add_color_argument, console, error, use_rich
 
 HELP = "show one rule's full explanation"
 DESCRIPTION = """\
@@ -28,6 +28,7 @@ exit status: 0 ok, 2 unknown code or name."""
 
 def add_arguments(p) -> None:
     p.add_argument("rule", metavar="CODE|NAME", help="a rule code (GG101) or name (bad-magic)")
+    add_color_argument(p)
 
 
 def render(rule) -> str:
@@ -63,5 +64,13 @@ def run(args) -> int:
         return 2
     if args.rule.strip().upper() in REDIRECTS:
         error(f"{args.rule.strip().upper()} was renamed to {rule.code}")
-    sys.stdout.write(render(rule))
+    if use_rich(args):                 # a terminal: paragraphs wrapped to its width, at word boundaries
+        from rich.text import Text
+        con = console(args)
+        from ggscope.commands.helptext import wrap_help
+        head, _, body = render(rule).replace("``", "`").partition("\n")
+        con.print(Text(head, style="bold"))
+        con.print(Text(wrap_help(body.rstrip("\n"), con.width)), soft_wrap=True)
+    else:
+        sys.stdout.write(render(rule))
     return 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import error, open_or_report
+from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
 DESCRIPTION = """\
@@ -53,6 +53,7 @@ def add_arguments(p) -> None:
     p.add_argument("--no-bos", action="store_true", help="do not prepend the file's BOS token to --prompt")
     p.add_argument("--check", action="store_true", help="sanity mode: are the logits finite? entropy")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    add_color_argument(p)
 
 
 def parse_ids(text: str, option: str = "--tokens") -> list[int]:
@@ -76,6 +77,21 @@ def _labeller(mf, tok):
         return None
 
 
+def _generate(module, weights, logits, state, n: int, bar) -> tuple[list[int], object]:
+    """Greedy continuation for ``n`` tokens (stops at non-finite logits), one bar step each."""
+    import numpy as np
+    generated: list[int] = []
+    last = logits
+    for _ in range(max(0, n)):
+        if not np.isfinite(last).all():
+            break
+        nxt = int(np.argmax(last))
+        generated.append(nxt)
+        last, state = module.forward(weights, [nxt], state)
+        bar.advance(1)
+    return generated, last
+
+
 def _run(args) -> int:
     import numpy as np
     from ggscope import forward as F
@@ -96,8 +112,14 @@ def _run(args) -> int:
         ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
     else:
         ids = parse_ids(args.tokens)
-    weights = module.load(mf)
-    logits, state = module.forward(weights, ids)
+    from ggscope.core import progress
+    arch = F.architecture(mf)
+    with progress.task(f"{arch}: loading weights", 2 + max(0, args.generate)) as bar:
+        weights = module.load(mf)
+        bar.update(1, desc=f"{arch}: forward pass over {len(ids)} tokens")
+        logits, state = module.forward(weights, ids)
+        bar.update(2, desc=f"{arch}: generating" if args.generate else None)
+        generated, last = _generate(module, weights, logits, state, args.generate, bar)
     names = _labeller(mf, tok)
     sanity = check_logits(logits, arch=F.architecture(mf), tokens=ids)
     finite = sanity.finite
@@ -106,14 +128,6 @@ def _run(args) -> int:
     order = np.argsort(-np.nan_to_num(logits, nan=-np.inf), kind="stable")[:k]
     top = [{"id": int(i), "token": names.piece(int(i)) if names is not None else None,
             "logit": float(logits[i]), "prob": float(probs[i])} for i in order]
-    generated: list[int] = []
-    last = logits
-    for _ in range(max(0, args.generate)):
-        if not np.isfinite(last).all():
-            break
-        nxt = int(np.argmax(last))
-        generated.append(nxt)
-        last, state = module.forward(weights, [nxt], state)
     entropy = sanity.entropy_nats
     out = {"architecture": F.architecture(mf), "tokens": ids,
            "logits": [float(x) if np.isfinite(x) else None for x in logits.tolist()], "top": top}
@@ -126,6 +140,8 @@ def _run(args) -> int:
     if args.json:
         from ggscope.report.jsonable import dumps
         sys.stdout.write(dumps(out) + "\n")
+    elif use_rich(args):
+        _rich(args, out, top, names, tok, sanity)
     else:
         w = sys.stdout.write
         w(f"architecture: {escape_text(out['architecture'])}\ntokens ({len(ids)}): {' '.join(map(str, ids))}\n")
@@ -143,6 +159,36 @@ def _run(args) -> int:
               f"({c['n_nonfinite']} non-finite), entropy {entropy if entropy is None else round(entropy, 4)} nats "
               f"(uniform would be {sanity.max_entropy_nats:.4f})\n")
     return 0 if finite or not args.check else 1
+
+
+def _rich(args, out: dict, top: list, names, tok, sanity) -> None:
+    """The same report for a terminal: a table of the candidates, colour on the check."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from ggscope.core.escape import escape_text
+    con = console(args)
+    ids = out["tokens"]
+    con.print(Text.assemble(("architecture: ", "bold cyan"), escape_text(out["architecture"])))
+    con.print(Text.assemble((f"tokens ({len(ids)}): ", "bold cyan"), " ".join(map(str, ids))), overflow="fold")
+    table = Table(title="next token", title_justify="left")
+    for h in ("rank", "id", "logit", "prob"):
+        table.add_column(h, justify="right", no_wrap=True)
+    table.add_column("token", overflow="fold")
+    for r, t in enumerate(top, 1):
+        text = names.label(t["id"]) if names is not None else "(no vocabulary)"
+        table.add_row(str(r), str(t["id"]), f"{t['logit']:.4f}", f"{t['prob']:.5f}", Text(text))
+    con.print(table)
+    if args.generate:
+        con.print(Text.assemble(("generated: ", "bold cyan"), " ".join(map(str, out["generated"]))))
+        if tok is not None:
+            con.print(Text.assemble(("generated text: ", "bold cyan"), f"\"{escape_text(out['generated_text'])}\""))
+    if args.check:
+        c = out["check"]
+        e = c["entropy_nats"]
+        con.print(Text(f"check: logits {'finite' if sanity.finite else 'NOT finite'} ({c['n_nonfinite']} non-finite), "
+                       f"entropy {e if e is None else round(e, 4)} nats (uniform would be "
+                       f"{sanity.max_entropy_nats:.4f})", style="green" if sanity.finite else "bold red"))
 
 
 def run(args) -> int:

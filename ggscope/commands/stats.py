@@ -13,23 +13,25 @@ import fnmatch
 import sys
 
 from ggscope.core.escape import escape_text
-from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
+from ggscope.commands.common import add_color_argument, console, error, expand_files, open_or_report, use_rich
 
 HELP = "per-tensor statistics: min, max, mean, std, zeros, NaN/Inf, histogram, block scales"
 DESCRIPTION = """\
 Compute statistics of every tensor (or of the named ones) by streaming its data in
 bounded chunks: element count, min, max, mean, std, mean |x|, zero, NaN and Inf counts,
 a histogram, and for block-quantized types the distribution of the block scales d.
-NaN and Inf are counted and left out of min/max/mean/std. Tensor names may be glob
-patterns (quote them)."""
+NaN and Inf are counted and left out of min/max/mean/std. FILE and tensor names may be
+glob patterns (quote them); several files print one table each.  On a terminal the
+table keeps the columns that fit its width (NaN, Inf, range and spread first)."""
 EPILOG = """\
 examples:
   ggscope stats model.gguf
   ggscope stats model.gguf blk.0.attn_q.weight token_embd.weight
   ggscope stats model.gguf 'blk.*.ffn_down.weight'
   ggscope stats --json --bins 32 model.gguf 'blk.0.*' | jq '.tensors[] | {name, std}'
+  ggscope stats 'models/*.gguf' output.weight
 
-JSON: {"version", "file", "tensors": [{"name", "type", "layout", "shape", "count",
+JSON: (an array of these for several files) {"version", "file", "tensors": [{"name", "type", "layout", "shape", "count",
 "finite", "nan", "inf", "zeros", "min", "max", "mean", "std", "abs_mean",
 "histogram": {"edges", "counts"}, "block_scales": {"field", "count", "min", "max",
 "mean", "zeros", "nonfinite"} or null}], "errors": [{"name", "error"}]}; non-finite
@@ -39,7 +41,7 @@ a name/pattern matching no tensor."""
 
 
 def add_arguments(p) -> None:
-    p.add_argument("file", help="model file (GGUF, GGML/GGMF/GGJT, rwkv.cpp, chatglm.cpp, BIT1)")
+    p.add_argument("file", help="model file or glob pattern (GGUF, GGML/GGMF/GGJT, rwkv.cpp, chatglm.cpp, BIT1)")
     p.add_argument("tensors", nargs="*", metavar="TENSOR", help="tensor names or glob patterns (default: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--bins", type=int, default=None, help="histogram bins (default 64)")
@@ -64,20 +66,47 @@ def _select(mf, patterns: list[str]):
 
 
 def run(args) -> int:
-    from ggscope.report import stats as render
-    from ggscope.stats.tensors import DEFAULT_BINS, tensor_stats
+    from ggscope.stats.tensors import DEFAULT_BINS
     if args.bins is None:
         args.bins = DEFAULT_BINS
     if not 1 <= args.bins <= 1 << 20:
         error(f"--bins must be between 1 and {1 << 20}")
         return 2
-    mf = open_or_report(args.file)
+    files, missing = expand_files([args.file])
+    if missing:
+        error(f"no file matches {args.file}")
+        return 2
+    if len(files) == 1:
+        return _one(args, files[0])
+    status, docs = 0, []
+    for i, path in enumerate(files):
+        if args.json:
+            import contextlib
+            import io
+            buf = io.StringIO()
+            with contextlib.redirect_stdout(buf):
+                code = _one(args, path)
+            if buf.getvalue().strip():
+                docs.append(buf.getvalue().strip())
+        else:
+            print(("\n" if i else "") + f"== {escape_text(path)}", flush=True)
+            code = _one(args, path)
+        status = max(status, code)
+    if args.json:
+        sys.stdout.write("[" + ", ".join(docs) + "]\n")
+    return status
+
+
+def _one(args, path: str) -> int:
+    from ggscope.report import stats as render
+    from ggscope.stats.tensors import tensor_stats
+    mf = open_or_report(path)
     if mf is None:
         return 2
     chosen, missing = _select(mf, args.tensors)
     if missing:
-        error(f"{args.file}: no tensor matches {', '.join(f'“{m}”' for m in missing)}; "
-              f"`ggscope info {args.file}` lists the tensors")
+        error(f"{path}: no tensor matches {', '.join(f'“{m}”' for m in missing)}; "
+              f"`ggscope info {path}` lists the tensors")
         return 2
     rich = use_rich(args) and not args.json
     results, errors = [], []

@@ -80,7 +80,7 @@ def run(args) -> int:
         import argparse
         from ggscope.commands import info
         error("no terminal: printing `ggscope info` (run it in a terminal to browse)")
-        return info.run(argparse.Namespace(file=path, json=False, color="never"))
+        return info.run(argparse.Namespace(files=[path], json=False, hex=False, color="never"))
     from ggscope.core import progress
     from ggscope.tui.run import run_app
     with progress.use(None):            # the browser draws its own progress, not bars on stderr

@@ -10,13 +10,12 @@ parent terminates them instead of waiting for the files they are checking.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import sys
 
 from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, error
+from ggscope.commands.common import add_color_argument, error, expand_files
 from ggscope.core.escape import escape_text
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
@@ -29,7 +28,7 @@ examples:
   ggscope validate models/*.gguf
   ggscope validate --select GG1 model.gguf          only ggml's reader rules
   ggscope validate --ignore GG801,key-not-namespaced 'models/**/*.gguf'
-  ggscope validate --format json model.gguf | jq '.[] | select(.severity == "error")'
+  ggscope validate --json model.gguf | jq '.[] | select(.severity == "error")'
   ggscope validate --format sarif models/*.gguf > ggscope.sarif     for code scanning
   ggscope validate --jobs 4 'models/**/*.gguf'
   ggscope validate --manifest model.manifest model.gguf   tensor data against a hash manifest
@@ -68,6 +67,8 @@ def add_arguments(p) -> None:
                         "--jobs workers (needs ggscope[dask])")
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="output format (default text; github inside GitHub Actions)")
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help="print one JSON array of findings (as --format json, the flag every command has)")
     p.add_argument("--select", default=None, help="comma-separated codes, code prefixes, names or families to run")
     p.add_argument("--ignore", default=None, help="comma-separated codes, code prefixes, names or families to skip")
     p.add_argument("--manifest", metavar="MANIFEST", default=None,
@@ -81,15 +82,18 @@ def add_arguments(p) -> None:
     add_color_argument(p)
 
 
-def _expand(patterns: list[str]) -> tuple[list[str], list[str]]:
-    files, missing = [], []
-    for pat in patterns:
-        if glob.has_magic(pat) and not os.path.lexists(pat):     # a file named "[x].gguf" is itself
-            hits = sorted(glob.glob(pat, recursive=True))
-            (files.extend(hits) if hits else missing.append(pat))
-        else:
-            files.append(pat)
-    return files, missing
+def _one_per_model(files: list[str]) -> list[str]:
+    """The paths in order, a split model's shards after the first given left out: any
+    shard checks the whole set (``validate.runner.validate_set``)."""
+    from ggscope.validate.runner import set_key
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for f in files:
+        key = set_key(f)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 def _split(s: str) -> list[str]:
@@ -223,11 +227,11 @@ def run(args) -> int:
     if not args.files and not listed:
         error("no files to check: give FILE arguments or --from-list")
         return 2
-    files, missing = _expand(args.files)
     if args.base and not os.path.isfile(args.base):
         error(f"--base {args.base}: no such file")
         return 2
-    files += listed
+    files, missing = expand_files(args.files)
+    files = _one_per_model(files + listed)
     status = 0
     for pat in missing:
         error(f"no file matches {pat}")
@@ -240,9 +244,11 @@ def run(args) -> int:
     except GGScopeError as exc:
         error(str(exc))
         return 2
-    for found, problem in results:
+    unreadable: list[tuple[str, str]] = []
+    for path, (found, problem) in zip(files, results):
         if problem is not None:
             error(problem)
+            unreadable.append((path, problem))
             status = 2
         else:
             checked += 1
@@ -252,16 +258,16 @@ def run(args) -> int:
         sys.stdout.write(findings_json.render(findings) + "\n")
     elif fmt == "sarif":
         from ggscope.report import sarif
-        sys.stdout.write(sarif.render(findings) + "\n")
+        sys.stdout.write(sarif.render(findings, unreadable) + "\n")
     elif fmt == "github":
         from ggscope.report import github
         sys.stdout.write(github.render(findings))
-        print(findings_text.summary(findings, checked), file=sys.stderr)
+        print(findings_text.summary(findings, checked, len(unreadable)), file=sys.stderr)
     else:
         colour = args.color == "always" or (args.color == "auto" and sys.stdout.isatty()
                                             and not os.environ.get("NO_COLOR"))
         sys.stdout.write(findings_text.render(findings, colour))
-        print(findings_text.summary(findings, checked), file=sys.stderr)
+        print(findings_text.summary(findings, checked, len(unreadable)), file=sys.stderr)
     if status:
         return status
     return 1 if any(f.severity.value == "error" for f in findings) else 0

@@ -7,7 +7,8 @@ loader starts from the first shard, derives the others' names with
 each read from its own file.  ``open_model`` does the same from any shard, local or
 remote: the result is the first shard's ``ModelFile`` (metadata, tree, bytes) whose
 ``tensors`` are every shard's tensors in shard order, each ``TensorInfo.file`` its own
-shard, and ``extra["shards"]`` the shard paths.  The set's consistency is a validator
+shard, ``extra["shards"]`` the shard paths, ``extra["shard_given"]`` the 1-based number
+of the shard ``path`` named and ``extra["shard_sizes"]`` each shard's size in bytes.  The set's consistency is a validator
 rule (GG803); this module only finds and opens.
 """
 from __future__ import annotations
@@ -59,4 +60,6 @@ def open_model(path: str) -> ModelFile:
             raise UnreadableFile(f"shard {i} of {len(paths)} of the split model: {exc}") from None
     first = shards[0]
     tensors = [t for s in shards for t in s.tensors]
-    return dataclasses.replace(first, tensors=tensors, extra={**first.extra, "shards": paths}, _by_name={})
+    given = paths.index(path) + 1 if path in paths else 1
+    extra = {**first.extra, "shards": paths, "shard_given": given, "shard_sizes": [s.source.size for s in shards]}
+    return dataclasses.replace(first, tensors=tensors, extra=extra, _by_name={})

@@ -106,7 +106,7 @@ class Summary:
     name: str | None
     n_params: int
     file_type: str | None             # llama.cpp's name, "Q8_0"
-    file_size: int
+    file_size: int                    # a split model's: every shard's
     tensor_bytes: int
     bpw: float | None                 # bits per weight over all tensors
     census: list[tuple[str, int, int]] = field(default_factory=list)   # (type, tensors, bytes), most bytes first
@@ -135,7 +135,7 @@ def summarize(mf: "ModelFile") -> Summary:
         architecture=str(arch) if arch is not None else None,
         name=str(name) if name is not None else None,
         n_params=n_params, file_type=_file_type(mf),
-        file_size=mf.source.size, tensor_bytes=nbytes, bpw=bits_per_weight(nbytes, n_params),
+        file_size=sum(mf.extra.get("shard_sizes") or [mf.source.size]), tensor_bytes=nbytes, bpw=bits_per_weight(nbytes, n_params),
         census=sorted(((k, census[k], sizes[k]) for k in census), key=lambda r: (-r[2], r[0])),
         n_tensors=len(mf.tensors), n_keys=len(mf.metadata),
         templates=[name for name, _ in chat_templates(mf.metadata)])

@@ -29,7 +29,7 @@ from ggscope.diff.compare import DiffResult, MetaChange, MetaEntry, TensorDiff
 from ggscope.forward.logits import LogitsDiff
 from ggscope.core.escape import escape_label, json_text
 from ggscope.core.escape import escape_text as _text
-from ggscope.report.info import summarize_value
+from ggscope.report.info import summarize_value, summary_json
 from ggscope.report.jsonable import jsonable
 
 __all__ = ["as_json", "plain", "summary_line", "logits_json", "logits_summary",
@@ -110,19 +110,9 @@ def as_json(r: DiffResult, logits: LogitsDiff | None = None) -> dict[str, Any]:
     return out
 
 
-def _summary_json(sm: Any) -> dict[str, Any] | None:
-    if sm is None:
-        return None
-    return {"format": sm.format, "version": sm.version, "architecture": jsonable(sm.architecture),
-            "name": jsonable(sm.name),
-            "file_type": sm.file_type, "n_params": sm.n_params, "file_size": sm.file_size,
-            "tensor_bytes": sm.tensor_bytes, "bits_per_weight": sm.bpw,
-            "tensor_types": [{"type": t, "tensors": n, "bytes": b} for t, n, b in sm.census]}
-
-
 def _result_json(r: DiffResult) -> dict[str, Any]:
     return {"version": __version__, "a": json_text(r.path_a), "b": json_text(r.path_b), "identical": r.identical,
-            "summary": {"a": _summary_json(r.summary_a), "b": _summary_json(r.summary_b)},
+            "summary": {"a": summary_json(r.summary_a), "b": summary_json(r.summary_b)},
             "header": [{"field": h.field, "a": jsonable(h.a), "b": jsonable(h.b)} for h in r.header],
             "metadata": {"added": [_entry_json(e) for e in r.metadata.added],
                          "removed": [_entry_json(e) for e in r.metadata.removed],
@@ -163,7 +153,7 @@ def _what(t: TensorDiff) -> str:
         else:
             parts.append(f"{a} → {b}")
     if "offset" in t.changes and t.offset_a is not None and t.offset_b is not None:
-        parts.append(f"@{t.offset_a:#x} → {t.offset_b:#x}")
+        parts.append(f"@{t.offset_a} → {t.offset_b}")            # offsets decimal, as everywhere (info --hex)
     return " ".join(parts)
 
 

@@ -2,8 +2,8 @@
 
 Why apart from ``report.diff``: the text rendering is for pipes and files, this one
 for a console of a known width.  The tensor table keeps to that width by dropping the
-least telling columns first (``TENSOR_COLUMNS``' priorities) and says which it left
-out.  Every cell is a ``rich.text.Text`` of text ``report.diff`` already escaped
+least telling columns first (``TENSOR_COLUMNS``' priorities, ``report.fit``) and says
+which it left out.  Every cell is a ``rich.text.Text`` of text ``report.diff`` already escaped
 (``core.escape``): file text never reaches Rich as markup.
 """
 from __future__ import annotations
@@ -16,13 +16,15 @@ from ggscope.report.diff import (LOGITS_HEAD, METRICS, STATUS_STYLE, change_line
                                  logits_rows, logits_summary, number, shape_text, summary_line, summary_rows,
                                  worst_line)
 from ggscope.core.escape import escape_text as _text
+from ggscope.report.fit import Column, FittingTable
 
 __all__ = ["rich_renderables", "TENSOR_COLUMNS"]
 
 # (heading, right-aligned, priority: lower survives a narrow terminal longer)
-TENSOR_COLUMNS = (("tensor", False, 0), ("status", False, 1), ("type", False, 2), ("shape", False, 6),
-                  ("max|Δ|", True, 5), ("rmse", True, 7), ("rel rmse", True, 3), ("cosine", True, 4),
-                  ("snr dB", True, 8), ("note", False, 9))
+TENSOR_COLUMNS = tuple(Column(*c) for c in (
+    ("tensor", False, 0), ("status", False, 1), ("type", False, 2), ("shape", False, 6),
+    ("max|Δ|", True, 5), ("rmse", True, 7), ("rel rmse", True, 3), ("cosine", True, 4),
+    ("snr dB", True, 8), ("note", False, 9)))
 
 
 def _pair(a: Any, b: Any, status: str) -> str:
@@ -38,43 +40,6 @@ def _rich_rows(r: DiffResult) -> list[list[str]]:
              _pair(shape_text(t.shape_a), shape_text(t.shape_b), t.status),
              *(number(getattr(t, m), m) for m in METRICS), _text(t.error or "")]
             for t in r.tensors if not t.same]
-
-
-class _FittingTable:
-    """A rich renderable: the tensor table with as many columns as the width allows,
-    dropped in ``TENSOR_COLUMNS`` priority order; long names and notes fold."""
-
-    def __init__(self, rows: list[list[str]], title: str) -> None:
-        self.rows, self.title = rows, title
-
-    def __rich_console__(self, console, options):
-        from rich.table import Table
-        from rich.text import Text
-        widths = [max(len(h), *(len(row[i]) for row in self.rows)) for i, (h, _, _) in enumerate(TENSOR_COLUMNS)]
-        widths[0] = min(widths[0], 24)           # a name may fold; keep room for numbers
-        keep = sorted(range(len(TENSOR_COLUMNS)), key=lambda i: TENSOR_COLUMNS[i][2])
-        chosen: list[int] = []
-        used = 4                                   # the table's outer border
-        for i in keep:
-            if not any(row[i] for row in self.rows) and TENSOR_COLUMNS[i][0] == "note":
-                continue
-            if used + widths[i] + 3 <= options.max_width or not chosen:
-                chosen.append(i)
-                used += widths[i] + 3
-        chosen.sort()
-        dropped = [TENSOR_COLUMNS[i][0] for i in range(len(TENSOR_COLUMNS))
-                   if i not in chosen and any(row[i] for row in self.rows)]
-        table = Table(title=self.title, caption=("left out for width: " + ", ".join(dropped)
-                                                 + "; --json has every column") if dropped else None,
-                      caption_justify="left")
-        for i in chosen:
-            h, right, _ = TENSOR_COLUMNS[i]
-            table.add_column(h, justify="right" if right else "left",
-                             overflow="fold", no_wrap=right, min_width=min(widths[i], 10) if i == 0 else None)
-        for row in self.rows:
-            cells = [Text(row[i], style=STATUS_STYLE.get(row[i], "") if i == 1 else "") for i in chosen]
-            table.add_row(*cells)
-        yield table
 
 
 def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[Any]:
@@ -104,7 +69,8 @@ def rich_renderables(r: DiffResult, logits: LogitsDiff | None = None) -> list[An
         out.append(meta)
     rows = _rich_rows(r)
     if rows:
-        out.append(_FittingTable(rows, "tensors (B relative to A)"))
+        out.append(FittingTable(TENSOR_COLUMNS, rows, "tensors (B relative to A)",
+                                cell_style=lambda i, text: STATUS_STYLE.get(text, "") if i == 1 else ""))
     n_same = sum(t.same for t in r.tensors)
     if n_same and not r.identical:
         out.append(Text(f"({n_same} identical tensors not shown)", style="dim"))

@@ -28,9 +28,12 @@ def render(findings: Iterable[Finding], colour: bool = False) -> str:
     return "".join(line(f, colour) + "\n" for f in findings)
 
 
-def summary(findings: list[Finding], n_files: int) -> str:
+def summary(findings: list[Finding], n_files: int, n_unreadable: int = 0) -> str:
+    """``3 files checked, 1 unreadable: 2 errors, 0 warnings, 1 info`` - a file that
+    could not be read is counted, never silently left out."""
     counts = {s: sum(1 for f in findings if f.severity.value == s) for s in ("error", "warning", "info")}
-    return (f"{_count(n_files, 'file')} checked: {_count(counts['error'], 'error')}, "
+    unreadable = f", {n_unreadable} unreadable" if n_unreadable else ""
+    return (f"{_count(n_files, 'file')} checked{unreadable}: {_count(counts['error'], 'error')}, "
             f"{_count(counts['warning'], 'warning')}, {_count(counts['info'], 'info')}")
 
 

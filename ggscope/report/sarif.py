@@ -10,7 +10,9 @@ Contract: one run; ``tool.driver`` names ggscope and lists every rule of the cat
 ``ruleId``/``ruleIndex``, ``level`` (error, warning, note), ``message.text``, one
 physical location (the file's path relative to the current directory as a URI, and
 the byte range as ``region.byteOffset``/``byteLength``) and one logical location
-(the node path, e.g. ``header/version``).
+(the node path, e.g. ``header/version``).  A file that could not be read at all is no
+result but a ``toolExecutionNotifications`` entry of the run's one invocation (level
+error, the reason, the file's location), and makes ``executionSuccessful`` false.
 """
 from __future__ import annotations
 
@@ -75,9 +77,17 @@ def _result(f: Finding, index: int) -> dict:
             "message": {"text": f.message}, "locations": [location]}
 
 
-def as_sarif(findings: Iterable[Finding]) -> dict:
+def _notification(path: str, reason: str) -> dict:
+    return {"level": "error", "message": {"text": reason},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(path)}}}]}
+
+
+def as_sarif(findings: Iterable[Finding], unreadable: Iterable[tuple[str, str]] = ()) -> dict:
+    """The SARIF log of ``findings``; ``unreadable`` is (path, reason) of each file that
+    could not be checked."""
     from ggscope import __version__
     findings = list(findings)
+    unreadable = list(unreadable)
     descriptors = [_descriptor(r) for r in RULES]
     index = {d["id"]: i for i, d in enumerate(descriptors)}
     for f in findings:                 # GG000 (a crashed rule) is in no catalogue
@@ -90,12 +100,14 @@ def as_sarif(findings: Iterable[Finding]) -> dict:
         "runs": [{
             "tool": {"driver": {"name": "ggscope", "version": __version__,
                                 "informationUri": INFORMATION_URI, "rules": descriptors}},
+            "invocations": [{"executionSuccessful": not unreadable,
+                             "toolExecutionNotifications": [_notification(p, r) for p, r in unreadable]}],
             "results": [_result(f, index[f.code]) for f in findings],
             "columnKind": "unicodeCodePoints",
         }],
     }
 
 
-def render(findings: Iterable[Finding]) -> str:
+def render(findings: Iterable[Finding], unreadable: Iterable[tuple[str, str]] = ()) -> str:
     from ggscope.report.jsonable import dumps
-    return dumps(as_sarif(findings), indent=2)
+    return dumps(as_sarif(findings, unreadable), indent=2)

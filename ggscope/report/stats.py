@@ -15,6 +15,10 @@ from ggscope.report.jsonable import jsonable
 __all__ = ["COLUMNS", "row", "plain", "as_json", "rich_table"]
 
 COLUMNS = ("name", "type", "count", "min", "max", "mean", "std", "abs_mean", "zeros", "nan", "inf", "d_min", "d_max")
+# how long each column survives a narrow terminal (``report.fit``): the name, then what
+# finds a broken tensor (NaN/Inf, range, spread, the block scales), then the rest
+PRIORITY = {"name": 0, "nan": 1, "inf": 2, "min": 3, "max": 4, "std": 5, "type": 6, "d_min": 7, "mean": 8,
+            "d_max": 9, "zeros": 10, "count": 11, "abs_mean": 12}
 
 
 def _num(v: Any) -> str:
@@ -48,13 +52,13 @@ def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tupl
 
 
 def rich_table(stats: Sequence[Mapping[str, Any]]):
-    from rich.table import Table
-    from rich.text import Text
-    table = Table(title="tensor statistics", show_lines=False)
-    for i, c in enumerate(COLUMNS):
-        table.add_column(c, justify="left" if i < 2 else "right", no_wrap=i < 2)
-    for s in stats:
-        r = row(s)
-        bad = (s.get("nan") or 0) + (s.get("inf") or 0) or (s.get("block_scales") or {}).get("nonfinite")
-        table.add_row(*(Text(c) for c in r), style="bold red" if bad else None)
-    return table
+    """The table for a terminal: as many columns as fit its width (``report.fit``), a
+    row with NaN/Inf values or non-finite block scales in bold red."""
+    from ggscope.report.fit import Column, FittingTable
+
+    def bad(n: int) -> str | None:
+        s = stats[n]
+        return "bold red" if (s.get("nan") or 0) + (s.get("inf") or 0) or \
+            (s.get("block_scales") or {}).get("nonfinite") else None
+    columns = [Column(c, i >= 2, PRIORITY[c]) for i, c in enumerate(COLUMNS)]
+    return FittingTable(columns, [row(s) for s in stats], "tensor statistics", row_style=bad)

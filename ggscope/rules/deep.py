@@ -267,6 +267,9 @@ class ForwardCheck(Rule):
                          "budget of validate --deep", severity=Severity.INFO)
             return
         tokens = probe_tokens(mf)
+        report = ctx.options.get("progress")
+        if report is not None:          # the bar names this step, not the last tensor read before it
+            report(0, 1, f"{self.code} {self.name}: reference forward pass ({arch}), {len(tokens)} tokens")
         try:
             try:
                 result = check(mf, tokens)

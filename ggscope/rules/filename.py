@@ -25,7 +25,8 @@ from ggscope.model.split import SHARD_RE, shard_paths
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 from ggscope.source.remote import RemoteError, is_remote
 
-__all__ = ["RULES", "GGUF_FILENAME_RE", "SHARD_RE", "parse_filename", "FilenameConvention",
+__all__ = ["RULES", "GGUF_FILENAME_RE", "PUBLISHER_FILENAME_RE", "SHARD_RE", "parse_filename",
+           "parse_publisher_filename", "FilenameConvention",
            "FilenameMetadataMismatch", "SplitSetIncomplete"]
 
 # ggml docs/gguf.md "Validating Above Naming Convention" (the Node.js ggufRegex)
@@ -39,6 +40,18 @@ GGUF_FILENAME_RE = re.compile(
     r"(?:-(?P<Encoding>(?!LoRA|vocab)[\w_]+))?"
     r"(?:-(?P<Type>LoRA|vocab))?"
     r"(?:-(?P<Shard>\d{5}-of-\d{5}))?\.gguf$", re.ASCII)
+# The names converters and publishers write, which the spec's expression (Version
+# required) refuses: llama.cpp's convert_hf_to_gguf.py via gguf-py
+# ``utility.naming_convention`` ("{basename}-{size}-{finetune}-{version}-{ftype}", each
+# part only when known: ``Gemma-3-270M-F16.gguf``), GGUF-my-repo
+# (``gemma-3-270m-q4_k_m.gguf``, ``-imat``), bartowski (``Model-Q4_K_M.gguf``), unsloth
+# (``Model-UD-Q4_K_XL.gguf``), TheBloke (``model.Q4_K_M.gguf``): a name, then "-" or
+# ".", then a quantisation label, optionally an imatrix mark and a shard number.
+PUBLISHER_FILENAME_RE = re.compile(
+    rf"^(?:(?:{_SIDECAR})-)?(?P<BaseName>.+?)[-.](?:UD-)?"
+    r"(?P<Encoding>(?:[A-Z]{0,2}Q\d(?:_[A-Z0-9]+)*)|(?:B?F(?:16|32|64))|(?:MXFP4(?:_MOE)?)|(?:NVFP4))"
+    r"(?:-(?:imat|imatrix|i1))?"
+    r"(?:-(?P<Shard>\d{5}-of-\d{5}))?\.gguf$", re.ASCII | re.IGNORECASE)
 _PARTS = ("Sidecar", "BaseName", "SizeLabel", "FineTune", "Version", "Encoding", "Type", "Shard")
 MAX_SHARDS_OPENED = 256          # bound the work a claimed split.count can cause
 
@@ -52,6 +65,14 @@ def parse_filename(name: str) -> dict[str, str | None] | None:
     if parts["Version"] is None:
         parts["Version"] = "v1.0"
     return parts
+
+
+def parse_publisher_filename(name: str) -> dict[str, str | None] | None:
+    """The base name, quantisation label and shard of a name as converters and publishers
+    write it (``PUBLISHER_FILENAME_RE``), or None."""
+    m = PUBLISHER_FILENAME_RE.match(os.path.basename(name))
+    return None if m is None else {"BaseName": m.group("BaseName"), "Encoding": m.group("Encoding"),
+                                   "Shard": m.group("Shard")}
 
 
 def _node(ctx: CheckContext, key: str):
@@ -70,7 +91,13 @@ class FilenameConvention(Rule):
     person can tell models apart at a glance; the spec asks for "at least BaseName,
     SizeLabel, Version".
 
-    Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` passes.
+    Names as converters and publishers write them pass too: a name, then "-" or ".",
+    then a quantisation label (``gemma-3-270m-q4_k_m.gguf`` from GGUF-my-repo,
+    ``Model-Q4_K_M.gguf`` from bartowski or llama.cpp's converter,
+    ``model.Q4_K_M.gguf`` from TheBloke, ``Model-UD-Q4_K_XL-00001-of-00002.gguf`` from
+    unsloth).
+
+    Example: ``model.gguf``; ``Mixtral-8x7B-v0.1-KQ2.gguf`` and ``Model-Q4_K_M.gguf`` pass.
 
     Reference: the GGUF spec (ggml docs/gguf.md), "GGUF Naming Convention", "Validating Above Naming
     Convention"; ggml docs/gguf.md Sidecar prefix (ggml a7b74205, 2026-05-21).
@@ -80,7 +107,7 @@ class FilenameConvention(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         base = os.path.basename(ctx.mf.path or "")
-        if base.endswith(".gguf") and parse_filename(base) is None:
+        if base.endswith(".gguf") and parse_filename(base) is None and parse_publisher_filename(base) is None:
             yield ctx.at(None, f"file name {base!r} does not match <BaseName>-<SizeLabel>-<Version>"
                          "[-<Encoding>][-<Type>][-<Shard>].gguf")
 
@@ -108,9 +135,12 @@ class FilenameMetadataMismatch(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         parts = parse_filename(ctx.mf.path or "")
-        if parts is None:
-            return
         md = ctx.mf.metadata
+        if parts is None:
+            loose = parse_publisher_filename(ctx.mf.path or "")
+            if loose is not None:        # a publisher's free-form name: only its quantisation and shard
+                yield from self._encoding_and_shard(ctx, loose)
+            return
         base = md.get("general.basename")
         if isinstance(base, str) and parts["BaseName"] != base.replace(" ", "-"):
             yield ctx.at(_node(ctx, "general.basename"),
@@ -123,10 +153,19 @@ class FilenameMetadataMismatch(Rule):
         if isinstance(ver, str) and _norm_version(parts["Version"]) != _norm_version(ver):
             yield ctx.at(_node(ctx, "general.version"),
                          f"file name version {parts['Version']!r}, general.version {ver!r}")
+        yield from self._encoding_and_shard(ctx, parts, strict=True)
+
+    def _encoding_and_shard(self, ctx: CheckContext, parts: dict, strict: bool = False) -> Iterator[Finding]:
+        """The encoding against ``general.file_type`` (a publisher's label that names no
+        llama.cpp file type, such as ``Q4_K_XL`` or ``Q4_K_L``, contradicts nothing unless
+        ``strict``: the spec's Encoding), the shard against ``split.*``."""
+        md = ctx.mf.metadata
         ft = md.get("general.file_type")
         enc = parts["Encoding"]
         ftypes = upstream.file_types()
-        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in ftypes:
+        known = {v.split("_", 1)[1].upper() for v in ftypes.values() if "_" in v}
+        if enc and isinstance(ft, int) and not isinstance(ft, bool) and ft in ftypes \
+                and (strict or enc.upper() in known):
             ftname = ftypes[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
             if ftname != "SOME_F16" and enc.upper() != ftname.upper():
                 yield ctx.at(_node(ctx, "general.file_type"),
@@ -221,7 +260,8 @@ class SplitSetIncomplete(Rule):
                 else:
                     seen[t.name] = i
         if missing:
-            shown = ", ".join(str(i) for i in missing[:10]) + (" ..." if len(missing) > 10 else "")
+            shown = ", ".join(f"{i} ({_base(paths[i - 1])})" for i in missing[:10]) \
+                + (" ..." if len(missing) > 10 else "")
             yield ctx.at(None, f"{len(missing)} of {count} shards missing: {shown}")
             return
         # llama.cpp reads split.tensors.count from the first shard (the one it loads from)

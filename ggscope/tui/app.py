@@ -29,11 +29,12 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
-from ggscope.tui.format import file_text, human_bytes, plain, short_value
+from ggscope.tui.format import file_text, plain, short_value, summary_line
 from ggscope.tui.hashes import HashesOnDemand
 from ggscope.tui.jobs import file_findings, open_path
 from ggscope.tui.layout import left_width
-from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed, StatsFinished, StatsProgressed
+from ggscope.tui.messages import (CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
+                                  StatsFinished, StatsProgressed, TensorSelected)
 from ggscope.tui.screens.prompt import PromptScreen
 from ggscope.tui.widgets.detail import DetailPane
 from ggscope.tui.widgets.overview import OverviewPane
@@ -53,10 +54,6 @@ TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 
               "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 class GGScopeApp(HashesOnDemand, App):
@@ -101,16 +98,7 @@ class GGScopeApp(HashesOnDemand, App):
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
-        mf = self.mf
-        name = file_text(Path(self.path).name)
-        if mf is None:
-            return f" {name}  ·  parsing …"
-        text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
-                f"{human_bytes(mf.source.size)}  ·  {_count(len(mf.metadata), 'key')}  ·  "
-                f"{_count(len(mf.tensors), 'tensor')}")
-        if mf.damage is not None:
-            text += f"  ·  DAMAGED at {mf.damage.start:#x}"
-        return text
+        return summary_line(self.mf, Path(self.path).name)
 
     def compose(self) -> ComposeResult:
         yield Static(plain(self._summary()), id="summary")
@@ -139,12 +127,15 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.node_tree import NodeTree
         from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable
         self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
-        self.tensor_by_path = {t.node_path: t for t in mf.tensors if t.node_path}
+        self.tensor_by_path = {t.node_path: t for t in mf.tensors      # the tree's own: a split
+                               if t.node_path and (t.file is None or t.file.path == mf.path)}
         names = {**self.meta_by_path, **{p: t.name for p, t in self.tensor_by_path.items()}}
         return {
             "metadata": [MetadataTable(mf, id="metadata-table")],
             "tensors": [Vertical(TensorTable(mf, id="tensor-table"),
-                                 ProgressBar(total=max(1, len(mf.tensors)), id="stats-progress", show_eta=False),
+                                 Horizontal(Static(f"statistics 0/{len(mf.tensors):,}", id="stats-count"),
+                                            ProgressBar(total=max(1, len(mf.tensors)), show_eta=False),
+                                            id="stats-progress"),
                                  id="tensors-box")],
             "findings": [FindingsTable(self.findings, id="findings-table")],
             "structure": [NodeTree(mf.root, names, id="tree")],
@@ -173,6 +164,8 @@ class GGScopeApp(HashesOnDemand, App):
             self.exit(return_code=2)
             return
         self.mf = message.mf
+        self.query_one("#summary", Static).update(plain(self._summary()))   # the facts first, then the panes
+        self.query_one(OverviewPane).show_file(self.mf)
         panes = self._panes(self.mf)
         for tab in ("metadata", "tensors", "findings", "structure"):
             pane = self.query_one(f"#{tab}", TabPane)
@@ -180,7 +173,6 @@ class GGScopeApp(HashesOnDemand, App):
             await pane.mount_all(panes[tab])
         await self.query(".placeholder").remove()
         await self.query_one("#right").mount_all(panes["hex"], before=0)
-        self.query_one("#summary", Static).update(plain(self._summary()))
         self._file_ready()
 
     def _file_ready(self) -> None:
@@ -221,6 +213,11 @@ class GGScopeApp(HashesOnDemand, App):
 
     def on_node_selected(self, message: NodeSelected) -> None:
         self.show_node(message.node)
+
+    def on_tensor_selected(self, message: TensorSelected) -> None:
+        t, shards = message.tensor, self.mf.extra.get("shards") or []
+        where = f"shard {shards.index(t.file.path) + 1} of {len(shards)}, {t.file.path.rsplit('/', 1)[-1]}"
+        self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=where)
 
     def on_range_requested(self, message: RangeRequested) -> None:
         from ggscope.ksy.node import deepest_at
@@ -376,9 +373,13 @@ class GGScopeApp(HashesOnDemand, App):
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:
                 table.set_stats(i, message.stats, message.error)
+        detail = self.query_one(DetailPane)
+        if detail.tensor is not None and detail.tensor.name == message.name:   # the pane follows its row
+            detail.show_tensor(detail.tensor, message.stats, message.error, where=detail.where)
 
     def on_stats_progressed(self, message: StatsProgressed) -> None:
-        self.query_one("#stats-progress", ProgressBar).update(total=message.total, progress=message.done)
+        self.query_one("#stats-progress ProgressBar", ProgressBar).update(total=message.total, progress=message.done)
+        self.query_one("#stats-count", Static).update(f"statistics {message.done:,}/{message.total:,}")
 
     def on_stats_finished(self, message: StatsFinished) -> None:
         self.remove_class("-stats-running")

@@ -23,7 +23,7 @@ def _is_array(value: Any) -> bool:
     return hasattr(value, "dtype") and hasattr(value, "shape") and getattr(value, "ndim", 0) > 0
 
 
-__all__ = ["short_value", "human_bytes", "file_text", "plain", "value_pages", "PAGE_CHARS"]
+__all__ = ["short_value", "human_bytes", "file_text", "plain", "value_pages", "PAGE_CHARS", "count", "summary_line"]
 
 PAGE_CHARS = 2000            # a long string is shown this many characters a page
 
@@ -97,3 +97,23 @@ def value_pages(value: Any, page_items: int = 64) -> list[list[str]]:
             pages.append([f"{lo + i:>8}  {short_value(x, 200)}" for i, x in enumerate(items)])
         return pages or [["(no items)"]]
     return [[short_value(value, 400)]]
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def summary_line(mf: Any, name: str) -> str:
+    """The browser's top line: the file given, format, byte order, size, keys, tensors;
+    for a split model the shard given and every shard's size (``model.split``)."""
+    name = file_text(name)
+    if mf is None:
+        return f" {name}  ·  parsing …"
+    shards = mf.extra.get("shards")
+    name += f" (shard {mf.extra.get('shard_given', 1)} of {len(shards)})" if shards else ""
+    text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
+            f"{human_bytes(sum(mf.extra.get('shard_sizes') or [mf.source.size]))}  ·  "
+            f"{count(len(mf.metadata), 'key')}  ·  {count(len(mf.tensors), 'tensor')}")
+    if mf.damage is not None:
+        text += f"  ·  DAMAGED at {mf.damage.start:#x}"
+    return text

@@ -17,10 +17,12 @@ __all__ = ["file_findings", "open_path"]
 
 def file_findings(mf: ModelFile) -> list:
     """The validator's findings, plus the damage itself if no rule reported it."""
-    from ggscope.validate.runner import validate
+    from ggscope.model.split import shard_paths
+    from ggscope.validate.runner import validate, validate_file
     from ggscope.rules import Finding, Severity
-    try:
-        found = list(validate(mf))
+    try:                     # a split model's findings are its whole set's, as `validate` gives them
+        split = mf.format == "gguf" and len(shard_paths(mf.path) or ()) > 1
+        found = list(validate_file(mf.path) if split else validate(mf))
     except Exception as exc:  # noqa: BLE001 - the browser must open whatever the rules do
         found = [Finding("GG000", Severity.ERROR, mf.path,
                          f"the validator stopped with an internal error ({type(exc).__name__}): {exc}")]
@@ -33,12 +35,20 @@ def file_findings(mf: ModelFile) -> list:
 
 
 def open_path(path: str) -> tuple[Any, str]:
-    """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown)."""
+    """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown).
+
+    A shard opens its whole split model (``model.split``), as every command does; when
+    another shard of the set is missing or unreadable, the shard given opens alone and
+    the findings name the missing one (GG803)."""
     from ggscope.model.open import open as open_file
+    from ggscope.model.split import open_model
     from ggscope.core.errors import GGScopeError, UnreadableFile
     try:
-        return open_file(path), ""
+        return open_model(path), ""
     except UnreadableFile as exc:
-        return None, f"ggscope: cannot read {exc}"
+        try:
+            return open_file(path), ""
+        except GGScopeError:
+            return None, f"ggscope: cannot read {exc}"
     except GGScopeError as exc:
         return None, f"ggscope: {exc}"

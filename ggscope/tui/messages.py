@@ -17,7 +17,7 @@ if TYPE_CHECKING:          # the browser must paint before numpy-heavy modules l
     from ggscope.diff.compare import HeaderChange, MetadataDiff, TensorDiff
     from ggscope.ksy.node import Node
 
-__all__ = ["NodeSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
+__all__ = ["NodeSelected", "TensorSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
            "StatsComputed", "StatsFinished", "FindingsReady", "FileLoaded",
            "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected"]
 
@@ -63,6 +63,15 @@ class StatsProgressed(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, StatsProgressed)
+
+
+class TensorSelected(Message):
+    """A pane selected a tensor that has no node in the tree shown (a tensor of a later
+    shard of a split model): show its facts, not bytes of another file."""
+
+    def __init__(self, tensor: Any) -> None:
+        super().__init__()
+        self.tensor = tensor
 
 
 class StatsComputed(Message):

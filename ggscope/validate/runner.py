@@ -17,7 +17,7 @@ from ggscope.core.errors import FileChanged, UnknownFormat
 from ggscope.model.modelfile import ModelFile
 from ggscope.rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
 
-__all__ = ["validate", "validate_file", "selected_rules", "check_selectors", "UnknownSelector"]
+__all__ = ["validate", "validate_file", "validate_set", "set_key", "selected_rules", "check_selectors", "UnknownSelector"]
 
 
 def _code_prefix(code: str, p: str) -> bool:
@@ -122,7 +122,10 @@ def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
 
 def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False,
                   options: dict | None = None) -> list[Finding]:
+    """Findings of ``path``; a shard of a split model gives the findings of its whole set
+    (``validate_set``), whichever shard is named."""
     from ggscope.model.open import open as open_file
+    from ggscope.model.split import shard_paths
     rules = selected_rules(select, ignore, deep)
     try:
         mf = open_file(path)
@@ -131,10 +134,58 @@ def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str
         if found is None:
             raise
         return found
+    paths = shard_paths(mf.path) if mf.format == "gguf" else None
+    if paths and len(paths) > 1:
+        return validate_set(mf, paths, rules, options)
     try:
         return validate(*_secondary_shard(mf, rules), options)
     finally:
         mf.close()
+
+
+def set_key(path: str) -> tuple[str, ...]:
+    """What two paths share when they name the same model: its shard paths (normalised
+    when local), or the path itself.  ``validate`` checks one path per key."""
+    import os
+
+    from ggscope.model.split import shard_paths
+    from ggscope.source.remote import is_remote
+    paths = shard_paths(path) or [path]
+    return tuple(p if is_remote(p) else os.path.abspath(p) for p in paths)
+
+
+def validate_set(given: ModelFile, paths: list[str], rules: list[type[Rule]],
+                 options: dict | None = None) -> list[Finding]:
+    """One split model, one set of findings, the same from any of its shards.
+
+    Every shard present is checked (the first with the model-level rules and the whole
+    model's tensors, the others as ``_secondary_shard`` says) and the set itself once,
+    on the first shard present (GG803).  A shard that is missing or unreadable is
+    GG803's one finding; llama.cpp's loader stops at it ("failed to load GGUF split"),
+    so the loader's predictions, which would list every tensor of the missing shard as
+    missing, are left out."""
+    from ggscope.model.open import open as open_file
+    from ggscope.rules.filename import SplitSetIncomplete
+    opened: list[ModelFile] = []
+    for p in paths:
+        if p == given.path:
+            opened.append(given)
+            continue
+        try:
+            opened.append(open_file(p))
+        except Exception:  # noqa: BLE001 - a missing or unreadable shard is GG803's finding
+            continue
+    incomplete = len(opened) < len(paths)
+    findings: list[Finding] = []
+    try:
+        for i, mf in enumerate(opened):
+            own = [r for r in rules if not (r is SplitSetIncomplete and i > 0)
+                   and not (incomplete and r.family == "loader")]
+            findings += validate(*_secondary_shard(mf, own), options)
+    finally:
+        for mf in opened:
+            mf.close()
+    return findings
 
 
 MODEL_LEVEL_FAMILIES = ("schema", "tokenizer", "loader")

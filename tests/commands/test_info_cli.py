@@ -210,3 +210,47 @@ def test_compiled_string_join_refuses_strings_outside_the_buffer():
     for starts, lens in (([0, 4], [2, 2]), ([-1], [1]), ([0], [-1]), ([7], [0])):
         with pytest.raises(ValueError):
             J._cjson.join_json(arr, np.array(starts, np.int64), np.array(lens, np.int64), 2)
+
+
+def test_overview_facts_in_text_and_json(capsys):
+    """File type by name, parameters, bits per weight and the type table, against gguf-py."""
+    gguf = pytest.importorskip("gguf")
+    r = gguf.GGUFReader(EXAMPLE)
+    ft = int(r.fields["general.file_type"].contents())
+    n_params = sum(int(t.n_elements) for t in r.tensors)
+    nbytes = sum(int(t.n_bytes) for t in r.tensors)
+    by_type: dict[str, list[int]] = {}
+    for t in r.tensors:
+        by_type.setdefault(t.tensor_type.name, [0, 0])
+        by_type[t.tensor_type.name][0] += 1
+        by_type[t.tensor_type.name][1] += int(t.n_bytes)
+    assert main(["info", "--json", str(EXAMPLE)]) == 0
+    sm = json.loads(capsys.readouterr().out)["summary"]
+    assert sm["file_type"] == gguf.LlamaFileType(ft).name.removeprefix("MOSTLY_")
+    assert sm["n_params"] == n_params and sm["tensor_bytes"] == nbytes
+    assert math.isclose(sm["bits_per_weight"], 8 * nbytes / n_params)
+    assert {t["type"]: [t["tensors"], t["bytes"]] for t in sm["tensor_types"]} == by_type
+    assert main(["info", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    assert f"file type: {sm['file_type']} ({ft})" in out
+    assert f"({n_params:,})" in out and f"bits per weight: {8 * nbytes / n_params:.2f}" in out
+    assert "tensor types:" in out
+
+
+def test_floats_as_stored_and_offsets_in_one_base(tmp_path, capsys):
+    from gguf_writers import KV, V, write_gguf_py
+    p = write_gguf_py(tmp_path / "f.gguf", kvs=[KV("general.architecture", V.STRING, "llama"),
+                                                KV("llama.attention.layer_norm_rms_epsilon", V.FLOAT32, 1e-5),
+                                                KV("x.f64", V.FLOAT64, 0.1)])
+    assert main(["info", str(p)]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "layer_norm_rms_epsilon" in x)
+    assert line.split()[-1] == "1e-05" and "9.99999" not in out
+    assert next(x for x in out.splitlines() if "x.f64" in x).split()[-1] == "0.1"
+    assert main(["info", str(EXAMPLE)]) == 0
+    dec = capsys.readouterr().out
+    assert main(["info", "--hex", str(EXAMPLE)]) == 0
+    hexed = capsys.readouterr().out
+    row = lambda t, name: next(x for x in t.splitlines() if x.split()[:1] == [name]).split()  # noqa: E731
+    off = int(row(dec, "output.weight")[3])
+    assert row(hexed, "output.weight")[3] == f"{off:#x}" and "0x" not in dec

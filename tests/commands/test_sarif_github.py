@@ -168,3 +168,19 @@ def test_rules_and_explain(capsys):
     assert code == 2 and out == ""
     code, _, err = _run(capsys, "explain", "bad-magik")
     assert code == 2 and "GG101" in err
+
+
+def test_unreadable_files_count_in_the_summary_and_in_sarif(good_files, tmp_path, capsys):
+    (tmp_path / "empty.gguf").mkdir()                     # a directory: not a file
+    code, _, err = _run(capsys, "validate", good_files[0], "empty.gguf", "absent.gguf")
+    assert code == 2 and "1 file checked, 2 unreadable:" in err
+    code, out, _ = _run(capsys, "validate", "--format", "sarif", good_files[0], "empty.gguf", "absent.gguf")
+    (inv,) = json.loads(out)["runs"][0]["invocations"]
+    assert code == 2 and inv["executionSuccessful"] is False
+    notes = inv["toolExecutionNotifications"]
+    assert [n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for n in notes] == \
+        ["empty.gguf", "absent.gguf"]
+    assert all(n["level"] == "error" and n["message"]["text"] for n in notes)
+    _, out, _ = _run(capsys, "validate", "--format", "sarif", good_files[0])
+    assert json.loads(out)["runs"][0]["invocations"] == [{"executionSuccessful": True,
+                                                          "toolExecutionNotifications": []}]

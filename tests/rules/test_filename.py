@@ -66,3 +66,35 @@ def test_mmproj_sidecar_name_agrees_with_metadata(tmp_path):
             KV("general.version", V.STRING, "v1.0"), KV("general.file_type", V.UINT32, 1)]
     p = gguf(tmp_path, "mmproj-Qwen2-VL-7B-v1.0-F16.gguf", kvs=meta, arch="clip")
     assert not {f.code for f in findings(p)} & {"GG801", "GG802"}
+
+
+# Names as publishers write them (each seen on Hugging Face): GGUF-my-repo, bartowski,
+# unsloth (UD- dynamic quants, split), TheBloke, llama.cpp's converter (gguf-py naming_convention).
+PUBLISHED = ["gemma-3-270m-q4_k_m.gguf", "Qwen2.5-7B-Instruct-q4_k_m-imat.gguf",
+             "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", "google_gemma-3-270m-it-Q4_K_M.gguf",
+             "Qwen3-8B-UD-Q4_K_M.gguf", "gemma-3-270m-it-UD-Q4_K_M-00001-of-00001.gguf",
+             "llama-2-7b.Q4_K_M.gguf", "Gemma-3-270M-Q4_K_M.gguf"]
+
+
+@pytest.mark.parametrize("name", PUBLISHED)
+def test_publishers_names_pass_when_they_agree(tmp_path, name):
+    meta = [KV("general.file_type", V.UINT32, 15)]                 # MOSTLY_Q4_K_M
+    if "-of-" in name:
+        meta += [KV("split.no", V.UINT16, 0), KV("split.count", V.UINT16, 1), KV("split.tensors.count", V.INT32, 1)]
+    t = [TensorSpec("w", T.F32, np.zeros(4, np.float32))]
+    assert not [f.code for f in findings(gguf(tmp_path, name, kvs=meta, tensors=t)) if f.code in ("GG801", "GG802")]
+
+
+@pytest.mark.parametrize("name", ["gemma-3-270m-q8_0.gguf", "llama-2-7b.Q8_0.gguf", "Model-IQ2_XXS.gguf"])
+def test_publishers_names_warn_when_they_contradict(tmp_path, name):
+    meta = [KV("general.file_type", V.UINT32, 15)]
+    t = [TensorSpec("w", T.F32, np.zeros(4, np.float32))]
+    got = [f for f in findings(gguf(tmp_path, name, kvs=meta, tensors=t)) if f.code in ("GG801", "GG802")]
+    assert [f.code for f in got] == ["GG802"] and "MOSTLY_Q4_K_M" in got[0].message
+
+
+def test_a_label_no_file_type_has_contradicts_nothing(tmp_path):
+    meta = [KV("general.file_type", V.UINT32, 15)]                 # unsloth's Q4_K_XL is a Q4_K_M mix
+    t = [TensorSpec("w", T.F32, np.zeros(4, np.float32))]
+    assert not [f for f in findings(gguf(tmp_path, "Qwen3-8B-UD-Q4_K_XL.gguf", kvs=meta, tensors=t))
+                if f.code in ("GG801", "GG802")]

@@ -61,3 +61,12 @@ def test_missing_weight_is_a_warning_not_a_traceback(tmp_path):
                       tensors=[TensorSpec("token_embd.weight", T.F32, np.ones((4, 8), np.float32))])
     (f,) = _gg1003(p)
     assert f.severity.value == "warning" and "could not run" in f.message
+
+
+def test_progress_names_the_forward_pass(models):
+    """validate --deep's bar says the forward pass is running, not the last tensor read."""
+    from ggscope.model.open import open as open_file
+    from ggscope.validate.runner import validate
+    seen = []
+    validate(open_file(str(models[0])), [deep.ForwardCheck], {"progress": lambda d, t, desc: seen.append(desc)})
+    assert seen and "reference forward pass (llama)" in seen[-1] and seen[-1].startswith("GG1003")

@@ -181,7 +181,7 @@ def test_stats_columns_fit_their_values_and_the_bar_completes(q8):
             for col in table.ordered_columns[5:]:
                 cells = [str(table.get_cell(str(i), col.key)) for i in range(len(app.mf.tensors))]
                 out[str(col.label)] = (col.get_render_width(table) - 2 * table.cell_padding, cells)
-            bar = app.query_one("#stats-progress")
+            bar = app.query_one("#stats-progress ProgressBar")
             return out, bar.progress, bar.total
     cols, progress, total = run(flow())
     assert set(cols) == {"mean", "std", "min", "max"}
@@ -203,3 +203,58 @@ def test_copy_takes_the_metadata_value(q8):
             await pilot.pause()
             return app.clipboard
     assert run(flow()) == reader.fields["general.name"].contents()
+
+
+def test_detail_follows_its_row_when_statistics_arrive_and_the_bar_counts(q8):
+    async def flow():
+        app = GGScopeApp(ggscope.open(q8), auto_stats=False)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot)
+            await pilot.press("3", "down", "down")
+            await pilot.pause()
+            before = text_of(app, "#detail-text")
+            await pilot.press("s")
+            await settle(pilot)
+            after = text_of(app, "#detail-text")
+            count = text_of(app, "#stats-count")
+            return app.query_one("#detail-text").parent.tensor.name, before, after, count
+    name, before, after, count = run(flow())
+    n = len(gguf.GGUFReader(q8).tensors)
+    assert "not computed yet" in before and name in before
+    assert "not computed yet" not in after and "mean" in after and name in after
+    assert count.strip() == f"statistics {n}/{n}"
+
+
+def test_a_shard_opens_the_whole_split_model_with_validates_findings(tmp_path, capsys):
+    import json
+    from test_split import Q8, rewrite
+    from ggscope.cli import main
+    rewrite(Q8, tmp_path / "Tiny.gguf", split_max_tensors=8)
+    shards = sorted(tmp_path.glob("Tiny-*-of-*.gguf"))
+    shards[2].unlink()
+    assert main(["validate", "--json", str(shards[1])]) == 1
+    want = sorted((f["code"], f["message"]) for f in json.loads(capsys.readouterr().out))
+
+    async def flow(path):
+        app = GGScopeApp(str(path), auto_stats=False)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot)
+            return len(app.mf.tensors), sorted((f.code, f.message) for f in app.findings)
+    n_shard2 = len(gguf.GGUFReader(shards[1]).tensors)
+    n, found = run(flow(shards[1]))
+    assert found == want and [c for c, _ in found].count("GG803") == 1 and n == n_shard2   # the missing shard: alone
+    rewrite(Q8, tmp_path / "Tiny.gguf", split_max_tensors=8)                                # the set again
+    n, found = run(flow(shards[1]))
+    assert n == len(gguf.GGUFReader(Q8).tensors) and "GG803" not in [c for c, _ in found]
+
+
+def test_summary_line_names_the_shard_and_the_whole_size(tmp_path):
+    from test_split import Q8, rewrite
+    from ggscope.model.split import open_model
+    from ggscope.tui.format import summary_line
+    rewrite(Q8, tmp_path / "Tiny.gguf", split_max_tensors=8)
+    shards = sorted(tmp_path.glob("Tiny-*-of-*.gguf"))
+    line = summary_line(open_model(str(shards[1])), shards[1].name)
+    from ggscope.tui.format import human_bytes
+    assert f"{shards[1].name} (shard 2 of 3)" in line
+    assert human_bytes(sum(p.stat().st_size for p in shards)) in line

@@ -55,6 +55,8 @@ class DetailPane(VerticalScroll):
     def __init__(self, **kw) -> None:
         super().__init__(**kw)
         self.node: Node | None = None
+        self.tensor: "TensorInfo | None" = None     # the tensor whose facts are shown, if any
+        self.where = ""
         self.page = 0
 
     def compose(self):
@@ -63,7 +65,7 @@ class DetailPane(VerticalScroll):
 
     def show_node(self, node: Node, page: int = 0, *, key: str | None = None, value: Any = _NO_VALUE,
                   vtype: str = "", finding: Any = None) -> None:
-        self.node, self.page = node, max(0, page)
+        self.node, self.page, self.tensor = node, max(0, page), None
         self._shown = (key, value, vtype, finding)
         t = Text()
         if finding is not None:
@@ -117,13 +119,18 @@ class DetailPane(VerticalScroll):
             key, value, vtype, finding = getattr(self, "_shown", (None, _NO_VALUE, "", None))
             self.show_node(self.node, self.page + delta, key=key, value=value, vtype=vtype, finding=finding)
 
-    def show_tensor(self, t: "TensorInfo", stats: Any, error: str = "") -> None:
+    def show_tensor(self, t: "TensorInfo", stats: Any, error: str = "", where: str = "") -> None:
+        """A tensor's facts and statistics; ``where`` names its file when it is not the
+        one the hex view shows (a later shard of a split model)."""
         self.node = None
+        self.tensor, self.where = t, where
         text = Text()
         text.append(file_text(t.name), style="bold")
         text.append(f"  {t.type}  ne={list(t.shape)}\n", style="cyan")
         text.append(f"data [{t.offset:#x}, {t.offset + t.nbytes:#x})  {human_bytes(t.nbytes)}  "
                     f"{t.n_elements} elements\n")
+        if where:
+            text.append(f"in {file_text(where)}\n", style="italic")
         spark = self.query_one("#detail-hist", Sparkline)
         if stats is None:
             text.append(f"statistics: {error or 'not computed yet (press s)'}\n", style="italic")

@@ -11,7 +11,7 @@ from textual.widgets import DataTable
 from ggscope.model.modelfile import ModelFile, TensorInfo
 from ggscope.ksy.node import find
 from ggscope.tui.format import file_text, human_bytes, short_value
-from ggscope.tui.messages import NodeSelected, RangeRequested
+from ggscope.tui.messages import NodeSelected, RangeRequested, TensorSelected
 from ggscope.tui.widgets.plain_table import PlainTable
 
 __all__ = ["MetadataTable", "TensorTable", "FindingsTable"]
@@ -97,6 +97,9 @@ class TensorTable(PlainTable):
 
     def _post(self, key) -> None:
         t = self.mf.tensors[int(key)]
+        if t.file is not None and t.file.path != self.mf.path:     # another shard's tensor
+            self.post_message(TensorSelected(t))
+            return
         node = find(self.mf.root, t.node_path) if t.node_path else None
         if node is not None:
             self.post_message(NodeSelected(node, "tensors"))
