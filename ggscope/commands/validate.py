@@ -90,7 +90,9 @@ def _one_per_model(files: list[str]) -> list[str]:
     out = []
     for f in files:
         key = set_key(f)
-        if key not in seen:
+        if len(key) == 1:                  # not a shard: every path given is checked, as given
+            out.append(f)
+        elif key not in seen:
             seen.add(key)
             out.append(f)
     return out
