@@ -4,7 +4,9 @@ Why: a file can parse cleanly and still compute garbage (wrong tensor order, bro
 quantization); running the reference forward pass of ``ggscope.forward`` shows it.
 The prompt is tokenized with the file's own vocabulary (``ggscope.model.tokenizer``) or
 given as ids with ``--tokens``.  Errors (no forward pass for the architecture, no
-tokenizer, bad ids, missing weights) are one line on stderr and exit status 2.
+tokenizer, bad ids, missing weights) are one line on stderr and exit status 2; so is a
+file llama.cpp's loader refuses (the GG11xx rules), refused before anything is built from
+the counts it claims.
 """
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ the last token], "top": [{"id", "token" (its text as llama.cpp's token_to_piece 
 it; null without a vocabulary), "logit", "prob"}], "generated": [ids] (with
 --generate), "check": {"finite", "n_nonfinite", "entropy_nats", "max_entropy_nats", "top1"} (with
 --check; entropy of the next-token distribution in nats, log(n_vocab) = uniform)}.
-exit status: 0 ok, 1 --check found non-finite logits, 2 unreadable file, unsupported
-architecture or tokenizer, bad token ids."""
+exit status: 0 ok, 1 --check found non-finite logits, 2 unreadable file, a file
+llama.cpp's loader refuses (see `ggscope validate`), unsupported architecture or
+tokenizer, bad token ids."""
 
 
 def add_arguments(p) -> None:
@@ -78,10 +81,14 @@ def _run(args) -> int:
     from ggscope import forward as F
     from ggscope.forward.logits import check_logits, log_softmax
     from ggscope.core.escape import escape_text
+    from ggscope.rules.refusal import loader_refusal
     mf = open_or_report(args.file)
     if mf is None:
         return 2
     module = F.module_for(mf)
+    refused = loader_refusal(mf)
+    if refused is not None:          # before anything is built from the file's claims
+        raise GGScopeError(f"{mf.path}: {refused}; the reference forward pass is not run")
     tok = None
     if args.prompt is not None:
         from ggscope.model.tokenizer import load as load_tokenizer
@@ -145,7 +152,8 @@ def run(args) -> int:
     try:
         return _run(args)
     except GGScopeError as exc:
-        error(str(exc))
+        from ggscope.core.escape import escape_text
+        error(escape_text(str(exc)))       # paths, names and tokens are file text
         return 2
     except MemoryError:
         error(f"{args.file}: not enough memory to run the reference forward pass")

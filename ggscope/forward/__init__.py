@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -201,6 +201,28 @@ class WeightMapper:
                 f"(rwkv.cpp reads them from blocks.0.att.time_decay or blocks.0.att.r_k "
                 f"and blocks.0.ln1.weight)")
         return geometry
+
+    def stored_name(self, name: str) -> str:
+        """``name`` as the file spells it (the GGUF RWKV mapper renames)."""
+        return name
+
+    def blocks(self, claimed: int, first: Callable[[int], str], key: str) -> int:
+        """``claimed`` -- a block count the metadata states -- once the file can back it:
+        at least one tensor per block, and the last block's ``first(claimed - 1)``
+        present (a gap before it stops the module's own loop at the missing tensor).
+        Else ``WeightError`` naming the first block without its tensor, as the real
+        loaders do ("missing tensor"), raised before anything is sized by the count.
+        The work is bounded by the number of tensors in the file, never by the claim."""
+        n_tensors = len(self.model.tensors)
+        if 0 <= claimed <= n_tensors and (claimed == 0 or self.has(first(claimed - 1))):
+            return claimed
+        present = 0
+        while present < min(claimed, n_tensors) and self.has(first(present)):
+            present += 1
+        raise WeightError(
+            f"{self.model.path}: {key} is {claimed}, but the file holds the tensors of "
+            f"{present} blocks: {self.arch} needs tensor {self.stored_name(first(present))!r}, "
+            f"which the file does not have (the real loaders refuse it: 'missing tensor')")
 
     def _info(self, name: str):
         try:

@@ -113,6 +113,7 @@ def _meta_int(m: WeightMapper, key: str) -> int:
 def _config(m: WeightMapper) -> Config:
     meta = m.model.metadata
     n_embd, n_layer = _meta_int(m, "embedding_length"), _meta_int(m, "block_count")
+    n_layer = m.blocks(n_layer, lambda i: f"blk.{i}.attn_norm.weight", "mamba.block_count")
     emb = m.ne("token_embd.weight")
     if len(emb) != 2 or emb[0] != n_embd:
         raise WeightError(f"{m.model.path}: token_embd.weight has ne {list(emb)}, "

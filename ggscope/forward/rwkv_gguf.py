@@ -100,6 +100,9 @@ class GGUFMapper(WeightMapper):
     def has(self, name: str) -> bool:
         return super().has(self.gguf_name(name))
 
+    def stored_name(self, name: str) -> str:
+        return self.gguf_name(name)
+
     def ne(self, name: str) -> tuple[int, ...]:
         return super().ne(self.gguf_name(name))
 
@@ -135,7 +138,9 @@ class GGUFMapper(WeightMapper):
             raise WeightError(f"{self.model.path}: token_embd.weight has ne {list(emb)}, "
                               f"want [{n_embed}, n_vocab]")
         key_ne = self.ne("blocks.0.ffn.key.weight")
-        return Sizes(n_vocab=emb[1], n_embed=n_embed, n_layer=self._int("block_count"),
+        n_layer = self.blocks(self._int("block_count"), lambda i: f"blocks.{i}.ln1.weight",
+                              f"{self.arch}.block_count")
+        return Sizes(n_vocab=emb[1], n_embed=n_embed, n_layer=n_layer,
                      n_ffn=key_ne[1] if len(key_ne) == 2 else 0)
 
     def heads(self) -> tuple[int, int]:

@@ -39,6 +39,7 @@ class Sizes:
         if min(n_vocab, n_embed, n_layer) <= 0:
             raise WeightError(f"{mapper.model.path}: header sizes must be positive, got "
                               f"n_vocab={n_vocab} n_embed={n_embed} n_layer={n_layer}")
+        n_layer = mapper.blocks(n_layer, lambda i: f"blocks.{i}.ln1.weight", "rwkv_cpp.n_layer")
         key_ne = mapper.ne("blocks.0.ffn.key.weight")
         n_ffn = key_ne[1] if len(key_ne) == 2 else 0
         return cls(n_vocab, n_embed, n_layer, n_ffn)

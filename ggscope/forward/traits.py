@@ -155,6 +155,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     n_embd, n_vocab = emb
     n_head = meta.int("n_head" if legacy else "attention.head_count")
     n_layer = meta.int("n_layer" if legacy else "block_count", minimum=0)
+    n_layer = m.blocks(n_layer, lambda i: name("blk.{i}.attn_norm.weight", i),
+                       f"{meta.prefix}.{'n_layer' if legacy else 'block_count'}")
     if legacy:
         n_head_kv, eps, base = n_head, _LEGACY_EPS[arch], DEFAULT_ROPE_BASE
         head_k = head_v = n_embd // n_head

@@ -1,15 +1,16 @@
 """Text -> token ids from a model file's own vocabulary, the way llama.cpp splits text.
 
 Why: ``ggscope run --prompt`` must feed a model the ids llama.cpp would feed it, so the
-tokenizer is rebuilt from the file's metadata rather than fetched from elsewhere.  The
-merging itself is done by Hugging Face ``tokenizers`` (no hand-written BPE loop); this
-module only translates GGUF metadata into a ``tokenizers.Tokenizer``:
+tokenizer is rebuilt from the file's metadata rather than fetched from elsewhere.  Byte-
+level BPE and WordPiece merging is done by Hugging Face ``tokenizers``; this module
+translates GGUF metadata into a ``tokenizers.Tokenizer``, except for SentencePiece:
 
-* ``tokenizer.ggml.model == "llama"`` (SentencePiece BPE with scores): a BPE model whose
-  merges are derived from the scores (a merge ``a b`` ranks by the score of ``ab``, as
-  SentencePiece's and llama.cpp's greedy highest-score-pair loop does), byte fallback to
-  ``<0xXX>`` pieces, spaces turned into "▁" and one "▁" put in front of the text
-  (``tokenizer.ggml.add_space_prefix``, default true, as llama.cpp).
+* ``tokenizer.ggml.model == "llama"`` (SentencePiece BPE with scores): llama.cpp's own
+  algorithm (``ggscope.model.spm``: the highest-scoring adjacent pair merges first, byte
+  fallback to ``<0xXX>`` pieces, spaces turned into "▁" and one "▁" put in front of the
+  text, ``tokenizer.ggml.add_space_prefix``, default true).  It needs no merge table,
+  so building it is linear in the vocabulary's bytes (a merge table derived from the
+  scores is quadratic in a piece's length: issue 23).
 * ``tokenizer.ggml.model == "gpt2"`` (byte-level BPE with merges): the pre-tokenizer
   regexes llama.cpp picks for ``tokenizer.ggml.pre`` (``PRE_TOKENIZER_REGEXES``, copied
   from llama.cpp's ``src/llama-vocab.cpp``), applied in sequence as llama.cpp's
@@ -29,7 +30,11 @@ User-defined tokens (token_type 4) are matched in the text as whole pieces, as l
 does even without special-token parsing; control tokens are not.  Anything else
 (Unigram, an unknown ``pre``) raises ``TokenizerError`` saying what is supported.
 
-Contract: ``load(model) -> Tokenizer``; ``Tokenizer.encode(text, add_bos=None)`` gives a
+Contract: ``load(model) -> Tokenizer`` reads the vocabulary arrays and nothing more; the
+encoder (``SpmVocab`` or a ``tokenizers.Tokenizer``) is built on the first ``encode`` or
+``decode``, so listing candidates' text (``ggscope run --tokens``) builds none.  A
+vocabulary the encoder cannot be built from raises ``TokenizerError`` there.
+``Tokenizer.encode(text, add_bos=None)`` gives a
 list of ints (``add_bos=None`` follows the file's ``tokenizer.ggml.add_bos_token``),
 ``decode(ids)`` gives text; ``piece_bytes(id)`` is one token's text as llama.cpp's
 ``token_to_piece`` (special tokens rendered) gives it, ``piece(id)`` the same as str and
@@ -37,8 +42,8 @@ list of ints (``add_bos=None`` follows the file's ``tokenizer.ggml.add_bos_token
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
 
 from ggscope.core.errors import GGScopeError
 from ggscope.core.escape import escape_label
@@ -116,14 +121,24 @@ def _byte_decoder() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """A ready tokenizer: ``hf`` is a ``tokenizers.Tokenizer`` or None for byte-level."""
+    """A vocabulary and, once used, its encoder: ``build()`` makes an ``SpmVocab`` or a
+    ``tokenizers.Tokenizer``; None for byte-level."""
     kind: str                  # "llama", "bert", "gpt2" or "bytes"
-    hf: Any
+    build: Callable[[], Any] | None
     bos_id: int | None
     add_bos: bool
     n_vocab: int
     tokens: tuple[str, ...] = ()   # the vocabulary as the tokenizer reads it
     types: tuple[int, ...] = ()    # llama_token_type of each token
+    add_space_prefix: bool = True  # SentencePiece: decode drops the first token's space
+    _built: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def engine(self) -> Any:
+        """The encoder, built on first use; ``TokenizerError`` if it cannot be."""
+        if "engine" not in self._built:
+            self._built["engine"] = self.build() if self.build is not None else None
+        return self._built["engine"]
 
     def piece_bytes(self, tid: int) -> bytes:
         """Token ``tid``'s text, as llama.cpp's ``token_to_piece`` with special tokens
@@ -163,19 +178,32 @@ class Tokenizer:
         return '"' + escape_label(self.piece_bytes(tid)) + '"'
 
     def encode(self, text: str, add_bos: bool | None = None) -> list[int]:
-        if self.hf is None:
+        engine = self.engine
+        if engine is None:
             ids = list(text.encode("utf-8"))
+        elif self.kind == "llama":
+            try:
+                ids = engine.encode(text)
+            except KeyError as exc:      # a byte without a piece: llama.cpp throws too
+                raise TokenizerError(f"cannot tokenize the text: {exc.args[0]}") from None
         else:
-            ids = list(self.hf.encode(text, add_special_tokens=False).ids)
+            ids = list(engine.encode(text, add_special_tokens=False).ids)
         bos = self.add_bos if add_bos is None else add_bos
         if bos and self.bos_id is not None:
             ids = [self.bos_id, *ids]
         return ids
 
     def decode(self, ids: list[int]) -> str:
-        if self.hf is None:
+        if self.kind == "bytes":
             return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
-        return self.hf.decode(list(ids), skip_special_tokens=False)
+        if self.kind == "llama":
+            # llama_vocab::impl::detokenize: the pieces' bytes, the first token's leading
+            # space dropped where the tokenizer added one (token_to_piece's lstrip)
+            pieces = [self.piece_bytes(int(i)) for i in ids]
+            if pieces and self.add_space_prefix and pieces[0].startswith(b" "):
+                pieces[0] = pieces[0][1:]
+            return b"".join(pieces).decode("utf-8", errors="replace")
+        return self.engine.decode(list(ids), skip_special_tokens=False)
 
 
 _BYTE_DECODER = _byte_decoder()
@@ -186,21 +214,6 @@ def _meta_list(meta: dict, key: str) -> list:
     if value is None:
         return []
     return value.tolist() if hasattr(value, "tolist") else list(value)
-
-
-def _spm_merges(tokens: list[str], scores: list[float], vocab: dict[str, int]) -> list[tuple[str, str]]:
-    """Merges for a SentencePiece BPE vocab: every split of a piece into two pieces,
-    ranked by the merged piece's score (higher first), then by its id."""
-    found = []
-    for piece, pid in vocab.items():
-        if len(piece) < 2:
-            continue
-        for i in range(1, len(piece)):
-            a, b = piece[:i], piece[i:]
-            if a in vocab and b in vocab:
-                found.append((-scores[pid], pid, vocab[a], a, b))
-    found.sort()
-    return [(a, b) for *_, a, b in found]
 
 
 def _user_defined(tokens: list[str], types: list[int]) -> list[str]:
@@ -267,26 +280,13 @@ def _build_bert(meta: dict, tokens: list[str], types: list[int]):
 
 
 def _build_llama(meta: dict, tokens: list[str], types: list[int]):
-    from tokenizers import AddedToken, Tokenizer as HF, decoders, models, normalizers
-    scores = [float(s) for s in _meta_list(meta, "tokenizer.ggml.scores")] or [0.0] * len(tokens)
-    vocab: dict[str, int] = {}
-    for i, t in enumerate(tokens):
-        vocab.setdefault(t, i)
-    unk = meta.get("tokenizer.ggml.unknown_token_id", 0)
-    unk_piece = tokens[int(unk)] if 0 <= int(unk) < len(tokens) else None
-    bpe = models.BPE(vocab=vocab, merges=_spm_merges(tokens, scores, vocab),
-                     unk_token=unk_piece, byte_fallback=True, fuse_unk=True)
-    hf = HF(bpe)
-    steps = [normalizers.Replace(" ", "▁")]
-    if bool(meta.get("tokenizer.ggml.add_space_prefix", True)):
-        steps.insert(0, normalizers.Prepend("▁"))
-    hf.normalizer = normalizers.Sequence(steps)
-    hf.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
-                                    decoders.Fuse(), decoders.Strip(" ", 1, 0)])
-    user = _user_defined(tokens, types)
-    if user:
-        hf.add_tokens([AddedToken(t, normalized=False, special=False) for t in user])
-    return hf
+    from ggscope.model.spm import SpmVocab
+    name = str(meta.get("general.name", "")).lower()
+    return SpmVocab.build(
+        tokens, types, _meta_list(meta, "tokenizer.ggml.scores"),
+        add_space_prefix=bool(meta.get("tokenizer.ggml.add_space_prefix", True)),
+        # llama.cpp's load: every special token of a phi-3 model strips the spaces after it
+        rstrip_user="phi-3" in name or "phi3" in name)
 
 
 def _build_gpt2(meta: dict, tokens: list[str], types: list[int], path: str):
@@ -333,31 +333,39 @@ def load(model: "ModelFile") -> Tokenizer:
         tokens, types = _legacy_pieces(tokens)
     bos = meta.get("tokenizer.ggml.bos_token_id")
     bos = int(bos) if bos is not None else None
-    try:
-        if kind == "llama":
-            hf = _build_llama(meta, tokens, types)
-            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", True))
-            if bos is None and model.format != "gguf":
-                bos = 1                       # early llama.cpp: <s> is id 1
-        elif kind == "gpt2":
-            hf = _build_gpt2(meta, tokens, types, model.path)
-            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
-        elif kind == "bert":
-            hf = _build_bert(meta, tokens, types)
-            add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
-            if bos is None and meta.get("tokenizer.ggml.cls_token_id") is not None:
-                bos = int(meta["tokenizer.ggml.cls_token_id"])    # llama.cpp: BERT's BOS is [CLS]
-        elif kind == "bytes-vocab" and len(tokens) == 256:
-            return Tokenizer("bytes", None, None, False, 256)
-        else:
-            raise TokenizerError(f"{model.path}: no tokenizer for tokenizer.ggml.model "
-                                 f"{kind!r}; supported: {supported_models()}; "
-                                 f"pass token ids with --tokens")
-    except ImportError as exc:
-        raise TokenizerError(f"the 'tokenizers' package is needed for text prompts ({exc}); "
-                             f"pass token ids with --tokens") from None
-    except Exception as exc:  # tokenizers raises plain Exceptions on bad vocab data
-        if isinstance(exc, TokenizerError):
+    space = bool(meta.get("tokenizer.ggml.add_space_prefix", True))
+    if kind == "llama":
+        build = _lazy(model.path, _build_llama, meta, tokens, types)
+        add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", True))
+        if bos is None and model.format != "gguf":
+            bos = 1                       # early llama.cpp: <s> is id 1
+    elif kind == "gpt2":
+        build = _lazy(model.path, _build_gpt2, meta, tokens, types, model.path)
+        add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
+    elif kind == "bert":
+        build = _lazy(model.path, _build_bert, meta, tokens, types)
+        add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
+        if bos is None and meta.get("tokenizer.ggml.cls_token_id") is not None:
+            bos = int(meta["tokenizer.ggml.cls_token_id"])    # llama.cpp: BERT's BOS is [CLS]
+    elif kind == "bytes-vocab" and len(tokens) == 256:
+        return Tokenizer("bytes", None, None, False, 256)
+    else:
+        raise TokenizerError(f"{model.path}: no tokenizer for tokenizer.ggml.model "
+                             f"{kind!r}; supported: {supported_models()}; "
+                             f"pass token ids with --tokens")
+    return Tokenizer(str(kind), build, bos, add_bos, len(tokens), tuple(tokens), tuple(types), space)
+
+
+def _lazy(path: str, build, *args) -> Callable[[], Any]:
+    """``build(*args)`` later, its failures as one-line ``TokenizerError``s naming ``path``."""
+    def run():
+        try:
+            return build(*args)
+        except ImportError as exc:
+            raise TokenizerError(f"the 'tokenizers' package is needed for text prompts ({exc}); "
+                                 f"pass token ids with --tokens") from None
+        except TokenizerError:
             raise
-        raise TokenizerError(f"{model.path}: cannot build the tokenizer: {exc}") from None
-    return Tokenizer(str(kind), hf, bos, add_bos, len(tokens), tuple(tokens), tuple(types))
+        except Exception as exc:  # tokenizers raises plain Exceptions on bad vocab data
+            raise TokenizerError(f"{path}: cannot build the tokenizer: {exc}") from None
+    return run

@@ -223,7 +223,9 @@ class ForwardCheck(Rule):
     them must be finite.  Files of other architectures, and damaged files, are not
     checked.  The pass holds all weights as float32, so a file whose weights would need
     more than 1 GiB that way is skipped with an info finding; a weight the pass cannot
-    load (missing, misshapen, undecodable) is a warning.
+    load (missing, misshapen, undecodable) is a warning, and so is a file llama.cpp's
+    loader refuses (the GG11xx rules): the pass is then not started, since the counts
+    it would build layers from are the ones nothing backs.
 
     Why it matters: NaN/Inf weights and broken block scales end in NaN logits: the
     model emits one repeated token or garbage.  GG1001/GG1002 name the tensor; this
@@ -244,6 +246,7 @@ class ForwardCheck(Rule):
         from ggscope.core.errors import FileChanged, GGScopeError
         from ggscope.forward import TokenError, UnsupportedArchitecture, architecture, module_for
         from ggscope.forward.logits import check
+        from ggscope.rules.refusal import loader_refusal
         mf = ctx.mf
         if mf.damage is not None or not mf.tensors:
             return
@@ -252,6 +255,11 @@ class ForwardCheck(Rule):
         except UnsupportedArchitecture:
             return
         arch = architecture(mf)
+        refused = loader_refusal(mf)
+        if refused is not None:     # its claims are what llama.cpp refuses: nothing is built on them
+            yield ctx.at(None, f"reference forward pass ({arch}) could not run: {refused}",
+                         severity=Severity.WARNING)
+            return
         need = 4 * sum(int(t.n_elements) for t in mf.tensors)
         if need > FORWARD_BUDGET_BYTES:
             yield ctx.at(None, f"reference forward pass ({arch}) not run: its float32 weights would "

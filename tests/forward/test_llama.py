@@ -20,7 +20,7 @@ import pytest
 
 import ggscope
 from ggscope.forward import UnsupportedArchitecture, WeightError, architecture, module_for, run
-from gguf_writers import KV, TensorSpec, V, write_gguf_py
+from gguf_writers import KV, GArray, TensorSpec, V, write_gguf_py
 from gguf import GGMLQuantizationType as T
 
 REL_TOL = 1e-3
@@ -67,6 +67,13 @@ def write_tiny_gguf(path, hf_model, arch: str):
         KV(f"{arch}.attention.head_count_kv", V.UINT32, KVH),
         KV(f"{arch}.attention.layer_norm_rms_epsilon", V.FLOAT32, cfg.rms_norm_eps),
         KV(f"{arch}.rope.freq_base", V.FLOAT32, float(theta)),
+        # a SentencePiece vocabulary of the model's size, so llama.cpp's loader (and the
+        # loader rules that gate `ggscope run` and GG1003) accept the file
+        KV("tokenizer.ggml.model", V.STRING, "llama"),
+        KV("tokenizer.ggml.tokens", V.ARRAY,
+           GArray(V.STRING, tuple(f"<t{i}>" for i in range(cfg.vocab_size)))),
+        KV("tokenizer.ggml.scores", V.ARRAY, GArray(V.FLOAT32, (0.0,) * cfg.vocab_size)),
+        KV("tokenizer.ggml.token_type", V.ARRAY, GArray(V.INT32, (1,) * cfg.vocab_size)),
     ]
     t = []
 

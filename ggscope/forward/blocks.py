@@ -1,0 +1,304 @@
+"""What one transformer decoder block computes: norms, rotary, attention, feed-forward.
+
+Why a module of its own: ``decoder.py`` maps a file's tensors to weights and runs the
+blocks in order; what happens inside a block -- RMS/LayerNorm, rotary embeddings with
+linear and YaRN scaling, grouped-query or latent (MLA) attention with soft-capping and
+sliding windows, dense or expert-routed FFNs -- is here, as pure functions of a
+``traits.Config``, one block's ``Layer`` and the activations, following ggml-cpu's
+numerics (see ``decoder.py``).  ``w`` in the attention functions is the decoder's
+``Weights``: only its ``rope_freqs`` is read.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ggscope.forward.matmul import linear as _lin, round_activations
+from ggscope.forward.ops import layer_norm, sigmoid, silu
+from ggscope.forward.traits import Config
+
+__all__ = ["Layer", "rms_norm", "gelu", "rope"]
+
+
+@dataclass
+class Layer:
+    """One block's float32 weights in numpy order; None where the file has none."""
+    attn_norm: np.ndarray
+    attn_norm_b: np.ndarray | None = None
+    wq: np.ndarray | None = None; bq: np.ndarray | None = None
+    wk: np.ndarray | None = None; bk: np.ndarray | None = None
+    wv: np.ndarray | None = None; bv: np.ndarray | None = None
+    wqkv: np.ndarray | None = None; bqkv: np.ndarray | None = None
+    wo: np.ndarray | None = None; bo: np.ndarray | None = None
+    q_norm: np.ndarray | None = None
+    k_norm: np.ndarray | None = None
+    post_attn_norm: np.ndarray | None = None
+    # MLA (deepseek2)
+    wq_a: np.ndarray | None = None; q_a_norm: np.ndarray | None = None; wq_b: np.ndarray | None = None
+    wkv_a: np.ndarray | None = None; kv_a_norm: np.ndarray | None = None
+    wk_b: np.ndarray | None = None; wv_b: np.ndarray | None = None     # [H, rank, nope], [H, v, rank]
+    wkv_b: np.ndarray | None = None                                    # older files: [H*(nope+v), rank]
+    # FFN
+    ffn_norm: np.ndarray | None = None
+    ffn_norm_b: np.ndarray | None = None
+    gate: np.ndarray | None = None; gate_b: np.ndarray | None = None
+    up: np.ndarray | None = None; up_b: np.ndarray | None = None
+    down: np.ndarray | None = None; down_b: np.ndarray | None = None
+    post_ffw_norm: np.ndarray | None = None
+    router: np.ndarray | None = None                                   # [E, C]
+    router_bias: np.ndarray | None = None                              # exp_probs_b [E]
+    gate_exps: np.ndarray | None = None                                # [E, F, C]
+    up_exps: np.ndarray | None = None                                  # [E, F, C]
+    down_exps: np.ndarray | None = None                                # [E, C, F]
+    gate_shexp: np.ndarray | None = None
+    up_shexp: np.ndarray | None = None
+    down_shexp: np.ndarray | None = None
+
+
+def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis (ggml_rms_norm then mul)."""
+    ms = (x * x).mean(axis=-1, keepdims=True)                       # [..., 1]
+    return (x / np.sqrt(ms + np.float32(eps)) * weight).astype(np.float32)
+
+
+def _gelu_exact(x: np.ndarray) -> np.ndarray:
+    k = np.float32(np.sqrt(2.0 / np.pi))
+    return (0.5 * x * (1 + np.tanh(k * x * (1 + np.float32(0.044715) * x * x)))).astype(np.float32)
+
+
+_GELU_TABLE: np.ndarray | None = None
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU, tanh approximation, as ggml-cpu computes it (GGML_GELU_FP16): 0 below -10,
+    x above 10, else the input rounded to fp16 looked up in a 65536-entry fp16 table of
+    gelu (ggml_table_gelu_f16) -- GPT-2's gelu_new, gemma's gelu_pytorch_tanh."""
+    global _GELU_TABLE
+    if _GELU_TABLE is None:
+        codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
+        with np.errstate(invalid="ignore", over="ignore"):
+            _GELU_TABLE = _gelu_exact(codes.astype(np.float32)).astype(np.float16).astype(np.float32)
+    x = np.asarray(x, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        y = _GELU_TABLE[x.astype(np.float16).view(np.uint16)]
+    return np.where(x <= -10, np.float32(0), np.where(x >= 10, x, y)).astype(np.float32)
+
+
+def _yarn_ramp(low: float, high: float, n: int) -> np.ndarray:
+    y = (np.arange(n, dtype=np.float64) - low) / max(0.001, high - low)
+    return 1.0 - np.clip(y, 0.0, 1.0)
+
+
+def _yarn_corr_dims(n_rot: int, n_ctx_orig: float, base: float, beta_fast: float,
+                    beta_slow: float) -> tuple[float, float]:
+    def dim(n_rotations: float) -> float:
+        return n_rot * math.log(n_ctx_orig / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
+    return max(0.0, math.floor(dim(beta_fast))), min(n_rot - 1.0, math.ceil(dim(beta_slow)))
+
+
+def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
+         freq_scale: float = 1.0, freq_factors: np.ndarray | None = None,
+         yarn: tuple[float, float, float, float] | None = None,
+         attn_factor: float = 1.0) -> np.ndarray:
+    """Rotary position embedding of the first ``n_rot`` dims of each head (ggml_rope_ext).
+
+    x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
+    θ_i = pos · base^(-2i/n_rot) / freq_factors[i], interpolated by ``freq_scale`` and, with
+    YaRN, ramped between interpolation and extrapolation as ggml's ``rope_yarn`` does.
+    """
+    half = n_rot // 2
+    i = np.arange(half, dtype=np.float64)
+    inv = base ** (-2.0 * i / n_rot)                                    # [n_rot/2]
+    if freq_factors is not None:
+        inv = inv / freq_factors.astype(np.float64)
+    extrap = pos.astype(np.float64)[:, None] * inv[None, :]             # [T, n_rot/2]
+    theta = extrap * freq_scale
+    mscale = attn_factor
+    if yarn is not None and yarn[0] != 0.0:
+        ext, beta_fast, beta_slow, n_ctx_orig = yarn
+        low, high = _yarn_corr_dims(n_rot, n_ctx_orig, base, beta_fast, beta_slow)
+        mix = _yarn_ramp(low, high, half)[None, :] * ext
+        theta = theta * (1 - mix) + extrap * mix
+        mscale *= 1.0 + 0.1 * math.log(1.0 / freq_scale)
+    cos = (np.cos(theta) * mscale).astype(np.float32)[:, None, :]      # [T, 1, n_rot/2]
+    sin = (np.sin(theta) * mscale).astype(np.float32)[:, None, :]
+    out = x.astype(np.float32, copy=True)
+    if neox:
+        a, b = x[..., :half], x[..., half:n_rot]
+        out[..., :half] = a * cos - b * sin
+        out[..., half:n_rot] = a * sin + b * cos
+    else:
+        a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
+        out[..., 0:n_rot:2] = a * cos - b * sin
+        out[..., 1:n_rot:2] = a * sin + b * cos
+    return out
+
+
+def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    if c.traits.norm == "layer":
+        return layer_norm(x, w, b if b is not None else np.float32(0), c.eps)
+    return rms_norm(x, w, c.eps)
+
+
+def _act(c: Config, x: np.ndarray) -> np.ndarray:
+    return gelu(x) if c.traits.act == "gelu" else silu(x)
+
+
+def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,
+            swa: bool, f16: bool) -> np.ndarray:
+    """Causal attention of q [T, H, Dk] over k [S, Hkv, Dk], v [S, Hkv, Dv] -> [T, H, Dv].
+
+    Query head h reads key/value head h // (H / Hkv) (GQA).  The scores are scaled by
+    ``kq_scale`` (gemma's q is pre-scaled instead), soft-capped s -> cap·tanh(s/cap)
+    where the architecture caps them, and masked causally and, on sliding-window
+    layers, to the last ``n_swa`` positions (llama.cpp LLAMA_SWA_TYPE_STANDARD).  With
+    an F16 cache, q and the probabilities are rounded to F16 as ggml-cpu rounds what it
+    multiplies by an F16 k or v (the cache itself already holds rounded values).
+    """
+    if f16:
+        q = _f16(q)
+    T, H = q.shape[0], q.shape[1]
+    S, Hkv = k.shape[0], k.shape[1]
+    g = H // Hkv
+    qh = q.transpose(1, 0, 2).reshape(Hkv, g * T, q.shape[2])          # [Hkv, g*T, Dk]
+    scores = qh @ k.transpose(1, 2, 0)                                 # [Hkv, g*T, S]
+    scores = scores.reshape(Hkv, g, T, S).reshape(H, T, S)
+    if not c.traits.q_scale:
+        scores = scores * np.float32(c.kq_scale)
+    if c.attn_softcap:
+        cap = np.float32(c.attn_softcap)
+        scores = np.tanh(scores / cap) * cap
+    key_pos = np.arange(S)
+    masked = key_pos[None, :] > pos[:, None]                           # [T, S]
+    if swa and c.n_swa:
+        masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
+    scores = np.where(masked[None], np.float32(-np.inf), scores)
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
+    if f16:
+        probs = _f16(probs)
+    out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
+    return out.reshape(H, T, -1).transpose(1, 0, 2)                    # [T, H, Dv]
+
+
+def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray:
+    if c.traits.rope is None:
+        return x
+    base = c.rope_base
+    freq_scale, yarn = c.freq_scale, c.yarn
+    if swa and c.traits.swa_rope_base is not None:
+        base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
+    return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
+                yarn, c.attn_factor)
+
+
+def _f16(x: np.ndarray) -> np.ndarray:
+    return x.astype(np.float16).astype(np.float32)
+
+
+def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool,
+               k_past: np.ndarray, v_past: np.ndarray, f16: bool):
+    """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache."""
+    T, H, Hkv, Dk, Dv = h.shape[0], c.n_head, c.n_head_kv, c.head_k, c.head_v
+    if c.traits.mla:
+        return _mla(c, w, L, h, pos, k_past, v_past, f16)
+    if L.wqkv is not None:
+        qkv = _lin(h, L.wqkv, L.bqkv)
+        q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
+    else:
+        q, k, v = _lin(h, L.wq, L.bq), _lin(h, L.wk, L.bk), _lin(h, L.wv, L.bv)
+    q, k, v = q.reshape(T, H, Dk), k.reshape(T, Hkv, Dk), v.reshape(T, Hkv, Dv)
+    if L.q_norm is not None:
+        q = rms_norm(q, L.q_norm, c.eps)
+    if L.k_norm is not None:
+        k = rms_norm(k, L.k_norm, c.eps)
+    q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
+    if c.traits.q_scale:
+        q = q * np.float32(c.kq_scale)
+    store = _f16 if f16 else (lambda a: a.astype(np.float32))
+    k = np.concatenate([k_past, store(k)])
+    v = np.concatenate([v_past, store(v)])
+    out = _attend(c, q, k, v, pos, swa, f16).reshape(T, H * Dv)
+    return _lin(out, L.wo, L.bo), k, v
+
+
+def _mla(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray,
+         k_past: np.ndarray, v_past: np.ndarray, f16: bool):
+    """deepseek2.cpp's multi-head latent attention, in its absorbed form when the file has
+    attn_k_b / attn_v_b: a single shared key/value head over the normalised latent
+    (plus the shared rope key), each query head's non-rope part mapped into latent space
+    by k_b, and each head's latent output expanded by v_b.  Older files (attn_kv_b)
+    expand keys and values per head first, as llama.cpp does for them."""
+    T, H, R, rot, nope = h.shape[0], c.n_head, c.mla_rank, c.n_rot, c.mla_nope
+    store = _f16 if f16 else (lambda a: a.astype(np.float32))
+    q = _lin(rms_norm(_lin(h, L.wq_a), L.q_a_norm, c.eps), L.wq_b) if L.wq_a is not None else _lin(h, L.wq)
+    q = q.reshape(T, H, nope + rot)
+    q_nope, q_pe = q[..., :nope], _rope(c, w, q[..., nope:], pos, False)
+    kv = _lin(h, L.wkv_a)                                              # [T, R + rot]
+    latent = rms_norm(kv[:, :R], L.kv_a_norm, c.eps)                   # [T, R]
+    k_pe = _rope(c, w, kv[:, None, R:], pos, False)                    # [T, 1, rot]
+    if L.wk_b is not None:
+        q_nope = round_activations(q_nope, getattr(L.wk_b, "vec_dot", None))
+        q_abs = np.einsum("thn,hrn->thr", q_nope, np.asarray(L.wk_b))   # [T, H, R]
+        qc = np.concatenate([q_pe, q_abs], axis=-1)                    # rope first, as llama.cpp
+        k = np.concatenate([k_past, store(np.concatenate([k_pe, latent[:, None, :]], axis=-1))])
+        v = np.concatenate([v_past, store(latent[:, None, :])])        # [S, 1, R]
+        o = _attend(c, qc, k, v, pos, False, f16)                      # [T, H, R]
+        o = round_activations(o, getattr(L.wv_b, "vec_dot", None))
+        o = np.einsum("thr,hvr->thv", o, np.asarray(L.wv_b))           # [T, H, Dv]
+    else:
+        kvb = _lin(latent, L.wkv_b).reshape(T, H, nope + c.head_v)
+        k_new = np.concatenate([np.broadcast_to(k_pe, (T, H, rot)), kvb[..., :nope]], axis=-1)
+        qc = np.concatenate([q_pe, q_nope], axis=-1)
+        k = np.concatenate([k_past, store(k_new)])
+        v = np.concatenate([v_past, store(kvb[..., nope:])])
+        o = _attend(c, qc, k, v, pos, False, f16)
+    return _lin(o.reshape(T, -1), L.wo, L.bo), k, v
+
+
+def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b) -> np.ndarray:
+    u = _lin(h, up, up_b)
+    if not c.traits.gated:
+        a = _act(c, u)
+    elif gate is None:                                                 # fused [gate; up]
+        half = u.shape[-1] // 2
+        a = _act(c, u[:, :half]) * u[:, half:]
+    else:
+        a = _act(c, _lin(h, gate, gate_b)) * u
+    return _lin(a, down, down_b)
+
+
+def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
+    """llama-graph.cpp build_moe_ffn: route each row to its top-k experts.
+
+    probs = softmax or sigmoid of the router logits; the top k are chosen by probs (+
+    exp_probs_b when present, which does not enter the weights); their probs are
+    renormalised to sum 1 where the architecture says so (sum clamped as llama.cpp
+    does), scaled by expert_weights_scale, and weight each expert's SwiGLU output.
+    """
+    logits = _lin(h, L.router)                                         # [T, E]
+    if c.moe_gating == "sigmoid":
+        probs = sigmoid(logits)
+    else:
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    select = probs + L.router_bias if L.router_bias is not None else probs
+    k = c.n_expert_used
+    top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
+    weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
+    if c.moe_norm:
+        weights = weights / np.maximum(weights.sum(axis=-1, keepdims=True), np.float32(6.103515625e-5))
+    if c.moe_scale:
+        weights = weights * np.float32(c.moe_scale)
+    out = np.zeros_like(h)
+    for t in range(h.shape[0]):
+        row = h[t:t + 1]
+        for j in range(k):
+            e_id = top[t, j]
+            y = _lin(silu(_lin(row, L.gate_exps[e_id])) * _lin(row, L.up_exps[e_id]), L.down_exps[e_id])
+            out[t] += weights[t, j] * y[0]
+    if L.down_shexp is not None:
+        out = out + _dense_ffn(c, h, L.gate_shexp, None, L.up_shexp, None, L.down_shexp, None)
+    return out
