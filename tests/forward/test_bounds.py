@@ -64,7 +64,7 @@ def test_run_refuses_with_the_loader_line_before_building(inflated, capsys):
     with call_budget(200_000) as budget:
         assert main(["run", str(inflated), "--tokens", "1,2"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "GG1105" in err and "2147483648 > 512" in err
+    assert err.count("\n") == 1 and "GG1105" in err and "2147483648" in err
     assert "not run" in err
     assert budget.calls < 200_000
 
