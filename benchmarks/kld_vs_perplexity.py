@@ -40,8 +40,8 @@ def _timed(cmd: list[str], env: dict) -> tuple[float, str]:
 
 
 def _kld(text: str) -> str:
-    m = re.search(r"Mean    KLD:\s*(\S+ ± \S+)", text)
-    return m.group(1) if m else "?"
+    m = re.search(r"Mean    KLD:\s*(\S+)\s*±\s*(\S+)", text)
+    return f"{m.group(1)} ± {m.group(2)}" if m else "?"
 
 
 def main() -> int:
