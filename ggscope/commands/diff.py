@@ -47,8 +47,14 @@ ln(PPL(Q)/PPL(base)), mean KLD with its percentiles, Δp and RMS Δp, and "same 
 llama-perplexity's names.  --kl-divergence-base FILE with --corpus also writes A's
 log-probabilities to FILE; without --corpus it reads them from FILE (written by
 `llama-perplexity -m BASE -f TEXT --kl-divergence-base FILE` or by ggscope) instead
-of evaluating A.  The arithmetic is llama.cpp's CPU backend (activations rounded as
-ggml-cpu rounds them, F16 key/value cache).  The per-tensor comparison is skipped."""
+of evaluating A.  The per-tensor comparison is skipped.
+
+Arithmetic: by default --logits and --corpus compute what llama.cpp computes on a CPU
+(activations rounded to each weight type's dot-product format as ggml-cpu rounds them;
+with --corpus also llama-perplexity's F16 key/value cache and flash attention).
+--exact computes what the weights themselves mean: every weight dequantized to float32,
+activations never rounded, a float32 cache -- the model transformers' GGUF loader
+builds (transformer decoders only)."""
 EPILOG = """\
 examples:
   ggscope diff model-f32.gguf model-q4_k.gguf
@@ -101,6 +107,9 @@ def add_arguments(p) -> None:
     p.add_argument("--kl-divergence-base", metavar="FILE",
                    help="with --corpus: write A's log-probabilities to FILE; without: read "
                         "them from FILE (llama-perplexity's format) instead of evaluating A")
+    p.add_argument("--exact", action="store_true",
+                   help="with --logits/--corpus: the dequantized models as transformers computes "
+                        "them (float32, nothing rounded); default: llama.cpp's CPU arithmetic")
     p.add_argument("--tui", action="store_true", help="show the diff in the interactive browser")
     add_color_argument(p)
 
@@ -121,7 +130,7 @@ def _logits(args, a, b):
         ids, notes = tokens_for(a, b, args.logits)
     else:
         ids, notes = parse_ids(args.logits_tokens, "--logits-tokens"), ()
-    result = compare_logits(a, b, ids, notes=notes)
+    result = compare_logits(a, b, ids, notes=notes, exact=args.exact)
     from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
     try:
         return result.with_pieces(load_tokenizer(a).piece_bytes)    # candidates as text
@@ -142,9 +151,10 @@ def _corpus(args, a, b) -> int:
                 error(f"cannot read {args.corpus}: {exc.strerror or exc}")
                 return 2
             rep = evaluate(b, base=a, text=text, n_ctx=args.ctx, chunks=args.chunks,
-                           write_base=args.kl_divergence_base)
+                           write_base=args.kl_divergence_base, exact=args.exact)
         else:
-            rep = evaluate(b, base_file=args.kl_divergence_base, chunks=args.chunks)
+            rep = evaluate(b, base_file=args.kl_divergence_base, chunks=args.chunks,
+                           exact=args.exact)
     except GGScopeError as exc:
         error(str(exc))
         return 2

@@ -53,6 +53,9 @@ def add_arguments(p) -> None:
     p.add_argument("--no-bos", action="store_true", help="do not prepend the file's BOS token to --prompt")
     p.add_argument("--check", action="store_true", help="sanity mode: are the logits finite? entropy")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--exact", action="store_true",
+                   help="the dequantized model as transformers computes it (float32 weights and "
+                        "activations, nothing rounded); default: llama.cpp's CPU arithmetic")
 
 
 def parse_ids(text: str, option: str = "--tokens") -> list[int]:
@@ -96,7 +99,7 @@ def _run(args) -> int:
         ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
     else:
         ids = parse_ids(args.tokens)
-    weights = module.load(mf)
+    module, weights = F.load_weights(mf, args.exact)
     logits, state = module.forward(weights, ids)
     names = _labeller(mf, tok)
     sanity = check_logits(logits, arch=F.architecture(mf), tokens=ids)

@@ -143,7 +143,10 @@ def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.n
 
 
 def _act(c: Config, x: np.ndarray) -> np.ndarray:
-    return gelu(x) if c.traits.act == "gelu" else silu(x)
+    """The FFN activation; GELU through ggml's fp16 table, or computed (``c.exact``)."""
+    if c.traits.act == "gelu":
+        return _gelu_exact(np.asarray(x, np.float32)).astype(np.float32) if c.exact else gelu(x)
+    return silu(x)
 
 
 def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,

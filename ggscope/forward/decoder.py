@@ -25,7 +25,8 @@ them for each weight's type (``matmul.py``), GELU goes through ggml's fp16 table
 the token embedding stays in the file's encoding (rows decoded on lookup; a tied output
 streams it).  Every other weight is dequantized once, at load, to one float32 array.
 
-Contract: ``load(model) -> Weights``; ``forward(weights, tokens, state=None,
+Contract: ``load(model, exact=False) -> Weights`` (``exact``: no ggml rounding, the
+dequantized model as transformers computes it); ``forward(weights, tokens, state=None,
 all_logits=False, kv_f16=False) -> (logits, State)``: logits after the last token
 (``[n_vocab]``), or after every new token (``[T, n_vocab]``) with ``all_logits``
 (from the ``i``-th with ``logits_from=i``);
@@ -35,7 +36,7 @@ all_logits=False, kv_f16=False) -> (logits, State)``: logits after the last toke
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -76,8 +77,12 @@ class State:
 
 # ---- loading --------------------------------------------------------------------------------
 
-def load(model) -> Weights:
-    """Map a decoder file's tensors to float32 arrays, checking names and shapes."""
+def load(model, exact: bool = False) -> Weights:
+    """Map a decoder file's tensors to float32 arrays, checking names and shapes.
+
+    ``exact``: the model the weights mean, as transformers' GGUF path computes it --
+    weights dequantized to float32, activations never rounded to the weight type's
+    dot-product format, GELU computed rather than looked up in ggml's fp16 table."""
     legacy = model.format in LEGACY_FORMATS
     arch = architecture(model)
     if arch not in TRAITS:
@@ -91,9 +96,13 @@ def load(model) -> Weights:
         return key.replace("{i}", str(i)) if i is not None else key
 
     c = read_config(model, m, arch, legacy, name)
+    if exact:
+        c = replace(c, exact=True)
     C, V, H, Hkv = c.n_embd, c.n_vocab, c.n_head, c.n_head_kv
 
     def take(full: str, shape) -> np.ndarray:
+        if exact:
+            return m.take(full, shape)                               # plain float32: no rounding
         info = model.tensor(full)
         raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
         return _typed(m.take(full, shape), info.type, raw)
@@ -159,6 +168,8 @@ def load(model) -> Weights:
             L.down, L.down_b = req("blk.{i}.ffn_down.weight", i, (C, F)), opt("blk.{i}.ffn_down.bias", i, (C,))
         layers.append(L)
     embed = _embedding(model, m, name("token_embd.weight"), (V, C))
+    if exact:
+        embed.vec_dot = None                                         # a tied output: x unrounded
     out_name = name("output.weight")
     output = take(out_name, (V, C)) if out_name and m.has(out_name) else embed   # tied
     norm = req("output_norm.weight", None, (C,))

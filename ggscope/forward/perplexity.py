@@ -24,11 +24,13 @@ tools/perplexity/perplexity.cpp, ``perplexity`` and ``kl_divergence``):
   as the middle (or mean of the two middle) values.
 
 Contract: ``evaluate(quant, *, base=None, base_file=None, text=None, n_ctx, chunks,
-write_base=None, progress=None) -> KLDReport``; either ``base`` and ``text`` (the base
+write_base=None, exact=False, progress=None) -> KLDReport``; either ``base`` and ``text`` (the base
 is evaluated, and its rows are written to ``write_base`` when given) or ``base_file``
 (a --kl-divergence-base file, by llama.cpp or by ggscope).  Memory per chunk: one
 chunk's logits of each model; the per-token KLD and Δp values (4 bytes each) are kept
-for the percentiles.  Errors are ``GGScopeError`` lines.
+for the percentiles.  ``exact`` evaluates both files as the dequantized models (no
+ggml rounding, float32 cache: ``decoder.load(exact=True)``) instead of llama.cpp's
+arithmetic.  Errors are ``GGScopeError`` lines.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ggscope.core.errors import GGScopeError
-from ggscope.forward import module_for
+from ggscope.forward import load_weights, module_for
 from ggscope.forward.logprobs_file import (LogProbsFileError, Writer, decode_rows, encode_rows,
                                            read_header, scored_positions)
 
@@ -199,7 +201,7 @@ def report(acc: Accumulator, n_ctx: int, n_chunk: int, notes: tuple[str, ...] = 
         (100 * same, 100 * math.sqrt(same * (1 - same) / (n - 1))), notes)
 
 
-def chunk_logits(module, weights, chunk: list[int], first: int) -> np.ndarray:
+def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = False) -> np.ndarray:
     """Logits [n_ctx - first, V] of positions ``first..`` of one chunk from an empty
     cache: one batch where the module evaluates batches, else token by token with the
     recurrent state carried (the recurrent families)."""
@@ -208,8 +210,8 @@ def chunk_logits(module, weights, chunk: list[int], first: int) -> np.ndarray:
         if "logits_from" in params:
             # llama-perplexity's defaults on a CPU: an F16 cache, flash attention on
             # (tiled: a chunk is at least 64 rows, see blocks._attend)
-            logits, _ = module.forward(weights, chunk, None, kv_f16=True, logits_from=first,
-                                       flash_attn=len(chunk) >= 64)
+            logits, _ = module.forward(weights, chunk, None, kv_f16=not exact, logits_from=first,
+                                       flash_attn=not exact and len(chunk) >= 64)
             return np.asarray(logits, np.float32)
         rows, state = [], None
         for i, tok in enumerate(chunk):
@@ -227,10 +229,10 @@ def _bos(model: "ModelFile") -> tuple[int | None, "object"]:
 
 def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: str | None = None,
              text: str | None = None, n_ctx: int = 512, chunks: int = -1,
-             write_base: str | None = None,
+             write_base: str | None = None, exact: bool = False,
              progress: Callable[[int, int], None] | None = None) -> KLDReport:
     """The KL-divergence report of ``quant`` against ``base`` (over ``text``) or a base file."""
-    mod_q = module_for(quant)
+    module_for(quant)                      # an unsupported architecture before any work
     bos_q, _ = _bos(quant)
     if base_file is not None:
         header = read_header(base_file)
@@ -242,7 +244,7 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
     else:
         if base is None or text is None:
             raise CorpusError("give a base model and a text, or a --kl-divergence-base file")
-        mod_b = module_for(base)
+        module_for(base)
         if n_ctx < 4:
             raise CorpusError(f"--ctx {n_ctx} is too small: a chunk needs at least 4 tokens")
         bos_b, tokenizer = _bos(base)
@@ -254,10 +256,10 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
         n_chunk = n_max if chunks < 0 else min(chunks, n_max)
         tokens = ids[:n_chunk * n_ctx].reshape(n_chunk, n_ctx)
         V = tokenizer.n_vocab
-        w_b = mod_b.load(base)
+        mod_b, w_b = load_weights(base, exact)
     if n_chunk < 1:
         raise CorpusError("--chunks must leave at least one chunk")
-    w_q = mod_q.load(quant)
+    mod_q, w_q = load_weights(quant, exact)
     first = n_ctx // 2
     rows_n = scored_positions(n_ctx)
     writer = Writer(write_base, n_ctx, V, tokens.reshape(-1)) if write_base else None
@@ -269,14 +271,14 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
             chunk = [int(t) for t in tokens[i]]
             nxt = tokens[i, first + 1:]
             if w_b is not None:
-                lb = chunk_logits(mod_b, w_b, _with_bos(chunk, bos_b), first)[:rows_n]
+                lb = chunk_logits(mod_b, w_b, _with_bos(chunk, bos_b), first, exact)[:rows_n]
                 _check_vocab(lb.shape[1], V, base, "base")
                 rows, _ = encode_rows(lb, nxt)
                 if writer is not None:
                     writer.add(rows)
             else:
                 rows = header.chunk(i)
-            lq = chunk_logits(mod_q, w_q, _with_bos(chunk, bos_q), first)[:rows_n]
+            lq = chunk_logits(mod_q, w_q, _with_bos(chunk, bos_q), first, exact)[:rows_n]
             _check_vocab(lq.shape[1], V, quant, "quantized")
             acc.add(lq, decode_rows(rows, V), nxt)
     finally:
