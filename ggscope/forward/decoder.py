@@ -259,7 +259,8 @@ def initial_state(w: Weights, kv_f16: bool = False, flash: bool = False) -> Stat
 
 def forward(weights: Weights, tokens: list[int], state: State | None = None,
             all_logits: bool = False, kv_f16: bool = False,
-            logits_from: int | None = None, flash_attn: bool = False) -> tuple[np.ndarray, State]:
+            logits_from: int | None = None, flash_attn: bool = False,
+            hidden: list | None = None) -> tuple[np.ndarray, State]:
     """Run ``tokens`` after the cached ones; the logits and the extended cache.
 
     ``logits_from=i`` gives the logits of every new token from the ``i``-th on
@@ -297,6 +298,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         x = (x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
+        if hidden is not None:                 # each layer's output, for per-layer attribution
+            hidden.append(x[max(0, min(int(logits_from or 0), T - 1)):].copy())
     if logits_from is not None:
         all_logits, x = True, x[max(0, min(int(logits_from), T - 1)):]
     rows = x if all_logits else x[-1:]

@@ -23,6 +23,11 @@ tools/perplexity/perplexity.cpp, ``perplexity`` and ``kl_divergence``):
   two NLLs for ln(PPL(Q)/PPL(base)), percentiles interpolated in float32, the median
   as the middle (or mean of the two middle) values.
 
+When both models are evaluated (not from a base file) and the architecture gives its
+hidden states (the transformer decoders), the report also carries per-layer
+attribution on the first chunk: each layer's output relative error and cosine against
+the base's (``layers``).
+
 Contract: ``evaluate(quant, *, base=None, base_file=None, text=None, n_ctx, chunks,
 write_base=None, exact=False, progress=None) -> KLDReport``; either ``base`` and ``text`` (the base
 is evaluated, and its rows are written to ``write_base`` when given) or ``base_file``
@@ -37,7 +42,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,7 +55,7 @@ from ggscope.forward.logprobs_file import (LogProbsFileError, Writer, decode_row
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["PERCENTILES", "KLDReport", "CorpusError", "evaluate", "chunk_logits", "Accumulator"]
+__all__ = ["PERCENTILES", "KLDReport", "LayerError", "layer_errors", "CorpusError", "evaluate", "chunk_logits", "Accumulator"]
 
 # (json key, fraction) in llama-perplexity's order; None = its median rule.
 PERCENTILES: tuple[tuple[str, float | None], ...] = (
@@ -147,6 +152,14 @@ class Accumulator:
 
 
 @dataclass(frozen=True)
+class LayerError:
+    """What one layer's output carries of the quantization (first chunk, scored rows)."""
+    layer: int
+    rel_error: float                 # ||h_Q - h_B|| / ||h_B||
+    cosine: float                    # mean over rows of cos(h_Q, h_B)
+
+
+@dataclass(frozen=True)
 class KLDReport:
     """llama-perplexity --kl-divergence's figures (value, uncertainty) pairs."""
     n_ctx: int
@@ -165,6 +178,7 @@ class KLDReport:
     dp_rms_pct: tuple[float, float]
     same_top_p_pct: tuple[float, float]
     notes: tuple[str, ...] = ()
+    layers: tuple[LayerError, ...] = ()      # per-layer error on the first chunk (both models run)
 
     @property
     def identical(self) -> bool:
@@ -201,7 +215,8 @@ def report(acc: Accumulator, n_ctx: int, n_chunk: int, notes: tuple[str, ...] = 
         (100 * same, 100 * math.sqrt(same * (1 - same) / (n - 1))), notes)
 
 
-def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = False) -> np.ndarray:
+def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = False,
+                 hidden: list | None = None) -> np.ndarray:
     """Logits [n_ctx - first, V] of positions ``first..`` of one chunk from an empty
     cache: one batch where the module evaluates batches, else token by token with the
     recurrent state carried (the recurrent families)."""
@@ -210,8 +225,9 @@ def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = Fa
         if "logits_from" in params:
             # llama-perplexity's defaults on a CPU: an F16 cache, flash attention on
             # (tiled: a chunk is at least 64 rows, see blocks._attend)
+            extra = {"hidden": hidden} if hidden is not None and "hidden" in params else {}
             logits, _ = module.forward(weights, chunk, None, kv_f16=not exact, logits_from=first,
-                                       flash_attn=not exact and len(chunk) >= 64)
+                                       flash_attn=not exact and len(chunk) >= 64, **extra)
             return np.asarray(logits, np.float32)
         rows, state = [], None
         for i, tok in enumerate(chunk):
@@ -263,6 +279,7 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
     first = n_ctx // 2
     rows_n = scored_positions(n_ctx)
     writer = Writer(write_base, n_ctx, V, tokens.reshape(-1)) if write_base else None
+    layers: tuple[LayerError, ...] = ()
     acc = Accumulator()
     try:
         for i in range(n_chunk):
@@ -270,15 +287,19 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
                 progress(i, n_chunk)
             chunk = [int(t) for t in tokens[i]]
             nxt = tokens[i, first + 1:]
+            hb = [] if (i == 0 and w_b is not None) else None
+            hq = [] if hb is not None else None
             if w_b is not None:
-                lb = chunk_logits(mod_b, w_b, _with_bos(chunk, bos_b), first, exact)[:rows_n]
+                lb = chunk_logits(mod_b, w_b, _with_bos(chunk, bos_b), first, exact, hb)[:rows_n]
                 _check_vocab(lb.shape[1], V, base, "base")
                 rows, _ = encode_rows(lb, nxt)
                 if writer is not None:
                     writer.add(rows)
             else:
                 rows = header.chunk(i)
-            lq = chunk_logits(mod_q, w_q, _with_bos(chunk, bos_q), first, exact)[:rows_n]
+            lq = chunk_logits(mod_q, w_q, _with_bos(chunk, bos_q), first, exact, hq)[:rows_n]
+            if hb and hq and len(hb) == len(hq):
+                layers = layer_errors([h[:rows_n] for h in hb], [h[:rows_n] for h in hq])
             _check_vocab(lq.shape[1], V, quant, "quantized")
             acc.add(lq, decode_rows(rows, V), nxt)
     finally:
@@ -286,7 +307,21 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
             writer.close()
     if progress is not None:
         progress(n_chunk, n_chunk)
-    return report(acc, n_ctx, n_chunk)
+    return replace(report(acc, n_ctx, n_chunk), layers=layers)
+
+
+def layer_errors(base: list[np.ndarray], quant: list[np.ndarray]) -> tuple["LayerError", ...]:
+    """Per layer, the quantization's hidden state against the base's over the scored
+    rows of one chunk: ||h_Q - h_B|| / ||h_B|| and the mean cosine of the rows."""
+    out = []
+    for il, (hb, hq) in enumerate(zip(base, quant)):
+        b, q = hb.astype(np.float64), hq.astype(np.float64)
+        nb = np.linalg.norm(b)
+        rel = float(np.linalg.norm(q - b) / nb) if nb else 0.0
+        den = np.linalg.norm(b, axis=1) * np.linalg.norm(q, axis=1)
+        cos = np.where(den > 0, (b * q).sum(axis=1) / np.where(den > 0, den, 1), 1.0)
+        out.append(LayerError(il, rel, float(cos.mean())))
+    return tuple(out)
 
 
 def _with_bos(chunk: list[int], bos: int | None) -> list[int]:

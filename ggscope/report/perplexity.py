@@ -7,7 +7,8 @@ tools/perplexity/perplexity.cpp, the end of ``kl_divergence``), so the two repor
 be laid side by side or diffed.  ``as_json`` names every figure as issue 28 lists
 them: ``ppl_base``, ``ppl_quant`` ({value, uncertainty}), ``ln_ppl_ratio``,
 ``kld_mean``, ``kld_percentiles`` ("max", "99.9", ..., "median", ..., "min"),
-``dp_rms_pct``, ``same_top_p_pct``, ``n_chunk``, and the rest of the block.
+``dp_rms_pct``, ``same_top_p_pct``, ``n_chunk``, and the rest of the block; below it,
+when both models ran, each layer's output error on the first chunk (``layers``).
 
 Contract: ``plain(report) -> str`` (numbers, and notes escaped by ``core.escape``);
 ``as_json(report) -> dict``.
@@ -46,7 +47,9 @@ def as_json(r: KLDReport) -> dict[str, Any]:
             "dp_mean_pct": _pair(r.dp_mean_pct),
             "dp_percentiles_pct": {k: r.dp_percentiles_pct[k] for k, _ in DP_PERCENTILES},
             "dp_rms_pct": _pair(r.dp_rms_pct), "same_top_p_pct": _pair(r.same_top_p_pct),
-            "identical": r.identical, "notes": list(r.notes)}
+            "identical": r.identical, "notes": list(r.notes),
+            "layers": [{"layer": e.layer, "rel_error": e.rel_error, "cosine": e.cosine}
+                       for e in r.layers]}
 
 
 def plain(r: KLDReport) -> str:
@@ -68,5 +71,9 @@ def plain(r: KLDReport) -> str:
     out += ["%s: %6.3f%%" % (DP_LABELS[k], r.dp_percentiles_pct[k]) for k, _ in DP_PERCENTILES]
     out.append("RMS Δp    : %6.3f ± %5.3f %%" % r.dp_rms_pct)
     out.append("Same top p: %6.3f ± %5.3f %%" % r.same_top_p_pct)
+    if r.layers:
+        out += ["", "====== Per-layer error (first chunk, scored positions) ======",
+                "layer   ||h_Q-h_base||/||h_base||    cosine"]
+        out += ["%5d   %26.6f   %9.6f" % (e.layer, e.rel_error, e.cosine) for e in r.layers]
     out += [escape_text(n) for n in r.notes]
     return "\n".join(out)

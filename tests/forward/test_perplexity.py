@@ -207,3 +207,34 @@ def test_gemma_pairs_against_llama_perplexity(name, quant):
                    base=open_model(str(Path(GEMMA_DIR) / "gemma-f16.gguf")),
                    text=CORPUS.read_text(), n_ctx=rec["ctx"], chunks=rec["chunks"])
     assert _close(render.as_json(rep), rec["report"], fa_off=rec["report_fa_off"]) == []
+
+
+def test_per_layer_error_is_each_layers_output_against_the_base(tiny_from_models):
+    """Issue 28 item 3 (first half): recomputed here from the layers' outputs over the
+    63 scored positions of the first chunk, in float64 with numpy's own norms."""
+    from ggscope.forward import load_weights
+    rep, written = tiny_from_models
+    assert [e.layer for e in rep.layers] == [0, 1]
+    tokens = [int(t) for t in read_header(str(written)).tokens[0]]
+    from ggscope.model.tokenizer import load as load_tokenizer
+    tokens[0] = load_tokenizer(open_model(str(TINY_BASE))).bos_id    # BOS, as llama-perplexity
+    outs = []
+    for path in (TINY_BASE, TINY_QUANT):
+        module, w = load_weights(open_model(str(path)))
+        hidden = []
+        module.forward(w, tokens, None, kv_f16=True, logits_from=64, flash_attn=True, hidden=hidden)
+        outs.append(hidden)
+    for e, hb, hq in zip(rep.layers, *outs):
+        hb, hq = hb[:63].astype(np.float64), hq[:63].astype(np.float64)
+        assert e.rel_error == pytest.approx(np.linalg.norm(hq - hb) / np.linalg.norm(hb), rel=1e-3)
+        cos = (hb * hq).sum(1) / np.linalg.norm(hb, axis=1) / np.linalg.norm(hq, axis=1)
+        assert e.cosine == pytest.approx(cos.mean(), abs=1e-4)
+    assert 0 < rep.layers[0].rel_error < 1 and rep.layers[-1].cosine < 1
+
+
+def test_per_layer_error_is_zero_for_the_same_file():
+    rep = evaluate(open_model(str(TINY_BASE)), base=open_model(str(TINY_BASE)),
+                   text=CORPUS.read_text(), n_ctx=128, chunks=2)
+    assert rep.layers and all(e.rel_error == 0 and e.cosine == pytest.approx(1) for e in rep.layers)
+    assert "Per-layer error" in render.plain(rep)
+    assert render.as_json(rep)["layers"][0] == {"layer": 0, "rel_error": 0.0, "cosine": rep.layers[0].cosine}
