@@ -47,7 +47,10 @@ ln(PPL(Q)/PPL(base)), mean KLD with its percentiles, Δp and RMS Δp, and "same 
 llama-perplexity's names.  --kl-divergence-base FILE with --corpus also writes A's
 log-probabilities to FILE; without --corpus it reads them from FILE (written by
 `llama-perplexity -m BASE -f TEXT --kl-divergence-base FILE` or by ggscope) instead
-of evaluating A.  The per-tensor comparison is skipped.
+of evaluating A.  The per-tensor comparison is skipped.  Below the block: each layer's
+output error on the first chunk (relative error and cosine against A's), and with
+--attribute every weight matrix of B ranked by how much of the first chunk's KLD goes
+away when that one tensor is given A's weights.
 
 Arithmetic: by default --logits and --corpus compute what llama.cpp computes on a CPU
 (activations rounded to each weight type's dot-product format as ggml-cpu rounds them;
@@ -82,7 +85,8 @@ With --corpus or --kl-divergence-base the object is the KL-divergence report ins
 "ppl_diff", "kld_mean", "dp_mean_pct", "dp_rms_pct", "same_top_p_pct" (each {"value",
 "uncertainty"}), "cor_ln_ppl_pct", "kld_percentiles" {"max", "99.9", "99.0", "95.0",
 "90.0", "median", "10.0", "5.0", "1.0", "0.1", "min"}, "dp_percentiles_pct",
-"identical", "notes"}; exit 0 when every scored position's KLD is 0, else 1.
+"identical", "notes", "layers": [{"layer", "rel_error", "cosine"}], "tensors": [{"name",
+"kld", "recovered"}]}; exit 0 when every scored position's KLD is 0, else 1.
 exit status: 0 identical, 1 different (files, or logits with --logits), 2 unreadable/damaged
 input or unreadable data, an architecture without a forward pass, bad token ids."""
 
@@ -107,6 +111,9 @@ def add_arguments(p) -> None:
     p.add_argument("--kl-divergence-base", metavar="FILE",
                    help="with --corpus: write A's log-probabilities to FILE; without: read "
                         "them from FILE (llama-perplexity's format) instead of evaluating A")
+    p.add_argument("--attribute", action="store_true",
+                   help="with --corpus: rank B's weight matrices by the KLD that giving each the "
+                        "base's weights recovers on the first chunk (one chunk pass per tensor)")
     p.add_argument("--exact", action="store_true",
                    help="with --logits/--corpus: the dequantized models as transformers computes "
                         "them (float32, nothing rounded); default: llama.cpp's CPU arithmetic")
@@ -151,7 +158,8 @@ def _corpus(args, a, b) -> int:
                 error(f"cannot read {args.corpus}: {exc.strerror or exc}")
                 return 2
             rep = evaluate(b, base=a, text=text, n_ctx=args.ctx, chunks=args.chunks,
-                           write_base=args.kl_divergence_base, exact=args.exact)
+                           write_base=args.kl_divergence_base, exact=args.exact,
+                           attribute=args.attribute)
         else:
             rep = evaluate(b, base_file=args.kl_divergence_base, chunks=args.chunks,
                            exact=args.exact)

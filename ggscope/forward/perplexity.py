@@ -26,10 +26,11 @@ tools/perplexity/perplexity.cpp, ``perplexity`` and ``kl_divergence``):
 When both models are evaluated (not from a base file) and the architecture gives its
 hidden states (the transformer decoders), the report also carries per-layer
 attribution on the first chunk: each layer's output relative error and cosine against
-the base's (``layers``).
+the base's (``layers``); with ``attribute=True`` also every weight matrix ranked by
+the KLD that giving it the base's weights recovers on that chunk (``attribution``).
 
 Contract: ``evaluate(quant, *, base=None, base_file=None, text=None, n_ctx, chunks,
-write_base=None, exact=False, progress=None) -> KLDReport``; either ``base`` and ``text`` (the base
+write_base=None, exact=False, attribute=False, progress=None) -> KLDReport``; either ``base`` and ``text`` (the base
 is evaluated, and its rows are written to ``write_base`` when given) or ``base_file``
 (a --kl-divergence-base file, by llama.cpp or by ggscope).  Memory per chunk: one
 chunk's logits of each model; the per-token KLD and Δp values (4 bytes each) are kept
@@ -179,6 +180,7 @@ class KLDReport:
     same_top_p_pct: tuple[float, float]
     notes: tuple[str, ...] = ()
     layers: tuple[LayerError, ...] = ()      # per-layer error on the first chunk (both models run)
+    tensors: tuple = ()                      # attribution.TensorGain, best first (attribute=True)
 
     @property
     def identical(self) -> bool:
@@ -245,7 +247,7 @@ def _bos(model: "ModelFile") -> tuple[int | None, "object"]:
 
 def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: str | None = None,
              text: str | None = None, n_ctx: int = 512, chunks: int = -1,
-             write_base: str | None = None, exact: bool = False,
+             write_base: str | None = None, exact: bool = False, attribute: bool = False,
              progress: Callable[[int, int], None] | None = None) -> KLDReport:
     """The KL-divergence report of ``quant`` against ``base`` (over ``text``) or a base file."""
     module_for(quant)                      # an unsupported architecture before any work
@@ -280,6 +282,7 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
     rows_n = scored_positions(n_ctx)
     writer = Writer(write_base, n_ctx, V, tokens.reshape(-1)) if write_base else None
     layers: tuple[LayerError, ...] = ()
+    tensors: tuple = ()
     acc = Accumulator()
     try:
         for i in range(n_chunk):
@@ -301,13 +304,18 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
             if hb and hq and len(hb) == len(hq):
                 layers = layer_errors([h[:rows_n] for h in hb], [h[:rows_n] for h in hq])
             _check_vocab(lq.shape[1], V, quant, "quantized")
-            acc.add(lq, decode_rows(rows, V), nxt)
+            base_lp = decode_rows(rows, V)
+            acc.add(lq, base_lp, nxt)
+            if attribute and i == 0 and w_b is not None and hasattr(w_q, "layers"):
+                from ggscope.forward.attribution import rank_tensors
+                tensors = rank_tensors(mod_q, w_q, w_b, _with_bos(chunk, bos_q), first, rows_n,
+                                       base_lp, nxt, exact)
     finally:
         if writer is not None:
             writer.close()
     if progress is not None:
         progress(n_chunk, n_chunk)
-    return replace(report(acc, n_ctx, n_chunk), layers=layers)
+    return replace(report(acc, n_ctx, n_chunk), layers=layers, tensors=tensors)
 
 
 def layer_errors(base: list[np.ndarray], quant: list[np.ndarray]) -> tuple["LayerError", ...]:

@@ -8,7 +8,8 @@ be laid side by side or diffed.  ``as_json`` names every figure as issue 28 list
 them: ``ppl_base``, ``ppl_quant`` ({value, uncertainty}), ``ln_ppl_ratio``,
 ``kld_mean``, ``kld_percentiles`` ("max", "99.9", ..., "median", ..., "min"),
 ``dp_rms_pct``, ``same_top_p_pct``, ``n_chunk``, and the rest of the block; below it,
-when both models ran, each layer's output error on the first chunk (``layers``).
+when both models ran, each layer's output error on the first chunk (``layers``) and,
+with --attribute, the tensors ranked by the KLD their base weights recover (``tensors``).
 
 Contract: ``plain(report) -> str`` (numbers, and notes escaped by ``core.escape``);
 ``as_json(report) -> dict``.
@@ -17,10 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ggscope.core.escape import escape_text
+from ggscope.core.escape import escape_text, json_text
 from ggscope.forward.perplexity import DP_PERCENTILES, PERCENTILES, KLDReport
 
-__all__ = ["plain", "as_json", "KLD_LABELS", "DP_LABELS"]
+__all__ = ["plain", "as_json", "KLD_LABELS", "DP_LABELS", "TOP_TENSORS"]
+
+TOP_TENSORS = 15            # tensors listed in the text; --json lists all
 
 # llama-perplexity's line labels for each percentile key.
 KLD_LABELS = {"max": "Maximum KLD", "99.9": "99.9%   KLD", "99.0": "99.0%   KLD",
@@ -49,7 +52,9 @@ def as_json(r: KLDReport) -> dict[str, Any]:
             "dp_rms_pct": _pair(r.dp_rms_pct), "same_top_p_pct": _pair(r.same_top_p_pct),
             "identical": r.identical, "notes": list(r.notes),
             "layers": [{"layer": e.layer, "rel_error": e.rel_error, "cosine": e.cosine}
-                       for e in r.layers]}
+                       for e in r.layers],
+            "tensors": [{"name": json_text(g.name), "kld": g.kld, "recovered": g.recovered}
+                        for g in r.tensors]}
 
 
 def plain(r: KLDReport) -> str:
@@ -75,5 +80,12 @@ def plain(r: KLDReport) -> str:
         out += ["", "====== Per-layer error (first chunk, scored positions) ======",
                 "layer   ||h_Q-h_base||/||h_base||    cosine"]
         out += ["%5d   %26.6f   %9.6f" % (e.layer, e.rel_error, e.cosine) for e in r.layers]
+    if r.tensors:
+        out += ["", "====== Tensors by KLD recovered with the base's weights (first chunk) ======",
+                "recovered KLD   KLD then   tensor"]
+        out += ["%13.6f   %8.6f   %s" % (g.recovered, g.kld, escape_text(g.name))
+                for g in r.tensors[:TOP_TENSORS]]
+        if len(r.tensors) > TOP_TENSORS:
+            out.append(f"... {len(r.tensors) - TOP_TENSORS} more in --json")
     out += [escape_text(n) for n in r.notes]
     return "\n".join(out)

@@ -238,3 +238,23 @@ def test_per_layer_error_is_zero_for_the_same_file():
     assert rep.layers and all(e.rel_error == 0 and e.cosine == pytest.approx(1) for e in rep.layers)
     assert "Per-layer error" in render.plain(rep)
     assert render.as_json(rep)["layers"][0] == {"layer": 0, "rel_error": 0.0, "cosine": rep.layers[0].cosine}
+
+
+def test_attribution_ranks_every_weight_matrix(capsys):
+    """Issue 28 item 3 (second half): every weight matrix of B, ranked by the first
+    chunk's KLD its base weights recover.  output.weight is Q8_0 in both files (the
+    same bytes), so giving it the base's weights recovers exactly nothing."""
+    rc = main(["diff", str(TINY_BASE), str(TINY_QUANT), "--corpus", str(CORPUS), "--ctx", "128",
+               "--chunks", "2", "--attribute", "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1
+    names = [t["name"] for t in out["tensors"]]
+    per_layer = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+    assert sorted(names) == sorted([f"blk.{i}.{n}.weight" for i in range(2) for n in per_layer]
+                                   + ["token_embd.weight", "output.weight"])
+    gains = [t["recovered"] for t in out["tensors"]]
+    assert gains == sorted(gains, reverse=True) and gains[0] > 0
+    same = next(t for t in out["tensors"] if t["name"] == "output.weight")
+    assert same["recovered"] == 0.0
+    first = out["tensors"][0]
+    assert first["kld"] == pytest.approx(same["kld"] - first["recovered"])
