@@ -7,10 +7,10 @@ for every quantized weight matrix, evaluate the first chunk once more with that 
 tensor replaced by the base file's (dequantized) weights, and measure how much of
 the mean KL divergence against the base goes away.  Issue 28 item 3.
 
-Contract: ``rank_tensors(module, w_quant, w_base, chunk, first, rows_n, base_logprobs,
-next_tokens, exact=False, progress=None) -> tuple[TensorGain, ...]``, best first:
-``recovered`` = KLD(quant) - KLD(quant with this tensor from the base), in nats
-(positive: replacing it helps).  Only the transformer decoders' weights are swapped
+Contract: ``rank_tensors(w_quant, w_base, kld, progress=None) -> tuple[TensorGain, ...]``,
+best first, where ``kld(weights)`` is the first chunk's mean KLD against the base
+(``perplexity`` gives it): ``recovered`` = KLD(quant) - KLD(quant with this tensor
+from the base), in nats (positive: replacing it helps).  Only the transformer decoders' weights are swapped
 (one chunk pass each: the cost is the number of weight matrices times one chunk);
 matrices whose shapes differ between the files are skipped.
 """
@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-
-import numpy as np
 
 __all__ = ["TensorGain", "rank_tensors", "LAYER_TENSORS"]
 
@@ -60,17 +58,9 @@ def _swaps(w_quant, w_base):
         yield "output.weight", replace(w_quant, output=w_base.output)
 
 
-def rank_tensors(module, w_quant, w_base, chunk: list[int], first: int, rows_n: int,
-                 base_logprobs: np.ndarray, next_tokens: np.ndarray, exact: bool = False,
+def rank_tensors(w_quant, w_base, kld: Callable[[object], float],
                  progress: Callable[[int, int], None] | None = None) -> tuple[TensorGain, ...]:
-    from ggscope.forward.perplexity import Accumulator, chunk_logits
-
-    def kld(weights) -> float:
-        acc = Accumulator()
-        acc.add(chunk_logits(module, weights, chunk, first, exact)[:rows_n], base_logprobs,
-                next_tokens)
-        return acc.s["kld"] / acc.count
-
+    """Every swappable tensor ranked by ``kld(w_quant) - kld(w_quant with it from the base)``."""
     swaps = list(_swaps(w_quant, w_base))
     start = kld(w_quant)
     out = []

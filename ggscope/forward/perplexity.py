@@ -251,13 +251,16 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
              progress: Callable[[int, int], None] | None = None) -> KLDReport:
     """The KL-divergence report of ``quant`` against ``base`` (over ``text``) or a base file."""
     module_for(quant)                      # an unsupported architecture before any work
-    bos_q, _ = _bos(quant)
+    bos_q, tok_q = _bos(quant)
     if base_file is not None:
         header = read_header(base_file)
         n_ctx, n_chunk, V = header.n_ctx, header.n_chunk, header.n_vocab
         if chunks >= 0:
             n_chunk = min(chunks, n_chunk)
         tokens = header.tokens[:n_chunk]
+        if V != tok_q.n_vocab:              # before any work is sized by the file's claims
+            raise CorpusError(f"{base_file}: the base's vocabulary has {V} tokens, "
+                              f"{quant.path} has {tok_q.n_vocab}: inconsistent vocabulary")
         mod_b = w_b = None
     else:
         if base is None or text is None:
@@ -308,8 +311,8 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
             acc.add(lq, base_lp, nxt)
             if attribute and i == 0 and w_b is not None and hasattr(w_q, "layers"):
                 from ggscope.forward.attribution import rank_tensors
-                tensors = rank_tensors(mod_q, w_q, w_b, _with_bos(chunk, bos_q), first, rows_n,
-                                       base_lp, nxt, exact)
+                tensors = rank_tensors(w_q, w_b, _chunk_kld(mod_q, _with_bos(chunk, bos_q), first,
+                                                            rows_n, base_lp, nxt, exact))
     finally:
         if writer is not None:
             writer.close()
@@ -330,6 +333,16 @@ def layer_errors(base: list[np.ndarray], quant: list[np.ndarray]) -> tuple["Laye
         cos = np.where(den > 0, (b * q).sum(axis=1) / np.where(den > 0, den, 1), 1.0)
         out.append(LayerError(il, rel, float(cos.mean())))
     return tuple(out)
+
+
+def _chunk_kld(module, chunk: list[int], first: int, rows_n: int, base_lp: np.ndarray,
+               nxt: np.ndarray, exact: bool) -> Callable[[object], float]:
+    """weights -> the mean KLD of one chunk against the base's log-probabilities."""
+    def kld(weights) -> float:
+        acc = Accumulator()
+        acc.add(chunk_logits(module, weights, chunk, first, exact)[:rows_n], base_lp, nxt)
+        return acc.s["kld"] / acc.count
+    return kld
 
 
 def _with_bos(chunk: list[int], bos: int | None) -> list[int]:

@@ -258,3 +258,13 @@ def test_attribution_ranks_every_weight_matrix(capsys):
     assert same["recovered"] == 0.0
     first = out["tensors"][0]
     assert first["kld"] == pytest.approx(same["kld"] - first["recovered"])
+
+
+def test_base_file_of_another_vocabulary_is_refused_before_any_work(tmp_path, capsys):
+    data = bytearray((REC / f"{TINY}.kld").read_bytes())
+    data[12:16] = struct.pack("<i", 1000)                 # n_vocab: the file still backs it?
+    bad = tmp_path / "other.kld"
+    bad.write_bytes(bytes(data) + bytes(2 * 2 * 63 * 1004))
+    rc = main(["diff", str(TINY_BASE), str(TINY_QUANT), "--kl-divergence-base", str(bad)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "inconsistent vocabulary" in err and len(err.strip().splitlines()) == 1
