@@ -33,7 +33,31 @@ llama.cpp's `llama-perplexity --kl-divergence` reports) and top-1 agreement (the
 fraction of positions where both files' most likely next token is the same).  This
 loads both files' weights as float32 in memory.  Supported architectures: those of
 `ggscope run` (llama, qwen2/3, gemma2/3, phi3, deepseek2 ...); any other is reported (exit 2).  With --metadata-only the per-tensor
-comparison is skipped and only metadata and logits are compared."""
+comparison is skipped and only metadata and logits are compared.
+
+--corpus TEXTFILE is llama-perplexity's --kl-divergence report over a whole text: the
+text is tokenized once with A's vocabulary, cut into chunks of --ctx tokens (at most
+--chunks of them), each chunk evaluated from an empty cache as one batch (its first
+token replaced by BOS where the vocabulary adds one), and the second half of every
+chunk scored.  A is the base: its log-probabilities are stored as llama-perplexity
+stores them (uint16 per token and row), and the report is computed from those, as
+llama-perplexity computes it from its --kl-divergence-base file: PPL(Q), PPL(base),
+ln(PPL(Q)/PPL(base)), mean KLD with its percentiles, Δp and RMS Δp, and "same top p"
+(how often both pick the same most likely token), each with its uncertainty, under
+llama-perplexity's names.  --kl-divergence-base FILE with --corpus also writes A's
+log-probabilities to FILE; without --corpus it reads them from FILE (written by
+`llama-perplexity -m BASE -f TEXT --kl-divergence-base FILE` or by ggscope) instead
+of evaluating A.  The per-tensor comparison is skipped.  Below the block: each layer's
+output error on the first chunk (relative error and cosine against A's), and with
+--attribute every weight matrix of B ranked by how much of the first chunk's KLD goes
+away when that one tensor is given A's weights.
+
+Arithmetic: by default --logits and --corpus compute what llama.cpp computes on a CPU
+(activations rounded to each weight type's dot-product format as ggml-cpu rounds them;
+with --corpus also llama-perplexity's F16 key/value cache and flash attention).
+--exact computes what the weights themselves mean: every weight dequantized to float32,
+activations never rounded, a float32 cache -- the model transformers' GGUF loader
+builds (transformer decoders only)."""
 EPILOG = """\
 examples:
   ggscope diff model-f32.gguf model-q4_k.gguf
@@ -42,6 +66,9 @@ examples:
   ggscope diff a.gguf b.gguf > /dev/null && echo same
   ggscope diff model-f16.gguf model-q4_k.gguf --logits "The capital of France is"
   ggscope diff --metadata-only --json a.bin b.bin --logits-tokens 34,105,110 | jq .logits.kl_mean
+  ggscope diff model-f16.gguf model-q4_k.gguf --corpus wiki.test.raw --ctx 512 --chunks 20
+  ggscope diff model-f16.gguf model-q4_k.gguf --corpus wiki.test.raw --kl-divergence-base f16.kld
+  ggscope diff model-f16.gguf model-q8_0.gguf --kl-divergence-base f16.kld --json | jq .kld_mean
 
 JSON: one object {"identical", "header": [{"field", "a", "b"}], "metadata": {"added",
 "removed", "changed"}, "counts", "tensors": [{"name", "status", "changes", "shape_a",
@@ -53,6 +80,13 @@ With --logits or --logits-tokens the object also has "logits": {"architecture_a"
 "max_abs_logit", "n_nonfinite", "positions": [{"index", "token", "kl", "top1_a",
 "top1_b", "max_abs_logit"}]}; position i is the prediction after tokens[0..i], and kl is
 null where either file's logits are NaN/Inf.
+With --corpus or --kl-divergence-base the object is the KL-divergence report instead:
+{"n_ctx", "n_chunk", "n_scored", "ppl_quant", "ppl_base", "ln_ppl_ratio", "ppl_ratio",
+"ppl_diff", "kld_mean", "dp_mean_pct", "dp_rms_pct", "same_top_p_pct" (each {"value",
+"uncertainty"}), "cor_ln_ppl_pct", "kld_percentiles" {"max", "99.9", "99.0", "95.0",
+"90.0", "median", "10.0", "5.0", "1.0", "0.1", "min"}, "dp_percentiles_pct",
+"identical", "notes", "layers": [{"layer", "rel_error", "cosine"}], "tensors": [{"name",
+"kld", "recovered"}]}; exit 0 when every scored position's KLD is 0, else 1.
 exit status: 0 identical, 1 different (files, or logits with --logits), 2 unreadable/damaged
 input or unreadable data, an architecture without a forward pass, bad token ids."""
 
@@ -68,6 +102,21 @@ def add_arguments(p) -> None:
                      help="also compare next-token distributions on TEXT: KL divergence, top-1 agreement")
     src.add_argument("--logits-tokens", metavar="IDS",
                      help="as --logits, with token ids (comma- or space-separated)")
+    src.add_argument("--corpus", metavar="TEXTFILE",
+                     help="llama-perplexity's KL-divergence report of B against A over a text file")
+    p.add_argument("--ctx", type=int, default=512, metavar="N",
+                   help="tokens per chunk with --corpus (llama-perplexity -c; default 512)")
+    p.add_argument("--chunks", type=int, default=-1, metavar="K",
+                   help="evaluate at most K chunks (llama-perplexity --chunks; default all)")
+    p.add_argument("--kl-divergence-base", metavar="FILE",
+                   help="with --corpus: write A's log-probabilities to FILE; without: read "
+                        "them from FILE (llama-perplexity's format) instead of evaluating A")
+    p.add_argument("--attribute", action="store_true",
+                   help="with --corpus: rank B's weight matrices by the KLD that giving each the "
+                        "base's weights recovers on the first chunk (one chunk pass per tensor)")
+    p.add_argument("--exact", action="store_true",
+                   help="with --logits/--corpus: the dequantized models as transformers computes "
+                        "them (float32, nothing rounded); default: llama.cpp's CPU arithmetic")
     p.add_argument("--tui", action="store_true", help="show the diff in the interactive browser")
     add_color_argument(p)
 
@@ -88,12 +137,44 @@ def _logits(args, a, b):
         ids, notes = tokens_for(a, b, args.logits)
     else:
         ids, notes = parse_ids(args.logits_tokens, "--logits-tokens"), ()
-    result = compare_logits(a, b, ids, notes=notes)
+    result = compare_logits(a, b, ids, notes=notes, exact=args.exact)
     from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
     try:
         return result.with_pieces(load_tokenizer(a).piece_bytes)    # candidates as text
     except TokenizerError:
         return result
+
+
+def _corpus(args, a, b) -> int:
+    """--corpus / --kl-divergence-base: the KL-divergence report alone."""
+    from ggscope.forward.perplexity import evaluate
+    from ggscope.report import perplexity as render
+    try:
+        if args.corpus is not None:
+            try:
+                with open(args.corpus, "rb") as f:
+                    text = f.read().decode("utf-8", errors="replace")
+            except OSError as exc:
+                error(f"cannot read {args.corpus}: {exc.strerror or exc}")
+                return 2
+            rep = evaluate(b, base=a, text=text, n_ctx=args.ctx, chunks=args.chunks,
+                           write_base=args.kl_divergence_base, exact=args.exact,
+                           attribute=args.attribute)
+        else:
+            rep = evaluate(b, base_file=args.kl_divergence_base, chunks=args.chunks,
+                           exact=args.exact)
+    except GGScopeError as exc:
+        error(str(exc))
+        return 2
+    except MemoryError:
+        error("not enough memory to hold both files' weights for --corpus")
+        return 2
+    if args.json:
+        from ggscope.report.jsonable import dumps
+        sys.stdout.write(dumps(render.as_json(rep)) + "\n")
+    else:
+        sys.stdout.write(render.plain(rep) + "\n")
+    return 0 if rep.identical else 1
 
 
 def run(args) -> int:
@@ -107,6 +188,8 @@ def run(args) -> int:
         return 2
     if args.tui:
         return _run_tui(a, b)
+    if args.corpus is not None or args.kl_divergence_base is not None:
+        return _corpus(args, a, b)
     logits = None
     if args.logits is not None or args.logits_tokens is not None:
         try:

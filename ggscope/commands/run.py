@@ -53,6 +53,9 @@ def add_arguments(p) -> None:
     p.add_argument("--no-bos", action="store_true", help="do not prepend the file's BOS token to --prompt")
     p.add_argument("--check", action="store_true", help="sanity mode: are the logits finite? entropy")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--exact", action="store_true",
+                   help="the dequantized model as transformers computes it (float32 weights and "
+                        "activations, nothing rounded); default: llama.cpp's CPU arithmetic")
     add_color_argument(p)
 
 
@@ -115,7 +118,7 @@ def _run(args) -> int:
     from ggscope.core import progress
     arch = F.architecture(mf)
     with progress.task(f"{arch}: loading weights", 2 + max(0, args.generate)) as bar:
-        weights = module.load(mf)
+        module, weights = F.load_weights(mf, args.exact)
         bar.update(1, desc=f"{arch}: forward pass over {len(ids)} tokens")
         logits, state = module.forward(weights, ids)
         bar.update(2, desc=f"{arch}: generating" if args.generate else None)

@@ -7,6 +7,7 @@ are a table of traits; the recurrent families keep a module each (``rwkv4.py`` .
 Every module has the same two functions::
 
     load(model: ModelFile) -> Weights          # name + shape checked, float32
+                                               # (decoder.load also takes exact=True)
     forward(weights, tokens, state=None) -> (logits_last[n_vocab] float32, state)
 
 This package keeps the one table of those modules (``ARCHITECTURES``), tells which
@@ -21,6 +22,7 @@ Modules are imported only when used, so importing this package costs nothing.
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Callable
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ARCHITECTURES", "Architecture", "UnsupportedArchitecture", "WeightError",
     "TokenError", "WeightMapper", "check_tokens", "architecture", "supported", "module_for", "run",
+    "load_weights",
 ]
 
 
@@ -84,6 +87,12 @@ class UnsupportedArchitecture(GGScopeError):
         super().__init__(
             f"{path}: no reference forward pass for architecture {arch!r} in a {fmt} file; "
             f"supported: {listed}")
+
+    @classmethod
+    def exact(cls, path: str, arch: str) -> "GGScopeError":
+        return GGScopeError(f"{path}: --exact: the {arch} forward pass computes only llama.cpp's "
+                            "arithmetic; the exact mode is there for the transformer decoders "
+                            "(llama, qwen2/3, gemma2/3, phi3, ...)")
 
 
 class WeightError(GGScopeError):
@@ -154,6 +163,17 @@ def module_for(model: "ModelFile") -> ModuleType:
     if entry is None or model.format not in entry.formats:
         raise UnsupportedArchitecture(model.path, arch, model.format)
     return importlib.import_module(f"{__name__}.{entry.module}")
+
+
+def load_weights(model: "ModelFile", exact: bool = False) -> tuple[ModuleType, Any]:
+    """``(module, weights)`` for ``model``; ``exact`` asks for the dequantized model without
+    llama.cpp's rounding (the transformer decoders have it; another module is refused)."""
+    module = module_for(model)
+    if not exact:
+        return module, module.load(model)
+    if "exact" not in inspect.signature(module.load).parameters:
+        raise UnsupportedArchitecture.exact(model.path, architecture(model))
+    return module, module.load(model, exact=True)
 
 
 def run(model: "ModelFile", tokens: list[int], state: Any = None) -> tuple[np.ndarray, Any]:

@@ -143,11 +143,14 @@ def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.n
 
 
 def _act(c: Config, x: np.ndarray) -> np.ndarray:
-    return gelu(x) if c.traits.act == "gelu" else silu(x)
+    """The FFN activation; GELU through ggml's fp16 table, or computed (``c.exact``)."""
+    if c.traits.act == "gelu":
+        return _gelu_exact(np.asarray(x, np.float32)).astype(np.float32) if c.exact else gelu(x)
+    return silu(x)
 
 
 def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,
-            swa: bool, f16: bool) -> np.ndarray:
+            swa: bool, f16: bool, flash: bool = False) -> np.ndarray:
     """Causal attention of q [T, H, Dk] over k [S, Hkv, Dk], v [S, Hkv, Dv] -> [T, H, Dv].
 
     Query head h reads key/value head h // (H / Hkv) (GQA).  The scores are scaled by
@@ -156,8 +159,13 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     layers, to the last ``n_swa`` positions (llama.cpp LLAMA_SWA_TYPE_STANDARD).  With
     an F16 cache, q and the probabilities are rounded to F16 as ggml-cpu rounds what it
     multiplies by an F16 k or v (the cache itself already holds rounded values).
+    ``flash`` is ggml-cpu's tiled flash attention instead (what llama.cpp runs when
+    flash attention is on -- llama-perplexity's default on a CPU -- and a batch has at
+    least GGML_FA_TILE_Q = 64 rows: ggml-cpu/ops.cpp
+    ggml_compute_forward_flash_attn_ext_tiled): k and v are read from the F16 cache
+    as float32, q and the probabilities stay float32.
     """
-    if f16:
+    if f16 and not flash:
         q = _f16(q)
     T, H = q.shape[0], q.shape[1]
     S, Hkv = k.shape[0], k.shape[1]
@@ -177,7 +185,7 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     scores = np.where(masked[None], np.float32(-np.inf), scores)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
-    if f16:
+    if f16 and not flash:
         probs = _f16(probs)
     out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
     return out.reshape(H, T, -1).transpose(1, 0, 2)                    # [T, H, Dv]
@@ -199,11 +207,11 @@ def _f16(x: np.ndarray) -> np.ndarray:
 
 
 def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool,
-               k_past: np.ndarray, v_past: np.ndarray, f16: bool):
+               k_past: np.ndarray, v_past: np.ndarray, f16: bool, flash: bool = False):
     """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache."""
     T, H, Hkv, Dk, Dv = h.shape[0], c.n_head, c.n_head_kv, c.head_k, c.head_v
     if c.traits.mla:
-        return _mla(c, w, L, h, pos, k_past, v_past, f16)
+        return _mla(c, w, L, h, pos, k_past, v_past, f16, flash)
     if L.wqkv is not None:
         qkv = _lin(h, L.wqkv, L.bqkv)
         q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
@@ -220,12 +228,12 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
     store = _f16 if f16 else (lambda a: a.astype(np.float32))
     k = np.concatenate([k_past, store(k)])
     v = np.concatenate([v_past, store(v)])
-    out = _attend(c, q, k, v, pos, swa, f16).reshape(T, H * Dv)
+    out = _attend(c, q, k, v, pos, swa, f16, flash).reshape(T, H * Dv)
     return _lin(out, L.wo, L.bo), k, v
 
 
 def _mla(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray,
-         k_past: np.ndarray, v_past: np.ndarray, f16: bool):
+         k_past: np.ndarray, v_past: np.ndarray, f16: bool, flash: bool = False):
     """deepseek2.cpp's multi-head latent attention, in its absorbed form when the file has
     attn_k_b / attn_v_b: a single shared key/value head over the normalised latent
     (plus the shared rope key), each query head's non-rope part mapped into latent space
@@ -245,7 +253,7 @@ def _mla(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray,
         qc = np.concatenate([q_pe, q_abs], axis=-1)                    # rope first, as llama.cpp
         k = np.concatenate([k_past, store(np.concatenate([k_pe, latent[:, None, :]], axis=-1))])
         v = np.concatenate([v_past, store(latent[:, None, :])])        # [S, 1, R]
-        o = _attend(c, qc, k, v, pos, False, f16)                      # [T, H, R]
+        o = _attend(c, qc, k, v, pos, False, f16, flash)               # [T, H, R]
         o = round_activations(o, getattr(L.wv_b, "vec_dot", None))
         o = np.einsum("thr,hvr->thv", o, np.asarray(L.wv_b))           # [T, H, Dv]
     else:
@@ -254,7 +262,7 @@ def _mla(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray,
         qc = np.concatenate([q_pe, q_nope], axis=-1)
         k = np.concatenate([k_past, store(k_new)])
         v = np.concatenate([v_past, store(kvb[..., nope:])])
-        o = _attend(c, qc, k, v, pos, False, f16)
+        o = _attend(c, qc, k, v, pos, False, f16, flash)
     return _lin(o.reshape(T, -1), L.wo, L.bo), k, v
 
 

@@ -25,16 +25,18 @@ them for each weight's type (``matmul.py``), GELU goes through ggml's fp16 table
 the token embedding stays in the file's encoding (rows decoded on lookup; a tied output
 streams it).  Every other weight is dequantized once, at load, to one float32 array.
 
-Contract: ``load(model) -> Weights``; ``forward(weights, tokens, state=None,
+Contract: ``load(model, exact=False) -> Weights`` (``exact``: no ggml rounding, the
+dequantized model as transformers computes it); ``forward(weights, tokens, state=None,
 all_logits=False, kv_f16=False) -> (logits, State)``: logits after the last token
-(``[n_vocab]``), or after every new token (``[T, n_vocab]``) with ``all_logits``;
+(``[n_vocab]``), or after every new token (``[T, n_vocab]``) with ``all_logits``
+(from the ``i``-th with ``logits_from=i``);
 ``State`` is the key/value cache (immutable; pass it back to continue), F32 unless
 ``kv_f16`` asks for llama.cpp's default F16 cache.  The file must stay open.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +68,7 @@ class State:
     keys: tuple[np.ndarray, ...]    # per layer [S, Hkv, Dk], already rotated
     values: tuple[np.ndarray, ...]  # per layer [S, Hkv, Dv]
     kv_f16: bool = False            # cache in F16 as llama.cpp's default (values rounded)
+    flash: bool = False             # attention as ggml-cpu's tiled flash attention
 
     @property
     def n_past(self) -> int:
@@ -74,8 +77,12 @@ class State:
 
 # ---- loading --------------------------------------------------------------------------------
 
-def load(model) -> Weights:
-    """Map a decoder file's tensors to float32 arrays, checking names and shapes."""
+def load(model, exact: bool = False) -> Weights:
+    """Map a decoder file's tensors to float32 arrays, checking names and shapes.
+
+    ``exact``: the model the weights mean, as transformers' GGUF path computes it --
+    weights dequantized to float32, activations never rounded to the weight type's
+    dot-product format, GELU computed rather than looked up in ggml's fp16 table."""
     legacy = model.format in LEGACY_FORMATS
     arch = architecture(model)
     if arch not in TRAITS:
@@ -89,10 +96,16 @@ def load(model) -> Weights:
         return key.replace("{i}", str(i)) if i is not None else key
 
     c = read_config(model, m, arch, legacy, name)
+    if exact:
+        c = replace(c, exact=True)
     C, V, H, Hkv = c.n_embd, c.n_vocab, c.n_head, c.n_head_kv
 
     def take(full: str, shape) -> np.ndarray:
-        return _typed(m.take(full, shape), model.tensor(full).type)
+        if exact:
+            return m.take(full, shape)                               # plain float32: no rounding
+        info = model.tensor(full)
+        raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
+        return _typed(m.take(full, shape), info.type, raw)
 
     def opt(gguf: str, i: int | None, shape) -> np.ndarray | None:
         """The tensor if the file has it; ``shape`` None takes the stored one (a width
@@ -155,6 +168,8 @@ def load(model) -> Weights:
             L.down, L.down_b = req("blk.{i}.ffn_down.weight", i, (C, F)), opt("blk.{i}.ffn_down.bias", i, (C,))
         layers.append(L)
     embed = _embedding(model, m, name("token_embd.weight"), (V, C))
+    if exact:
+        embed.vec_dot = None                                         # a tied output: x unrounded
     out_name = name("output.weight")
     output = take(out_name, (V, C)) if out_name and m.has(out_name) else embed   # tied
     norm = req("output_norm.weight", None, (C,))
@@ -227,7 +242,7 @@ def _load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
         L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
 
 
-def initial_state(w: Weights, kv_f16: bool = False) -> State:
+def initial_state(w: Weights, kv_f16: bool = False, flash: bool = False) -> State:
     """The empty cache (F32, or F16 as llama.cpp's default cache type).  MLA in its absorbed form caches one shared head: the rope key
     and the normalised latent; files with attn_kv_b cache every head expanded."""
     c = w.config
@@ -238,18 +253,24 @@ def initial_state(w: Weights, kv_f16: bool = False) -> State:
     else:
         shapes = ((c.n_head_kv, c.head_k), (c.n_head_kv, c.head_v))
     return State(tuple(np.zeros((0, *shapes[0]), np.float32) for _ in range(c.n_layer)),
-                 tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)), kv_f16)
+                 tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)), kv_f16,
+                 flash)
 
 
 def forward(weights: Weights, tokens: list[int], state: State | None = None,
-            all_logits: bool = False, kv_f16: bool = False) -> tuple[np.ndarray, State]:
+            all_logits: bool = False, kv_f16: bool = False,
+            logits_from: int | None = None, flash_attn: bool = False,
+            hidden: list | None = None) -> tuple[np.ndarray, State]:
     """Run ``tokens`` after the cached ones; the logits and the extended cache.
 
+    ``logits_from=i`` gives the logits of every new token from the ``i``-th on
+    (``[T - i, n_vocab]``: what llama.cpp's batch asks for with its ``logits`` flags),
+    so the output projection costs only the rows that are scored.
     ``kv_f16`` (for a new cache) keeps keys and values in F16 as llama.cpp's default
     cache does; F32 (the default here) is llama.cpp's ``--cache-type-k/v f32``."""
     c = weights.config
     ids = check_tokens(tokens, c.n_vocab)
-    state = initial_state(weights, kv_f16) if state is None else state
+    state = initial_state(weights, kv_f16, flash_attn) if state is None else state
     P, T = state.n_past, len(ids)
     pos = np.arange(P, P + T)                                          # [T]
     x = weights.embed.rows(ids)                                        # [T, C]
@@ -263,7 +284,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
         swa = c.swa_layers[il] if c.swa_layers else False
         a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa,
-                             kp, vp, state.kv_f16)
+                             kp, vp, state.kv_f16, state.flash)
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
         x = x + a
@@ -277,6 +298,10 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         x = (x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
+        if hidden is not None:                 # each layer's output, for per-layer attribution
+            hidden.append(x[max(0, min(int(logits_from or 0), T - 1)):].copy())
+    if logits_from is not None:
+        all_logits, x = True, x[max(0, min(int(logits_from), T - 1)):]
     rows = x if all_logits else x[-1:]
     h = _norm(c, rows, weights.output_norm, weights.output_norm_b)
     logits = _lin(h, weights.output, weights.output_b)                 # [T', V]
@@ -284,4 +309,5 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         cap = np.float32(c.final_softcap)
         logits = np.tanh(logits / cap) * cap
     logits = logits.astype(np.float32)
-    return (logits if all_logits else logits[0]), State(tuple(keys), tuple(values), state.kv_f16)
+    return (logits if all_logits else logits[0]), State(tuple(keys), tuple(values), state.kv_f16,
+                                                        state.flash)

@@ -12,7 +12,7 @@ Contract
 * ``check(model, tokens) -> CheckResult``: load the weights, feed ``tokens`` and judge
   the logits after the last one; ``check_logits(logits, ...)`` judges logits already
   computed.  Entropy is in nats, computed in float64; ``None`` when a logit is NaN/Inf.
-* ``compare_logits(a, b, tokens, progress=None) -> LogitsDiff``: ``a`` is the
+* ``compare_logits(a, b, tokens, progress=None, exact=False) -> LogitsDiff``: ``a`` is the
   reference (as in ``ggscope diff``).  Both files get the same token ids, one token at
   a time with the state carried, so position ``i`` holds the two distributions of the
   token *after* ``tokens[:i+1]``.  Per position, in float64:
@@ -187,15 +187,16 @@ def _position(index: int, token: int, la: np.ndarray, lb: np.ndarray) -> Positio
 
 def compare_logits(a: "ModelFile", b: "ModelFile", tokens: Sequence[int],
                    progress: Callable[[int, int], None] | None = None,
-                   notes: Sequence[str] = ()) -> LogitsDiff:
+                   notes: Sequence[str] = (), exact: bool = False) -> LogitsDiff:
     """Feed ``tokens`` to both files and compare their next-token distributions per position."""
     mod_a, mod_b = module_for(a), module_for(b)        # both unsupported-checks before loading
     ids = [int(t) for t in tokens]
     if not ids:
         from ggscope.forward import TokenError
         raise TokenError("no tokens to compare: the prompt is empty")
-    wa = mod_a.load(a)
-    wb = mod_b.load(b)
+    from ggscope.forward import load_weights
+    mod_a, wa = load_weights(a, exact)
+    mod_b, wb = load_weights(b, exact)
     state_a = state_b = None
     positions = []
     n_vocab = 0

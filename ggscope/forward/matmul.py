@@ -14,7 +14,8 @@ in the file's memory map, rows are decoded on lookup, and the product decodes bo
 chunks of rows into one reused float32 buffer.
 
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
-``Mat``, a plain array or ``StreamedRows``); ``typed(arr, ggml_type)`` tags a weight;
+``Mat``, a plain array or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
+weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
 ``round_activations(x, kind)`` is the conversion alone.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ from ggscope.core.errors import GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.quant import decode_into, dequantizer
 
-__all__ = ["Mat", "StreamedRows", "linear", "typed", "round_activations", "CHUNK_ELEMS"]
+__all__ = ["Mat", "StreamedRows", "linear", "typed", "round_activations", "q8_1_sum_correction",
+           "CHUNK_ELEMS"]
 
 CHUNK_ELEMS = 1 << 22          # rows decoded per step of a streamed product: 16 MiB of float32
 
@@ -40,22 +42,53 @@ _VEC_DOT = {"F16": "f16", "BF16": "bf16",
                                    "TQ1_0", "TQ2_0")}}
 
 
+# Types whose blocks carry a min (x = d*q + m): ggml-cpu multiplies them by Q8_1 blocks,
+# whose fp16 field s = d*sum(q) stands for the activations' block sum (ggml-common.h
+# block_q8_1; ggml-cpu/arch/x86/quants.c ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1: sumf +=
+# d_x*d_y*sumi + m_x*s_y).  The block layout keeps m as the second fp16.
+_WITH_MIN = {"Q4_1": 20, "Q5_1": 24}
+
+
 class Mat(np.ndarray):
     """A float32 weight that remembers how llama.cpp rounds what it multiplies
-    (``vec_dot``: None for F32 weights).  Views (an expert's slice) keep it."""
+    (``vec_dot``: None for F32 weights) and, for Q4_1 / Q5_1, its blocks' mins
+    ([out, in/32], for the Q8_1 s term).  Views (an expert's slice) keep them."""
     vec_dot: str | None = None
+    mins: np.ndarray | None = None
 
     def __array_finalize__(self, obj) -> None:
         self.vec_dot = getattr(obj, "vec_dot", None)
+        self.mins = getattr(obj, "mins", None)
 
 
-def typed(arr: np.ndarray, ggml_type: str) -> np.ndarray:
+def typed(arr: np.ndarray, ggml_type: str, raw: np.ndarray | None = None) -> np.ndarray:
+    """``arr`` tagged with its type's activation rounding; ``raw`` (the tensor's bytes)
+    gives a Q4_1 / Q5_1 matrix its block mins."""
     kind = _VEC_DOT.get(ggml_type)
     if kind is None or arr.ndim < 2:
         return arr
     out = arr.view(Mat)
     out.vec_dot = kind
+    block = _WITH_MIN.get(ggml_type)
+    if block is not None and raw is not None and arr.ndim == 2 and arr.shape[1] % 32 == 0:
+        blocks = np.frombuffer(np.ascontiguousarray(raw).tobytes(), np.uint8).reshape(-1, block)
+        if blocks.shape[0] == arr.size // 32:
+            out.mins = blocks[:, 2:4].copy().view("<f2").astype(np.float32).reshape(
+                arr.shape[0], arr.shape[1] // 32)
     return out
+
+
+def q8_1_sum_correction(x: np.ndarray, mins: np.ndarray) -> np.ndarray:
+    """What ggml's Q8_1 ``s`` field adds over the rounded activations' own block sums:
+    ``(fp16(d*sum(q)) - fp16(d)*sum(q)) @ mins.T`` for x [T, in], mins [out, in/32]."""
+    T, n = x.shape
+    xb = np.asarray(x, np.float32).reshape(T, n // 32, 32)
+    d = np.abs(xb).max(axis=-1) / np.float32(127)                          # [T, nb]
+    inv = np.divide(np.float32(1), d, out=np.zeros_like(d), where=d > 0)
+    qsum = np.rint(xb * inv[..., None]).sum(axis=-1, dtype=np.float32)     # [T, nb]
+    s16 = (d * qsum).astype(np.float16).astype(np.float32)
+    d16 = d.astype(np.float16).astype(np.float32)
+    return (s16 - d16 * qsum) @ mins.T                                     # [T, out]
 
 
 def round_activations(x: np.ndarray, kind: str | None) -> np.ndarray:
@@ -150,6 +183,9 @@ def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
     if isinstance(w, StreamedRows):
         y = w.project(x)
     else:
-        x = round_activations(np.asarray(x), getattr(w, "vec_dot", None))
-        y = x @ np.asarray(w).T
+        mins = getattr(w, "mins", None)
+        xr = round_activations(np.asarray(x), getattr(w, "vec_dot", None))
+        y = xr @ np.asarray(w).T
+        if mins is not None and x.ndim == 2 and mins.shape == (y.shape[-1], x.shape[1] // 32):
+            y = y + q8_1_sum_correction(x, mins)
     return y + b if b is not None else y

@@ -104,6 +104,7 @@ class Config:
     n_dense_lead: int = 0
     mla_rank: int = 0                # kv_lora_rank
     mla_nope: int = 0                # qk_nope head dim
+    exact: bool = False              # --exact: no ggml rounding anywhere (decoder.load)
 
 
 
