@@ -105,7 +105,12 @@ def load(model, exact: bool = False) -> Weights:
             return m.take(full, shape)                               # plain float32: no rounding
         info = model.tensor(full)
         raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
-        return _typed(m.take(full, shape), info.type, raw)
+        values = m.take(full, shape)
+        try:
+            return _typed(values, info.type, raw)
+        except ValueError as exc:       # blocks that do not tile the claimed shape: the file's fault
+            raise WeightError(f"{model.path}: tensor {full!r} ({info.type}): its blocks do not fit its "
+                              f"shape: {exc}") from None
 
     def opt(gguf: str, i: int | None, shape) -> np.ndarray | None:
         """The tensor if the file has it; ``shape`` None takes the stored one (a width
