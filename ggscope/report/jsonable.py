@@ -86,8 +86,10 @@ def _string_array_text(v: StringArray) -> str | None:
         return None
     if len(v) == 0:
         return "[]"
-    if _cjson is not None and v.starts.dtype == np.int64 and v.lens.dtype == np.int64:
-        text = _cjson.join_json(v._arr, v.starts, v.lens, v.width)    # one copy, checked as it goes
+    if _cjson is not None and v._arr.flags.c_contiguous:
+        rel = v.rel if v.rel is not None else b""                     # one copy, checked as it goes
+        text = _cjson.join_json(v._arr, v.first, np.ascontiguousarray(v.lens), v.lens.itemsize,
+                                rel, v.rel.itemsize if v.rel is not None else 0, v.width, v.tail)
         if text is None:
             return None
         try:
