@@ -16,7 +16,8 @@ here costs about one byte per short string:
 
 The contract: ``len``, indexing (one string decoded), ``raw(i)``, ``tolist()`` (all
 decoded in one pass and cached), ``offsets(lo, hi)`` and ``lengths(lo, hi)`` (int64
-arrays made on demand for a range), ``blocks()`` (the same, a bounded block at a time:
+arrays made on demand for a range), ``part(lo, hi)`` (a range as a StringArray of its
+own), ``blocks()`` (offsets and lengths, a bounded block at a time:
 every bulk pass here walks the array that way, so no pass allocates 16 bytes a
 string), ``nbytes`` (what the store itself holds).  It compares equal to the list of its
 strings.  The file's bytes are read, never written.
@@ -88,10 +89,12 @@ class StringArray(Sequence):
         """Absolute start of every ``_BLOCK``-th element of a contiguous array."""
         if self._marks is None:
             n = len(self.lens)
-            idx = np.arange(0, n, _BLOCK)
-            sums = np.add.reduceat(self.lens, idx, dtype=np.int64) if n else np.zeros(0, np.int64)
-            marks = np.empty(len(idx), dtype=np.int64)
-            if len(idx):
+            full = n // _BLOCK * _BLOCK        # a buffered sum: no int64 copy of the lengths
+            sums = self.lens[:full].reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
+            if full < n:
+                sums = np.append(sums, np.int64(self.lens[full:].sum(dtype=np.int64)))
+            marks = np.empty(-(-n // _BLOCK), dtype=np.int64)
+            if n:
                 marks[0] = self.first
                 np.cumsum(sums[:-1] + _BLOCK * (self.width + self.tail), out=marks[1:])
                 marks[1:] += self.first
@@ -100,7 +103,7 @@ class StringArray(Sequence):
 
     def offsets(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """Absolute offsets of the prefixes of elements ``lo..hi-1`` (int64, made now)."""
-        hi = len(self) if hi is None else hi
+        hi = len(self) if hi is None else min(hi, len(self))
         if hi <= lo:
             return np.zeros(0, np.int64)
         if self.rel is not None:
@@ -125,6 +128,16 @@ class StringArray(Sequence):
         for lo in range(0, n, chunk):
             hi = min(n, lo + chunk)
             yield lo, hi, self.offsets(lo, hi), self.lengths(lo, hi)
+
+    def part(self, lo: int, hi: int) -> StringArray:
+        """Elements ``lo..hi-1`` as a StringArray of their own (a view of the same store)."""
+        lo, hi = max(0, lo), min(len(self), hi)
+        hi = max(lo, hi)
+        if self.rel is not None:
+            return StringArray(self._arr, self.first, self.lens[lo:hi], self.width, self.encoding,
+                               rel=self.rel[lo:hi])
+        first = int(self.offsets(lo, lo + 1)[0]) if hi > lo else self.first
+        return StringArray(self._arr, first, self.lens[lo:hi], self.width, self.encoding, tail=self.tail)
 
     # -- the strings -----------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import numpy as np
 from ggscope.model.modelfile import ModelFile
 from ggscope.model.summary import chat_templates
 from ggscope.core.escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
-from ggscope.report.jsonable import dumps, jsonable, value_json
+from ggscope.report.jsonable import dumps, jsonable, write_value_json
 
 __all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes"]
 
@@ -105,7 +105,7 @@ def write_json(mf: ModelFile, out: TextIO) -> None:
         inner = "{"
         for k, v in mf.metadata.items():
             out.write(f"{inner}{dumps(json_key(str(k)), converted=True)}: ")
-            out.write(value_json(v))
+            write_value_json(v, out)
             inner = ", "
         out.write("{}" if inner == "{" else "}")
     out.write("}")

@@ -35,7 +35,9 @@ try:
 except ImportError:
     _cjson = None
 
-__all__ = ["jsonable", "value_json", "dumps"]
+__all__ = ["jsonable", "value_json", "write_value_json", "dumps"]
+
+_PART = 1 << 18          # strings per piece of a string array's JSON text
 
 
 def _float(x: float) -> Any:
@@ -178,11 +180,35 @@ def value_json(v: Any) -> str:
     """``dumps(v)``, character for character; string arrays that need no escaping are
     written from their bytes without a Python string per element."""
     if isinstance(v, StringArray):
-        text = _string_array_text(v)
-        if text is not None:
-            return json_safe(text)
+        return "".join(_string_array_pieces(v))
     if isinstance(v, np.ndarray):
         text = _number_array_text(v)
         if text is not None:
             return text
     return dumps(v)
+
+
+def write_value_json(v: Any, out) -> None:
+    """``out.write(value_json(v))`` in pieces: a string array's text is made and written
+    ``_PART`` strings at a time, so 16 M strings never hold their whole text (and its
+    encoded copy) at once - memory stays near the file's size (issue 23, item 6)."""
+    if isinstance(v, StringArray):
+        for piece in _string_array_pieces(v):
+            out.write(piece)
+    else:
+        out.write(value_json(v))
+
+
+def _string_array_pieces(v: StringArray):
+    """The pieces of ``dumps(v)``: each part of ``_PART`` strings written from its bytes
+    when it needs no escaping, else by ``dumps``; JSON's list text is the parts' items
+    joined by ", ", so the pieces join to exactly the text of the whole array."""
+    n = len(v)
+    if n == 0:
+        yield "[]"
+        return
+    for lo in range(0, n, _PART):
+        part = v.part(lo, lo + _PART) if n > _PART else v
+        text = _string_array_text(part)
+        text = json_safe(text) if text is not None else dumps(part)
+        yield ("[" if lo == 0 else ", ") + text[1:-1] + ("]" if lo + _PART >= n else "")
