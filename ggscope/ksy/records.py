@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ggscope.ksy.scan import StringArray
+from ggscope.ksy.strings import StringArray
 
 __all__ = ["FieldPlan", "RecordStop", "scan_records", "RecordArray", "Ragged"]
 

@@ -107,7 +107,8 @@ def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bo
     what ``StringArray(arr, start, lens, width, encoding, tail=tail)`` takes.  Raises
     ``ScanStop`` at the first element that would pass ``limit``.
     """
-    if _cscan is not None and arr.flags.c_contiguous:
+    limit = min(limit, arr.size)          # no element lies past the buffer, whatever was claimed
+    if _cscan is not None and arr.flags.c_contiguous and 0 <= start:
         done, end, top = _cscan.scan(arr, start, n, width, le, limit, tail)
         if done < n:
             raise ScanStop(done, end)

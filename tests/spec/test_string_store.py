@@ -142,3 +142,19 @@ def test_many_empty_strings_cost_about_a_byte_each(tmp_path):
     assert numba == "False"
     assert int(opened) < 2 * n + (24 << 20)                   # the store plus the imports
     assert int(peak) < 4 * n + (24 << 20)                     # one part of text at a time
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_limit_past_the_buffer_stops_at_its_end(compiled, monkeypatch):
+    """A stream that claims more bytes than the buffer holds: the walk stops where the
+    buffer ends (ScanStop at the element that does not fit), never reads past it."""
+    if compiled and scan_mod._cscan is None:
+        pytest.skip("ggscope.ksy._cscan not built")
+    if not compiled:
+        monkeypatch.setattr(scan_mod, "_cscan", None)
+    arr, starts = _array([b"ab", b"", b"cde"])
+    lens, end = scan_length_prefixed(arr, 5, 3, 8, True, len(arr) + 1000)
+    assert lens.tolist() == [2, 0, 3] and end == len(arr)
+    with pytest.raises(scan_mod.ScanStop) as e:
+        scan_length_prefixed(arr[:-1], 5, 3, 8, True, len(arr) + 1000)
+    assert (e.value.index, e.value.offset) == (2, starts[2])
