@@ -16,7 +16,9 @@ UTF-8 check of a ``StringArray``) costs a few milliseconds where one Python call
 element costs ten times that, and ``value_json`` writes a string array that needs no
 escaping straight from its bytes, and an array of integers (or of floats that are all
 whole numbers below 1e16: token scores) as digits computed column by column in numpy,
-without a Python int or float per element (issue 18, item 5).
+without a Python int or float per element (issue 18, item 5).  ``write_value_json``
+writes a string array a part at a time, so 16 M strings never hold their whole text and
+its encoded copy at once (issue 23, item 6).
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ numba, plus the file).
 from __future__ import annotations
 
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -135,7 +136,7 @@ def test_many_empty_strings_cost_about_a_byte_each(tmp_path):
         fh.write(s(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, n))
         fh.write(b"\0" * (8 * n))
     r = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD), str(p)], capture_output=True, text=True,
-                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}, cwd=REPO)
+                       env=dict(os.environ, PYTHONPATH=str(REPO)), cwd=REPO)
     assert r.returncode == 0, r.stderr[-2000:]
     count, opened, peak, written, numba = r.stdout.split()
     assert int(count) == n and int(written) == 4 * n          # '""' and ', ' per string, brackets
