@@ -1,4 +1,4 @@
-"""The optional C extensions (csrc/_cstats.c, _cpairs.c, _cjson.c, _guard.c).
+"""The optional C extensions (csrc/_cstats.c, _cpairs.c, _cjson.c, _guard.c, _cscan.c).
 
 Why a setup.py beside pyproject.toml: setuptools declares C extensions only here.  The
 extension is optional: without a C compiler or Python's headers the install still
@@ -22,4 +22,5 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                    Extension("ggscope.diff._cpairs", ["csrc/_cpairs.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
                    Extension("ggscope.report._cjson", ["csrc/_cjson.c"], extra_compile_args=FLAGS, optional=True),
-                   Extension("ggscope.source._guard", ["csrc/_guard.c"], extra_compile_args=FLAGS, optional=True)])
+                   Extension("ggscope.source._guard", ["csrc/_guard.c"], extra_compile_args=FLAGS, optional=True),
+                   Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True)])

@@ -7,36 +7,56 @@
    Llama-3 header.  Here each string is copied once and checked as it is copied.  The
    build is optional (setup.py); ggscope.report.jsonable keeps the numpy route.
 
-   join_json(buf, starts, lens, width) -> bytes | None: ``["s0", "s1", ...]`` where
-   string i is ``buf[starts[i] + width : ... + lens[i]]`` (starts, lens: int64 buffers of
-   one length), or None when a string holds a byte JSON would escape (below 0x20, '"' or
-   '\\') -- the caller then takes the general route.  UTF-8 validity is the caller's
-   check (it decodes the result).  A string outside ``buf`` raises ValueError. */
+   join_json(buf, first, lens, lsize, rel, rsize, width, tail) -> bytes | None: the
+   strings of a ggscope.ksy.strings.StringArray as ``["s0", "s1", ...]``.  ``lens``: n
+   unsigned lengths of ``lsize`` bytes (1, 2, 4 or 8).  String i's prefix is at ``first +
+   rel[i]`` (``rel``: n unsigned offsets of ``rsize`` bytes, 4 or 8) or, when ``rel`` is
+   empty (rsize 0), right after element i-1's prefix, string and ``tail`` bytes (the
+   first at ``first``); its bytes follow its ``width``-byte prefix.  None when a string
+   holds a byte JSON would escape (below 0x20, '"' or '\\') -- the caller then takes
+   the general route.  UTF-8 validity is the caller's check (it decodes the result).  A
+   string outside ``buf`` raises ValueError.  No array of n positions is made. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
+static inline uint64_t item(const void *p, Py_ssize_t size, Py_ssize_t i) {
+    switch (size) {
+        case 1: return ((const uint8_t *) p)[i];
+        case 2: return ((const uint16_t *) p)[i];
+        case 4: return ((const uint32_t *) p)[i];
+        default: return ((const uint64_t *) p)[i];
+    }
+}
+
+static int good_size(Py_ssize_t s) { return s == 1 || s == 2 || s == 4 || s == 8; }
+
 static PyObject *join_json(PyObject *self, PyObject *args) {
-    Py_buffer buf, st, ln;
-    Py_ssize_t width;
-    if (!PyArg_ParseTuple(args, "y*y*y*n", &buf, &st, &ln, &width)) return NULL;
+    Py_buffer buf, ln, rl;
+    Py_ssize_t first, lsize, rsize, width, tail;
+    if (!PyArg_ParseTuple(args, "y*ny*ny*nnn", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail)) return NULL;
     PyObject *res = NULL;
-    const int64_t *starts = st.buf, *lens = ln.buf;
-    const Py_ssize_t n = st.len / 8;
-    if (st.len % 8 || ln.len != st.len || width < 0) {
-        PyErr_SetString(PyExc_ValueError, "join_json(buf, starts int64, lens int64 of one length, width >= 0)");
+    const Py_ssize_t n = good_size(lsize) ? ln.len / lsize : 0;
+    if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
+        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0) {
+        PyErr_SetString(PyExc_ValueError, "join_json(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0)");
         goto done;
     }
     /* the size first, checking every string lies inside the buffer */
     Py_ssize_t total = 2 + (n ? 4 * n - 2 : 0);     /* [ ] and '"' + '", "' between */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t s = starts[i], l = lens[i];
-        if (s < 0 || l < 0 || s > buf.len - width || l > buf.len - width - s) {
-            PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", i);
-            goto done;
+    {
+        uint64_t p = (uint64_t) first;
+        const uint64_t size = (uint64_t) buf.len;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            const uint64_t s = rsize ? (uint64_t) first + item(rl.buf, rsize, i) : p, l = item(ln.buf, lsize, i);
+            if (s > size || (uint64_t) width > size - s || l > size - s - (uint64_t) width) {
+                PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", i);
+                goto done;
+            }
+            total += (Py_ssize_t) l;
+            p = s + (uint64_t) width + l + (uint64_t) tail;
         }
-        total += (Py_ssize_t) l;
     }
     res = PyBytes_FromStringAndSize(NULL, total);
     if (res == NULL) goto done;
@@ -45,6 +65,7 @@ static PyObject *join_json(PyObject *self, PyObject *args) {
         const unsigned char *src = buf.buf;
         int bad = 0;
         Py_BEGIN_ALLOW_THREADS
+        uint64_t at = (uint64_t) first;
         *o++ = '[';
         for (Py_ssize_t i = 0; i < n && !bad; i++) {
             if (i) {
@@ -53,16 +74,18 @@ static PyObject *join_json(PyObject *self, PyObject *args) {
             } else {
                 *o++ = '"';
             }
-            const unsigned char *p = src + starts[i] + width;
-            const int64_t l = lens[i];
+            const uint64_t s = rsize ? (uint64_t) first + item(rl.buf, rsize, i) : at;
+            const uint64_t l = item(ln.buf, lsize, i);
+            const unsigned char *p = src + s + width;
             unsigned char flag = 0;
-            for (int64_t j = 0; j < l; j++) {
+            for (uint64_t j = 0; j < l; j++) {
                 const unsigned char c = p[j];
                 flag |= (c < 0x20) | (c == '"') | (c == '\\');
                 o[j] = (char) c;
             }
             bad = flag;
             o += l;
+            at = s + (uint64_t) width + l + (uint64_t) tail;
         }
         if (n) *o++ = '"';
         *o++ = ']';
@@ -75,8 +98,8 @@ static PyObject *join_json(PyObject *self, PyObject *args) {
     }
 done:
     PyBuffer_Release(&buf);
-    PyBuffer_Release(&st);
     PyBuffer_Release(&ln);
+    PyBuffer_Release(&rl);
     return res;
 }
 

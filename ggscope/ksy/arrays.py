@@ -130,7 +130,7 @@ class ArrayReader:
                             expected=n * p.size, remaining=io.remaining)
         limit = io.base + io.size
         try:
-            starts, lens, end = scan_length_prefixed(self.arr, start, n, p.size, le, limit, tail)
+            lens, end = scan_length_prefixed(self.arr, start, n, p.size, le, limit, tail)
         except ScanStop as stop:
             # re-read the failing element exactly to report the precise field
             io.pos = stop.offset - io.base
@@ -144,21 +144,23 @@ class ArrayReader:
             io.pos = start - io.base       # the scan and the element disagree: read one by one
             return None
         io.pos = end - io.base
-        fields = {}
-        for tf, ofs, tle in tails:
+        value = StringArray(self.arr, start, lens, p.size,
+                            (data_f.encoding or "utf-8") if data_f.tref.kind == "str" else None, tail=tail)
+        for tf, ofs, tle in tails:         # read block by block: no (n, size) index array
             tp = tf.tref.prim
-            at = starts + p.size + lens + ofs
-            raw = self.arr[at[:, None] + np.arange(tp.size)] if n else np.zeros((0, tp.size), np.uint8)
-            fields[tf.id] = raw.view(tp.dtypes[0 if tle else 1]).reshape(n)
-        value = StringArray(self.arr, starts, lens, p.size,
-                            (data_f.encoding or "utf-8") if data_f.tref.kind == "str" else None, fields)
+            col = np.empty(n, dtype=tp.dtypes[0 if tle else 1])
+            for lo, hi, starts, ls in value.blocks():
+                at = starts + p.size + ls + ofs
+                col[lo:hi] = self.arr[at[:, None] + np.arange(tp.size)].view(col.dtype).reshape(hi - lo)
+            value.fields[tf.id] = col
+        fields = value.fields
         width = p.size
         lktype = p.name + ("le" if le else "be") if p.size > 1 else p.name
         dkind = data_f.tref.kind
 
         def make(i: int) -> Node:
-            s = int(starts[i])
-            ln = int(lens[i])
+            s = int(value.offsets(i, i + 1)[0])
+            ln = int(value.lens[i])
             ds = s + width
             raw = value[i]
             kids = [Node(len_f.id, f"{path}[{i}]/{len_f.id}", lktype, s, ds, ln, len_f.doc, len_f.spec_path),

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ggscope.ksy.scan import StringArray
+from ggscope.ksy.strings import StringArray
 
 __all__ = ["FieldPlan", "RecordStop", "scan_records", "RecordArray", "Ragged"]
 
@@ -195,7 +195,7 @@ class RecordArray:
         n = len(self)
         if f.kind == "str":
             lens = self.field_ends(j) - at - f.size
-            return StringArray(self._arr, at.copy(), lens, f.size, f.encoding)
+            return StringArray.placed(self._arr, at, lens, f.size, f.encoding)
         if f.kind == "prim":
             raw = self._arr[at[:, None] + np.arange(f.size)] if n else np.zeros((0, f.size), np.uint8)
             return raw.view(f.dtype).reshape(n)

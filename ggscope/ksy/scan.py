@@ -1,4 +1,4 @@
-"""Fast scanning of arrays of length-prefixed strings, and the lazy array that results.
+"""Fast scanning of arrays of length-prefixed strings into a compact ``StringArray``.
 
 A Llama-3 header holds 408,000 length-prefixed strings (tokens and merges).  Walking
 them one at a time in Python costs ~30 ms; this scanner does it with numpy in a few ms
@@ -13,6 +13,11 @@ verified at once.  A string of length 0 or >= 256, or a spurious candidate insid
 string bytes, breaks the run: the scanner then takes one exact step and resumes.  The
 result is exactly what a one-by-one walk gives; correctness never rests on a guess.
 
+With the compiled walker (``ksy._cscan``, built at install like the other extensions)
+the scan is one exact C loop that counts and measures, then one that writes each length
+into the narrowest dtype: n bytes for n short strings, no int64 array of the array's
+size, and no numba.  What follows is the route when that extension is missing.
+
 Arrays the candidate trick cannot speed up - empty strings (a zero prefix is no
 candidate), strings of 256 bytes or more, or any mix that breaks runs often - would
 fall back to one Python step per element (~4 us: 65 s for 16 M empty strings).  After
@@ -22,9 +27,14 @@ same exact walk at a few ns per element.  Typical arrays never import numba here
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
+
+from ggscope.ksy.strings import StringArray, narrow_unsigned
+
+try:
+    from ggscope.ksy import _cscan            # compiled at install (setup.py); else numpy below
+except ImportError:
+    _cscan = None
 
 __all__ = ["scan_length_prefixed", "StringArray", "ScanStop"]
 
@@ -88,13 +98,30 @@ def _read_len(arr: np.ndarray, p: int, width: int, le: bool) -> int:
 
 
 def scan_length_prefixed(arr: np.ndarray, start: int, n: int, width: int, le: bool,
-                         limit: int, tail: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+                         limit: int, tail: int = 0) -> tuple[np.ndarray, int]:
     """Walk ``n`` strings with ``width``-byte length prefixes from ``start``.
 
     Each element may carry ``tail`` more bytes of fixed-size fields after its string (a
-    vocabulary entry's score).  Returns (absolute prefix offsets, string lengths, end
-    offset).  Raises ``ScanStop`` at the first element that would pass ``limit``.
+    vocabulary entry's score).  Returns (string lengths in the narrowest unsigned dtype
+    that holds them, end offset); the elements lie back to back from ``start``, which is
+    what ``StringArray(arr, start, lens, width, encoding, tail=tail)`` takes.  Raises
+    ``ScanStop`` at the first element that would pass ``limit``.
     """
+    limit = min(limit, arr.size)          # no element lies past the buffer, whatever was claimed
+    if _cscan is not None and arr.flags.c_contiguous and 0 <= start:
+        done, end, top = _cscan.scan(arr, start, n, width, le, limit, tail)
+        if done < n:
+            raise ScanStop(done, end)
+        lens = np.empty(n, dtype=narrow_unsigned(top))
+        _cscan.lengths(arr, start, n, width, le, tail, lens)
+        return lens, end
+    starts, lens, end = _scan_numpy(arr, start, n, width, le, limit, tail)
+    return lens.astype(narrow_unsigned(int(lens.max()) if n else 0)), end
+
+
+def _scan_numpy(arr: np.ndarray, start: int, n: int, width: int, le: bool,
+                limit: int, tail: int = 0) -> tuple[np.ndarray, np.ndarray, int]:
+    """The scan without the compiled walker: (int64 prefix offsets, int64 lengths, end)."""
     starts = np.empty(n, dtype=np.int64)
     lens = np.empty(n, dtype=np.int64)
     i = 0
@@ -170,185 +197,3 @@ def _step(arr, starts, i, p, width, le, limit, tail=0):
         raise ScanStop(i, p)
     starts[i] = p
     return i + 1, p + width + length + tail
-
-
-class StringArray(Sequence):
-    """A lazy, read-only sequence of the strings of a scanned array.
-
-    Indexing decodes one string; ``tolist()`` decodes all of them in one pass (joined
-    with NUL separators, decoded once, split once) and caches the list.
-    """
-
-    __slots__ = ("_arr", "starts", "lens", "width", "encoding", "_list", "fields")
-
-    def __init__(self, arr: np.ndarray, starts: np.ndarray, lens: np.ndarray, width: int,
-                 encoding: str | None, fields: dict[str, np.ndarray] | None = None) -> None:
-        self._arr = arr
-        self.starts = starts
-        self.lens = lens
-        self.width = width
-        self.encoding = encoding
-        self._list: list | None = None
-        self.fields = fields or {}          # fixed-size fields after each string, by id
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def raw(self, i: int) -> bytes:
-        s = int(self.starts[i]) + self.width
-        return self._arr[s:s + int(self.lens[i])].tobytes()
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if self._list is not None:
-            return self._list[i]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        raw = self.raw(i)
-        return raw.decode(self.encoding, "surrogateescape") if self.encoding else raw
-
-    def tolist(self) -> list:
-        if self._list is None:
-            self._list = self._decode_all()
-        return self._list
-
-    def invalid_utf8(self) -> list[int]:
-        """Indices of the elements that are not valid UTF-8.
-
-        One strict decode of all string bytes joined with NUL; only when that fails are
-        the elements checked one by one.
-        """
-        n = len(self)
-        if n == 0:
-            return []
-        try:
-            self._joined().tobytes().decode("utf-8")
-            return []
-        except UnicodeDecodeError:
-            bad = []
-            for i in range(n):
-                try:
-                    self.raw(i).decode("utf-8")
-                except UnicodeDecodeError:
-                    bad.append(i)
-            return bad
-
-    def _decode_all(self) -> list:
-        n = len(self)
-        if n == 0:
-            return []
-        if self.encoding is None:
-            return [self.raw(i) for i in range(n)]
-        joined = self._joined()
-        if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
-            return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
-        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
-        return parts[1:]
-
-    def joined(self) -> np.ndarray:
-        """All string bytes, each string preceded by one NUL byte (a copy)."""
-        return self._joined() if len(self) else np.zeros(0, np.uint8)
-
-    def _joined(self) -> np.ndarray:
-        """All string bytes, each string preceded by one NUL byte.
-
-        One gather of exactly the string bytes: work and memory grow with the bytes the
-        strings hold plus one per string, never with the prefixes or fixed-size fields
-        between them (an array of 16 M empty strings joins in one allocation of 16 MB).
-        When the strings fill most of their region (a vocabulary: the usual case), one
-        boolean mask over the region is three times faster than the gather's index
-        arrays and still bounded by a few bytes per string byte.
-        """
-        n = len(self)
-        lens = self.lens
-        total = int(lens.sum())
-        region = int(self.starts[-1]) + self.width + int(lens[-1]) - int(self.starts[0]) if n else 0
-        if total and region <= 4 * (total + n):
-            return self._joined_by_mask(region)
-        out = np.zeros(total + n, dtype=np.uint8)
-        if total == 0:
-            return out
-        nz = np.flatnonzero(lens)
-        nl = lens[nz]
-        before = np.cumsum(nl) - nl                      # string bytes before each non-empty string
-        src = np.arange(total, dtype=np.int64) + np.repeat(self.starts[nz] + self.width - before, nl)
-        dst = np.arange(total, dtype=np.int64) + np.repeat(nz + 1, nl)   # one NUL per string up to it
-        out[dst] = self._arr[src]
-        return out
-
-    def joined_with(self, sep: bytes) -> np.ndarray | None:
-        """All string bytes, each string preceded by ``sep`` (a copy), or None when the
-        strings are not evenly spaced in a region they mostly fill (the usual vocabulary)
-        or their prefix is shorter than ``sep``.
-
-        The last ``len(sep)`` bytes of each prefix are kept and overwritten with ``sep``:
-        one compress of the region, where joining with NUL and replacing each NUL would
-        copy the text twice more (``report.jsonable`` writes string arrays this way)."""
-        n, k, w = len(self), len(sep), self.width
-        if n == 0 or w < k:
-            return None
-        lens = self.lens
-        total = int(lens.sum())
-        first = int(self.starts[0])
-        region = int(self.starts[-1]) + w + int(lens[-1]) - first
-        if not total or region > 4 * (total + n):
-            return None
-        rel = self.starts - first
-        gaps = rel[1:] - rel[:-1] - w - lens[:-1]
-        tail = int(gaps[0]) if n > 1 else 0
-        if n > 1 and bool((gaps != tail).any()):
-            return None
-        strided = np.lib.stride_tricks.as_strided
-        keep = np.ones(region + w + tail, dtype=bool)
-        if w > k:      # rows of w - k flags from each prefix start: one assignment, not w - k
-            strided(keep, shape=(region + 1, w - k), strides=(1, 1))[rel] = False
-        if tail:       # the fixed-size fields after each string but the last
-            strided(keep, shape=(region + 1, tail), strides=(1, 1))[rel[:-1] + w + lens[:-1]] = False
-        out = self._arr[first:first + region][keep[:region]]   # a new array: the file is never written
-        at = np.zeros(n, dtype=np.int64)
-        np.cumsum(lens[:-1] + k, out=at[1:])
-        strided(out, shape=(out.size - k + 1, k), strides=(1, 1))[at] = np.frombuffer(sep, dtype=np.uint8)
-        return out
-
-    def _joined_by_mask(self, region: int) -> np.ndarray:
-        """``_joined`` by compressing the region with a mask: keep each string's bytes and
-        the last byte of its prefix, which becomes the NUL separator."""
-        n = len(self)
-        first = int(self.starts[0])
-        rel = self.starts - first
-        gaps = rel[1:] - rel[:-1] - self.width - self.lens[:-1]   # bytes between strings
-        tail = int(gaps[0]) if n > 1 else 0
-        if n > 1 and bool((gaps != tail).any()):
-            # strings at irregular places (a column of records): the kept runs found with
-            # one running sum over start and end marks
-            marks = np.zeros(region + 1, dtype=np.int8)
-            marks[rel + self.width - 1] = 1
-            np.subtract.at(marks, rel + self.width + self.lens, 1)
-            keep = np.cumsum(marks[:-1], dtype=np.int8).astype(bool)
-        else:
-            keep = np.ones(region, dtype=bool)
-            for k in range(self.width - 1):       # drop all but one byte of each prefix ...
-                keep[rel + k] = False
-            for k in range(tail):                  # and every byte of the fixed-size fields
-                keep[rel[:-1] + self.width + self.lens[:-1] + k] = False
-        out = self._arr[first:first + region][keep]   # a new array: the file is never written
-        sep = np.zeros(n, dtype=np.int64)
-        np.cumsum(self.lens[:-1] + 1, out=sep[1:])
-        out[sep] = 0
-        return out
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, StringArray):
-            return self.tolist() == other.tolist()
-        if isinstance(other, (list, tuple)):
-            return self.tolist() == list(other)
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        head = ", ".join(repr(self[i]) for i in range(min(3, len(self))))
-        return f"StringArray({len(self)}: [{head}{', ...' if len(self) > 3 else ''}])"

@@ -18,7 +18,7 @@ from ggscope.model.modelfile import ModelFile
 from ggscope.model.summary import chat_templates
 from ggscope.core.escape import escape_text, is_valid_utf8, json_key, json_text, raw_bytes
 from ggscope.report.fit import Column, FittingTable
-from ggscope.report.jsonable import dumps, jsonable, value_json
+from ggscope.report.jsonable import dumps, jsonable, value_json, write_value_json
 
 __all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes", "float_text",
            "offset_text", "header_facts", "summary_json", "type_rows", "tensor_rows"]
@@ -172,7 +172,7 @@ def write_json(mf: ModelFile, out: TextIO) -> None:
         inner = "{"
         for k, v in mf.metadata.items():
             out.write(f"{inner}{dumps(json_key(str(k)), converted=True)}: ")
-            out.write(value_json(v))
+            write_value_json(v, out)
             inner = ", "
         out.write("{}" if inner == "{" else "}")
     out.write("}")

@@ -16,7 +16,9 @@ UTF-8 check of a ``StringArray``) costs a few milliseconds where one Python call
 element costs ten times that, and ``value_json`` writes a string array that needs no
 escaping straight from its bytes, and an array of integers (or of floats that are all
 whole numbers below 1e16: token scores) as digits computed column by column in numpy,
-without a Python int or float per element (issue 18, item 5).
+without a Python int or float per element (issue 18, item 5).  ``write_value_json``
+writes a string array a part at a time, so 16 M strings never hold their whole text and
+its encoded copy at once (issue 23, item 6).
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ try:
 except ImportError:
     _cjson = None
 
-__all__ = ["jsonable", "value_json", "dumps"]
+__all__ = ["jsonable", "value_json", "write_value_json", "dumps"]
+
+_PART = 1 << 18          # strings per piece of a string array's JSON text
 
 
 def _float(x: float) -> Any:
@@ -86,8 +90,10 @@ def _string_array_text(v: StringArray) -> str | None:
         return None
     if len(v) == 0:
         return "[]"
-    if _cjson is not None and v.starts.dtype == np.int64 and v.lens.dtype == np.int64:
-        text = _cjson.join_json(v._arr, v.starts, v.lens, v.width)    # one copy, checked as it goes
+    if _cjson is not None and v._arr.flags.c_contiguous:
+        rel = v.rel if v.rel is not None else b""                     # one copy, checked as it goes
+        text = _cjson.join_json(v._arr, v.first, np.ascontiguousarray(v.lens), v.lens.itemsize,
+                                rel, v.rel.itemsize if v.rel is not None else 0, v.width, v.tail)
         if text is None:
             return None
         try:
@@ -176,11 +182,35 @@ def value_json(v: Any) -> str:
     """``dumps(v)``, character for character; string arrays that need no escaping are
     written from their bytes without a Python string per element."""
     if isinstance(v, StringArray):
-        text = _string_array_text(v)
-        if text is not None:
-            return json_safe(text)
+        return "".join(_string_array_pieces(v))
     if isinstance(v, np.ndarray):
         text = _number_array_text(v)
         if text is not None:
             return text
     return dumps(v)
+
+
+def write_value_json(v: Any, out) -> None:
+    """``out.write(value_json(v))`` in pieces: a string array's text is made and written
+    ``_PART`` strings at a time, so 16 M strings never hold their whole text (and its
+    encoded copy) at once - memory stays near the file's size (issue 23, item 6)."""
+    if isinstance(v, StringArray):
+        for piece in _string_array_pieces(v):
+            out.write(piece)
+    else:
+        out.write(value_json(v))
+
+
+def _string_array_pieces(v: StringArray):
+    """The pieces of ``dumps(v)``: each part of ``_PART`` strings written from its bytes
+    when it needs no escaping, else by ``dumps``; JSON's list text is the parts' items
+    joined by ", ", so the pieces join to exactly the text of the whole array."""
+    n = len(v)
+    if n == 0:
+        yield "[]"
+        return
+    for lo in range(0, n, _PART):
+        part = v.part(lo, lo + _PART) if n > _PART else v
+        text = _string_array_text(part)
+        text = json_safe(text) if text is not None else dumps(part)
+        yield ("[" if lo == 0 else ", ") + text[1:-1] + ("]" if lo + _PART >= n else "")

@@ -125,8 +125,8 @@ def tensor_rows(mf) -> TensorRows:
     if isinstance(recs, RecordArray):
         names = recs.column("name")
         width = names.width
-        starts = (names.starts + width).tolist()
-        spans = list(zip(starts, (names.starts + width + names.lens).tolist()))
+        starts = names.offsets() + width
+        spans = list(zip(starts.tolist(), (starts + names.lengths()).tolist()))
         dims = recs.column("dims")
         j = [f.id for f in recs.plan].index("offset")
         rows = TensorRows(names.tolist(), spans, recs.column("n_dims").tolist(), dims.rows(),

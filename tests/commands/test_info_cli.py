@@ -185,12 +185,11 @@ def test_string_array_json_from_bytes_is_json_dumps(width, tail, items, compiled
     if not compiled:
         monkeypatch.setattr(J, "_cjson", None)              # the numpy route
     raw = [s.encode("utf-8") if not s.startswith("\xff") else b"\xff-not-utf8" for s in items]
-    data, starts = bytearray(b"pad"), []
+    data = bytearray(b"pad")
     for b in raw:
-        starts.append(len(data))
         data += len(b).to_bytes(width, "little") + b + b"\x07" * tail
     arr = np.frombuffer(bytes(data), dtype=np.uint8)
-    sa = StringArray(arr, np.array(starts, np.int64), np.array([len(b) for b in raw], np.int64), width, "utf-8")
+    sa = StringArray(arr, 3, np.array([len(b) for b in raw], np.uint8), width, "utf-8", tail=tail)
     joined = sa.joined_with(b'", "')
     if width >= 4:
         assert joined is not None and joined.tobytes() == b"".join(b'", "' + b for b in raw)
@@ -206,10 +205,14 @@ def test_compiled_string_join_refuses_strings_outside_the_buffer():
     if J._cjson is None:
         pytest.skip("ggscope.report._cjson not built")
     arr = np.frombuffer(b"\x02\x00ab\x01\x00c", dtype=np.uint8)
-    assert J._cjson.join_json(arr, np.array([0, 4], np.int64), np.array([2, 1], np.int64), 2) == b'["ab", "c"]'
-    for starts, lens in (([0, 4], [2, 2]), ([-1], [1]), ([0], [-1]), ([7], [0])):
+    u8, u32 = np.uint8, np.uint32
+    assert J._cjson.join_json(arr, 0, np.array([2, 1], u8), 1, b"", 0, 2, 0) == b'["ab", "c"]'    # back to back
+    assert J._cjson.join_json(arr, 0, np.array([1, 2], u8), 1, np.array([4, 0], u32), 4, 2, 0) == b'["c", "ab"]'
+    for first, lens, rel in ((0, [2, 2], None), (1, [2, 1], None), (0, [2, 1], [4, 4]), (7, [0], None),
+                             (0, [1], [8])):
+        r = np.array(rel, u32) if rel is not None else b""
         with pytest.raises(ValueError):
-            J._cjson.join_json(arr, np.array(starts, np.int64), np.array(lens, np.int64), 2)
+            J._cjson.join_json(arr, first, np.array(lens, u8), 1, r, 4 if rel is not None else 0, 2, 0)
 
 
 def test_overview_facts_in_text_and_json(capsys):

@@ -1,9 +1,10 @@
 """String arrays of any content scan exactly, whichever path the scanner takes.
 
 Empty strings, strings of 256 bytes or more and mixes of them defeat the candidate trick;
-past a few thousand exact steps the scanner switches to a compiled walk.  Both must give
-exactly what a one-by-one walk (written here, independently) gives, including where a
-damaged array stops.
+past a few thousand exact steps the numpy route switches to a compiled walk, and the C
+walker (ksy._cscan) does all of it when built.  Every route must give exactly what a
+one-by-one walk (written here, independently) gives, including where a damaged array
+stops; the compact StringArray must give back every offset and string.
 """
 from __future__ import annotations
 
@@ -12,7 +13,18 @@ import struct
 import numpy as np
 import pytest
 
+import ggscope.ksy.scan as scan_mod
 from ggscope.ksy.scan import ScanStop, StringArray, scan_length_prefixed
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def route(request, monkeypatch):
+    """Each test runs over the C walker and over the numpy route."""
+    if request.param == "compiled" and scan_mod._cscan is None:
+        pytest.skip("ggscope.ksy._cscan not built")
+    if request.param == "numpy":
+        monkeypatch.setattr(scan_mod, "_cscan", None)
+    return request.param
 
 
 def _build(strings, width, le, tail=0):
@@ -34,7 +46,7 @@ def _naive(data, start, n, width, le, tail):
 
 @pytest.mark.parametrize("width, le, tail", [(8, True, 0), (4, True, 4), (8, False, 0), (4, False, 0)])
 @pytest.mark.parametrize("mix", ["empty", "alternating", "random"])
-def test_exact_for_any_content(width, le, tail, mix):
+def test_exact_for_any_content(width, le, tail, mix, route):
     rng = np.random.default_rng(1)
     n = 20_000
     if mix == "empty":
@@ -46,18 +58,23 @@ def test_exact_for_any_content(width, le, tail, mix):
         strings = [choices[k] for k in rng.integers(0, len(choices), n)]
     data = _build(strings, width, le, tail)
     arr = np.frombuffer(data, np.uint8)
-    starts, lens, end = scan_length_prefixed(arr, 3, n, width, le, len(data), tail)
+    lens, end = scan_length_prefixed(arr, 3, n, width, le, len(data), tail)
     want_starts, want_end = _naive(data, 3, n, width, le, tail)
-    assert starts.tolist() == want_starts and end == want_end == len(data)
+    assert end == want_end == len(data)
     assert lens.tolist() == [len(s) for s in strings]
-    sa = StringArray(arr, starts, lens, width, "utf-8")
+    assert lens.dtype == (np.uint16 if mix == "random" else np.uint8)      # the narrowest that holds them
+    sa = StringArray(arr, 3, lens, width, "utf-8", tail=tail)
+    assert sa.offsets().tolist() == want_starts
+    for lo, hi in ((0, 1), (4095, 4097), (5000, 13000), (n - 1, n)):      # across the random-access marks
+        assert sa.offsets(lo, hi).tolist() == want_starts[lo:hi]
+    assert [sa.raw(i) for i in (0, 4096, 12345, n - 1)] == [strings[i] for i in (0, 4096, 12345, n - 1)]
     assert sa.tolist() == [s.decode("utf-8", "surrogateescape") for s in strings]
     bad = [i for i, s in enumerate(strings) if s == b"\xff\xfe"]
     assert sa.invalid_utf8() == bad
 
 
 @pytest.mark.parametrize("n_good", [10, 10_000])
-def test_stops_exactly_where_an_element_does_not_fit(n_good):
+def test_stops_exactly_where_an_element_does_not_fit(n_good, route):
     strings = [b""] * n_good + [b"abc"]
     data = _build(strings, 8, True)
     data = data[:-2]                                   # the last string is cut

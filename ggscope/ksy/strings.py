@@ -1,0 +1,307 @@
+"""The lazy array of a scanned array of length-prefixed strings, stored compactly.
+
+Why compact: a hostile (or merely odd) GGUF of 134 MB holds 16 M empty strings; int64
+starts and lengths for them took 256 MB, twice the file (issue 23, item 6).  The store
+here costs about one byte per short string:
+
+- ``lens``: each string's length in the narrowest unsigned dtype that holds the longest
+  (uint8 for strings under 256 bytes - every vocabulary in practice);
+- where the strings lie: either *contiguous* - each element is its ``width``-byte
+  prefix, the string, then ``tail`` bytes of fixed-size fields, back to back from
+  ``first`` (what ``scan.scan_length_prefixed`` walks), so element i starts at
+  ``first + i * (width + tail) + sum(lens[:i])`` and only one int64 mark per
+  ``_BLOCK`` elements is kept for random access - or *placed* at explicit offsets
+  (a column of records: tensor names), kept relative to ``first`` as uint32 when the
+  array spans less than 4 GiB.
+
+The contract: ``len``, indexing (one string decoded), ``raw(i)``, ``tolist()`` (all
+decoded in one pass and cached), ``offsets(lo, hi)`` and ``lengths(lo, hi)`` (int64
+arrays made on demand for a range), ``part(lo, hi)`` (a range as a StringArray of its
+own), ``blocks()`` (offsets and lengths, a bounded block at a time:
+every bulk pass here walks the array that way, so no pass allocates 16 bytes a
+string), ``nbytes`` (what the store itself holds).  It compares equal to the list of its
+strings.  The file's bytes are read, never written.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["StringArray", "narrow_unsigned"]
+
+_BLOCK = 4096            # elements per random-access mark of a contiguous array
+_CHUNK = 1 << 18         # elements per block of a bulk pass
+
+
+def narrow_unsigned(top: int) -> np.dtype:
+    """The narrowest unsigned dtype holding 0..top."""
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+class StringArray(Sequence):
+    """A lazy, read-only sequence of the strings of a scanned array (see the module)."""
+
+    __slots__ = ("_arr", "first", "lens", "rel", "width", "tail", "encoding", "_list", "fields", "_marks")
+
+    def __init__(self, arr: np.ndarray, first: int, lens: np.ndarray, width: int, encoding: str | None,
+                 fields: dict[str, np.ndarray] | None = None, *, tail: int = 0,
+                 rel: np.ndarray | None = None) -> None:
+        self._arr = arr
+        self.first = int(first)
+        self.lens = lens
+        self.rel = rel
+        self.width = width
+        self.tail = tail
+        self.encoding = encoding
+        self._list: list | None = None
+        self.fields = fields or {}          # fixed-size fields after each string, by id
+        self._marks: np.ndarray | None = None
+
+    @classmethod
+    def placed(cls, arr: np.ndarray, starts: np.ndarray, lens: np.ndarray, width: int,
+               encoding: str | None) -> StringArray:
+        """Strings whose prefixes are at the absolute offsets ``starts`` (any order)."""
+        starts = np.asarray(starts, dtype=np.int64)
+        lens = np.asarray(lens, dtype=np.int64)
+        first = int(starts.min()) if len(starts) else 0
+        rel = starts - first
+        span = int(rel.max()) if len(rel) else 0
+        rel = rel.astype(np.uint32) if span < 1 << 32 else rel
+        return cls(arr, first, lens.astype(narrow_unsigned(int(lens.max()) if len(lens) else 0)), width,
+                   encoding, rel=rel)
+
+    # -- where the strings are -------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.lens)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the store holds (lengths, offsets, marks; not the file or a cached list)."""
+        return self.lens.nbytes + (self.rel.nbytes if self.rel is not None else 0) + \
+            (self._marks.nbytes if self._marks is not None else 0)
+
+    def _mark_table(self) -> np.ndarray:
+        """Absolute start of every ``_BLOCK``-th element of a contiguous array."""
+        if self._marks is None:
+            n = len(self.lens)
+            full = n // _BLOCK * _BLOCK        # a buffered sum: no int64 copy of the lengths
+            sums = self.lens[:full].reshape(-1, _BLOCK).sum(axis=1, dtype=np.int64)
+            if full < n:
+                sums = np.append(sums, np.int64(self.lens[full:].sum(dtype=np.int64)))
+            marks = np.empty(-(-n // _BLOCK), dtype=np.int64)
+            if n:
+                marks[0] = self.first
+                np.cumsum(sums[:-1] + _BLOCK * (self.width + self.tail), out=marks[1:])
+                marks[1:] += self.first
+            self._marks = marks
+        return self._marks
+
+    def offsets(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Absolute offsets of the prefixes of elements ``lo..hi-1`` (int64, made now)."""
+        hi = len(self) if hi is None else min(hi, len(self))
+        if hi <= lo:
+            return np.zeros(0, np.int64)
+        if self.rel is not None:
+            return self.rel[lo:hi].astype(np.int64) + self.first
+        b = lo // _BLOCK
+        s = int(self._mark_table()[b]) + (lo - b * _BLOCK) * (self.width + self.tail) + \
+            int(self.lens[b * _BLOCK:lo].sum(dtype=np.int64))
+        out = np.empty(hi - lo, dtype=np.int64)
+        out[0] = s
+        np.cumsum(self.lens[lo:hi - 1], dtype=np.int64, out=out[1:])
+        out[1:] += s + (self.width + self.tail) * np.arange(1, hi - lo, dtype=np.int64)
+        return out
+
+    def lengths(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """The lengths of elements ``lo..hi-1`` as int64 (made now)."""
+        return self.lens[lo:hi].astype(np.int64)
+
+    def blocks(self, chunk: int = _CHUNK) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
+        """``(lo, hi, offsets, lengths)`` for consecutive ranges of at most ``chunk``
+        elements: a bulk pass holds int64 positions for one block, not for the array."""
+        n = len(self)
+        for lo in range(0, n, chunk):
+            hi = min(n, lo + chunk)
+            yield lo, hi, self.offsets(lo, hi), self.lengths(lo, hi)
+
+    def part(self, lo: int, hi: int) -> StringArray:
+        """Elements ``lo..hi-1`` as a StringArray of their own (a view of the same store)."""
+        lo, hi = max(0, lo), min(len(self), hi)
+        hi = max(lo, hi)
+        if self.rel is not None:
+            return StringArray(self._arr, self.first, self.lens[lo:hi], self.width, self.encoding,
+                               rel=self.rel[lo:hi])
+        first = int(self.offsets(lo, lo + 1)[0]) if hi > lo else self.first
+        return StringArray(self._arr, first, self.lens[lo:hi], self.width, self.encoding, tail=self.tail)
+
+    # -- the strings -----------------------------------------------------------------
+
+    def raw(self, i: int) -> bytes:
+        s = int(self.offsets(i, i + 1)[0]) + self.width
+        return self._arr[s:s + int(self.lens[i])].tobytes()
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if self._list is not None:
+            return self._list[i]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        raw = self.raw(i)
+        return raw.decode(self.encoding, "surrogateescape") if self.encoding else raw
+
+    def tolist(self) -> list:
+        if self._list is None:
+            self._list = self._decode_all()
+        return self._list
+
+    def invalid_utf8(self) -> list[int]:
+        """Indices of the elements that are not valid UTF-8.
+
+        One strict decode of all string bytes joined with NUL; only when that fails are
+        the elements checked one by one.
+        """
+        n = len(self)
+        if n == 0:
+            return []
+        try:
+            self._joined().tobytes().decode("utf-8")
+            return []
+        except UnicodeDecodeError:
+            bad = []
+            for i in range(n):
+                try:
+                    self.raw(i).decode("utf-8")
+                except UnicodeDecodeError:
+                    bad.append(i)
+            return bad
+
+    def _decode_all(self) -> list:
+        n = len(self)
+        if n == 0:
+            return []
+        if self.encoding is None:
+            return [self.raw(i) for i in range(n)]
+        joined = self._joined()
+        if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
+            return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
+        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
+        return parts[1:]
+
+    def joined(self) -> np.ndarray:
+        """All string bytes, each string preceded by one NUL byte (a copy)."""
+        return self._joined() if len(self) else np.zeros(0, np.uint8)
+
+    def _joined(self) -> np.ndarray:
+        """All string bytes, each string preceded by one NUL byte.
+
+        Block by block, one gather of exactly the string bytes: work and memory grow
+        with the bytes the strings hold plus one per string, never with the prefixes or
+        fixed-size fields between them (16 M empty strings join in one allocation of
+        16 MB).  Where the strings of a block fill most of its region (a vocabulary: the
+        usual case), one boolean mask over the region is three times faster than the
+        gather's index arrays and still bounded by a few bytes per string byte.
+        """
+        n = len(self)
+        total = int(self.lens.sum(dtype=np.int64))
+        out = np.zeros(total + n, dtype=np.uint8)
+        if total == 0:
+            return out
+        at = 0
+        for lo, hi, starts, lens in self.blocks():
+            m = hi - lo
+            size = int(lens.sum()) + m
+            out[at:at + size] = self._joined_block(starts, lens)
+            at += size
+        return out
+
+    def _joined_block(self, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        n = len(starts)
+        total = int(lens.sum())
+        w = self.width
+        first = int(starts.min())
+        region = int((starts + w + lens).max()) - first
+        if total and region <= 4 * (total + n) and self.rel is None:
+            return self._joined_by_mask(starts, lens, region)
+        out = np.zeros(total + n, dtype=np.uint8)
+        if total == 0:
+            return out
+        nz = np.flatnonzero(lens)
+        nl = lens[nz]
+        before = np.cumsum(nl) - nl                      # string bytes before each non-empty string
+        src = np.arange(total, dtype=np.int64) + np.repeat(starts[nz] + w - before, nl)
+        dst = np.arange(total, dtype=np.int64) + np.repeat(nz + 1, nl)   # one NUL per string up to it
+        out[dst] = self._arr[src]
+        return out
+
+    def _joined_by_mask(self, starts: np.ndarray, lens: np.ndarray, region: int) -> np.ndarray:
+        """A contiguous block joined by compressing its region with a mask: keep each
+        string's bytes and the last byte of its prefix, which becomes the NUL separator."""
+        first = int(starts[0])
+        rel = starts - first
+        keep = np.ones(region, dtype=bool)
+        for k in range(self.width - 1):       # drop all but one byte of each prefix ...
+            keep[rel + k] = False
+        for k in range(self.tail):             # and every byte of the fixed-size fields
+            keep[rel[:-1] + self.width + lens[:-1] + k] = False
+        out = self._arr[first:first + region][keep]   # a new array: the file is never written
+        sep = np.zeros(len(starts), dtype=np.int64)
+        np.cumsum(lens[:-1] + 1, out=sep[1:])
+        out[sep] = 0
+        return out
+
+    def joined_with(self, sep: bytes) -> np.ndarray | None:
+        """All string bytes, each string preceded by ``sep`` (a copy), or None when the
+        array is not contiguous, its strings do not mostly fill their region (the usual
+        vocabulary does) or its prefix is shorter than ``sep``.
+
+        The last ``len(sep)`` bytes of each prefix are kept and overwritten with ``sep``:
+        one compress of each block's region, where joining with NUL and replacing each
+        NUL would copy the text twice more (``report.jsonable`` writes string arrays this
+        way when its compiled writer is missing)."""
+        n, k, w = len(self), len(sep), self.width
+        if n == 0 or w < k or self.rel is not None:
+            return None
+        total = int(self.lens.sum(dtype=np.int64))
+        if not total or (w + self.tail) * n - self.tail + total > 4 * (total + n):
+            return None
+        out = np.empty(total + k * n, dtype=np.uint8)
+        strided = np.lib.stride_tricks.as_strided
+        pat = np.frombuffer(sep, dtype=np.uint8)
+        at = 0
+        for _lo, _hi, starts, lens in self.blocks():
+            first = int(starts[0])
+            rel = starts - first
+            region = int(rel[-1]) + w + int(lens[-1])
+            keep = np.ones(region + w + self.tail, dtype=bool)
+            if w > k:      # rows of w - k flags from each prefix start: one assignment, not w - k
+                strided(keep, shape=(region + 1, w - k), strides=(1, 1))[rel] = False
+            if self.tail:  # the fixed-size fields after each string but the last
+                strided(keep, shape=(region + 1, self.tail), strides=(1, 1))[rel[:-1] + w + lens[:-1]] = False
+            part = self._arr[first:first + region][keep[:region]]
+            pos = np.zeros(len(starts), dtype=np.int64)
+            np.cumsum(lens[:-1] + k, out=pos[1:])
+            strided(part, shape=(part.size - k + 1, k), strides=(1, 1))[pos] = pat
+            out[at:at + part.size] = part
+            at += part.size
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StringArray):
+            return self.tolist() == other.tolist()
+        if isinstance(other, (list, tuple)):
+            return self.tolist() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(self[i]) for i in range(min(3, len(self))))
+        return f"StringArray({len(self)}: [{head}{', ...' if len(self) > 3 else ''}])"
