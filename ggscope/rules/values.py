@@ -63,7 +63,7 @@ class InvalidBool(Rule):
             if t == GGUF_TYPE_BOOL:
                 b = int(v.value)
                 if b not in (0, 1):
-                    yield ctx.at(v, f"key {_key(kv)!r}: bool byte is {b}, the spec allows only 0 or 1")
+                    yield ctx.at(v, f"key {quoted(_key(kv))}: bool byte is {b}, the spec allows only 0 or 1")
             elif t == GGUF_TYPE_ARRAY:
                 yield from self._array(ctx, _key(kv), v)
 
@@ -76,7 +76,7 @@ class InvalidBool(Rule):
             bad = np.flatnonzero(vals > 1)
             if bad.size:
                 first = int(bad[0])
-                yield ctx.at(elems, f"key {key!r}: {bad.size} bool element(s) are neither 0 nor 1 "
+                yield ctx.at(elems, f"key {quoted(key)}: {bad.size} bool element(s) are neither 0 nor 1 "
                              f"(first: element {first} = {int(vals[first])})",
                              start=elems.start + first, end=elems.start + first + 1)
         elif et == GGUF_TYPE_ARRAY:
@@ -105,7 +105,7 @@ class StringNotUtf8(Rule):
             if t == GGUF_TYPE_STRING:
                 data = v.child("data")
                 if data is not None and _bad_utf8(data.value):
-                    yield ctx.at(data, f"key {_key(kv)!r}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
+                    yield ctx.at(data, f"key {quoted(_key(kv))}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
             elif t == GGUF_TYPE_ARRAY:
                 yield from self._array(ctx, _key(kv), v)
 
@@ -125,7 +125,7 @@ class StringNotUtf8(Rule):
                               for i in bad[:_MAX_REPORTED])
             more = f" and {len(bad) - _MAX_REPORTED} more" if len(bad) > _MAX_REPORTED else ""
             node = elems.children[bad[0]]
-            yield ctx.at(node, f"key {key!r}: {len(bad)} string element(s) are not UTF-8: "
+            yield ctx.at(node, f"key {quoted(key)}: {len(bad)} string element(s) are not UTF-8: "
                          f"element {shown}{more}")
         elif et == GGUF_TYPE_ARRAY:
             for sub in elems.children:
@@ -178,7 +178,7 @@ class ZeroSizeDimension(Rule):
         rows = tensor_rows(ctx.mf)
         for i, ne in enumerate(rows.dims):
             if 0 in ne:
-                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"tensor {rows.names[i]!r} has shape {tuple(ne)}: "
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"tensor {quoted(rows.names[i])} has shape {tuple(ne)}: "
                              f"dimension {ne.index(0)} is 0, so it has no elements")
 
 
