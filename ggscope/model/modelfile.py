@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ggscope.ksy.node import Node
+from ggscope.source.ranges import read_range
 
 if TYPE_CHECKING:
     from ggscope.source.mapped import ByteSource
@@ -59,7 +60,6 @@ class TensorInfo:
         disk, never taken from its map, so a file that shrinks meanwhile raises
         ``FileChanged`` instead of SIGBUS; a view of an in-memory or remote buffer."""
         assert self.file is not None
-        from ggscope.source.ranges import read_range
         return read_range(self.file, self.offset, self.nbytes)
 
     def dequantize(self) -> np.ndarray:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ggscope.core.errors import GGScopeError
 from ggscope.core.escape import escape_label, quoted
+from ggscope.model.spm import SpmVocab
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -280,7 +281,6 @@ def _build_bert(meta: dict, tokens: list[str], types: list[int]):
 
 
 def _build_llama(meta: dict, tokens: list[str], types: list[int]):
-    from ggscope.model.spm import SpmVocab
     name = str(meta.get("general.name", "")).lower()
     return SpmVocab.build(
         tokens, types, _meta_list(meta, "tokenizer.ggml.scores"),

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from ggscope.core.escape import llama_quoted
 from ggscope.facts import llama_arch as gen
 from ggscope.facts.llama_loader import key as llama_key
+from ggscope.model.split import open_model, shard_paths
 from ggscope.rules import loader_generated as generated
 
 __all__ = ["Issue", "Prediction", "predict", "LOADER_KEYS"]
@@ -231,7 +232,6 @@ def _whole_model(mf):
     tensors; later shards are left to the first (validate skips the family there)."""
     if mf.format != "gguf" or mf.metadata.get("split.no") != 0:
         return mf
-    from ggscope.model.split import open_model, shard_paths
     paths = shard_paths(mf.path)
     if not paths or len(paths) < 2:
         return mf

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from ggscope.core.escape import escape_text, llama_quoted
 from ggscope.facts.llama_arch import PINNED, PROJECTOR_TYPES
+from ggscope.model.open import open as open_file
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "kind_of"]
@@ -226,7 +227,6 @@ def _base(ctx: CheckContext):
         return None
     cache = ctx.mf.extra.setdefault("_ggscope_validate", {})
     if "base" not in cache:
-        from ggscope.model.open import open as open_file
         cache["base"] = open_file(path)
     return cache["base"]
 

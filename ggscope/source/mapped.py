@@ -35,7 +35,7 @@ import numpy as np
 
 from ggscope.core.errors import UnreadableFile
 from ggscope.source.changes import file_changed, record_mapped, watch_mapping
-from ggscope.source.local import check_regular_file
+from ggscope.source.local import check_regular_file, is_remote
 from ggscope.core import progress
 
 __all__ = ["ByteSource", "RemoteByteSource", "open_source", "check_regular_file"]
@@ -150,7 +150,6 @@ class ByteSource:
 
 def open_source(path: str | os.PathLike) -> ByteSource:
     """A ``ByteSource`` for a local path or an ``http(s)://`` / ``hf://`` URL."""
-    from ggscope.source.remote import is_remote
     if is_remote(path):
         return RemoteByteSource.open(str(path))
     return ByteSource.open(path)

@@ -15,7 +15,11 @@ from collections.abc import Iterable
 
 from ggscope.core.errors import FileChanged, UnknownFormat
 from ggscope.model.modelfile import ModelFile
+from ggscope.model.open import open as open_file
+from ggscope.model.split import shard_paths
 from ggscope.rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
+from ggscope.rules.structure import BadMagic
+from ggscope.source.mapped import open_source
 
 __all__ = ["validate", "validate_file", "selected_rules", "check_selectors", "UnknownSelector"]
 
@@ -112,17 +116,14 @@ def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
     """GG101 for a ``.gguf`` file that is no known format, or None to re-raise."""
     if not str(path).lower().endswith(".gguf"):
         return None
-    from ggscope.rules.structure import BadMagic
     if BadMagic not in rules:
         return []
-    from ggscope.source.mapped import open_source
     first = open_source(path).read(0, 4)
     return [BadMagic.finding_for(str(path), first)]
 
 
 def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False,
                   options: dict | None = None) -> list[Finding]:
-    from ggscope.model.open import open as open_file
     rules = selected_rules(select, ignore, deep)
     try:
         mf = open_file(path)
@@ -150,13 +151,11 @@ def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile,
     """
     import dataclasses
 
-    from ggscope.model.split import shard_paths
     no = mf.metadata.get("split.no")
     paths = shard_paths(mf.path) if mf.format == "gguf" else None
     if not paths or len(paths) < 2 or not isinstance(no, int) or isinstance(no, bool) or no < 1:
         return mf, rules
     rules = [r for r in rules if r.family not in MODEL_LEVEL_FAMILIES]
-    from ggscope.model.open import open as open_file
     try:
         first = open_file(paths[0])
     except Exception:  # noqa: BLE001 - a missing first shard is GG803's finding
