@@ -142,8 +142,11 @@ def invisible(text: str) -> list[tuple[int, int]]:
 
 
 def _visible(text: str) -> str:
-    hidden = {i for i, _ in invisible(text)}
-    return unicodedata.normalize("NFKC", "".join(c for i, c in enumerate(text) if i not in hidden))
+    hidden = [i for i, _ in invisible(text)]
+    if hidden:                          # cut out the hidden characters: one slice per run of text
+        ends = hidden + [len(text)]
+        text = text[:hidden[0]] + "".join(text[a + 1:b] for a, b in zip(hidden, ends[1:]))
+    return unicodedata.normalize("NFKC", text)
 
 
 def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
