@@ -75,7 +75,7 @@ def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
         prog="ggscope",
         description="Inspect, validate and diff ggml-family model files.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from ggscope import __version__
+    from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
     parser.add_argument("-V", "--version", action="version", version=f"ggscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in mods.items():
@@ -107,7 +107,7 @@ def _looks_like_input(word: str) -> bool:
 def _not_a_command(word: str) -> int:
     close = difflib.get_close_matches(word, (*COMMANDS, "help", "completion"), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else "; see 'ggscope --help'"
-    from ggscope.core.escape import escape_text
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     print(f"ggscope: '{escape_text(word)}' is neither a command nor a file{hint}", file=sys.stderr)
     return 2
 
@@ -162,10 +162,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
-    from ggscope.core.escape import escape_text
-    from ggscope.core import progress
-    from ggscope.report.progress import terminal_reporter
-    from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+    from ggscope.core import progress  # to hoist: already loaded with this module (issue 22)
+    from ggscope.report.progress import terminal_reporter  # start-up: one-shot commands load only what they use
+    from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads  # start-up: one-shot commands load only what they use
     guard_mapped_reads()                           # a mapped page gone (the file shrank): one line, exit 2
     mark = checkpoint()
     try:

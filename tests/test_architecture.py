@@ -135,7 +135,8 @@ def test_machine_path_pattern():
 
 def _function_level_imports(root: Path) -> list[tuple[str, int, str, bool]]:
     """Every import of a ggscope module inside a function under ``root``: (file, line,
-    the import, whether a comment on its line or the line above says why)."""
+    the import, whether a comment on its line, or just above it or above the run of
+    imports it belongs to, says why)."""
     import ast
     found = []
     for f in sorted(root.rglob("*.py")):
@@ -151,7 +152,10 @@ def _function_level_imports(root: Path) -> list[tuple[str, int, str, bool]]:
                         mods = ["." * child.level + (child.module or "")]
                     if any(m == "ggscope" or m.startswith(("ggscope.", ".")) for m in mods):
                         here = lines[child.lineno - 1]
-                        above = lines[child.lineno - 2].strip() if child.lineno > 1 else ""
+                        j = child.lineno - 2             # a comment may head a run of imports
+                        while j >= 0 and lines[j].strip().startswith(("from ", "import ")):
+                            j -= 1
+                        above = lines[j].strip() if j >= 0 else ""
                         found.append((f.relative_to(root.parent).as_posix(), child.lineno, here.strip(),
                                       "#" in here or above.startswith("#")))
                 visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -174,7 +178,7 @@ def test_function_level_import_finder(tmp_path):
     pkg.mkdir()
     (pkg / "m.py").write_text("import ggscope.core\n\n\ndef f():\n    from ggscope.core import escape\n"
                               "    # textual only for the browser\n    from ggscope.tui import app\n"
-                              "    import json\n    from . import x  # cycle\n\n\nclass C:\n"
+                              "    import json\n    from . import x  # cycle\n    from . import y\n\n\nclass C:\n"
                               "    def g(self):\n        import ggscope.model\n")
     got = [(n, why) for _, n, _, why in _function_level_imports(pkg)]
-    assert got == [(5, False), (7, True), (9, True), (14, False)]
+    assert got == [(5, False), (7, True), (9, True), (10, True), (15, False)]  # 10: under 6's comment

@@ -40,7 +40,7 @@ def render(rule) -> str:
 
 
 def suggestions(query: str) -> list[str]:
-    from ggscope.rules import RULES
+    from ggscope.rules import RULES  # start-up: numpy, asyncio only when this command needs it
     q = query.strip()
     pool = {r.code: r for r in RULES} | {r.name: r for r in RULES}
     hits = difflib.get_close_matches(q.upper(), [r.code for r in RULES], n=3, cutoff=0.6)
@@ -54,7 +54,7 @@ def suggestions(query: str) -> list[str]:
 
 
 def run(args) -> int:
-    from ggscope.rules import REDIRECTS, by_code
+    from ggscope.rules import REDIRECTS, by_code  # start-up: numpy, asyncio only when this command needs it
     rule = by_code(args.rule.strip())
     if rule is None:
         close = suggestions(args.rule)

@@ -29,7 +29,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ggscope.report import info as render
+    from ggscope.report import info as render  # start-up: numpy only when this command needs it
     mf = open_or_report(args.file)
     if mf is None:
         return 2

@@ -69,7 +69,7 @@ def _labeller(mf, tok):
     one (--tokens); None when the file has no vocabulary ggscope can read."""
     if tok is not None:
         return tok
-    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
+    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer  # start-up: one-shot commands load only what they use
     try:
         return load_tokenizer(mf)
     except TokenizerError:
@@ -78,10 +78,10 @@ def _labeller(mf, tok):
 
 def _run(args) -> int:
     import numpy as np
-    from ggscope import forward as F
-    from ggscope.forward.logits import check_logits, log_softmax
-    from ggscope.core.escape import escape_text
-    from ggscope.rules.refusal import loader_refusal
+    from ggscope import forward as F  # start-up: numpy only when this command needs it
+    from ggscope.forward.logits import check_logits, log_softmax  # start-up: numpy only when this command needs it
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+    from ggscope.rules.refusal import loader_refusal  # start-up: numpy, asyncio only when this command needs it
     mf = open_or_report(args.file)
     if mf is None:
         return 2
@@ -91,7 +91,7 @@ def _run(args) -> int:
         raise GGScopeError(f"{mf.path}: {refused}; the reference forward pass is not run")
     tok = None
     if args.prompt is not None:
-        from ggscope.model.tokenizer import load as load_tokenizer
+        from ggscope.model.tokenizer import load as load_tokenizer  # start-up: one-shot commands load only what they use
         tok = load_tokenizer(mf)
         ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
     else:
@@ -124,7 +124,7 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps(out) + "\n")
     else:
         w = sys.stdout.write
@@ -152,7 +152,7 @@ def run(args) -> int:
     try:
         return _run(args)
     except GGScopeError as exc:
-        from ggscope.core.escape import escape_text
+        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         error(escape_text(str(exc)))       # paths, names and tokens are file text
         return 2
     except MemoryError:

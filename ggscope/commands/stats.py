@@ -64,8 +64,8 @@ def _select(mf, patterns: list[str]):
 
 
 def run(args) -> int:
-    from ggscope.report import stats as render
-    from ggscope.stats.tensors import DEFAULT_BINS, tensor_stats
+    from ggscope.report import stats as render  # start-up: numpy only when this command needs it
+    from ggscope.stats.tensors import DEFAULT_BINS, tensor_stats  # start-up: numpy only when this command needs it
     if args.bins is None:
         args.bins = DEFAULT_BINS
     if not 1 <= args.bins <= 1 << 20:
@@ -90,7 +90,7 @@ def run(args) -> int:
         if t.file is not None:          # a remote file's fetched pages go back after each tensor
             t.file.source.release(t.offset, t.offset + t.nbytes)
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps(render.as_json(mf.path, results, errors)) + "\n")
     elif rich:
         con = console(args)

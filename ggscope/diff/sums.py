@@ -36,12 +36,12 @@ _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 def engine() -> str:
     """``"c"`` when the compiled loop is built and not turned off by ``GGSCOPE_KERNELS``
     (``cstats.available``), else ``"numba"``."""
-    from ggscope.stats import cstats
+    from ggscope.stats import cstats  # lazy: 8 more modules only when used
     return "c" if _cpairs is not None and cstats.available() else "numba"
 
 
 def _numba() -> Callable:
-    from ggscope.diff.sums_jit import pair_sums as jit_sums
+    from ggscope.diff.sums_jit import pair_sums as jit_sums  # start-up: numpy, numba, yaml only when used
     return jit_sums
 
 

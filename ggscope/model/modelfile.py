@@ -64,12 +64,12 @@ class TensorInfo:
 
     def dequantize(self) -> np.ndarray:
         """All elements as float32, numpy shape ``reversed(shape)`` (ggml element order)."""
-        from ggscope.quant import dequantize_tensor
+        from ggscope.quant import dequantize_tensor  # declared exception: the convenience method imports its engine
         return dequantize_tensor(self)
 
     def stats(self, **kwargs: Any):
         """Streaming statistics (count, min, max, mean, std, abs_mean, zeros, nan, inf, histogram, ...)."""
-        from ggscope.stats.tensors import tensor_stats
+        from ggscope.stats.tensors import tensor_stats  # declared exception: the convenience method imports its engine
         return tensor_stats(self, **kwargs)
 
 

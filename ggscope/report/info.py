@@ -76,7 +76,7 @@ def header_facts(mf: ModelFile) -> list[tuple[str, str]]:
     facts.append(("tensors", f"{len(mf.tensors)} ({n_params:,} elements, "
                              f"{human_bytes(sum(t.nbytes for t in mf.tensors))})"))
     from ggscope.memory import default_plan           # llama.cpp's buffers at context 4096 (ggscope fit)
-    from ggscope.memory.describe import one_line
+    from ggscope.memory.describe import one_line  # lazy: 6 more modules only when used
     if (p := default_plan(mf)) is not None:
         facts.append(("llama.cpp memory", one_line(p)))
     return facts
@@ -135,7 +135,7 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
 
 def _memory(mf: ModelFile) -> dict[str, Any]:
     """``memory``: llama.cpp's buffers at context 4096 (``ggscope fit --json``'s object)."""
-    from ggscope.memory import default_plan
+    from ggscope.memory import default_plan  # lazy: 5 more modules only when used
     p = default_plan(mf)
     return {"memory": p.as_dict()} if p is not None else {}
 

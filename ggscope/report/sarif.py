@@ -76,7 +76,7 @@ def _result(f: Finding, index: int) -> dict:
 
 
 def as_sarif(findings: Iterable[Finding]) -> dict:
-    from ggscope import __version__
+    from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
     findings = list(findings)
     descriptors = [_descriptor(r) for r in RULES]
     index = {d["id"]: i for i, d in enumerate(descriptors)}
@@ -97,5 +97,5 @@ def as_sarif(findings: Iterable[Finding]) -> dict:
 
 
 def render(findings: Iterable[Finding]) -> str:
-    from ggscope.report.jsonable import dumps
+    from ggscope.report.jsonable import dumps  # lazy: 2 more modules only when used
     return dumps(as_sarif(findings), indent=2)

@@ -42,7 +42,7 @@ def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] 
 
 
 def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
-    from ggscope import __version__
+    from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
     return {"version": __version__, "file": jsonable(path), "tensors": [jsonable(dict(s)) for s in stats],
             "errors": [{"name": jsonable(n), "error": jsonable(m)} for n, m in errors]}
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ggscope.core import progress
+from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.source.stream import Stream
@@ -243,7 +244,8 @@ class ForwardCheck(Rule):
     needs_tensor_data = True
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ggscope.core.errors import FileChanged, GGScopeError
+        # the forward pass (its numpy kernels per architecture) loads only for --deep's check;
+        # rules.refusal imports the loader rules of this registry (a cycle at import time)
         from ggscope.forward import TokenError, UnsupportedArchitecture, architecture, module_for
         from ggscope.forward.logits import check
         from ggscope.rules.refusal import loader_refusal

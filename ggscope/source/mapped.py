@@ -179,7 +179,7 @@ class RemoteByteSource(ByteSource):
     @classmethod
     def open(cls, url: str, first: int = 256 << 10) -> "RemoteByteSource":  # type: ignore[override]
         """Fetch the first ``first`` bytes (one request; it also tells the file's size)."""
-        from ggscope.source.remote import open_reader
+        from ggscope.source.remote import open_reader  # the network stack (asyncio, aiohttp): only for a URL
         reader = open_reader(url)
         head = reader.fetch(0, first)
         return cls(reader, head, url)

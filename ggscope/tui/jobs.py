@@ -17,8 +17,8 @@ __all__ = ["file_findings", "open_path"]
 
 def file_findings(mf: ModelFile) -> list:
     """The validator's findings, plus the damage itself if no rule reported it."""
-    from ggscope.validate.runner import validate
-    from ggscope.rules import Finding, Severity
+    from ggscope.validate.runner import validate  # start-up: numpy, asyncio only when used
+    from ggscope.rules import Finding, Severity  # start-up: numpy, asyncio only when used
     try:
         found = list(validate(mf))
     except Exception as exc:  # noqa: BLE001 - the browser must open whatever the rules do
@@ -34,8 +34,8 @@ def file_findings(mf: ModelFile) -> list:
 
 def open_path(path: str) -> tuple[Any, str]:
     """(ModelFile, "") or (None, one paragraph saying why the file cannot be shown)."""
-    from ggscope.model.open import open as open_file
-    from ggscope.core.errors import GGScopeError, UnreadableFile
+    from ggscope.model.open import open as open_file  # start-up: numpy only when used
+    from ggscope.core.errors import GGScopeError, UnreadableFile  # to hoist: already loaded with this module (issue 22)
     try:
         return open_file(path), ""
     except UnreadableFile as exc:
