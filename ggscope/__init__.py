@@ -43,11 +43,11 @@ def __getattr__(name: str):
 
 def open(path, /):  # noqa: A001 - the natural name
     """Parse the model file at ``path`` (see ``ggscope.model.open.open``)."""
-    from ggscope.model.open import open as _open
+    from ggscope.model.open import open as _open  # start-up: `import ggscope` loads no spec engine
     return _open(path)
 
 
 def open_bytes(data: bytes, name: str = "<memory>"):
     """Like ``open`` for bytes already in memory (tests, fuzzing, network buffers)."""
-    from ggscope.model.open import open_bytes as _open_bytes
+    from ggscope.model.open import open_bytes as _open_bytes  # start-up: `import ggscope` loads no spec engine
     return _open_bytes(data, name)

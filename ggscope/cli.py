@@ -70,12 +70,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser(mods: dict[str, object]) -> argparse.ArgumentParser:
-    from ggscope.commands.helptext import HelpFormatter
+    from ggscope.commands.helptext import HelpFormatter  # start-up: one-shot commands load only what they use
     parser = _Parser(
         prog="ggscope",
         description="Inspect, validate and diff ggml-family model files.",
         epilog=EPILOG, formatter_class=HelpFormatter)
-    from ggscope import __version__
+    from ggscope import __version__  # the root package: already loaded, named here to keep the version one fact
     parser.add_argument("-V", "--version", action="version", version=f"ggscope {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, mod in mods.items():
@@ -108,7 +108,7 @@ def _not_a_command(word: str) -> int:
     import difflib
     close = difflib.get_close_matches(word, (*COMMANDS, "help", "completion"), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else "; see 'ggscope --help'"
-    from ggscope.core.escape import escape_text
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     print(f"ggscope: '{escape_text(word)}' is neither a command nor a file{hint}", file=sys.stderr)
     return 2
 
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
     if argv in (["--version"], ["-V"]):               # start-up: no command module is needed
-        from ggscope import __version__
+        from ggscope import __version__  # the root package: already loaded, named here to keep the version one fact
         print(f"ggscope {__version__}")
         return 0
     # the parser holds only the command the arguments name (`ggscope FILE` names tui);
@@ -167,10 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
-    from ggscope.core.escape import escape_text
-    from ggscope.core import progress
-    from ggscope.report.progress import terminal_reporter
-    from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+    from ggscope.core import progress  # to hoist: already loaded with this module (issue 22)
+    from ggscope.report.progress import terminal_reporter  # start-up: one-shot commands load only what they use
+    from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads  # start-up: one-shot commands load only what they use
     guard_mapped_reads()                           # a mapped page gone (the file shrank): one line, exit 2
     mark = checkpoint()
     try:

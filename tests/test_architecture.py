@@ -131,3 +131,54 @@ def test_machine_path_pattern():
     assert MACHINE_PATH.search(b"/home/alice/llama.cpp")
     assert not MACHINE_PATH.search(b"https://github.com/ggml-org/llama.cpp/blob/master/src/llama-model.cpp")
     assert not MACHINE_PATH.search(b"docs/legacy-formats.md")
+
+
+def _function_level_imports(root: Path) -> list[tuple[str, int, str, bool]]:
+    """Every import of a ggscope module inside a function under ``root``: (file, line,
+    the import, whether a comment on its line, or just above it or above the run of
+    imports it belongs to, says why)."""
+    import ast
+    found = []
+    for f in sorted(root.rglob("*.py")):
+        src = f.read_text(encoding="utf-8")
+        lines = src.splitlines()
+
+        def visit(node, in_function):
+            for child in ast.iter_child_nodes(node):
+                if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                    if isinstance(child, ast.Import):
+                        mods = [a.name for a in child.names]
+                    else:
+                        mods = ["." * child.level + (child.module or "")]
+                    if any(m == "ggscope" or m.startswith(("ggscope.", ".")) for m in mods):
+                        here = lines[child.lineno - 1]
+                        j = child.lineno - 2             # a comment may head a run of imports
+                        while j >= 0 and lines[j].strip().startswith(("from ", "import ")):
+                            j -= 1
+                        above = lines[j].strip() if j >= 0 else ""
+                        found.append((f.relative_to(root.parent).as_posix(), child.lineno, here.strip(),
+                                      "#" in here or above.startswith("#")))
+                visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+
+        visit(ast.parse(src), False)
+    return found
+
+
+def test_every_function_level_import_says_why():
+    """Issue 22: an import of a ggscope module inside a function stays only where start-up
+    time needs it (tests/commands/test_startup.py proves that) or for a declared
+    exception, with its reason in a comment on its line or the line above; the rest
+    belong at the top of the module."""
+    silent = [f"{f}:{n}: {text}" for f, n, text, why in _function_level_imports(REPO / "ggscope") if not why]
+    assert silent == [], "say why, or hoist to the top:\n" + "\n".join(silent)
+
+
+def test_function_level_import_finder(tmp_path):
+    pkg = tmp_path / "ggscope"
+    pkg.mkdir()
+    (pkg / "m.py").write_text("import ggscope.core\n\n\ndef f():\n    from ggscope.core import escape\n"
+                              "    # textual only for the browser\n    from ggscope.tui import app\n"
+                              "    import json\n    from . import x  # cycle\n    from . import y\n\n\nclass C:\n"
+                              "    def g(self):\n        import ggscope.model\n")
+    got = [(n, why) for _, n, _, why in _function_level_imports(pkg)]
+    assert got == [(5, False), (7, True), (9, True), (10, True), (15, False)]  # 10: under 6's comment

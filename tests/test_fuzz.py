@@ -156,20 +156,6 @@ def test_every_format_damaged_means_an_error(which, ops):
 from tools import fuzz as command_fuzz  # noqa: E402
 
 FUZZ_CASES = 48                # about 60 s of CPU in the children on this project's machine
-# What the fuzzer finds in parts of issue 23 other branches fix, by (kind, command, a
-# phrase of the detail): drop an entry once its fix is merged.
-KNOWN_ELSEWHERE = {
-    ("traceback", "browser", "MarkupError"): "item 3: file text parsed as Rich/Textual markup",
-    # case 0:25: GG404's suggestion "e.g. 'myapp.<key>'" carries a key's raw ESC into
-    # `validate --format github` (the text renderer escapes it)
-    ("unescaped", "validate --format github", "raw control"): "item 7: GitHub annotations unescaped",
-}
-
-
-def _unexpected(problems):
-    return [p for p in problems
-            if not any(p.kind == k and p.command == c and phrase in p.detail
-                       for k, c, phrase in KNOWN_ELSEWHERE)]
 
 
 def _report(problems) -> str:
@@ -194,12 +180,10 @@ def test_a_case_id_makes_the_same_file():
 def test_every_command_survives_fixed_seed_cases():
     problems = command_fuzz.run(FUZZ_CASES, 0, _fuzz_seeds(), command_fuzz.Limits(cpu=60, wall=300),
                                 browser_every=3)
-    unexpected = _unexpected(problems)
-    assert not unexpected, _report(unexpected)
+    assert not problems, _report(problems)
 
 
 @pytest.mark.slow
 def test_every_command_survives_a_longer_run():
     problems = command_fuzz.run(400, 1, _fuzz_seeds(), command_fuzz.Limits(cpu=60, wall=300))
-    unexpected = _unexpected(problems)
-    assert not unexpected, _report(unexpected)
+    assert not problems, _report(problems)

@@ -20,7 +20,7 @@ __all__ = ["expand_files", "open_or_report", "damage_message", "add_color_argume
 
 
 def error(msg: str) -> None:
-    from ggscope.core.escape import escape_text
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     print(f"ggscope: {escape_text(msg)}", file=sys.stderr)
 
 
@@ -51,7 +51,7 @@ def damage_message(mf: ModelFile) -> str:
 def open_or_report(path: str, *, allow_damage: bool = False) -> ModelFile | None:
     """Open ``path`` (a shard opens its whole split model); on failure print one paragraph
     and return None."""
-    from ggscope.model.split import open_model
+    from ggscope.model.split import open_model  # start-up: numpy only when this command needs it
     try:
         mf = open_model(path)
     except UnreadableFile as exc:

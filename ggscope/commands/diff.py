@@ -128,9 +128,9 @@ def _run_tui(a, b) -> int:
 
 def _logits(args, a, b):
     """The --logits comparison: architectures checked first, then tokens, then both runs."""
-    from ggscope.forward import module_for
-    from ggscope.forward.logits import compare_logits, tokens_for
-    from ggscope.commands.run import parse_ids
+    from ggscope.forward import module_for  # start-up: numpy only when this command needs it
+    from ggscope.forward.logits import compare_logits, tokens_for  # start-up: numpy only when this command needs it
+    from ggscope.commands.run import parse_ids  # start-up: one-shot commands load only what they use
     module_for(a)                       # an unsupported architecture is named before tokenizing
     module_for(b)
     if args.logits is not None:
@@ -138,7 +138,7 @@ def _logits(args, a, b):
     else:
         ids, notes = parse_ids(args.logits_tokens, "--logits-tokens"), ()
     result = compare_logits(a, b, ids, notes=notes, exact=args.exact)
-    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
+    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer  # start-up: one-shot commands load only what they use
     try:
         return result.with_pieces(load_tokenizer(a).piece_bytes)    # candidates as text
     except TokenizerError:
@@ -147,8 +147,8 @@ def _logits(args, a, b):
 
 def _corpus(args, a, b) -> int:
     """--corpus / --kl-divergence-base: the KL-divergence report alone."""
-    from ggscope.forward.perplexity import evaluate
-    from ggscope.report import perplexity as render
+    from ggscope.forward.perplexity import evaluate  # start-up: one-shot commands load only what they use
+    from ggscope.report import perplexity as render  # start-up: one-shot commands load only what they use
     try:
         if args.corpus is not None:
             try:
@@ -170,7 +170,7 @@ def _corpus(args, a, b) -> int:
         error("not enough memory to hold both files' weights for --corpus")
         return 2
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: one-shot commands load only what they use
         sys.stdout.write(dumps(render.as_json(rep)) + "\n")
     else:
         sys.stdout.write(render.plain(rep) + "\n")
@@ -179,7 +179,7 @@ def _corpus(args, a, b) -> int:
 
 def run(args) -> int:
     from ggscope.diff.compare import DiffCancelled, diff_files     # numpy and the spec engine: only now
-    from ggscope.report import diff as render
+    from ggscope.report import diff as render  # start-up: numpy only when this command needs it
     a = open_or_report(args.a)
     if a is None:
         return 2
@@ -205,10 +205,10 @@ def run(args) -> int:
     except DiffCancelled:
         return 2
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps(render.as_json(result, logits)) + "\n")
     elif use_rich(args):
-        from ggscope.report.diff_rich import rich_renderables
+        from ggscope.report.diff_rich import rich_renderables  # start-up: numpy only when this command needs it
         con = console(args)
         for r in rich_renderables(result, logits):
             con.print(r)

@@ -41,7 +41,7 @@ def render(rule) -> str:
 
 
 def suggestions(query: str) -> list[str]:
-    from ggscope.rules import RULES
+    from ggscope.rules import RULES  # start-up: numpy, asyncio only when this command needs it
     q = query.strip()
     pool = {r.code: r for r in RULES} | {r.name: r for r in RULES}
     hits = difflib.get_close_matches(q.upper(), [r.code for r in RULES], n=3, cutoff=0.6)
@@ -55,7 +55,7 @@ def suggestions(query: str) -> list[str]:
 
 
 def run(args) -> int:
-    from ggscope.rules import REDIRECTS, by_code
+    from ggscope.rules import REDIRECTS, by_code  # start-up: numpy, asyncio only when this command needs it
     rule = by_code(args.rule.strip())
     if rule is None:
         close = suggestions(args.rule)
@@ -67,7 +67,7 @@ def run(args) -> int:
     if use_rich(args):                 # a terminal: paragraphs wrapped to its width, at word boundaries
         from rich.text import Text
         con = console(args)
-        from ggscope.commands.helptext import wrap_help
+        from ggscope.commands.helptext import wrap_help  # start-up: one-shot commands load only what they use
         head, _, body = render(rule).replace("``", "`").partition("\n")
         con.print(Text(head, style="bold"))
         con.print(Text(wrap_help(body.rstrip("\n"), con.width)), soft_wrap=True)

@@ -41,7 +41,7 @@ def parse_size(text: str) -> int:
 
 
 def add_arguments(p) -> None:
-    from ggscope.memory import CACHE_TYPES
+    from ggscope.memory import CACHE_TYPES  # start-up: one-shot commands load only what they use
     p.add_argument("file", help="GGUF model file, shard of a split model, or URL")
     p.add_argument("--ctx", "-c", type=int, default=4096,
                    help="context size (0: the model's training context); default 4096")
@@ -63,10 +63,10 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ggscope.core.escape import escape_text
-    from ggscope.memory import Options, max_context, max_layers, plan
-    from ggscope.memory.describe import human, lines
-    from ggscope.memory.weights import FEATURES
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+    from ggscope.memory import Options, max_context, max_layers, plan  # start-up: one-shot commands load only what they use
+    from ggscope.memory.describe import human, lines  # start-up: one-shot commands load only what they use
+    from ggscope.memory.weights import FEATURES  # start-up: one-shot commands load only what they use
     try:
         sizes = [parse_size(s) for s in args.vram or ()]
         if args.cpu == "local":

@@ -79,8 +79,8 @@ def _out(data: bytes) -> None:
 
 
 def run(args) -> int:
-    from ggscope.hash.engine import hash_set
-    from ggscope.hash.manifest import Manifest, ManifestError, check_set, plain_lines
+    from ggscope.hash.engine import hash_set  # start-up: xxhash only when this command needs it
+    from ggscope.hash.manifest import Manifest, ManifestError, check_set, plain_lines  # start-up: xxhash only when this command needs it
     if not 1 <= args.threads <= 64:
         error("--threads must be between 1 and 64")
         return 2
@@ -115,7 +115,7 @@ def run(args) -> int:
                 _out(b"".join(line for fh in sh.files for line in plain_lines(fh)))
             codes.append(2 if sh.missing else 0)
         else:
-            from ggscope.hash.engine import order
+            from ggscope.hash.engine import order  # start-up: xxhash only when this command needs it
             v = check_set(sh, manifest, order(algos))
             if not args.json:
                 _out(b"".join(v.lines))
@@ -143,7 +143,7 @@ def _facts(path: str, sh) -> dict:
 
 
 def _check_facts(m, v) -> dict:
-    from ggscope.hash.manifest import EXIT_TEXT
+    from ggscope.hash.manifest import EXIT_TEXT  # start-up: xxhash only when this command needs it
     return {"manifest": json_text(m.path), "exit": v.code, "result": EXIT_TEXT[v.code],
             "tensors": [{"file": json_text(c.file), "tensor": json_text(c.tensor), "algo": c.algo,
                          "result": c.result} for c in v.tensors],

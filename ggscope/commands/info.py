@@ -43,7 +43,7 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ggscope.report import info as render
+    from ggscope.report import info as render  # start-up: one-shot commands load only what they use
     files, missing = expand_files(args.files)
     for pat in missing:
         error(f"no file matches {pat}")

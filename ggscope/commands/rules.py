@@ -82,8 +82,8 @@ def rich_table(rules, width: int):
 
 
 def run(args) -> int:
-    from ggscope.rules import FAMILIES
-    from ggscope.report.rules_doc import ordered
+    from ggscope.rules import FAMILIES  # start-up: numpy, asyncio only when this command needs it
+    from ggscope.report.rules_doc import ordered  # start-up: numpy, asyncio only when this command needs it
     rules = ordered()
     if args.family:
         if args.family not in FAMILIES:
@@ -91,7 +91,7 @@ def run(args) -> int:
             return 2
         rules = [r for r in rules if r.family == args.family]
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps([as_json(r) for r in rules]) + "\n")
     elif use_rich(args):
         con = console(args)

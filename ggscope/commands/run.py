@@ -73,7 +73,7 @@ def _labeller(mf, tok):
     one (--tokens); None when the file has no vocabulary ggscope can read."""
     if tok is not None:
         return tok
-    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer
+    from ggscope.model.tokenizer import TokenizerError, load as load_tokenizer  # start-up: one-shot commands load only what they use
     try:
         return load_tokenizer(mf)
     except TokenizerError:
@@ -97,10 +97,10 @@ def _generate(module, weights, logits, state, n: int, bar) -> tuple[list[int], o
 
 def _run(args) -> int:
     import numpy as np
-    from ggscope import forward as F
-    from ggscope.forward.logits import check_logits, log_softmax
-    from ggscope.core.escape import escape_text
-    from ggscope.rules.refusal import loader_refusal
+    from ggscope import forward as F  # start-up: numpy only when this command needs it
+    from ggscope.forward.logits import check_logits, log_softmax  # start-up: numpy only when this command needs it
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+    from ggscope.rules.refusal import loader_refusal  # start-up: numpy, asyncio only when this command needs it
     mf = open_or_report(args.file)
     if mf is None:
         return 2
@@ -110,12 +110,12 @@ def _run(args) -> int:
         raise GGScopeError(f"{mf.path}: {refused}; the reference forward pass is not run")
     tok = None
     if args.prompt is not None:
-        from ggscope.model.tokenizer import load as load_tokenizer
+        from ggscope.model.tokenizer import load as load_tokenizer  # start-up: one-shot commands load only what they use
         tok = load_tokenizer(mf)
         ids = tok.encode(args.prompt, add_bos=False if args.no_bos else None)
     else:
         ids = parse_ids(args.tokens)
-    from ggscope.core import progress
+    from ggscope.core import progress  # start-up: one-shot commands load only what they use
     arch = F.architecture(mf)
     with progress.task(f"{arch}: loading weights", 2 + max(0, args.generate)) as bar:
         module, weights = F.load_weights(mf, args.exact)
@@ -141,7 +141,7 @@ def _run(args) -> int:
     if args.check:
         out["check"] = sanity.as_dict()
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps(out) + "\n")
     elif use_rich(args):
         _rich(args, out, top, names, tok, sanity)
@@ -169,7 +169,7 @@ def _rich(args, out: dict, top: list, names, tok, sanity) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ggscope.core.escape import escape_text
+    from ggscope.core.escape import escape_text  # start-up: one-shot commands load only what they use
     con = console(args)
     ids = out["tokens"]
     con.print(Text.assemble(("architecture: ", "bold cyan"), escape_text(out["architecture"])))
@@ -201,7 +201,7 @@ def run(args) -> int:
     try:
         return _run(args)
     except GGScopeError as exc:
-        from ggscope.core.escape import escape_text
+        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         error(escape_text(str(exc)))       # paths, names and tokens are file text
         return 2
     except MemoryError:

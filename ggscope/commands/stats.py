@@ -66,7 +66,7 @@ def _select(mf, patterns: list[str]):
 
 
 def run(args) -> int:
-    from ggscope.stats.tensors import DEFAULT_BINS
+    from ggscope.stats.tensors import DEFAULT_BINS  # start-up: one-shot commands load only what they use
     if args.bins is None:
         args.bins = DEFAULT_BINS
     if not 1 <= args.bins <= 1 << 20:
@@ -98,8 +98,8 @@ def run(args) -> int:
 
 
 def _one(args, path: str) -> int:
-    from ggscope.report import stats as render
-    from ggscope.stats.tensors import tensor_stats
+    from ggscope.report import stats as render  # start-up: one-shot commands load only what they use
+    from ggscope.stats.tensors import tensor_stats  # start-up: one-shot commands load only what they use
     mf = open_or_report(path)
     if mf is None:
         return 2
@@ -119,7 +119,7 @@ def _one(args, path: str) -> int:
         if t.file is not None:          # a remote file's fetched pages go back after each tensor
             t.file.source.release(t.offset, t.offset + t.nbytes)
     if args.json:
-        from ggscope.report.jsonable import dumps
+        from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps(render.as_json(mf.path, results, errors)) + "\n")
     elif rich:
         con = console(args)

@@ -60,7 +60,7 @@ def _messages(arg: str | None) -> tuple[list | None, str | None]:
         try:
             text = Path(arg).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            from ggscope.rules.base import quoted
+            from ggscope.rules.base import quoted  # start-up: numpy, asyncio only when this command needs it
             why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
             return None, f"--messages: cannot read {quoted(arg)}: {why}"
     try:
@@ -73,8 +73,8 @@ def _messages(arg: str | None) -> tuple[list | None, str | None]:
 
 
 def _line(text: str) -> str:
-    from ggscope.core.escape import escape_text
-    from ggscope.rules.templates.hidden import invisible
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+    from ggscope.rules.templates.hidden import invisible  # start-up: numpy, asyncio only when this command needs it
     hidden = {i for i, _ in invisible(text)}
     if hidden:
         text = "".join(f"\\u{ord(c):04x}" if i in hidden else c for i, c in enumerate(text))
@@ -88,7 +88,7 @@ def _numbered(text: str, out: list[str], indent: str = "  ") -> None:
 
 
 def run(args) -> int:
-    from ggscope.model.summary import chat_templates
+    from ggscope.model.summary import chat_templates  # start-up: one-shot commands load only what they use
     messages, problem = _messages(args.messages)
     if problem:
         error(problem)
@@ -98,25 +98,25 @@ def run(args) -> int:
         return 2
     found = dict(chat_templates(mf.metadata))
     if args.name not in found:
-        from ggscope.core.escape import escape_text
+        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         have = ", ".join(escape_text(n) for n in found) or "none"
         error(f"{escape_text(mf.path)} has no chat template \"{escape_text(args.name)}\" (templates: {have})")
         return 2
     key = found[args.name]
     text = mf.metadata[key]
 
-    from ggscope.rules.templates import RULES
-    from ggscope.rules.templates.sandbox import render_all
-    from ggscope.rules.templates.sources import special_texts
-    from ggscope.validate.runner import validate
+    from ggscope.rules.templates import RULES  # start-up: numpy, asyncio only when this command needs it
+    from ggscope.rules.templates.sandbox import render_all  # start-up: numpy, asyncio only when this command needs it
+    from ggscope.rules.templates.sources import special_texts  # start-up: numpy, asyncio only when this command needs it
+    from ggscope.validate.runner import validate  # start-up: numpy, asyncio only when this command needs it
     node_path = mf.metadata_nodes.get(key, "")
     findings = [f for f in validate(mf, RULES) if f.path == node_path]
     renders = render_all(text, special_texts(mf), messages)
     status = 1 if any(f.severity.value == "error" for f in findings) else 0
 
     if args.json:
-        from ggscope import __version__
-        from ggscope.core.escape import json_text
+        from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
+        from ggscope.core.escape import json_text  # to hoist: already loaded with this module (issue 22)
         doc = {"version": __version__, "file": json_text(mf.path), "key": json_text(key), "name": json_text(args.name),
                "templates": [json_text(n) for n in found], "text": json_text(text),
                "findings": [f.as_dict() | {"file": json_text(f.file), "message": json_text(f.message)}
@@ -127,7 +127,7 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
         return status
 
-    from ggscope.core.escape import escape_text
+    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     out = [f"{escape_text(key)} ({len(text.splitlines()) or 1} lines, {len(text.encode('utf-8', 'surrogateescape')):,} bytes)"]
     _numbered(text, out)
     out.append("")

@@ -42,9 +42,9 @@ def _refusal(path: str) -> str | None:
     import os
     if "://" in path:             # not a local file: the app's loader opens it (or says why not)
         return None
-    from ggscope.model.detect import detect, known_formats
-    from ggscope.core.errors import GGScopeError, UnknownFormat
-    from ggscope.source.local import check_regular_file
+    from ggscope.model.detect import detect, known_formats  # start-up: one-shot commands load only what they use
+    from ggscope.core.errors import GGScopeError, UnknownFormat  # to hoist: already loaded with this module (issue 22)
+    from ggscope.source.local import check_regular_file  # start-up: one-shot commands load only what they use
     try:
         check_regular_file(path)          # a FIFO or device would block the open below
     except GGScopeError as exc:
@@ -81,7 +81,7 @@ def run(args) -> int:
         from ggscope.commands import info
         error("no terminal: printing `ggscope info` (run it in a terminal to browse)")
         return info.run(argparse.Namespace(files=[path], json=False, hex=False, color="never"))
-    from ggscope.core import progress
-    from ggscope.tui.run import run_app
+    from ggscope.core import progress  # start-up: one-shot commands load only what they use
+    from ggscope.tui.run import run_app  # start-up: one-shot commands load only what they use
     with progress.use(None):            # the browser draws its own progress, not bars on stderr
         return run_app(path)

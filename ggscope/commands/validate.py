@@ -85,7 +85,7 @@ def add_arguments(p) -> None:
 def _one_per_model(files: list[str]) -> list[str]:
     """The paths in order, a split model's shards after the first given left out: any
     shard checks the whole set (``validate.runner.validate_set``)."""
-    from ggscope.validate.runner import set_key
+    from ggscope.validate.runner import set_key  # start-up: one-shot commands load only what they use
     seen: set[tuple[str, ...]] = set()
     out = []
     for f in files:
@@ -105,9 +105,9 @@ def _split(s: str) -> list[str]:
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool,
                manifest: str | None = None, base: str | None = None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
-    from ggscope.source.remote import is_remote
-    from ggscope.source.mapped import check_regular_file
-    from ggscope.validate.runner import validate_file
+    from ggscope.source.remote import is_remote  # start-up: asyncio only when this command needs it
+    from ggscope.source.mapped import check_regular_file  # start-up: numpy only when this command needs it
+    from ggscope.validate.runner import validate_file  # start-up: numpy, asyncio only when this command needs it
     if not is_remote(path):
         try:
             check_regular_file(path)        # a FIFO or device must not block the gate
@@ -134,8 +134,8 @@ def _read_list(name: str) -> list[str]:
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
                manifest: str | None = None, base: str | None = None):
     if scheduler and not base:
-        from ggscope.core import progress
-        from ggscope.validate.cluster import check_on_cluster
+        from ggscope.core import progress  # to hoist: already loaded with this module (issue 22)
+        from ggscope.validate.cluster import check_on_cluster  # start-up: one-shot commands load only what they use
         with progress.task("files checked", len(files)) as bar:
             return check_on_cluster(_check_one, files, (select, ignore, deep, manifest), scheduler=scheduler,
                                     jobs=max(jobs, 1), progress=bar.update)
@@ -191,8 +191,8 @@ def _choose_format(cli: str | None, configured: str | None) -> str:
 
 
 def run(args) -> int:
-    from ggscope.report import findings_json
-    from ggscope.report import findings_text
+    from ggscope.report import findings_json  # start-up: numpy, asyncio only when this command needs it
+    from ggscope.report import findings_text  # start-up: numpy, asyncio only when this command needs it
     try:
         cfg = load()
     except ConfigError as exc:
@@ -203,7 +203,7 @@ def run(args) -> int:
     deep = cfg.deep if args.deep is None else args.deep
     jobs = args.jobs or cfg.jobs
     fmt = _choose_format(args.format, cfg.format)
-    from ggscope.validate.runner import UnknownSelector, check_selectors
+    from ggscope.validate.runner import UnknownSelector, check_selectors  # start-up: numpy, asyncio only when this command needs it
     try:
         check_selectors(select, "--select" if args.select is not None else f"{cfg.source}: select")
         check_selectors(ignore, "--ignore" if args.ignore is not None else f"{cfg.source}: ignore")
@@ -212,7 +212,7 @@ def run(args) -> int:
         return 2
 
     if args.manifest is not None:         # a manifest that cannot be read is a usage error, before any file
-        from ggscope.hash.manifest import Manifest, ManifestError
+        from ggscope.hash.manifest import Manifest, ManifestError  # start-up: xxhash only when this command needs it
         try:
             Manifest.read(args.manifest)
         except ManifestError as exc:
@@ -259,10 +259,10 @@ def run(args) -> int:
     if fmt == "json":
         sys.stdout.write(findings_json.render(findings) + "\n")
     elif fmt == "sarif":
-        from ggscope.report import sarif
+        from ggscope.report import sarif  # start-up: one-shot commands load only what they use
         sys.stdout.write(sarif.render(findings, unreadable) + "\n")
     elif fmt == "github":
-        from ggscope.report import github
+        from ggscope.report import github  # start-up: numpy, asyncio only when this command needs it
         sys.stdout.write(github.render(findings))
         print(findings_text.summary(findings, checked, len(unreadable)), file=sys.stderr)
     else:

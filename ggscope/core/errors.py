@@ -6,6 +6,8 @@ be read, a format nobody recognises) and for misuse of the API.
 """
 from __future__ import annotations
 
+from ggscope.core.escape import escape_text
+
 
 class GGScopeError(Exception):
     """Base class: every error ggscope raises on purpose."""
@@ -63,7 +65,6 @@ class FileChanged(GGScopeError):
     path, another size) instead of touching a mapped page that is gone (SIGBUS)."""
 
     def __init__(self, path: str, detail: str) -> None:
-        from ggscope.core.escape import escape_text
         self.path = path
         self.detail = detail
         super().__init__(f"{escape_text(path)}: the file changed while ggscope read it ({detail}); "

@@ -59,7 +59,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["escape_text", "escape_label", "json_text", "json_key", "json_safe", "is_valid_utf8",
+__all__ = ["escape_text", "escape_label", "quoted", "llama_quoted", "json_text", "json_key", "json_safe", "is_valid_utf8",
            "raw_bytes", "UNSAFE_RANGES"]
 
 # (first, last) code points of categories Cc, Cf, Cs, Zl and Zp
@@ -136,6 +136,18 @@ def escape_text(s: Any, *, keep: str = "") -> str:
         return s
     pattern = _KEEP[keep]
     return pattern.sub(_one, s) if pattern.search(s) else s
+
+
+def quoted(text: Any) -> str:
+    """File-provided text or bytes in a message (a finding, an error): in double quotes,
+    control characters and bytes that are not UTF-8 escaped (``"FU\\x00G"``, ``"\\xff"``),
+    never a Python repr (``'\\udcff'``, ``b'...'``)."""
+    return '"' + escape_text(text) + '"'
+
+
+def llama_quoted(text: Any) -> str:
+    """``quoted`` for a message that repeats one of llama.cpp's, which quote ``'%s'``."""
+    return "'" + escape_text(text) + "'"
 
 
 _LABEL_NAMED = {"\\": "\\\\", '"': '\\"'}

@@ -239,7 +239,7 @@ def tensors_by_name(mf: ModelFile, other: ModelFile) -> dict[str, TensorInfo]:
     with a file of another family is keyed by the GGUF names its tensors got on
     conversion (``layers.0.attention.wq.weight`` is ``blk.0.attn_q.weight``), so the
     tensors of a GGJT file and of its GGUF conversion pair up."""
-    from ggscope.model.summary import LEGACY_FORMATS, is_legacy_llama
+    from ggscope.model.summary import LEGACY_FORMATS, is_legacy_llama  # lazy: 1 more module only when used
     by_name = first_by_name(mf.tensors)
     if not is_legacy_llama(mf) or other.format in LEGACY_FORMATS:
         return by_name
@@ -284,7 +284,7 @@ def iter_tensor_diffs(a: ModelFile, b: ModelFile, *, cancel: Any = None) -> Iter
 def diff_files(a: ModelFile, b: ModelFile, *, metadata_only: bool = False,
                progress: Callable[[int, int, str], Any] | None = None, cancel: Any = None) -> DiffResult:
     """Everything that differs from ``a`` (the reference) to ``b``; see the module contract."""
-    from ggscope.model.summary import summarize
+    from ggscope.model.summary import summarize  # lazy: 1 more module only when used
     header = diff_header(a, b)
     meta = diff_metadata(a, b)
     sums = {"summary_a": summarize(a), "summary_b": summarize(b)}

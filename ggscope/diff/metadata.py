@@ -84,7 +84,7 @@ def _array_change(key: str, ta: str, tb: str, va: Any, vb: Any) -> MetaChange | 
 def _by_gguf_key(mf: ModelFile, other_format: str) -> dict[str, str]:
     """GGUF key -> the file's own key, for every metadata key of ``mf``.  A legacy word
     without a GGUF key (n_mult) is named as in the other file when that is legacy too."""
-    from ggscope.model.summary import LEGACY_FORMATS, gguf_key, is_legacy_llama
+    from ggscope.model.summary import LEGACY_FORMATS, gguf_key, is_legacy_llama  # lazy: 5 more modules only when used
     arch = str(mf.metadata.get("general.architecture", "llama"))
     llama = is_legacy_llama(mf)
     out = {}

@@ -42,12 +42,12 @@ _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 def engine() -> str:
     """``"c"`` when the compiled loop is built and not turned off by ``GGSCOPE_KERNELS``
     (``cstats.available``), else ``"numba"``."""
-    from ggscope.stats import cstats
+    from ggscope.stats import cstats  # lazy: 8 more modules only when used
     return "c" if _cpairs is not None and cstats.available() else "numba"
 
 
 def _numba() -> Callable:
-    from ggscope.diff.sums_jit import pair_sums as jit_sums
+    from ggscope.diff.sums_jit import pair_sums as jit_sums  # start-up: numpy, numba, yaml only when used
     return jit_sums
 
 
@@ -73,9 +73,9 @@ def pair_sums(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float, float,
 
 def decode(layout, data, n: int, byteorder: str = "little", *, name: str | None = None) -> np.ndarray:
     """See the module docstring."""
-    from ggscope.facts.ggml_types import LAYOUTS
-    from ggscope.quant import dequantize
-    from ggscope.stats import cstats
+    from ggscope.facts.ggml_types import LAYOUTS  # lazy: loaded only on the path that needs it
+    from ggscope.quant import dequantize  # lazy: loaded only on the path that needs it
+    from ggscope.stats import cstats  # lazy: loaded only on the path that needs it
     lay = LAYOUTS.get(getattr(layout, "name", layout))
     whole = lay is not None and (layout is lay or layout == lay.name) and isinstance(n, int) and n >= 0
     if (not whole or not cstats.available() or lay.name not in cstats.FUSED_LAYOUTS

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ggscope.facts.ggml_types import GGML_FTYPE, GGML_FTYPE_HISTORICAL
 from ggscope.facts.legacy_tensors import _GPT2, _GPTJ, _LLAMA, _kind
 
 __all__ = ["shape_mismatches", "ShapeMismatch", "example_type_mismatches"]
@@ -251,7 +252,6 @@ def example_type_mismatches(mf) -> tuple[str, str, list[tuple[object, str]]] | N
     """For a gpt-2/gpt-j example file: (loader, wtype, [(tensor, expected type)]) of the
     tensors whose type is not the one the loader creates; None for other files or an
     ftype without a weight type (the loader stops on it: "invalid model file")."""
-    from ggscope.facts.ggml_types import GGML_FTYPE, GGML_FTYPE_HISTORICAL
     k = _kind(mf)
     if k not in _WTYPE:
         return None

@@ -86,7 +86,7 @@ def load(model, exact: bool = False) -> Weights:
     legacy = model.format in LEGACY_FORMATS
     arch = architecture(model)
     if arch not in TRAITS:
-        from ggscope.forward import UnsupportedArchitecture
+        from ggscope.forward import UnsupportedArchitecture  # to hoist: already loaded with this module (issue 22)
         raise UnsupportedArchitecture(model.path, arch, model.format)
     m = WeightMapper(model, arch)
     names = LEGACY_NAMES[arch] if legacy else None

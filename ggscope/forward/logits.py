@@ -192,9 +192,9 @@ def compare_logits(a: "ModelFile", b: "ModelFile", tokens: Sequence[int],
     mod_a, mod_b = module_for(a), module_for(b)        # both unsupported-checks before loading
     ids = [int(t) for t in tokens]
     if not ids:
-        from ggscope.forward import TokenError
+        from ggscope.forward import TokenError  # to hoist: already loaded with this module (issue 22)
         raise TokenError("no tokens to compare: the prompt is empty")
-    from ggscope.forward import load_weights
+    from ggscope.forward import load_weights  # lazy: loaded only on the path that needs it
     mod_a, wa = load_weights(a, exact)
     mod_b, wb = load_weights(b, exact)
     state_a = state_b = None
@@ -219,7 +219,7 @@ def compare_logits(a: "ModelFile", b: "ModelFile", tokens: Sequence[int],
 
 def tokens_for(a: "ModelFile", b: "ModelFile", text: str) -> tuple[list[int], tuple[str, ...]]:
     """``text`` as A's token ids (BOS as A's tokenizer adds it), plus notes about B's ids."""
-    from ggscope.model.tokenizer import load as load_tokenizer
+    from ggscope.model.tokenizer import load as load_tokenizer  # lazy: 3 more modules only when used
     ids = load_tokenizer(a).encode(text)
     try:
         ids_b = load_tokenizer(b).encode(text)

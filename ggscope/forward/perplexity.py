@@ -240,7 +240,7 @@ def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = Fa
 
 
 def _bos(model: "ModelFile") -> tuple[int | None, "object"]:
-    from ggscope.model.tokenizer import load as load_tokenizer
+    from ggscope.model.tokenizer import load as load_tokenizer  # lazy: loaded only on the path that needs it
     tok = load_tokenizer(model)
     return (tok.bos_id if tok.add_bos else None), tok
 
@@ -310,7 +310,7 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
             base_lp = decode_rows(rows, V)
             acc.add(lq, base_lp, nxt)
             if attribute and i == 0 and w_b is not None and hasattr(w_q, "layers"):
-                from ggscope.forward.attribution import rank_tensors
+                from ggscope.forward.attribution import rank_tensors  # lazy: loaded only on the path that needs it
                 tensors = rank_tensors(w_q, w_b, _chunk_kld(mod_q, _with_bos(chunk, bos_q), first,
                                                             rows_n, base_lp, nxt, exact))
     finally:

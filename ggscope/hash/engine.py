@@ -126,8 +126,8 @@ def hash_set(path: str, algos: Sequence[str], *, per_tensor: bool = True, thread
     a shard that cannot be opened is listed in ``missing``.  A damaged file raises
     ``DamagedFile``: the tool refuses it too (``gguf_init_from_file`` fails).
     """
-    from ggscope.model.open import open as open_file
-    from ggscope.model.split import MAX_SHARDS, shard_paths
+    from ggscope.model.open import open as open_file  # start-up: numpy only when used
+    from ggscope.model.split import MAX_SHARDS, shard_paths  # start-up: numpy only when used
     paths = shard_paths(path) or [path]
     if len(paths) > MAX_SHARDS:
         raise GGScopeError(f"{path}: a set of {len(paths)} shards is more than ggscope opens ({MAX_SHARDS})")
@@ -150,7 +150,7 @@ def hash_set(path: str, algos: Sequence[str], *, per_tensor: bool = True, thread
 
 
 def _refuse_damage(mf: "ModelFile") -> None:
-    from ggscope.core.errors import DamagedFile
+    from ggscope.core.errors import DamagedFile  # to hoist: already loaded with this module (issue 22)
     if mf.damage is not None:
         d = mf.damage
         raise DamagedFile(mf.path, d.start, d.path or "/", f"{d.error}; its tensors cannot be hashed "

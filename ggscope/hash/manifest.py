@@ -202,7 +202,7 @@ def check_set(sh: SetHash, m: Manifest, algos: tuple[str, ...]) -> Verdict:
         status[fh.path] = {0: "Ok", 1: "Changed", 3: "Extra"}[code]
     shards: list[tuple[str, str]] = []
     if sh.is_split:
-        from ggscope.model.split import SHARD_RE
+        from ggscope.model.split import SHARD_RE  # start-up: numpy only when used
         for p, _reason in sh.missing:
             status[p] = "Missing"
         prefix = SHARD_RE.match(sh.paths[0])

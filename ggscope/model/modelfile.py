@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ggscope.ksy.node import Node
+from ggscope.source.ranges import read_range
 
 if TYPE_CHECKING:
     from ggscope.source.mapped import ByteSource
@@ -59,17 +60,16 @@ class TensorInfo:
         disk, never taken from its map, so a file that shrinks meanwhile raises
         ``FileChanged`` instead of SIGBUS; a view of an in-memory or remote buffer."""
         assert self.file is not None
-        from ggscope.source.ranges import read_range
         return read_range(self.file, self.offset, self.nbytes)
 
     def dequantize(self) -> np.ndarray:
         """All elements as float32, numpy shape ``reversed(shape)`` (ggml element order)."""
-        from ggscope.quant import dequantize_tensor
+        from ggscope.quant import dequantize_tensor  # declared exception: the convenience method imports its engine
         return dequantize_tensor(self)
 
     def stats(self, **kwargs: Any):
         """Streaming statistics (count, min, max, mean, std, abs_mean, zeros, nan, inf, histogram, ...)."""
-        from ggscope.stats.tensors import tensor_stats
+        from ggscope.stats.tensors import tensor_stats  # declared exception: the convenience method imports its engine
         return tensor_stats(self, **kwargs)
 
 

@@ -46,7 +46,7 @@ def shard_paths(path: str) -> list[str] | None:
 def open_model(path: str) -> ModelFile:
     """The whole model ``path`` belongs to (see the module docstring); a file that is no
     shard, or the only one, opens as itself."""
-    from ggscope.model.open import open as open_file
+    from ggscope.model.open import open as open_file  # the spec engine: shard_paths alone (validate, rules) needs none of it
     paths = shard_paths(path)
     if paths is None or len(paths) < 2:
         return open_file(path)

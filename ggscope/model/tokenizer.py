@@ -46,7 +46,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ggscope.core.errors import GGScopeError
-from ggscope.core.escape import escape_label
+from ggscope.core.escape import escape_label, quoted
+from ggscope.model.spm import SpmVocab
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -280,7 +281,6 @@ def _build_bert(meta: dict, tokens: list[str], types: list[int]):
 
 
 def _build_llama(meta: dict, tokens: list[str], types: list[int]):
-    from ggscope.model.spm import SpmVocab
     name = str(meta.get("general.name", "")).lower()
     return SpmVocab.build(
         tokens, types, _meta_list(meta, "tokenizer.ggml.scores"),
@@ -294,7 +294,7 @@ def _build_gpt2(meta: dict, tokens: list[str], types: list[int], path: str):
     pre = str(meta.get("tokenizer.ggml.pre", "default"))
     regexes = PRE_TOKENIZER_REGEXES.get(pre)
     if regexes is None:
-        raise TokenizerError(f"{path}: no pre-tokenizer for tokenizer.ggml.pre {pre!r}; "
+        raise TokenizerError(f"{path}: no pre-tokenizer for tokenizer.ggml.pre {quoted(pre)}; "
                              f"supported: {supported_models()}")
     vocab: dict[str, int] = {}
     for i, t in enumerate(tokens):
@@ -351,7 +351,7 @@ def load(model: "ModelFile") -> Tokenizer:
         return Tokenizer("bytes", None, None, False, 256)
     else:
         raise TokenizerError(f"{model.path}: no tokenizer for tokenizer.ggml.model "
-                             f"{kind!r}; supported: {supported_models()}; "
+                             f"{quoted(kind)}; supported: {supported_models()}; "
                              f"pass token ids with --tokens")
     return Tokenizer(str(kind), build, bos, add_bos, len(tokens), tuple(tokens), tuple(types), space)
 

@@ -86,7 +86,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
 @cache
 def _grid_bytes(name: str) -> np.ndarray:
     """ggml grid ``name`` as (n_entries, bytes_per_entry) uint8, byte j = LSB-first byte j."""
-    from ggscope.quant.iq_tables import GRIDS
+    from ggscope.quant.iq_tables import GRIDS  # ggml's i-quant tables: built only when an i-quant is decoded
     text, width, n = GRIDS[name]
     words = np.frombuffer(bytes.fromhex(text), dtype=f">u{width}")
     if words.size != n:  # a damaged table module, not user data
@@ -104,7 +104,7 @@ def _grid_f32(name: str) -> np.ndarray:
 @cache
 def _sign_f32_byte() -> np.ndarray:
     """(256, 8) float32: +1 or -1 for element j of a sign byte (bit kmask_iq2xs[j])."""
-    from ggscope.quant.iq_tables import KMASK_IQ2XS
+    from ggscope.quant.iq_tables import KMASK_IQ2XS  # ggml's i-quant tables: built only when an i-quant is decoded
     byte = np.arange(256, dtype=np.uint16)[:, None]
     mask = np.array(KMASK_IQ2XS, dtype=np.uint16)[None, :]
     return _frozen(np.where(byte & mask, F32(-1.0), F32(1.0)).astype(F32))
@@ -113,7 +113,7 @@ def _sign_f32_byte() -> np.ndarray:
 @cache
 def _sign_f32_code() -> np.ndarray:
     """(128, 8) float32 signs of a 7-bit sign code, through ksigns_iq2xs."""
-    from ggscope.quant.iq_tables import KSIGNS_IQ2XS
+    from ggscope.quant.iq_tables import KSIGNS_IQ2XS  # ggml's i-quant tables: built only when an i-quant is decoded
     return _frozen(_sign_f32_byte()[np.array(KSIGNS_IQ2XS, dtype=np.intp)])
 
 
@@ -130,7 +130,7 @@ def _signed_grid(name: str) -> np.ndarray:
 @cache
 def _iq1_grid_delta() -> np.ndarray:
     """(4096, 8) float32: iq1s_grid[g] + IQ1S_DELTA at g, iq1s_grid[g] - IQ1S_DELTA at 2048 + g."""
-    from ggscope.quant.iq_tables import IQ1S_DELTA
+    from ggscope.quant.iq_tables import IQ1S_DELTA  # ggml's i-quant tables: built only when an i-quant is decoded
     g = _grid_f32("iq1s_grid")
     delta = F32(IQ1S_DELTA)
     return _frozen(np.concatenate([g + delta, g - delta]))
@@ -138,7 +138,7 @@ def _iq1_grid_delta() -> np.ndarray:
 
 @cache
 def _kvalues_f32() -> np.ndarray:
-    from ggscope.quant.iq_tables import KVALUES_IQ4NL
+    from ggscope.quant.iq_tables import KVALUES_IQ4NL  # ggml's i-quant tables: built only when an i-quant is decoded
     return _frozen(np.array(KVALUES_IQ4NL, dtype=np.int8).astype(F32))
 
 

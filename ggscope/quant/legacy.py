@@ -15,11 +15,13 @@ Contract: see ``floats.py`` (``DEQUANTIZERS``, ``f(blocks, byteorder, out)``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from ggscope.quant.floats import f16_scale, new_out
+from ggscope.quant.floats import f16_scale, f32_scale, new_out
 
-__all__ = ["DEQUANTIZERS", "nibbles", "split_nibbles", "interleave", "fifth_bits", "finish"]
+__all__ = ["DEQUANTIZERS", "BLOCKS", "Block", "decoder", "nibbles", "split_nibbles", "interleave", "fifth_bits", "finish"]
 
 def interleave(*parts: np.ndarray, unit: int) -> np.ndarray:
     """Alternate ``unit``-byte runs of equal-size uint8 arrays: a0 b0 .. a1 b1 .. (flat).
@@ -78,64 +80,53 @@ def finish(codes: np.ndarray, out: np.ndarray, d: np.ndarray, m: np.ndarray | No
     return out
 
 
-# --- Q4_0 (32 elems, 18 bytes) -------------------------------------------------------
-#  +--------+---------------------------------+
-#  | f16 d  | u8 qs[16]: lo = x[j], hi = x[j+16] |   x = (q - 8) * d
-#  +--------+---------------------------------+
-#  0        2                                 18
-def dequantize_q4_0(blocks, byteorder="little", out=None):
-    out = new_out(out, blocks.shape[0], 32)
-    return finish(nibbles(blocks[:, 2:18], False), out, f16_scale(blocks, 0, byteorder), bias=8)
+@dataclass(frozen=True)
+class Block:
+    """One 32/16-element block layout of the legacy family, as a row: where its scale
+    ``d`` (and the min ``m``) sit and their width, the 5th bits ``qh``, the codes ``qs``
+    (nibbles, split halves or interleaved, or int8), and the bias subtracted from them."""
+    n: int                              # elements per block
+    qs: tuple[int, int]                 # [start, end) of the codes in the block
+    d_at: int = 0
+    m_at: int | None = None
+    qh_at: int | None = None            # 4 bytes: bit k = bit 4 of x[k]
+    scale: str = "f16"                  # "f16" or "f32" (d and m)
+    codes: str = "nibbles"              # "nibbles" or "int8"
+    interleaved: bool = False           # nibbles: byte j = x[2j], x[2j+1] (else x[j], x[j+n/2])
+    bias: int = 0
 
 
-# --- Q4_1 (32 elems, 20 bytes) -------------------------------------------------------
-#  | f16 d | f16 m | u8 qs[16] (split halves) |   x = q * d + m
-#  0       2       4                          20
-def dequantize_q4_1(blocks, byteorder="little", out=None):
-    out = new_out(out, blocks.shape[0], 32)
-    return finish(nibbles(blocks[:, 4:20], False), out,
-                  f16_scale(blocks, 0, byteorder), f16_scale(blocks, 2, byteorder))
+def decoder(b: Block):
+    """The ``dequantize(blocks, byteorder, out)`` of layout ``b``: one engine, every row."""
+    scale = f16_scale if b.scale == "f16" else f32_scale
+    lo, hi = b.qs
+
+    def dequantize(blocks, byteorder="little", out=None):
+        out = new_out(out, blocks.shape[0], b.n)
+        if b.codes == "int8":
+            codes = blocks[:, lo:hi].view(np.int8)
+        else:
+            codes = nibbles(blocks[:, lo:hi], b.interleaved)
+            if b.qh_at is not None:
+                codes = fifth_bits(codes, blocks[:, b.qh_at:b.qh_at + 4])
+        m = scale(blocks, b.m_at, byteorder) if b.m_at is not None else None
+        return finish(codes, out, scale(blocks, b.d_at, byteorder), m, bias=b.bias)
+    return dequantize
 
 
-# --- Q5_0 (32 elems, 22 bytes) -------------------------------------------------------
-#  | f16 d | u8 qh[4]: bit k = bit 4 of x[k] | u8 qs[16] (split halves) |  x = (q - 16) * d
-#  0       2                                 6                          22
-def dequantize_q5_0(blocks, byteorder="little", out=None):
-    out = new_out(out, blocks.shape[0], 32)
-    codes = fifth_bits(nibbles(blocks[:, 6:22], False), blocks[:, 2:6])
-    return finish(codes, out, f16_scale(blocks, 0, byteorder), bias=16)
-
-
-# --- Q5_1 (32 elems, 24 bytes) -------------------------------------------------------
-#  | f16 d | f16 m | u8 qh[4] | u8 qs[16] (split halves) |   x = q * d + m
-#  0       2       4          8                          24
-def dequantize_q5_1(blocks, byteorder="little", out=None):
-    out = new_out(out, blocks.shape[0], 32)
-    codes = fifth_bits(nibbles(blocks[:, 8:24], False), blocks[:, 4:8])
-    return finish(codes, out, f16_scale(blocks, 0, byteorder), f16_scale(blocks, 2, byteorder))
-
-
-# --- Q8_0 (32 elems, 34 bytes) -------------------------------------------------------
-#  | f16 d | i8 qs[32] |   x = qs[j] * d
-#  0       2           34
-def dequantize_q8_0(blocks, byteorder="little", out=None):
-    out = new_out(out, blocks.shape[0], 32)
-    return finish(blocks[:, 2:34].view(np.int8), out, f16_scale(blocks, 0, byteorder))
-
-
-# --- Q8_1 (32 elems, 36 bytes, since 2024-03-12) -------------------------------------
-#  | f16 d | f16 s = d * sum(qs) | i8 qs[32] |   x = qs[j] * d  (s is redundant)
-#  0       2                     4           36
-def dequantize_q8_1(blocks, byteorder="little", out=None):
-    out = new_out(out, blocks.shape[0], 32)
-    return finish(blocks[:, 4:36].view(np.int8), out, f16_scale(blocks, 0, byteorder))
-
-
-DEQUANTIZERS = {
-    "Q4_0": dequantize_q4_0,
-    "Q4_1": dequantize_q4_1,
-    "Q5_0": dequantize_q5_0,
-    "Q5_1": dequantize_q5_1,
-    "Q8_0": dequantize_q8_0,
-    "Q8_1": dequantize_q8_1,
+# Today's layouts (ggml-common.h), block by block:
+#  Q4_0 (32, 18 B)  | f16 d | u8 qs[16]: lo = x[j], hi = x[j+16] |        x = (q - 8) * d
+#  Q4_1 (32, 20 B)  | f16 d | f16 m | u8 qs[16] (split halves) |       x = q * d + m
+#  Q5_0 (32, 22 B)  | f16 d | u8 qh[4] | u8 qs[16] (split halves) |    x = (q - 16) * d
+#  Q5_1 (32, 24 B)  | f16 d | f16 m | u8 qh[4] | u8 qs[16] |           x = q * d + m
+#  Q8_0 (32, 34 B)  | f16 d | i8 qs[32] |                              x = qs[j] * d
+#  Q8_1 (32, 36 B)  | f16 d | f16 s = d * sum(qs) | i8 qs[32] |       x = qs[j] * d (s redundant)
+BLOCKS = {
+    "Q4_0": Block(32, (2, 18), bias=8),
+    "Q4_1": Block(32, (4, 20), m_at=2),
+    "Q5_0": Block(32, (6, 22), qh_at=2, bias=16),
+    "Q5_1": Block(32, (8, 24), m_at=2, qh_at=4),
+    "Q8_0": Block(32, (2, 34), codes="int8"),
+    "Q8_1": Block(32, (4, 36), codes="int8"),
 }
+DEQUANTIZERS = {name: decoder(b) for name, b in BLOCKS.items()}

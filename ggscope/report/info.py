@@ -88,7 +88,7 @@ def header_facts(mf: ModelFile, hex_offsets: bool = False) -> list[tuple[str, st
     """(what, text) of the header and the overview's facts (``model.summary``): the file
     given (for a split model: which shard of how many), format, architecture, name, file
     type by name, parameters, bits per weight, size, layout."""
-    from ggscope.model.summary import human_count, summarize
+    from ggscope.model.summary import human_count, summarize  # lazy: loaded only on the path that needs it
     sm = summarize(mf)
     shards = mf.extra.get("shards")
     if shards:
@@ -124,7 +124,7 @@ def header_facts(mf: ModelFile, hex_offsets: bool = False) -> list[tuple[str, st
     facts.append(("chat templates", ", ".join(escape_text(n) for n, _ in chat_templates(mf.metadata)) or "none"))
     facts.append(("tensors", f"{len(mf.tensors)} ({human_bytes(sm.tensor_bytes)})"))
     from ggscope.memory import default_plan           # llama.cpp's buffers at context 4096 (ggscope fit)
-    from ggscope.memory.describe import one_line
+    from ggscope.memory.describe import one_line  # lazy: 6 more modules only when used
     if (p := default_plan(mf)) is not None:
         facts.append(("llama.cpp memory", one_line(p)))
     return facts
@@ -132,7 +132,7 @@ def header_facts(mf: ModelFile, hex_offsets: bool = False) -> list[tuple[str, st
 
 def type_rows(mf: ModelFile) -> list[list[str]]:
     """The tensor-type table: type, tensors, bytes, share of the tensor bytes, most bytes first."""
-    from ggscope.model.summary import summarize
+    from ggscope.model.summary import summarize  # lazy: loaded only on the path that needs it
     sm = summarize(mf)
     total = sm.tensor_bytes or 1
     return [[escape_text(t), str(n), human_bytes(b), f"{100 * b / total:.1f}%"] for t, n, b in sm.census]
@@ -180,7 +180,7 @@ def write_json(mf: ModelFile, out: TextIO) -> None:
 
 def _summary(mf: ModelFile) -> dict[str, Any]:
     """Everything of ``as_json`` except converted metadata values (a placeholder keeps the key order)."""
-    from ggscope.model.summary import summarize
+    from ggscope.model.summary import summarize  # lazy: loaded only on the path that needs it
     bad_keys = {json_key(k): raw_bytes(k).hex() for k in mf.metadata if not is_valid_utf8(k)}
     shards = mf.extra.get("shards")
     return {
@@ -205,7 +205,7 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
 
 def _memory(mf: ModelFile) -> dict[str, Any]:
     """``memory``: llama.cpp's buffers at context 4096 (``ggscope fit --json``'s object)."""
-    from ggscope.memory import default_plan
+    from ggscope.memory import default_plan  # lazy: 5 more modules only when used
     p = default_plan(mf)
     return {"memory": p.as_dict()} if p is not None else {}
 
@@ -261,7 +261,7 @@ def plain(mf: ModelFile, hex_offsets: bool = False) -> str:
 def _value(key: str, v: Any) -> str:
     """A metadata value as text; ``general.file_type`` with llama.cpp's name."""
     if key == "general.file_type" and isinstance(v, int) and not isinstance(v, bool):
-        from ggscope.model.summary import file_type_name
+        from ggscope.model.summary import file_type_name  # lazy: loaded only on the path that needs it
         return f"{file_type_name(v)} ({v})"
     return summarize_value(v)
 

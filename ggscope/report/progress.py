@@ -53,7 +53,7 @@ def terminal_reporter(stream=None):
 
     def reporter(desc: str, total: int | None):
         if desc.startswith("fetching ") and (total or 0) < BYTES_MIN:
-            from ggscope.core.progress import NULL
+            from ggscope.core.progress import NULL  # to hoist: already loaded with this module (issue 22)
             return NULL
         return _RichTask(desc, total)
     return reporter

@@ -85,7 +85,7 @@ def _notification(path: str, reason: str) -> dict:
 def as_sarif(findings: Iterable[Finding], unreadable: Iterable[tuple[str, str]] = ()) -> dict:
     """The SARIF log of ``findings``; ``unreadable`` is (path, reason) of each file that
     could not be checked."""
-    from ggscope import __version__
+    from ggscope import __version__  # the root package: already loaded, named here to keep the version one fact
     findings = list(findings)
     unreadable = list(unreadable)
     descriptors = [_descriptor(r) for r in RULES]
@@ -109,5 +109,5 @@ def as_sarif(findings: Iterable[Finding], unreadable: Iterable[tuple[str, str]] 
 
 
 def render(findings: Iterable[Finding], unreadable: Iterable[tuple[str, str]] = ()) -> str:
-    from ggscope.report.jsonable import dumps
+    from ggscope.report.jsonable import dumps  # lazy: loaded only on the path that needs it
     return dumps(as_sarif(findings, unreadable), indent=2)

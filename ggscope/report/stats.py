@@ -46,7 +46,7 @@ def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] 
 
 
 def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
-    from ggscope import __version__
+    from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
     return {"version": __version__, "file": jsonable(path), "tensors": [jsonable(dict(s)) for s in stats],
             "errors": [{"name": jsonable(n), "error": jsonable(m)} for n, m in errors]}
 
@@ -54,7 +54,7 @@ def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tupl
 def rich_table(stats: Sequence[Mapping[str, Any]]):
     """The table for a terminal: as many columns as fit its width (``report.fit``), a
     row with NaN/Inf values or non-finite block scales in bold red."""
-    from ggscope.report.fit import Column, FittingTable
+    from ggscope.report.fit import Column, FittingTable  # lazy: loaded only on the path that needs it
 
     def bad(n: int) -> str | None:
         s = stats[n]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.common import ggml_layout, pad, tensor_field, tensor_rows
 
 __all__ = ["RULES", "MisalignedTensorOffset", "NonZeroHeaderPadding", "NonZeroTensorPadding"]
@@ -54,7 +54,7 @@ class MisalignedTensorOffset(Rule):
         rows = tensor_rows(ctx.mf)
         for i, off in enumerate(rows.offsets):
             if off % a:
-                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} has offset {off}, "
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {quoted(rows.names[i])} has offset {off}, "
                              f"not a multiple of the alignment {a}")
 
 
@@ -113,7 +113,7 @@ class NonZeroTensorPadding(Rule):
             start = lay.data_start + off + nb
             at = _first_nonzero(ctx, start, lay.data_start + pad(off + nb, a))
             if at is not None:
-                yield ctx.at(None, f"tensor {name!r}: padding byte at {at} after its "
+                yield ctx.at(None, f"tensor {quoted(name)}: padding byte at {at} after its "
                              f"{nb} bytes is 0x{ctx.mf.source.read(at, at + 1)[0]:02x}, should be 0x00",
                              start=start, end=lay.data_start + pad(off + nb, a))
 

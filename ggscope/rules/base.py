@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ggscope.core.escape import escape_text
+from ggscope.core.escape import quoted
 from ggscope.ksy.node import find
 
 if TYPE_CHECKING:
@@ -103,12 +103,3 @@ class Rule:
         text = cls.explanation()
         i = text.find("Reference:")
         return " ".join(text[i + len("Reference:"):].split()) if i >= 0 else ""
-
-
-def quoted(text: "str | bytes") -> str:
-    """File-provided text or bytes in a finding's message: in double quotes, control
-    characters and bytes that are not UTF-8 escaped (``"FU\\x00G"``), never a Python
-    ``b'...'`` repr."""
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        text = bytes(text).decode("utf-8", "surrogateescape")
-    return '"' + escape_text(str(text)) + '"'

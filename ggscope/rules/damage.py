@@ -111,7 +111,7 @@ class InvalidValueType(Rule):
                 kv = ctx.node(d.path.split("/", 1)[0])      # the entry, not a path 64 levels long
                 key = kv.child("key") if kv is not None else None
                 name = key.child("data") if key is not None else None
-                what = f"key {name.value!r}" if name is not None and name.value is not None else "an entry"
+                what = f"key {quoted(name.value)}" if name is not None and name.value is not None else "an entry"
                 yield ctx.at(kv if kv is not None else d,
                              f"{what} holds arrays nested {d.path.count('elems[')} levels deep and more "
                              f"(parsing stops at offset {d.start}: {d.error}); ggml refuses nested arrays",
@@ -122,7 +122,7 @@ class InvalidValueType(Rule):
             yield ctx.at(d, f"unknown GGUF value type{code}; ggml refuses it", start=d.start, end=d.start)
         for kv in kv_nodes(ctx.mf):
             if kv["type"].value == GGUF_TYPE_ARRAY and kv["value"]["type"].value == GGUF_TYPE_ARRAY:
-                yield ctx.at(kv["value"]["type"], f"key {kv['key']['data'].value!r}: an array of arrays; "
+                yield ctx.at(kv["value"]["type"], f"key {quoted(kv['key']['data'].value)}: an array of arrays; "
                              "ggml refuses nested arrays")
 
 

@@ -29,8 +29,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from ggscope.core import progress
+from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.source.stream import Stream
 
 __all__ = ["RULES", "NonFiniteValues", "BadBlockScales", "ForwardCheck", "scale_field",
@@ -143,7 +144,7 @@ class NonFiniteValues(Rule):
                 found.append((t, *_nonfinite(ctx, t, stream, bar.tensor(t))))
         for t, bad, first in found:
             if bad:
-                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}) has {bad} NaN/Inf values, "
+                yield ctx.at(_tnode(ctx, t), f"tensor {quoted(t.name)} ({t.type}) has {bad} NaN/Inf values, "
                              f"the first at element {first}")
 
 
@@ -172,10 +173,10 @@ class BadBlockScales(Rule):
                 found.append((t, *_scales(ctx, t, order, stream, bar.tensor(t))))
         for t, n_blocks, nonfinite, first_nf, zero in found:
             if nonfinite:
-                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): {nonfinite} of {n_blocks} "
+                yield ctx.at(_tnode(ctx, t), f"tensor {quoted(t.name)} ({t.type}): {nonfinite} of {n_blocks} "
                              f"block scales are NaN/Inf, the first in block {first_nf}")
             if zero and n_blocks and zero == n_blocks:
-                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} ({t.type}): all {n_blocks} block scales "
+                yield ctx.at(_tnode(ctx, t), f"tensor {quoted(t.name)} ({t.type}): all {n_blocks} block scales "
                              "are zero (the tensor is all zeros)", severity=Severity.WARNING)
 
 
@@ -243,7 +244,8 @@ class ForwardCheck(Rule):
     needs_tensor_data = True
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        from ggscope.core.errors import FileChanged, GGScopeError
+        # the forward pass (its numpy kernels per architecture) loads only for --deep's check;
+        # rules.refusal imports the loader rules of this registry (a cycle at import time)
         from ggscope.forward import TokenError, UnsupportedArchitecture, architecture, module_for
         from ggscope.forward.logits import check
         from ggscope.rules.refusal import loader_refusal

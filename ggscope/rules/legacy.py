@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ggscope.facts import legacy_tensors
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "LEGACY_FORMATS", "GgjtAlignment", "LegacyTypeInvalid", "Bit1Size", "Bit1PaddingBits",
            "MissingTensors", "TensorDims", "TensorNames", "RwkvHeader", "Bit1Header"]
@@ -50,7 +50,7 @@ class GgjtAlignment(Rule):
         align = ctx.mf.alignment or GGJT_ALIGNMENT
         for t in ctx.mf.tensors:
             if t.offset % align:
-                yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} data starts at {t.offset:#x}, "
+                yield ctx.at(_tnode(ctx, t), f"tensor {quoted(t.name)} data starts at {t.offset:#x}, "
                              f"not a multiple of {align}")
 
 
@@ -75,7 +75,7 @@ class LegacyTypeInvalid(Rule):
         by_name = {t.name: t for t in ctx.mf.tensors}
         for name, why in errors.items():
             t = by_name.get(name)
-            yield ctx.at(_tnode(ctx, t) if t else None, f"tensor {name!r}: {why}")
+            yield ctx.at(_tnode(ctx, t) if t else None, f"tensor {quoted(name)}: {why}")
         stopped = ctx.mf.extra.get("damage_type_error")
         if stopped and ctx.mf.damage is not None:
             d = ctx.mf.damage
@@ -143,7 +143,7 @@ class Bit1PaddingBits(Rule):
                 if bad.size:
                     row = r0 + int(bad[0])
                     at = t.offset + row * row_bytes + row_bytes - 8
-                    yield ctx.at(None, f"tensor {t.name!r} row {row}: padding bits above bit "
+                    yield ctx.at(None, f"tensor {quoted(t.name)} row {row}: padding bits above bit "
                                  f"{t.shape[0] % 64} of the last word are set", start=at, end=at + 8)
                     break
 
@@ -152,7 +152,7 @@ _MAX_LISTED = 8
 
 
 def _listed(names: list[str]) -> str:
-    shown = ", ".join(repr(n) for n in names[:_MAX_LISTED])
+    shown = ", ".join(quoted(n) for n in names[:_MAX_LISTED])
     return shown + (f" and {len(names) - _MAX_LISTED} more" if len(names) > _MAX_LISTED else "")
 
 
@@ -247,7 +247,7 @@ class TensorDims(Rule):
         loader, lo, hi = allowed
         bad = [t for t in ctx.mf.tensors if not lo <= len(t.shape) <= hi]
         for t in bad[:_MAX_LISTED]:
-            yield ctx.at(_tnode(ctx, t), f"tensor {t.name!r} has {len(t.shape)} dimensions; {loader} "
+            yield ctx.at(_tnode(ctx, t), f"tensor {quoted(t.name)} has {len(t.shape)} dimensions; {loader} "
                          f"reads only {lo} to {hi}")
         if len(bad) > _MAX_LISTED:
             yield ctx.at(None, f"{len(bad)} tensor records in all have a number of dimensions {loader} "
@@ -282,7 +282,7 @@ class TensorNames(Rule):
                 if empty <= _MAX_LISTED:
                     yield ctx.at(_tnode(ctx, t), f"tensor record {i} has an empty name")
             elif t.name in seen:
-                yield ctx.at(_tnode(ctx, t), f"tensor record {i} repeats the name {t.name!r} of record "
+                yield ctx.at(_tnode(ctx, t), f"tensor record {i} repeats the name {quoted(t.name)} of record "
                              f"{seen[t.name]}")
             else:
                 seen[t.name] = i

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ggscope.core.escape import llama_quoted
 from ggscope.facts import legacy_shapes
 from ggscope.facts.ggml_types import type_by_id
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
@@ -69,7 +70,7 @@ class LegacyTensorShape(Rule):
             loader, wtype, wrong = typed
             for t, want in wrong[:_MAX_LISTED]:
                 node = ctx.node(t.node_path) if t.node_path else None
-                yield ctx.at(node, f"tensor {t.name!r} has type {t.type}; {loader} creates it as {want} (the "
+                yield ctx.at(node, f"tensor {llama_quoted(t.name)} has type {t.type}; {loader} creates it as {want} (the "
                              f"header's weight type is {wtype}) and refuses another size")
             if len(wrong) > _MAX_LISTED:
                 yield ctx.at(None, f"{len(wrong)} tensors in all have a type {loader} refuses", start=0, end=0)
@@ -80,7 +81,7 @@ class LegacyTensorShape(Rule):
         for m in bad[:_MAX_LISTED]:
             t = m.tensor
             node = ctx.node(t.node_path) if t.node_path else None
-            yield ctx.at(node, f"tensor {t.name!r} has shape {list(t.shape)}; {loader} expects "
+            yield ctx.at(node, f"tensor {llama_quoted(t.name)} has shape {list(t.shape)}; {loader} expects "
                          f"{list(m.expected)} {m.meaning}")
         if len(bad) > _MAX_LISTED:
             yield ctx.at(None, f"{len(bad)} tensors in all have a shape {loader} refuses", start=0, end=0)
@@ -99,7 +100,7 @@ class LegacyTensorShape(Rule):
                  if t.type is not None and t.type != (want.name if len(t.shape) >= 2 else "F32")]
         for t in wrong[:_MAX_LISTED]:
             node = ctx.node(t.node_path) if t.node_path else None
-            yield ctx.at(node, f"tensor {t.name!r} has type {t.type}; chatglm.cpp expects "
+            yield ctx.at(node, f"tensor {llama_quoted(t.name)} has type {t.type}; chatglm.cpp expects "
                          f"{want.name if len(t.shape) >= 2 else 'F32'} (config dtype {dtype} for matrices, "
                          "F32 for vectors)")
         if len(wrong) > _MAX_LISTED:

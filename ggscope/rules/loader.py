@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from ggscope.rules import loader_engine
 from ggscope.facts.llama_arch import ARCHS as GEN_ARCHS, PINNED
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "MAX_PER_RULE"]
 
@@ -82,7 +82,7 @@ class ArchitectureNotCovered(Rule):
         spec = GEN_ARCHS.get(pred.arch or "")
         if spec is not None and spec.dynamic:
             yield ctx.at(ctx.node(ctx.mf.metadata_nodes.get("general.architecture", "")),
-                         f"architecture {pred.arch!r}: llama.cpp names some tensors at run time; tensors it "
+                         f"architecture {quoted(pred.arch)}: llama.cpp names some tensors at run time; tensors it "
                          "does not create are not reported")
 
 

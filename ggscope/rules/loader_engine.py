@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ggscope.core.escape import llama_quoted
 from ggscope.facts import llama_arch as gen
 from ggscope.facts.llama_loader import key as llama_key
+from ggscope.model.split import open_model, shard_paths
 from ggscope.rules import loader_generated as generated
 
 __all__ = ["Issue", "Prediction", "predict", "LOADER_KEYS"]
@@ -118,14 +120,14 @@ class _Run:
                      self.node("tokenizer.ggml.model"))
             raise _Stop
         if model not in gen.TOKENIZER_MODELS:
-            self.add("vocab", f"unknown tokenizer: {model!r}", self.node("tokenizer.ggml.model"))
+            self.add("vocab", f"unknown tokenizer: {llama_quoted(model)}", self.node("tokenizer.ggml.model"))
             raise _Stop
         if model in ("no_vocab", "none"):
             v = self.md.get(llama_key("VOCAB_SIZE", self.arch))
             return _int(v) if v is not None else None
         pre = self.md.get("tokenizer.ggml.pre")
         if model in gen.BPE_MODELS and isinstance(pre, str) and pre and pre not in gen.PRE_TOKENIZERS:
-            self.add("vocab", f"unknown pre-tokenizer type: {_q(pre)}", self.node("tokenizer.ggml.pre"))
+            self.add("vocab", f"unknown pre-tokenizer type: {llama_quoted(pre)}", self.node("tokenizer.ggml.pre"))
             raise _Stop
         tokens = self.md.get("tokenizer.ggml.tokens")
         if tokens is None:
@@ -192,8 +194,8 @@ class _Run:
         if self.arch not in gen.ARCHS:
             # llm_arch_from_string, then llama_model_mapping's default (src/llama-model.cpp)
             known = self.arch in gen.ARCH_NAMES.values() and self.arch != "(unknown)"
-            self.add("unknown-arch", f"unsupported model architecture: {_q(self.arch)}" if known else
-                     f"unknown model architecture: {_q(self.arch)}", self.node("general.architecture"))
+            self.add("unknown-arch", f"unsupported model architecture: {llama_quoted(self.arch)}" if known else
+                     f"unknown model architecture: {llama_quoted(self.arch)}", self.node("general.architecture"))
             return self.pred
         try:
             for attr, ctype, req in LOADER_KEYS:
@@ -219,13 +221,8 @@ def _int(v) -> int:
     return v
 
 
-def _q(text: str) -> str:
-    """File-provided text for a terminal: quoted as is when printable ASCII, else its repr."""
-    return f"'{text}'" if text.isascii() and text.isprintable() and "'" not in text else repr(text)
-
-
 def _short(text) -> str:
-    s = repr(text)
+    s = llama_quoted(text)
     return s if len(s) <= 40 else s[:37] + "..."
 
 
@@ -235,7 +232,6 @@ def _whole_model(mf):
     tensors; later shards are left to the first (validate skips the family there)."""
     if mf.format != "gguf" or mf.metadata.get("split.no") != 0:
         return mf
-    from ggscope.model.split import open_model, shard_paths
     paths = shard_paths(mf.path)
     if not paths or len(paths) < 2:
         return mf

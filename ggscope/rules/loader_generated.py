@@ -15,6 +15,7 @@ issues.  ``run`` is loader_engine's ``_Run`` (``md``, ``types``, ``add``, ``node
 """
 from __future__ import annotations
 
+from ggscope.core.escape import llama_quoted, quoted
 from ggscope.facts import llama_arch as gen
 from ggscope.facts.llama_loader import key, tensor_name, tensor_pattern
 
@@ -94,7 +95,7 @@ def hparams(run, checks: bool = True) -> dict:
     rope = vals.get("rope_scaling")
     if isinstance(rope, str) and rope not in gen.ROPE_SCALING_TYPES:
         k = key("ROPE_SCALING_TYPE", arch)
-        run.add("hparam", f"{k} = {rope!r} is not one of {', '.join(gen.ROPE_SCALING_TYPES)}: "
+        run.add("hparam", f"{k} = {quoted(rope)} is not one of {', '.join(gen.ROPE_SCALING_TYPES)}: "
                 "GGML_ASSERT(hparams.rope_scaling_type_train != LLAMA_ROPE_SCALING_TYPE_UNSPECIFIED) failed",
                 run.node(k))
         raise run.Stop
@@ -285,7 +286,7 @@ def tensors(run, h: dict) -> None:
     if not spec.dynamic:
         extra = [n for n in in_file if n not in created]
         for n in extra:
-            run.add("unexpected-tensor", f"tensor {_q(n)} is not one llama.cpp creates for {run.arch} "
+            run.add("unexpected-tensor", f"tensor {llama_quoted(n)} is not one llama.cpp creates for {run.arch} "
                     f"(done_getting_tensors: wrong number of tensors; expected {len(created)}, got "
                     f"{len(in_file)})", in_file[n].node_path)
     if not run.pred.issues:
@@ -342,7 +343,3 @@ def _other_shape_ok(spec, t, i, ne, env) -> bool:
 
 def _fmt(ne) -> str:
     return "{" + ", ".join("*" if d is None else str(d) for d in ne) + "}"
-
-
-def _q(text: str) -> str:
-    return f"'{text}'" if text.isascii() and text.isprintable() and "'" not in text else repr(text)

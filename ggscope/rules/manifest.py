@@ -30,8 +30,8 @@ def _verdict(ctx: CheckContext):
     cached = ctx.options.get(_CACHE)
     if cached is not None and cached[0] == (path, ctx.mf.path):
         return cached[1]
-    from ggscope.hash.manifest import Manifest
-    from ggscope.hash.verdict import judge
+    from ggscope.hash.manifest import Manifest  # the hashing engine: only when a manifest is given
+    from ggscope.hash.verdict import judge  # the hashing engine: only when a manifest is given
     v = judge(ctx.mf, Manifest.read(path))
     ctx.options[_CACHE] = ((path, ctx.mf.path), v)
     return v

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "KeyNotAscii", "KeyNotSnakeCase", "KeyTooLong", "KeyNotNamespaced"]
 
@@ -47,7 +47,7 @@ class KeyNotAscii(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         for key in ctx.mf.metadata:
             if not key.isascii():
-                yield ctx.at(_key_node(ctx, key), f"key {key!r} contains non-ASCII characters")
+                yield ctx.at(_key_node(ctx, key), f"key {quoted(key)} contains non-ASCII characters")
 
 
 class KeyNotSnakeCase(Rule):
@@ -69,7 +69,7 @@ class KeyNotSnakeCase(Rule):
                 continue            # GG401 says it
             bad = [s for s in key.split(".") if not _SEGMENT.fullmatch(s)]
             if bad:
-                yield ctx.at(_key_node(ctx, key), f"key {key!r} has segment {bad[0]!r} that is not "
+                yield ctx.at(_key_node(ctx, key), f"key {quoted(key)} has segment {quoted(bad[0])} that is not "
                              "lower_snake_case (a-z, 0-9, _)")
 
 
@@ -90,7 +90,7 @@ class KeyTooLong(Rule):
         for key in ctx.mf.metadata:
             n = len(key.encode("utf-8", "surrogateescape"))
             if n > MAX_KEY_BYTES:
-                yield ctx.at(_key_node(ctx, key), f"key {key[:40]!r}... is {n} bytes long, "
+                yield ctx.at(_key_node(ctx, key), f"key {quoted(key[:40])}... is {n} bytes long, "
                              f"more than {MAX_KEY_BYTES}")
 
 
@@ -110,7 +110,7 @@ class KeyNotNamespaced(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         for key in ctx.mf.metadata:
             if "." not in key:
-                yield ctx.at(_key_node(ctx, key), f"key {key!r} has no namespace (e.g. 'myapp.{key}')")
+                yield ctx.at(_key_node(ctx, key), f"key {quoted(key)} has no namespace (e.g. {quoted('myapp.' + key)})")
 
 
 RULES = [KeyNotAscii, KeyNotSnakeCase, KeyTooLong, KeyNotNamespaced]

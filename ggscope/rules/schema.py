@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from ggscope.facts import gguf_schema as schema
 from ggscope.facts import upstream
 from ggscope.facts.ggml_types import TYPES_BY_NAME
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "FTYPE_MAIN_TYPE", "StandardKeyType", "ArchitectureName",
            "QuantizationVersionMissing", "FileTypeMismatch"]
@@ -123,7 +123,7 @@ class QuantizationVersionMissing(Rule):
             gt = TYPES_BY_NAME.get(t.type)
             if gt is not None and gt.is_quantized:
                 yield ctx.at(ctx.node(t.node_path) if t.node_path else None,
-                             f"tensor {t.name!r} is {t.type} but general.quantization_version is missing")
+                             f"tensor {quoted(t.name)} is {t.type} but general.quantization_version is missing")
                 return
 
 

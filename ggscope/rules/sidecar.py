@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ggscope.core.escape import escape_text
+from ggscope.core.escape import escape_text, llama_quoted
 from ggscope.facts.llama_arch import PINNED, PROJECTOR_TYPES
+from ggscope.model.open import open as open_file
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "kind_of"]
@@ -38,11 +39,6 @@ def kind_of(mf) -> str | None:
     if t == "imatrix":
         return "imatrix"
     return None
-
-
-def _q(text) -> str:
-    s = str(text)
-    return f"'{s}'" if s.isascii() and s.isprintable() and "'" not in s else repr(s)
 
 
 class SidecarFile(Rule):
@@ -108,7 +104,7 @@ class ProjectorRefused(Rule):
             v = md.get(k)
             if v is not None and (not isinstance(v, str) or v not in PROJECTOR_TYPES):
                 yield ctx.at(ctx.node(mf.metadata_nodes.get(k, "")), f"clip_model_loader: unknown projector type: "
-                                                                      f"{_q(v)}")
+                                                                      f"{llama_quoted(v)}")
 
 
 # clip_n_mmproj_embd (tools/mtmd/clip.cpp): the tensor and dimension that give a projector's
@@ -189,7 +185,7 @@ class AdapterRefused(Rule):
             if ti.name.endswith(".lora_a") or ti.name.endswith(".lora_b"):
                 pairs.setdefault(ti.name[:-7], {})[ti.name[-1]] = ti
             else:
-                yield ctx.at(ctx.node(ti.node_path), f"LoRA tensor {_q(ti.name)} has unexpected suffix")
+                yield ctx.at(ctx.node(ti.node_path), f"LoRA tensor {llama_quoted(ti.name)} has unexpected suffix")
                 return
         base = _base(ctx)
         if base is not None and base.metadata.get("general.architecture") != md.get("general.architecture"):
@@ -199,19 +195,19 @@ class AdapterRefused(Rule):
         for name, w in pairs.items():
             a, b = w.get("a"), w.get("b")
             if a is None or b is None:
-                yield ctx.at(ctx.node((a or b).node_path), f"LoRA tensor pair for {_q(name)} is missing one component")
+                yield ctx.at(ctx.node((a or b).node_path), f"LoRA tensor pair for {llama_quoted(name)} is missing one component")
                 return
             an, bn = _ne(a), _ne(b)
             if base is not None:
                 mt = btensors.get(name)
                 if mt is None:
-                    yield ctx.at(ctx.node(a.node_path), f"LoRA tensor {_q(name)} does not exist in base model "
+                    yield ctx.at(ctx.node(a.node_path), f"LoRA tensor {llama_quoted(name)} does not exist in base model "
                                                         "(hint: maybe wrong base model?)")
                     return
                 mn = _ne(mt)
                 embd = name.endswith("token_embd.weight")
                 if (mn[0] != bn[1] or mn[1] != an[1]) if embd else (mn[0] != an[0] or mn[1] != bn[1]):
-                    yield ctx.at(ctx.node(a.node_path), f"tensor {_q(name)} has incorrect shape (hint: maybe "
+                    yield ctx.at(ctx.node(a.node_path), f"tensor {llama_quoted(name)} has incorrect shape (hint: maybe "
                                                         "wrong base model?)")
                     return
             if not name.endswith("token_embd.weight") and an[1] != bn[0]:
@@ -231,7 +227,6 @@ def _base(ctx: CheckContext):
         return None
     cache = ctx.mf.extra.setdefault("_ggscope_validate", {})
     if "base" not in cache:
-        from ggscope.model.open import open as open_file
         cache["base"] = open_file(path)
     return cache["base"]
 

@@ -102,7 +102,7 @@ class DuplicateKey(Rule):
         for i, kv in enumerate(kv_nodes(ctx.mf)):
             raw = raw_bytes(ctx.mf, kv["key"]["data"])
             if raw in seen:
-                yield ctx.at(kv["key"], f"key {kv['key']['data'].value!r} repeats entry {seen[raw]}")
+                yield ctx.at(kv["key"], f"key {quoted(kv['key']['data'].value)} repeats entry {seen[raw]}")
             else:
                 seen[raw] = i
 

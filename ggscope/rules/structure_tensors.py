@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.common import (GGML_MAX_DIMS, GGML_MAX_NAME, INT64_MAX, SIZE_MAX, ggml_layout, tensor_field,
                                   tensor_rows, type_facts)
 
@@ -66,7 +66,7 @@ class DuplicateTensorName(Rule):
             raw = bytes(read(start, end)).split(b"\0", 1)[0]   # ggml compares C strings
             if raw in seen:
                 yield ctx.at(tensor_field(ctx.mf, i, "name"),
-                             f"tensor name {rows.names[i]!r} repeats tensor {seen[raw]}")
+                             f"tensor name {quoted(rows.names[i])} repeats tensor {seen[raw]}")
             else:
                 seen[raw] = i
 
@@ -207,7 +207,7 @@ class UnexpectedTensorOffset(Rule):
         rows = tensor_rows(ctx.mf)
         for i, (got, exp) in enumerate(zip(rows.offsets, lay.expected)):
             if got != exp:
-                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} has offset {got}, "
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {quoted(rows.names[i])} has offset {got}, "
                              f"expected {exp} (previous tensor's end padded to {lay.alignment})")
                 return      # ggml stops at the first; every later one would repeat it
 

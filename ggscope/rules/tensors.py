@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.common import ggml_layout, tensor_field, tensor_rows
 from ggscope.rules.tensor_names import is_standard
 
@@ -54,7 +54,7 @@ class NonstandardTensorName(Rule):
             return
         for i, n in enumerate(tensor_rows(ctx.mf).names):
             if isinstance(n, str) and is_standard(arch, n) is False:
-                yield ctx.at(tensor_field(ctx.mf, i, "name"), f"tensor {n!r} is not a standard {arch} tensor name "
+                yield ctx.at(tensor_field(ctx.mf, i, "name"), f"tensor {quoted(n)} is not a standard {arch} tensor name "
                              "(token_embd, output_norm, output, blk.N.attn_q, ...)")
 
 
@@ -93,7 +93,7 @@ class TensorDataPastEnd(Rule):
         if not bad:
             return
         first, end = bad[0]
-        names = ", ".join(repr(rows.names[i]) for i, _ in bad[:_MAX_NAMED])
+        names = ", ".join(quoted(rows.names[i]) for i, _ in bad[:_MAX_NAMED])
         more = f" and {len(bad) - _MAX_NAMED} more" if len(bad) > _MAX_NAMED else ""
         if size == lay.data_start:
             yield ctx.at(None, f"header-only file: it ends at {size}, where its data section starts, but "
@@ -127,8 +127,8 @@ class OverlappingTensors(Rule):
         reach, owner = -1, None
         for start, end, i in spans:
             if owner is not None and start < reach:
-                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {rows.names[i]!r} [{start}, {end}) overlaps "
-                             f"tensor {rows.names[owner]!r}, which ends at {reach} (offsets relative to the data "
+                yield ctx.at(tensor_field(ctx.mf, i, "offset"), f"tensor {quoted(rows.names[i])} [{start}, {end}) overlaps "
+                             f"tensor {quoted(rows.names[owner])}, which ends at {reach} (offsets relative to the data "
                              "section)")
             if end > reach:
                 reach, owner = end, i

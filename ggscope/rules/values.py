@@ -41,6 +41,26 @@ def _bad_utf8(s) -> bool:
     return isinstance(s, str) and _ESCAPED.search(s) is not None
 
 
+def _values_of_type(ctx: CheckContext, gguf_type: int) -> Iterator[tuple[str, object, bool]]:
+    """(key, node, is_array) for every value of ``gguf_type``: a scalar's value node, or
+    the ``elems`` node of an array of that type, arrays of arrays walked down."""
+    def walk(key, arr):
+        et, elems = arr["type"].value, arr.child("elems")
+        if elems is None or elems.end is None:
+            return
+        if et == gguf_type:
+            yield key, elems, True
+        elif et == GGUF_TYPE_ARRAY:
+            for sub in elems.children:
+                yield from walk(key, sub)
+    for kv in kv_nodes(ctx.mf):
+        t, v = kv["type"].value, kv["value"]
+        if t == gguf_type:
+            yield _key(kv), v, False
+        elif t == GGUF_TYPE_ARRAY:
+            yield from walk(_key(kv), v)
+
+
 class InvalidBool(Rule):
     """What it checks: every bool value, scalar or in an array, is the byte 0 or 1.
 
@@ -58,30 +78,19 @@ class InvalidBool(Rule):
     summary = "A bool value is a byte other than 0 or 1."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_nodes(ctx.mf):
-            t, v = kv["type"].value, kv["value"]
-            if t == GGUF_TYPE_BOOL:
-                b = int(v.value)
+        for key, node, is_array in _values_of_type(ctx, GGUF_TYPE_BOOL):
+            if not is_array:
+                b = int(node.value)
                 if b not in (0, 1):
-                    yield ctx.at(v, f"key {_key(kv)!r}: bool byte is {b}, the spec allows only 0 or 1")
-            elif t == GGUF_TYPE_ARRAY:
-                yield from self._array(ctx, _key(kv), v)
-
-    def _array(self, ctx: CheckContext, key: str, arr) -> Iterator[Finding]:
-        et, elems = arr["type"].value, arr.child("elems")
-        if elems is None or elems.end is None:
-            return
-        if et == GGUF_TYPE_BOOL:
-            vals = np.frombuffer(_raw(ctx, elems), dtype=np.uint8)
+                    yield ctx.at(node, f"key {quoted(key)}: bool byte is {b}, the spec allows only 0 or 1")
+                continue
+            vals = np.frombuffer(_raw(ctx, node), dtype=np.uint8)
             bad = np.flatnonzero(vals > 1)
             if bad.size:
                 first = int(bad[0])
-                yield ctx.at(elems, f"key {key!r}: {bad.size} bool element(s) are neither 0 nor 1 "
+                yield ctx.at(node, f"key {quoted(key)}: {bad.size} bool element(s) are neither 0 nor 1 "
                              f"(first: element {first} = {int(vals[first])})",
-                             start=elems.start + first, end=elems.start + first + 1)
-        elif et == GGUF_TYPE_ARRAY:
-            for sub in elems.children:
-                yield from self._array(ctx, key, sub)
+                             start=node.start + first, end=node.start + first + 1)
 
 
 class StringNotUtf8(Rule):
@@ -100,36 +109,24 @@ class StringNotUtf8(Rule):
     summary = "A string value is not valid UTF-8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_nodes(ctx.mf):
-            t, v = kv["type"].value, kv["value"]
-            if t == GGUF_TYPE_STRING:
-                data = v.child("data")
+        for key, node, is_array in _values_of_type(ctx, GGUF_TYPE_STRING):
+            if not is_array:
+                data = node.child("data")
                 if data is not None and _bad_utf8(data.value):
-                    yield ctx.at(data, f"key {_key(kv)!r}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
-            elif t == GGUF_TYPE_ARRAY:
-                yield from self._array(ctx, _key(kv), v)
-
-    def _array(self, ctx: CheckContext, key: str, arr) -> Iterator[Finding]:
-        et, elems = arr["type"].value, arr.child("elems")
-        if elems is None or elems.end is None:
-            return
-        if et == GGUF_TYPE_STRING:
-            strings = elems.value
+                    yield ctx.at(data, f"key {quoted(key)}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
+                continue
+            strings = node.value
             if hasattr(strings, "invalid_utf8"):          # bulk check on the raw bytes
                 bad = strings.invalid_utf8()
             else:
                 bad = [i for i, s in enumerate(strings or ()) if _bad_utf8(s)]
             if not bad:
-                return
+                continue
             shown = ", ".join(f"{i} ({quoted(strings.raw(i)[:20])})" if hasattr(strings, "raw") else str(i)
                               for i in bad[:_MAX_REPORTED])
             more = f" and {len(bad) - _MAX_REPORTED} more" if len(bad) > _MAX_REPORTED else ""
-            node = elems.children[bad[0]]
-            yield ctx.at(node, f"key {key!r}: {len(bad)} string element(s) are not UTF-8: "
+            yield ctx.at(node.children[bad[0]], f"key {quoted(key)}: {len(bad)} string element(s) are not UTF-8: "
                          f"element {shown}{more}")
-        elif et == GGUF_TYPE_ARRAY:
-            for sub in elems.children:
-                yield from self._array(ctx, key, sub)
 
 
 class NameNotUtf8(Rule):
@@ -178,7 +175,7 @@ class ZeroSizeDimension(Rule):
         rows = tensor_rows(ctx.mf)
         for i, ne in enumerate(rows.dims):
             if 0 in ne:
-                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"tensor {rows.names[i]!r} has shape {tuple(ne)}: "
+                yield ctx.at(tensor_field(ctx.mf, i, "dims"), f"tensor {quoted(rows.names[i])} has shape {tuple(ne)}: "
                              f"dimension {ne.index(0)} is 0, so it has no elements")
 
 

@@ -76,7 +76,7 @@ def guard_mapped_reads() -> bool:
     line and exit status 2 instead of a bare signal."""
     global _guard
     try:
-        from ggscope.source import _guard as guard
+        from ggscope.source import _guard as guard  # compiled: absent when built without a compiler (handled below)
     except ImportError:                     # built without a compiler: the signal stays
         return False
     guard.install()

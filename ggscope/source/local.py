@@ -12,7 +12,16 @@ import stat
 
 from ggscope.core.errors import UnreadableFile
 
-__all__ = ["check_regular_file"]
+__all__ = ["check_regular_file", "is_remote", "REMOTE_PREFIXES"]
+
+# the paths ggscope reads over the network (ggscope.source.remote), the rest are files
+REMOTE_PREFIXES = ("http://", "https://", "hf://")
+
+
+def is_remote(path: object) -> bool:
+    """Whether ``path`` is a URL ggscope reads remotely; decided without loading the
+    network stack (asyncio, aiohttp), so opening a local file stays light."""
+    return isinstance(path, str) and path.startswith(REMOTE_PREFIXES)
 
 _KINDS = ((stat.S_ISDIR, "is a directory"), (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
           (stat.S_ISCHR, "is a character device, not a regular file"),

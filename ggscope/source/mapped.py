@@ -35,7 +35,7 @@ import numpy as np
 
 from ggscope.core.errors import UnreadableFile
 from ggscope.source.changes import file_changed, record_mapped, watch_mapping
-from ggscope.source.local import check_regular_file
+from ggscope.source.local import check_regular_file, is_remote
 from ggscope.core import progress
 
 __all__ = ["ByteSource", "RemoteByteSource", "open_source", "check_regular_file"]
@@ -150,7 +150,6 @@ class ByteSource:
 
 def open_source(path: str | os.PathLike) -> ByteSource:
     """A ``ByteSource`` for a local path or an ``http(s)://`` / ``hf://`` URL."""
-    from ggscope.source.remote import is_remote
     if is_remote(path):
         return RemoteByteSource.open(str(path))
     return ByteSource.open(path)
@@ -180,7 +179,7 @@ class RemoteByteSource(ByteSource):
     @classmethod
     def open(cls, url: str, first: int = 256 << 10) -> "RemoteByteSource":  # type: ignore[override]
         """Fetch the first ``first`` bytes (one request; it also tells the file's size)."""
-        from ggscope.source.remote import open_reader
+        from ggscope.source.remote import open_reader  # the network stack (asyncio, aiohttp): only for a URL
         reader = open_reader(url)
         head = reader.fetch(0, first)
         return cls(reader, head, url)

@@ -28,11 +28,11 @@ from urllib.parse import urljoin
 
 from ggscope.core.errors import UnreadableFile
 from ggscope.source import netguard
+from ggscope.source.local import is_remote
 from ggscope.source.netguard import timeout
 
 __all__ = ["RemoteError", "HttpRangeFetcher", "is_remote", "open_reader", "timeout"]
 
-REMOTE_PREFIXES = ("http://", "https://", "hf://")
 _CONTENT_RANGE = re.compile(r"\s*bytes\s+(?:(\d{1,20})-(\d{1,20})|\*)/(\d{1,20}|\*)\s*")
 _REDIRECTS = (301, 302, 303, 307, 308)
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
@@ -40,10 +40,6 @@ _CREDENTIAL_HEADERS = ("authorization", "cookie", "proxy-authorization")
 
 class RemoteError(UnreadableFile):
     """A remote file could not be read (network, HTTP status, a server without Range)."""
-
-
-def is_remote(path: object) -> bool:
-    return isinstance(path, str) and path.startswith(REMOTE_PREFIXES)
 
 
 def _http_fs():

@@ -64,7 +64,7 @@ class Chunks:
             return None
         if self.native:
             return self.kernels
-        from ggscope.stats import fused
+        from ggscope.stats import fused  # start-up: numpy, numba, yaml only when used
         return fused
 
     def close(self) -> None:

@@ -47,7 +47,7 @@ def available() -> bool:
 
 def _family(layout: str) -> int | None:
     """The C family id of a layout whose arguments have a compiled variant, else None."""
-    from ggscope.facts.ggml_types import LAYOUTS as ALL
+    from ggscope.facts.ggml_types import LAYOUTS as ALL  # to hoist: already loaded with this module (issue 22)
     if _cstats is None or layout not in SPECS:
         return None
     dec, args, _ = SPECS[layout]
@@ -59,7 +59,7 @@ def _family(layout: str) -> int | None:
 @lru_cache(maxsize=None)
 def _layout(layout: str) -> tuple[int, tuple[int, ...], int, int, np.ndarray, np.ndarray]:
     """Everything a call passes for ``layout``; its tables are loaded on first use."""
-    from ggscope.facts.ggml_types import LAYOUTS as ALL
+    from ggscope.facts.ggml_types import LAYOUTS as ALL  # to hoist: already loaded with this module (issue 22)
     fam = _family(layout)
     if fam is None:
         raise KeyError(f"{layout}: no compiled variant")
@@ -74,7 +74,7 @@ FUSED_LAYOUTS = frozenset(name for name in SPECS if _family(name) is not None)
 
 @lru_cache(maxsize=1)
 def _lut() -> np.ndarray:
-    from ggscope.quant import code_values
+    from ggscope.quant import code_values  # lazy: 1 more module only when used
     return np.ascontiguousarray(code_values("F16", "little"), np.float32)
 
 

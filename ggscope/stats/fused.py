@@ -177,7 +177,7 @@ def _stats_{key}(bins, blocks, big, lut, g1, g2, lo, scale, top, shift, table, i
 
 
 def _instantiate() -> None:
-    from ggscope.facts.ggml_types import LAYOUTS as _ALL
+    from ggscope.facts.ggml_types import LAYOUTS as _ALL  # to hoist: already loaded with this module (issue 22)
     done: set[tuple] = set()
     for name, (dec, args, _) in _SPECS.items():
         key = (dec, args, _ALL[name].block_elems)

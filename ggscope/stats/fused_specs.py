@@ -79,8 +79,8 @@ _NONE = np.zeros((1, 1), np.float32)
 
 @lru_cache(maxsize=None)
 def tables(kind: str) -> tuple[np.ndarray, np.ndarray]:
-    from ggscope.quant import fp4
-    from ggscope.quant import iquants
+    from ggscope.quant import fp4  # lazy: 4 more modules only when used
+    from ggscope.quant import iquants  # lazy: 3 more modules only when used
     if kind == "":
         return _NONE, _NONE
     if kind == "iq4":

@@ -26,7 +26,7 @@ __all__ = ["SCALE_BOUNDED_LAYOUTS", "range_pass"]
 
 @lru_cache(maxsize=None)
 def _kvalues() -> np.ndarray:
-    from ggscope.quant.iq_tables import KVALUES_IQ4NL
+    from ggscope.quant.iq_tables import KVALUES_IQ4NL  # lazy: 1 more module only when used
     return np.array(KVALUES_IQ4NL, dtype=np.int8).astype(np.float32)
 
 

@@ -110,14 +110,14 @@ def _kernels(n_elements: int) -> Any:
     seconds per layout on a fresh cache, which numpy beats on that many elements; past
     that budget a command (TUI, every tensor of a model) gets the compiled speed."""
     global _numpy_spent
-    from ggscope.stats import cstats
+    from ggscope.stats import cstats  # lazy: 3 more modules only when used
     if cstats.available():                  # compiled at install time: nothing to load
         return cstats
     if "numba" not in sys.modules and _numpy_spent + n_elements < JIT_MIN_ELEMS:
         _numpy_spent += n_elements
-        from ggscope.stats import kernels_numpy
+        from ggscope.stats import kernels_numpy  # to hoist: already loaded with this module (issue 22)
         return kernels_numpy
-    from ggscope.stats import kernels
+    from ggscope.stats import kernels  # start-up: numpy, numba, yaml only when used
     return kernels
 
 
@@ -146,7 +146,7 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         dequantizer(t.layout)               # raises NotImplementedError naming the layout
     kernels = _kernels(t.n_elements)
     if chunk_elems is None:
-        from ggscope.stats import cstats
+        from ggscope.stats import cstats  # lazy: 3 more modules only when used
         unbuffered = codes or bits or (cstats.available() and t.layout in cstats.FUSED_LAYOUTS)
         chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
     passes = 1 if codes or bits else 2

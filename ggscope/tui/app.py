@@ -122,10 +122,10 @@ class GGScopeApp(HashesOnDemand, App):
         yield Footer()
 
     def _panes(self, mf: ModelFile) -> dict[str, list]:
-        from ggscope.tui.regions import Regions
-        from ggscope.tui.widgets.hex_view import HexView
-        from ggscope.tui.widgets.node_tree import NodeTree
-        from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable
+        from ggscope.tui.regions import Regions  # lazy: 1 more module only when used
+        from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
+        from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
+        from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable  # start-up: numpy, textual only when used
         self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
         self.tensor_by_path = {t.node_path: t for t in mf.tensors      # the tree's own: a split
                                if t.node_path and (t.file is None or t.file.path == mf.path)}
@@ -183,7 +183,7 @@ class GGScopeApp(HashesOnDemand, App):
         self.refresh_bindings()
         self.query_one(OverviewPane).show_file(mf)
         if mf.damage is not None:       # after the hex view's first cursor report
-            from ggscope.tui.widgets.node_tree import NodeTree
+            from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
             self.call_after_refresh(self.show_node, mf.damage)
             self.call_after_refresh(self.query_one(NodeTree).reveal, mf.damage)
         self.run_validator()
@@ -192,7 +192,7 @@ class GGScopeApp(HashesOnDemand, App):
 
     # --- routing ------------------------------------------------------------------------
     def _hex(self):
-        from ggscope.tui.widgets.hex_view import HexView
+        from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
         return self.query_one(HexView)
 
     def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None) -> None:
@@ -220,7 +220,7 @@ class GGScopeApp(HashesOnDemand, App):
         self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=where)
 
     def on_range_requested(self, message: RangeRequested) -> None:
-        from ggscope.ksy.node import deepest_at
+        from ggscope.ksy.node import deepest_at  # to hoist: already loaded with this module (issue 22)
         if self.mf is None:
             return
         start = message.start
@@ -233,7 +233,7 @@ class GGScopeApp(HashesOnDemand, App):
             self.notify(file_text(message.label), timeout=2, markup=False)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
-        from ggscope.ksy.node import deepest_at
+        from ggscope.ksy.node import deepest_at  # to hoist: already loaded with this module (issue 22)
         node = deepest_at(self.mf.root, message.offset)
         self.selected = node
         self._hex().select_range(node.start, node.end, move_cursor=False)
@@ -271,7 +271,7 @@ class GGScopeApp(HashesOnDemand, App):
         self.query_one(DetailPane).turn_page(delta)
 
     def action_goto(self) -> None:
-        from ggscope.tui.search import parse_offset
+        from ggscope.tui.search import parse_offset  # start-up: numpy only when used
 
         def done(answer: str | None) -> None:
             if answer is None:
@@ -298,7 +298,7 @@ class GGScopeApp(HashesOnDemand, App):
             self._search(self.selected.start if self.selected is not None else -1)
 
     def _search(self, after: int) -> None:
-        from ggscope.tui.search import search
+        from ggscope.tui.search import search  # start-up: numpy only when used
         hit = search(self.mf, self.last_query, after)
         if hit is None:
             self.notify(f"not found: {file_text(self.last_query)}", severity="warning", markup=False)
@@ -325,7 +325,7 @@ class GGScopeApp(HashesOnDemand, App):
         self.post_message(FindingsReady(file_findings(self.mf)))
 
     def on_findings_ready(self, message: FindingsReady) -> None:
-        from ggscope.tui.widgets.tables import FindingsTable
+        from ggscope.tui.widgets.tables import FindingsTable  # start-up: numpy, textual only when used
         rank = {"error": 0, "warning": 1, "info": 2}        # worst first, then by offset
         self.findings = sorted(message.findings, key=lambda f: (
             rank.get(getattr(f.severity, "value", str(f.severity)), 3), f.start is None, f.start or 0))
@@ -368,7 +368,7 @@ class GGScopeApp(HashesOnDemand, App):
             self.stats[message.name] = message.stats
         else:
             self.__dict__.setdefault("_stats_errors", {})[message.name] = message.error
-        from ggscope.tui.widgets.tables import TensorTable
+        from ggscope.tui.widgets.tables import TensorTable  # start-up: numpy, textual only when used
         table = self.query_one(TensorTable)
         for i, t in enumerate(self.mf.tensors):
             if t.name == message.name:

@@ -53,7 +53,7 @@ TABS = ("tensors", "metadata")
 
 
 def _side(label: str, mf: ModelFile) -> Text:
-    from ggscope.model.summary import summarize
+    from ggscope.model.summary import summarize  # to hoist: already loaded with this module (issue 22)
     s = summarize(mf)
     t = Text()
     t.append(f"{label}  ", style="bold")

@@ -20,8 +20,8 @@ class HashesOnDemand:
 
     @work(thread=True, exclusive=True, group="hash", exit_on_error=False)
     def compute_hashes(self, t) -> None:
-        from ggscope.core.escape import escape_text
-        from ggscope.hash.engine import tensor_digests
+        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
+        from ggscope.hash.engine import tensor_digests  # start-up: xxhash only when used
         try:
             text = "\n".join(f"{a:<7} {h}" for a, h in tensor_digests(t, ("xxh64", "sha1", "sha256")))
         except Exception as exc:  # noqa: BLE001 - a damaged or vanished file must not kill the app

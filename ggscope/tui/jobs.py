@@ -17,9 +17,9 @@ __all__ = ["file_findings", "open_path"]
 
 def file_findings(mf: ModelFile) -> list:
     """The validator's findings, plus the damage itself if no rule reported it."""
-    from ggscope.model.split import shard_paths
-    from ggscope.validate.runner import validate, validate_file
-    from ggscope.rules import Finding, Severity
+    from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
+    from ggscope.validate.runner import validate, validate_file  # lazy: loaded only on the path that needs it
+    from ggscope.rules import Finding, Severity  # lazy: loaded only on the path that needs it
     try:                     # a split model's findings are its whole set's, as `validate` gives them
         split = mf.format == "gguf" and len(shard_paths(mf.path) or ()) > 1
         found = list(validate_file(mf.path) if split else validate(mf))
@@ -40,9 +40,9 @@ def open_path(path: str) -> tuple[Any, str]:
     A shard opens its whole split model (``model.split``), as every command does; when
     another shard of the set is missing or unreadable, the shard given opens alone and
     the findings name the missing one (GG803)."""
-    from ggscope.model.open import open as open_file
-    from ggscope.model.split import open_model
-    from ggscope.core.errors import GGScopeError, UnreadableFile
+    from ggscope.model.open import open as open_file  # lazy: loaded only on the path that needs it
+    from ggscope.model.split import open_model  # lazy: loaded only on the path that needs it
+    from ggscope.core.errors import GGScopeError, UnreadableFile  # lazy: loaded only on the path that needs it
     try:
         return open_model(path), ""
     except UnreadableFile as exc:

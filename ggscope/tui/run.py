@@ -11,10 +11,10 @@ __all__ = ["run_app"]
 
 
 def run_app(path: str) -> int:
-    from ggscope.tui.app import GGScopeApp
+    from ggscope.tui.app import GGScopeApp  # start-up: rich, textual, asyncio only when used
     app = GGScopeApp(path)
     app.run()
     if app.load_error:
-        from ggscope.core.escape import escape_text
+        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         print(escape_text(app.load_error), file=sys.stderr)
     return int(app.return_code or 0)

@@ -54,7 +54,7 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
                                    silence_logs=logging.CRITICAL)
             client = Client(cluster)
         else:
-            from ggscope.source.netguard import call_within, timeout
+            from ggscope.source.netguard import call_within, timeout  # start-up: asyncio only when used
             _probe(scheduler, timeout())
             # Dask bounds the TCP connect by ``timeout`` but not the handshake read: a
             # port that accepts and stays silent would hold the command for ever
@@ -62,7 +62,7 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
     except Exception as exc:  # noqa: BLE001 - whatever answers at the address is one line, not a traceback
         if cluster is not None:
             cluster.close()
-        from ggscope.core.escape import escape_text
+        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         why = (f"cannot reach the Dask scheduler at {scheduler}: {exc}"
                if isinstance(exc, (OSError, TimeoutError, ValueError)) else
                f"the server at {scheduler} does not answer as a Dask scheduler ({type(exc).__name__}: {exc})")

@@ -100,7 +100,7 @@ def parse(table: dict, where: str = "[tool.ggscope]") -> Config:
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ConfigError(f"{where}: jobs must be a positive integer, not {jobs!r}")
     select, ignore = _codes(table.get("select", []), "select", where), _codes(table.get("ignore", []), "ignore", where)
-    from ggscope.validate.runner import UnknownSelector, check_selectors
+    from ggscope.validate.runner import UnknownSelector, check_selectors  # start-up: numpy, asyncio only when used
     try:
         check_selectors(select, "select")
         check_selectors(ignore, "ignore")

@@ -15,7 +15,11 @@ from collections.abc import Iterable
 
 from ggscope.core.errors import FileChanged, UnknownFormat
 from ggscope.model.modelfile import ModelFile
+from ggscope.model.open import open as open_file
+from ggscope.model.split import shard_paths
 from ggscope.rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
+from ggscope.rules.structure import BadMagic
+from ggscope.source.mapped import open_source
 
 __all__ = ["validate", "validate_file", "validate_set", "set_key", "selected_rules", "check_selectors", "UnknownSelector"]
 
@@ -112,10 +116,8 @@ def _bad_magic(path: str, rules: list[type[Rule]]) -> list[Finding] | None:
     """GG101 for a ``.gguf`` file that is no known format, or None to re-raise."""
     if not str(path).lower().endswith(".gguf"):
         return None
-    from ggscope.rules.structure import BadMagic
     if BadMagic not in rules:
         return []
-    from ggscope.source.mapped import open_source
     first = open_source(path).read(0, 4)
     return [BadMagic.finding_for(str(path), first)]
 
@@ -124,8 +126,8 @@ def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str
                   options: dict | None = None) -> list[Finding]:
     """Findings of ``path``; a shard of a split model gives the findings of its whole set
     (``validate_set``), whichever shard is named."""
-    from ggscope.model.open import open as open_file
-    from ggscope.model.split import shard_paths
+    from ggscope.model.open import open as open_file  # lazy: loaded only on the path that needs it
+    from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
     rules = selected_rules(select, ignore, deep)
     try:
         mf = open_file(path)
@@ -148,8 +150,8 @@ def set_key(path: str) -> tuple[str, ...]:
     when local), or the path itself.  ``validate`` checks one path per key."""
     import os
 
-    from ggscope.model.split import shard_paths
-    from ggscope.source.remote import is_remote
+    from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
+    from ggscope.source.remote import is_remote  # lazy: loaded only on the path that needs it
     paths = shard_paths(path) or [path]
     return tuple(p if is_remote(p) else os.path.abspath(p) for p in paths)
 
@@ -164,8 +166,8 @@ def validate_set(given: ModelFile, paths: list[str], rules: list[type[Rule]],
     GG803's one finding; llama.cpp's loader stops at it ("failed to load GGUF split"),
     so the loader's predictions, which would list every tensor of the missing shard as
     missing, are left out."""
-    from ggscope.model.open import open as open_file
-    from ggscope.rules.filename import SplitSetIncomplete
+    from ggscope.model.open import open as open_file  # lazy: loaded only on the path that needs it
+    from ggscope.rules.filename import SplitSetIncomplete  # lazy: loaded only on the path that needs it
     opened: list[ModelFile] = []
     for p in paths:
         if p == given.path:
@@ -201,13 +203,11 @@ def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile,
     """
     import dataclasses
 
-    from ggscope.model.split import shard_paths
     no = mf.metadata.get("split.no")
     paths = shard_paths(mf.path) if mf.format == "gguf" else None
     if not paths or len(paths) < 2 or not isinstance(no, int) or isinstance(no, bool) or no < 1:
         return mf, rules
     rules = [r for r in rules if r.family not in MODEL_LEVEL_FAMILIES]
-    from ggscope.model.open import open as open_file
     try:
         first = open_file(paths[0])
     except Exception:  # noqa: BLE001 - a missing first shard is GG803's finding

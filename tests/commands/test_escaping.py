@@ -102,14 +102,17 @@ import re
 from hostile_text import HOSTILE, MARKUP, VALID, hostile_gguf, hostile_rwkv, raw_left
 
 RICH_CSI = re.compile("\x1b\\[[0-9;?]*[A-Za-z]")   # Rich's own colours and cursor codes (--color always)
-# messages built outside the output layer that quote file text with Python's repr
-# (rules' and the forward pass's `{name!r}`): terminal-safe, but a byte that is not
-# UTF-8 reads '\udcff' there instead of \xff - left to those modules' owners
-REPR_MESSAGES = {"validate", "validate json", "validate sarif", "validate github", "run architecture",
-                 "run tokenizer", "diff logits tokenizer"}
-# `run` refuses a file llama.cpp's loader refuses before it builds a tokenizer (the
-# hostile llama has no context length): its one line need not quote the tokenizer's text
-REFUSED_FIRST = {"run tokenizer"}
+# messages built outside the output layer that still quote file text with Python's repr
+# (`{name!r}`): terminal-safe, but a byte that is not UTF-8 reads '\udcff' there instead
+# of \xff - rules/filename.py (GG naming convention, issue 26) and ggscope/forward (issue 28)
+# (command -> a phrase of the one message allowed; None: the whole output)
+REPR_MESSAGES = {"validate": "does not match <BaseName>", "validate json": "does not match <BaseName>",
+                 "validate sarif": "does not match <BaseName>", "validate github": "does not match <BaseName>",
+                 "run architecture": None}
+# `run` now refuses at llama.cpp's loader rules (unknown tokenizer) before it builds the
+# tokenizer, so this file no longer reaches the tokenizer's own error: commands/run.py's owner
+UNREACHED = {"run tokenizer"}
+REFUSED_FIRST = UNREACHED
 HOSTILE_ARG = HOSTILE.decode("utf-8", "surrogateescape")   # as Python gives argv that is not UTF-8
 
 
@@ -164,8 +167,9 @@ def test_every_command_shows_file_text_escaped(case, files, capsysbinary, monkey
         shown = RICH_CSI.sub("", stream) if "rich" in case else stream
         assert "\x1b]8;" not in stream                                # no hyperlink made of file text
         assert raw_left(shown) == [], f"{case}: raw characters reached the terminal"
-        if case not in REPR_MESSAGES:
-            assert "\\udc" not in stream                              # bytes shown as \xff, not as a repr
+        allowed = REPR_MESSAGES.get(case, "")
+        if allowed is not None:                                       # bytes shown as \xff, not as a repr
+            assert [ln for ln in stream.splitlines() if "\\udc" in ln and not (allowed and allowed in ln)] == []
     text = out + err
     if "json" in case or "sarif" in case:
         doc = json.loads(out)

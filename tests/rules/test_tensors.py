@@ -76,7 +76,7 @@ def test_offset_past_end(tmp_path):
     struct.pack_into("<Q", data, node.start, 1 << 30)
     p.write_bytes(bytes(data))
     found = [f for f in _gg5(p) if f.code == "GG502"]
-    assert len(found) == 1 and "'output.weight'" in found[0].message
+    assert len(found) == 1 and '"output.weight"' in found[0].message
 
 
 def test_overlapping_tensors(tmp_path):

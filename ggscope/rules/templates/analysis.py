@@ -40,6 +40,7 @@ import jinja2
 import jinja2.nodes as n
 from jinja2 import sandbox
 
+from ggscope.core.escape import quoted
 from ggscope.rules.templates.context import CONTEXT_NAMES, ENGINE_GLOBALS, GADGET_ROOTS, MAX_TEMPLATE
 from ggscope.rules.templates.engine import environment
 from ggscope.rules.templates.fold import UNKNOWN, Folder
@@ -152,7 +153,7 @@ class _Walker:
                 shown = part.encode("unicode_escape").decode("ascii")
                 line = self.lines[node.lineno - 1] if 0 < node.lineno <= len(self.lines) else ""
                 self.add("unsafe-attribute", node.lineno, part if part in line else needle,
-                         f"{how} reaches {shown!r}: {reason}")
+                         f"{how} reaches {quoted(shown)}: {reason}")
 
     # ---- the walk ---------------------------------------------------------------------
     def visit(self, node: n.Node, steps: int) -> None:
@@ -378,7 +379,7 @@ class _Walker:
         for name, node in self.loads.items():
             if name in GADGET_ROOTS and name not in self.defined:
                 self.add("gadget-name", node.lineno, name,
-                         f"uses {name!r}, which no chat-template runtime provides: an engine internal "
+                         f"uses {quoted(name)}, which no chat-template runtime provides: an engine internal "
                          "whose only use in a template is reaching Python's objects", fatal=False)
             elif name not in known:
                 extra.append((name, node))
@@ -391,9 +392,9 @@ class _Walker:
             values = param_values(macro, param, self.calls.get(macro.name, []), self.fold.value)
             if values is None:
                 self.add("computed-attribute", node.lineno, param,
-                         f"{how} reads an attribute named by macro parameter {param!r}, which a call computes")
+                         f"{how} reads an attribute named by macro parameter {quoted(param)}, which a call computes")
             for v in values or ():
                 self.attribute(v, node, how, param)
         for line, name in unbounded_recursion(self.macros, self.calls):
             self.add("unbounded", line, name,
-                     f"macro {name!r} calls itself with arguments that do not shrink: unbounded recursion")
+                     f"macro {quoted(name)} calls itself with arguments that do not shrink: unbounded recursion")

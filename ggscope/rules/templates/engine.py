@@ -26,6 +26,8 @@ import jinja2.nodes
 import jinja2.utils
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from ggscope.core.escape import quoted
+
 __all__ = ["environment", "TemplateRaised"]
 
 
@@ -84,7 +86,7 @@ class _TemplateNamespace(jinja2.utils.Namespace):
     @staticmethod
     def _check(name):
         if isinstance(name, str) and name.startswith("_"):
-            raise jinja2.exceptions.SecurityError(f"namespace attribute {name!r} starts with an underscore")
+            raise jinja2.exceptions.SecurityError(f"namespace attribute {quoted(name)} starts with an underscore")
 
 
 @lru_cache(maxsize=1)

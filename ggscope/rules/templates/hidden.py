@@ -143,13 +143,9 @@ def invisible(text: str) -> list[tuple[int, int]]:
 
 def _visible(text: str) -> str:
     hidden = [i for i, _ in invisible(text)]
-    if hidden:                  # cut them out by slices: work per hidden character, not per character
-        parts, at = [], 0
-        for i in hidden:
-            parts.append(text[at:i])
-            at = i + 1
-        parts.append(text[at:])
-        text = "".join(parts)
+    if hidden:                          # cut out the hidden characters: one slice per run of text
+        ends = hidden + [len(text)]
+        text = text[:hidden[0]] + "".join(text[a + 1:b] for a, b in zip(hidden, ends[1:]))
     return unicodedata.normalize("NFKC", text)
 
 

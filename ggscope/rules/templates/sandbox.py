@@ -75,7 +75,7 @@ def conversations(text: str, messages: list | None = None) -> list[tuple[str, li
 def _render_in_child(text: str, special: dict, convs) -> list[dict]:
     import jinja2
 
-    from ggscope.rules.templates.engine import TemplateRaised, environment
+    from ggscope.rules.templates.engine import TemplateRaised, environment  # Jinja2: only in the child that renders
     results = []
     try:
         template = environment().from_string(text)
@@ -131,7 +131,7 @@ def _warm() -> None:
     """Build the environment and render once in this process, so that the forked child
     needs no import: another thread (the browser's, a Dask worker's) may hold the import
     lock at fork time.  With one thread the child may import what it needs."""
-    from ggscope.rules.templates.engine import environment
+    from ggscope.rules.templates.engine import environment  # Jinja2: only in the child that renders
     environment().from_string("{% for i in range(2) %}{{ x|tojson }}{{ strftime_now('%Y') }}{% endfor %}"
                               "{% set ns = namespace(a=1) %}{{ dict(a=1)|items|list }}").render(x={"a": [1]})
 

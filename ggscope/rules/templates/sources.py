@@ -79,7 +79,7 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
 
 @lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
 def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
-    from ggscope.rules.templates.sandbox import render_all
+    from ggscope.rules.templates.sandbox import render_all  # Jinja2 and the sandbox: only for a file with a template
     return tuple(render_all(text, dict(special)))
 
 

@@ -221,7 +221,7 @@ class TemplateRenderRefused(Rule):
                 if r.outcome == "budget":
                     sev, what = Severity.ERROR, f"the render exceeded its budget ({r.error})"
                 elif r.outcome == "security":
-                    from ggscope.rules.templates.analysis import unsafe_reason
+                    from ggscope.rules.templates.analysis import unsafe_reason  # Jinja2: only for a file with a template
                     m = _ATTR_IN_ERROR.search(r.error)
                     escape = m is None or unsafe_reason(m.group(1)) is not None
                     sev = Severity.ERROR if escape else Severity.INFO

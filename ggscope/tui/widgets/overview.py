@@ -46,7 +46,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
         yield Static(Text(f"parsing {file_text(Path(self.path).name)} …", style="italic"), id="overview-text")
 
     def show_file(self, mf) -> None:
-        from ggscope.model.summary import human_count, summarize
+        from ggscope.model.summary import human_count, summarize  # lazy: 6 more modules only when used
         s = summarize(mf)
         facts: list[tuple[str, Any]] = [
             ("format", f"{s.format} v{s.version}, {s.endian}-endian"),
@@ -60,8 +60,8 @@ class OverviewPane(VerticalScroll, can_focus=True):
                          f"{s.n_tensors} tensor{'s' * (s.n_tensors != 1)}"),
             ("chat templates", Text(file_text(", ".join(s.templates))) if s.templates else Text("none", style="dim")),
         ]
-        from ggscope.memory import default_plan
-        from ggscope.memory.describe import one_line
+        from ggscope.memory import default_plan  # lazy: 8 more modules only when used
+        from ggscope.memory.describe import one_line  # lazy: 9 more modules only when used
         if (plan := default_plan(mf)) is not None:        # llama.cpp's buffers (ggscope fit)
             facts.append(("memory", Text(one_line(plan))))       # what llama.cpp allocates
         if mf.damage is not None:

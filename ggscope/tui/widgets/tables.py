@@ -25,7 +25,7 @@ class MetadataTable(PlainTable):
         self.mf = mf
 
     def on_mount(self) -> None:
-        from ggscope.model.summary import file_type_name
+        from ggscope.model.summary import file_type_name  # lazy: 5 more modules only when used
         self.add_columns("key", "type", "value")
         for key, value in self.mf.metadata.items():
             text = short_value(value, 120)

@@ -47,7 +47,7 @@ def template_source(app: Any, key: Any, value: Any, finding: Any) -> tuple[str, 
 
 
 def _shown(line: str) -> str:
-    from ggscope.rules.templates.hidden import invisible
+    from ggscope.rules.templates.hidden import invisible  # start-up: numpy, asyncio only when used
     if len(line) > MAX_COLS:
         line = line[:MAX_COLS] + f"… ({len(line) - MAX_COLS:,} more characters)"
     hidden = {i for i, _ in invisible(line)}
