@@ -17,6 +17,7 @@ from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
 from ggscope.commands.common import add_color_argument, error, expand_files
 from ggscope.core.escape import escape_text
+from ggscope.core import progress
 
 HELP = "check files against the rule catalogue (exit 1 on error-level findings)"
 DESCRIPTION = """\
@@ -134,7 +135,6 @@ def _read_list(name: str) -> list[str]:
 def _check_all(files: list[str], select, ignore, deep: bool, jobs: int, scheduler: str | None = None,
                manifest: str | None = None, base: str | None = None):
     if scheduler and not base:
-        from ggscope.core import progress  # to hoist: already loaded with this module (issue 22)
         from ggscope.validate.cluster import check_on_cluster  # start-up: one-shot commands load only what they use
         with progress.task("files checked", len(files)) as bar:
             return check_on_cluster(_check_one, files, (select, ignore, deep, manifest), scheduler=scheduler,
@@ -180,6 +180,14 @@ def _terminate(pool) -> None:
             p.terminate()
     for p in procs:
         p.join(1)
+    # The executor's exit hook would wake its manager thread through a pipe the dead
+    # workers' side may have closed, printing "Exception ignored ... BrokenPipeError" after
+    # our one line; the pool is finished, so it leaves that hook (CPython's registry).
+    import concurrent.futures.process as cfp  # start-up: only after Ctrl-C in a --jobs run
+    thread = getattr(pool, "_executor_manager_thread", None)
+    registry = getattr(cfp, "_threads_wakeups", None)
+    if thread is not None and registry is not None:
+        registry.pop(thread, None)
 
 
 def _choose_format(cli: str | None, configured: str | None) -> str:
