@@ -19,6 +19,8 @@ import sys
 from collections.abc import Sequence
 
 from ggscope.core.errors import GGScopeError
+from ggscope.core.escape import escape_text
+from ggscope.core import progress
 
 __all__ = ["main", "COMMANDS"]
 
@@ -108,7 +110,6 @@ def _not_a_command(word: str) -> int:
     import difflib
     close = difflib.get_close_matches(word, (*COMMANDS, "help", "completion"), n=1, cutoff=0.6)
     hint = f"; did you mean '{close[0]}'?" if close else "; see 'ggscope --help'"
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     print(f"ggscope: '{escape_text(word)}' is neither a command nor a file{hint}", file=sys.stderr)
     return 2
 
@@ -167,8 +168,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
         return 2
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
-    from ggscope.core import progress  # to hoist: already loaded with this module (issue 22)
     from ggscope.report.progress import terminal_reporter  # start-up: one-shot commands load only what they use
     from ggscope.source.changes import changed_since, checkpoint, guard_mapped_reads  # start-up: one-shot commands load only what they use
     guard_mapped_reads()                           # a mapped page gone (the file shrank): one line, exit 2

@@ -12,6 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ggscope.core.errors import GGScopeError, UnknownFormat, UnreadableFile
+from ggscope.core.escape import escape_text
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -20,7 +21,6 @@ __all__ = ["expand_files", "open_or_report", "damage_message", "add_color_argume
 
 
 def error(msg: str) -> None:
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     print(f"ggscope: {escape_text(msg)}", file=sys.stderr)
 
 

@@ -6,6 +6,7 @@ import re
 import sys
 
 from ggscope.commands.common import error, open_or_report
+from ggscope.core.escape import escape_text
 
 HELP = "predict the memory llama.cpp allocates for a model and context"
 DESCRIPTION = """\
@@ -63,7 +64,6 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     from ggscope.memory import Options, max_context, max_layers, plan  # start-up: one-shot commands load only what they use
     from ggscope.memory.describe import human, lines  # start-up: one-shot commands load only what they use
     from ggscope.memory.weights import FEATURES  # start-up: one-shot commands load only what they use

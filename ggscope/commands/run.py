@@ -14,6 +14,7 @@ import sys
 
 from ggscope.core.errors import GGScopeError
 from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
+from ggscope.core.escape import escape_text
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
 DESCRIPTION = """\
@@ -99,7 +100,6 @@ def _run(args) -> int:
     import numpy as np
     from ggscope import forward as F  # start-up: numpy only when this command needs it
     from ggscope.forward.logits import check_logits, log_softmax  # start-up: numpy only when this command needs it
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     from ggscope.rules.refusal import loader_refusal  # start-up: numpy, asyncio only when this command needs it
     mf = open_or_report(args.file)
     if mf is None:
@@ -201,7 +201,6 @@ def run(args) -> int:
     try:
         return _run(args)
     except GGScopeError as exc:
-        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         error(escape_text(str(exc)))       # paths, names and tokens are file text
         return 2
     except MemoryError:

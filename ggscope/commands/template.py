@@ -19,6 +19,9 @@ import sys
 from pathlib import Path
 
 from ggscope.commands.common import error, open_or_report
+from ggscope.core.escape import escape_text
+from ggscope import __version__
+from ggscope.core.escape import json_text
 
 HELP = "show a chat template, its findings and what it renders"
 DESCRIPTION = """\
@@ -73,7 +76,6 @@ def _messages(arg: str | None) -> tuple[list | None, str | None]:
 
 
 def _line(text: str) -> str:
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     from ggscope.rules.templates.hidden import invisible  # start-up: numpy, asyncio only when this command needs it
     hidden = {i for i, _ in invisible(text)}
     if hidden:
@@ -98,7 +100,6 @@ def run(args) -> int:
         return 2
     found = dict(chat_templates(mf.metadata))
     if args.name not in found:
-        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         have = ", ".join(escape_text(n) for n in found) or "none"
         error(f"{escape_text(mf.path)} has no chat template \"{escape_text(args.name)}\" (templates: {have})")
         return 2
@@ -115,8 +116,6 @@ def run(args) -> int:
     status = 1 if any(f.severity.value == "error" for f in findings) else 0
 
     if args.json:
-        from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
-        from ggscope.core.escape import json_text  # to hoist: already loaded with this module (issue 22)
         doc = {"version": __version__, "file": json_text(mf.path), "key": json_text(key), "name": json_text(args.name),
                "templates": [json_text(n) for n in found], "text": json_text(text),
                "findings": [f.as_dict() | {"file": json_text(f.file), "message": json_text(f.message)}
@@ -127,7 +126,6 @@ def run(args) -> int:
         sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
         return status
 
-    from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
     out = [f"{escape_text(key)} ({len(text.splitlines()) or 1} lines, {len(text.encode('utf-8', 'surrogateescape')):,} bytes)"]
     _numbered(text, out)
     out.append("")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ggscope.commands.common import error
+from ggscope.core.errors import GGScopeError, UnknownFormat
 
 HELP = "browse a file interactively (the default when the first argument is a file)"
 DESCRIPTION = """\
@@ -43,7 +44,6 @@ def _refusal(path: str) -> str | None:
     if "://" in path:             # not a local file: the app's loader opens it (or says why not)
         return None
     from ggscope.model.detect import detect, known_formats  # start-up: one-shot commands load only what they use
-    from ggscope.core.errors import GGScopeError, UnknownFormat  # to hoist: already loaded with this module (issue 22)
     from ggscope.source.local import check_regular_file  # start-up: one-shot commands load only what they use
     try:
         check_regular_file(path)          # a FIFO or device would block the open below

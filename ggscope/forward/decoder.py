@@ -45,6 +45,7 @@ from ggscope.forward import WeightError, WeightMapper, architecture, check_token
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
 from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _moe, _norm, gelu, rms_norm, rope
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
+from ggscope.forward import UnsupportedArchitecture
 
 __all__ = ["Traits", "TRAITS", "Config", "Layer", "Weights", "State", "load", "forward",
            "rms_norm", "rope", "gelu", "LEGACY_FORMATS"]
@@ -86,7 +87,6 @@ def load(model, exact: bool = False) -> Weights:
     legacy = model.format in LEGACY_FORMATS
     arch = architecture(model)
     if arch not in TRAITS:
-        from ggscope.forward import UnsupportedArchitecture  # to hoist: already loaded with this module (issue 22)
         raise UnsupportedArchitecture(model.path, arch, model.format)
     m = WeightMapper(model, arch)
     names = LEGACY_NAMES[arch] if legacy else None

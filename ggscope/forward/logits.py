@@ -40,6 +40,7 @@ import numpy as np
 
 from ggscope.core.errors import GGScopeError
 from ggscope.forward import architecture, module_for
+from ggscope.forward import TokenError
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -192,7 +193,6 @@ def compare_logits(a: "ModelFile", b: "ModelFile", tokens: Sequence[int],
     mod_a, mod_b = module_for(a), module_for(b)        # both unsupported-checks before loading
     ids = [int(t) for t in tokens]
     if not ids:
-        from ggscope.forward import TokenError  # to hoist: already loaded with this module (issue 22)
         raise TokenError("no tokens to compare: the prompt is empty")
     from ggscope.forward import load_weights  # lazy: loaded only on the path that needs it
     mod_a, wa = load_weights(a, exact)

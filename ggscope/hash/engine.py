@@ -28,6 +28,7 @@ from ggscope.core import progress
 from ggscope.core.errors import GGScopeError
 from ggscope.hash.digests import ALGOS, by_name
 from ggscope.hash.windows import stream
+from ggscope.core.errors import DamagedFile
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile, TensorInfo
@@ -150,7 +151,6 @@ def hash_set(path: str, algos: Sequence[str], *, per_tensor: bool = True, thread
 
 
 def _refuse_damage(mf: "ModelFile") -> None:
-    from ggscope.core.errors import DamagedFile  # to hoist: already loaded with this module (issue 22)
     if mf.damage is not None:
         d = mf.damage
         raise DamagedFile(mf.path, d.start, d.path or "/", f"{d.error}; its tensors cannot be hashed "

@@ -31,6 +31,9 @@ from ggscope.core.escape import escape_label, json_text
 from ggscope.core.escape import escape_text as _text
 from ggscope.report.info import summarize_value, summary_json
 from ggscope.report.jsonable import jsonable
+from ggscope.model.summary import file_type_name
+from ggscope.report.info import human_bytes
+from ggscope.model.summary import human_count
 
 __all__ = ["as_json", "plain", "summary_line", "logits_json", "logits_summary",
            "METRICS", "STATUS_STYLE", "number", "shape_text", "display_status", "summary_rows", "worst_line",
@@ -160,7 +163,6 @@ def _what(t: TensorDiff) -> str:
 def value_text(key: str, v: Any, limit: int = 120) -> str:
     """A metadata value as shown: file types by name, file text escaped."""
     if key == "general.file_type" and isinstance(v, int) and not isinstance(v, bool):
-        from ggscope.model.summary import file_type_name  # to hoist: already loaded with this module (issue 22)
         return f"{file_type_name(v)} ({v})"
     return summarize_value(v, limit)          # escaped there, once
 
@@ -201,8 +203,6 @@ def summary_rows(r: DiffResult) -> list[tuple[str, str, str]]:
     a, b = r.summary_a, r.summary_b
     if a is None or b is None:
         return []
-    from ggscope.report.info import human_bytes  # to hoist: already loaded with this module (issue 22)
-    from ggscope.model.summary import human_count  # to hoist: already loaded with this module (issue 22)
 
     def size(sm: Any) -> str:
         return f"{human_bytes(sm.file_size)}"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from ggscope.core.escape import escape_text
+from ggscope.core.progress import NULL
 
 __all__ = ["terminal_reporter", "BYTES_MIN"]
 
@@ -53,7 +54,6 @@ def terminal_reporter(stream=None):
 
     def reporter(desc: str, total: int | None):
         if desc.startswith("fetching ") and (total or 0) < BYTES_MIN:
-            from ggscope.core.progress import NULL  # to hoist: already loaded with this module (issue 22)
             return NULL
         return _RichTask(desc, total)
     return reporter

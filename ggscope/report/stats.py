@@ -11,6 +11,7 @@ from typing import Any
 
 from ggscope.core.escape import escape_text
 from ggscope.report.jsonable import jsonable
+from ggscope import __version__
 
 __all__ = ["COLUMNS", "row", "plain", "as_json", "rich_table"]
 
@@ -46,7 +47,6 @@ def plain(stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] 
 
 
 def as_json(path: str, stats: Sequence[Mapping[str, Any]], errors: Sequence[tuple[str, str]] = ()) -> dict:
-    from ggscope import __version__  # to hoist: already loaded with this module (issue 22)
     return {"version": __version__, "file": jsonable(path), "tensors": [jsonable(dict(s)) for s in stats],
             "errors": [{"name": jsonable(n), "error": jsonable(m)} for n, m in errors]}
 

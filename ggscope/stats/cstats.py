@@ -37,6 +37,7 @@ __all__ = ["available", "FUSED_LAYOUTS", "range_pass", "bin_pass", "decode", "mo
            "count_pairs", "count_codes", "PIECE"]
 
 from ggscope.stats.kernels_numpy import PIECE  # noqa: E402 - the one Python place; csrc/_ctargets.h the C one
+from ggscope.facts.ggml_types import LAYOUTS as ALL
 _FAMILIES: dict[str, int] = _cstats.families() if _cstats is not None else {}
 
 
@@ -47,7 +48,6 @@ def available() -> bool:
 
 def _family(layout: str) -> int | None:
     """The C family id of a layout whose arguments have a compiled variant, else None."""
-    from ggscope.facts.ggml_types import LAYOUTS as ALL  # to hoist: already loaded with this module (issue 22)
     if _cstats is None or layout not in SPECS:
         return None
     dec, args, _ = SPECS[layout]
@@ -59,7 +59,6 @@ def _family(layout: str) -> int | None:
 @lru_cache(maxsize=None)
 def _layout(layout: str) -> tuple[int, tuple[int, ...], int, int, np.ndarray, np.ndarray]:
     """Everything a call passes for ``layout``; its tables are loaded on first use."""
-    from ggscope.facts.ggml_types import LAYOUTS as ALL  # to hoist: already loaded with this module (issue 22)
     fam = _family(layout)
     if fam is None:
         raise KeyError(f"{layout}: no compiled variant")

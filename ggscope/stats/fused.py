@@ -53,6 +53,7 @@ from ggscope.quant import code_values
 from ggscope.stats.fused_specs import SPECS as _SPECS, tables as _tables
 from ggscope.stats.fused_decoders import (  # noqa: F401 - the template's decoders, by name
     _dec_nibbles, _dec_int8, _dec_crumbs, _dec_tq1_0, _dec_q2_k, _dec_q3_k, _dec_q45_k, _dec_q6_k, _dec_table4, _dec_iq2, _dec_iq3, _dec_iq1)
+from ggscope.facts.ggml_types import LAYOUTS as _ALL
 
 __all__ = ["FUSED_LAYOUTS", "range_pass", "bin_pass"]
 
@@ -177,7 +178,6 @@ def _stats_{key}(bins, blocks, big, lut, g1, g2, lo, scale, top, shift, table, i
 
 
 def _instantiate() -> None:
-    from ggscope.facts.ggml_types import LAYOUTS as _ALL  # to hoist: already loaded with this module (issue 22)
     done: set[tuple] = set()
     for name, (dec, args, _) in _SPECS.items():
         key = (dec, args, _ALL[name].block_elems)

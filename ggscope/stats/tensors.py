@@ -81,6 +81,7 @@ from ggscope.stats.chunks import Chunks
 from ggscope.stats.counted import by_bits, by_codes
 from ggscope.stats.decoded import by_decoding
 from ggscope.stats.scales import block_scale_stats
+from ggscope.stats import kernels_numpy
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import TensorInfo
@@ -115,7 +116,6 @@ def _kernels(n_elements: int) -> Any:
         return cstats
     if "numba" not in sys.modules and _numpy_spent + n_elements < JIT_MIN_ELEMS:
         _numpy_spent += n_elements
-        from ggscope.stats import kernels_numpy  # to hoist: already loaded with this module (issue 22)
         return kernels_numpy
     from ggscope.stats import kernels  # start-up: numpy, numba, yaml only when used
     return kernels

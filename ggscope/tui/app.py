@@ -38,6 +38,7 @@ from ggscope.tui.messages import (CursorMoved, FileLoaded, FindingsReady, NodeSe
 from ggscope.tui.screens.prompt import PromptScreen
 from ggscope.tui.widgets.detail import DetailPane
 from ggscope.tui.widgets.overview import OverviewPane
+from ggscope.ksy.node import deepest_at
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -220,7 +221,6 @@ class GGScopeApp(HashesOnDemand, App):
         self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=where)
 
     def on_range_requested(self, message: RangeRequested) -> None:
-        from ggscope.ksy.node import deepest_at  # to hoist: already loaded with this module (issue 22)
         if self.mf is None:
             return
         start = message.start
@@ -233,7 +233,6 @@ class GGScopeApp(HashesOnDemand, App):
             self.notify(file_text(message.label), timeout=2, markup=False)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
-        from ggscope.ksy.node import deepest_at  # to hoist: already loaded with this module (issue 22)
         node = deepest_at(self.mf.root, message.offset)
         self.selected = node
         self._hex().select_range(node.start, node.end, move_cursor=False)

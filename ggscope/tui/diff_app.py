@@ -46,6 +46,7 @@ from ggscope.tui.messages import DiffFinished, DiffRowSelected, MetadataDiffed, 
 from ggscope.tui.format import file_text, human_bytes
 from ggscope.tui.widgets.diff_detail import DiffDetail
 from ggscope.tui.widgets.diff_tables import PENDING, DiffMetadataTable, DiffTensorTable, pending_diffs
+from ggscope.model.summary import summarize
 
 __all__ = ["DiffApp", "run"]
 
@@ -53,7 +54,6 @@ TABS = ("tensors", "metadata")
 
 
 def _side(label: str, mf: ModelFile) -> Text:
-    from ggscope.model.summary import summarize  # to hoist: already loaded with this module (issue 22)
     s = summarize(mf)
     t = Text()
     t.append(f"{label}  ", style="bold")

@@ -6,6 +6,7 @@ thread and its result arrives as a notification (file text as plain text, never 
 from __future__ import annotations
 
 from textual import work
+from ggscope.core.escape import escape_text
 
 __all__ = ["HashesOnDemand"]
 
@@ -20,7 +21,6 @@ class HashesOnDemand:
 
     @work(thread=True, exclusive=True, group="hash", exit_on_error=False)
     def compute_hashes(self, t) -> None:
-        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         from ggscope.hash.engine import tensor_digests  # start-up: xxhash only when used
         try:
             text = "\n".join(f"{a:<7} {h}" for a, h in tensor_digests(t, ("xxh64", "sha1", "sha256")))

@@ -6,6 +6,7 @@ spec engine runs; the file is parsed in the app's loader worker.
 from __future__ import annotations
 
 import sys
+from ggscope.core.escape import escape_text
 
 __all__ = ["run_app"]
 
@@ -15,6 +16,5 @@ def run_app(path: str) -> int:
     app = GGScopeApp(path)
     app.run()
     if app.load_error:
-        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         print(escape_text(app.load_error), file=sys.stderr)
     return int(app.return_code or 0)

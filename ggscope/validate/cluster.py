@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ggscope.core.errors import GGScopeError
+from ggscope.core.escape import escape_text
 
 __all__ = ["check_on_cluster", "ClusterError"]
 
@@ -62,7 +63,6 @@ def check_on_cluster(check: Callable[..., Result], files: Sequence[str], args: t
     except Exception as exc:  # noqa: BLE001 - whatever answers at the address is one line, not a traceback
         if cluster is not None:
             cluster.close()
-        from ggscope.core.escape import escape_text  # to hoist: already loaded with this module (issue 22)
         why = (f"cannot reach the Dask scheduler at {scheduler}: {exc}"
                if isinstance(exc, (OSError, TimeoutError, ValueError)) else
                f"the server at {scheduler} does not answer as a Dask scheduler ({type(exc).__name__}: {exc})")
