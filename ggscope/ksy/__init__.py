@@ -8,19 +8,9 @@ the semantics and ``expr`` for the expression language.  The names below load la
 """
 from __future__ import annotations
 
-import importlib
+from ggscope.core.lazy import exports
 
 __all__ = ["parse", "parse_spec", "load_spec", "ParseResult"]
 
-_HOME = {"parse": "ggscope.ksy.engine", "parse_spec": "ggscope.ksy.engine", "ParseResult": "ggscope.ksy.engine",
-         "load_spec": "ggscope.ksy.loader"}
-
-
-def __getattr__(name: str):
-    if name in _HOME:
-        return getattr(importlib.import_module(_HOME[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, {"parse": "ggscope.ksy.engine", "parse_spec": "ggscope.ksy.engine",
+                                          "ParseResult": "ggscope.ksy.engine", "load_spec": "ggscope.ksy.loader"})

@@ -9,20 +9,8 @@ re-exports ``mapped``'s public names, as the old ``ggscope.source`` module did.
 """
 from __future__ import annotations
 
-import importlib
+from ggscope.core.lazy import exports
 
 __all__ = ['ByteSource', 'RemoteByteSource', 'open_source', 'check_regular_file']
 
-_HOME = "ggscope.source.mapped"
-
-
-def __getattr__(name: str):
-    # re-exported lazily: importing the package (or one of its siblings) costs nothing
-    # until a name is used, which keeps one-shot commands' start-up as before
-    if name in __all__:
-        return getattr(importlib.import_module(_HOME), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, dict.fromkeys(__all__, "ggscope.source.mapped"))

@@ -10,20 +10,8 @@ table both read, ``scale_range`` the block-scale bounds.  The package re-exports
 """
 from __future__ import annotations
 
-import importlib
+from ggscope.core.lazy import exports
 
 __all__ = ['tensor_stats', 'StatsCancelled', 'DEFAULT_BINS', 'DEFAULT_CHUNK_ELEMS', 'block_scale_stats', 'CACHE_BYTES']
 
-_HOME = "ggscope.stats.tensors"
-
-
-def __getattr__(name: str):
-    # re-exported lazily: importing the package (or one of its siblings) costs nothing
-    # until a name is used, which keeps one-shot commands' start-up as before
-    if name in __all__:
-        return getattr(importlib.import_module(_HOME), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, dict.fromkeys(__all__, "ggscope.stats.tensors"))

@@ -6,20 +6,8 @@ re-exports ``runner``'s public names, as the old ``ggscope.validate`` module did
 """
 from __future__ import annotations
 
-import importlib
+from ggscope.core.lazy import exports
 
 __all__ = ['validate', 'validate_file', 'selected_rules', 'check_selectors', 'UnknownSelector']
 
-_HOME = "ggscope.validate.runner"
-
-
-def __getattr__(name: str):
-    # re-exported lazily: importing the package (or one of its siblings) costs nothing
-    # until a name is used, which keeps one-shot commands' start-up as before
-    if name in __all__:
-        return getattr(importlib.import_module(_HOME), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = exports(__name__, dict.fromkeys(__all__, "ggscope.validate.runner"))
