@@ -22,7 +22,7 @@ from ggscope.facts import upstream
 from ggscope.facts.upstream_overlay import FILENAME_PREFIXES
 from ggscope.model.open import open as open_file
 from ggscope.model.split import SHARD_RE, shard_paths
-from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.source.remote import RemoteError, is_remote
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "PUBLISHER_FILENAME_RE", "SHARD_RE", "parse_filename",
@@ -108,7 +108,7 @@ class FilenameConvention(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         base = os.path.basename(ctx.mf.path or "")
         if base.endswith(".gguf") and parse_filename(base) is None and parse_publisher_filename(base) is None:
-            yield ctx.at(None, f"file name {base!r} does not match <BaseName>-<SizeLabel>-<Version>"
+            yield ctx.at(None, f"file name {quoted(base)} does not match <BaseName>-<SizeLabel>-<Version>"
                          "[-<Encoding>][-<Type>][-<Shard>].gguf")
 
 
@@ -144,15 +144,15 @@ class FilenameMetadataMismatch(Rule):
         base = md.get("general.basename")
         if isinstance(base, str) and parts["BaseName"] != base.replace(" ", "-"):
             yield ctx.at(_node(ctx, "general.basename"),
-                         f"file name base {parts['BaseName']!r}, general.basename {base!r}")
+                         f"file name base {quoted(parts['BaseName'])}, general.basename {quoted(base)}")
         size = md.get("general.size_label")
         if isinstance(size, str) and parts["SizeLabel"] and not parts["SizeLabel"].startswith(size):
             yield ctx.at(_node(ctx, "general.size_label"),
-                         f"file name size {parts['SizeLabel']!r}, general.size_label {size!r}")
+                         f"file name size {quoted(parts['SizeLabel'])}, general.size_label {quoted(size)}")
         ver = md.get("general.version")
         if isinstance(ver, str) and _norm_version(parts["Version"]) != _norm_version(ver):
             yield ctx.at(_node(ctx, "general.version"),
-                         f"file name version {parts['Version']!r}, general.version {ver!r}")
+                         f"file name version {quoted(parts['Version'])}, general.version {quoted(ver)}")
         yield from self._encoding_and_shard(ctx, parts, strict=True)
 
     def _encoding_and_shard(self, ctx: CheckContext, parts: dict, strict: bool = False) -> Iterator[Finding]:
@@ -169,7 +169,7 @@ class FilenameMetadataMismatch(Rule):
             ftname = ftypes[ft].split("_", 1)[1]           # MOSTLY_Q4_K_S -> Q4_K_S, ALL_F32 -> F32
             if ftname != "SOME_F16" and enc.upper() != ftname.upper():
                 yield ctx.at(_node(ctx, "general.file_type"),
-                             f"file name encoding {enc!r}, general.file_type {ft} ({ftypes[ft]})")
+                             f"file name encoding {quoted(enc)}, general.file_type {ft} ({ftypes[ft]})")
         if parts["Shard"]:
             no, count = (int(x) for x in parts["Shard"].split("-of-"))
             sno, scount = md.get("split.no"), md.get("split.count")
@@ -251,12 +251,12 @@ class SplitSetIncomplete(Rule):
                 if arch is None:
                     arch = (i, a)
                 elif a != arch[1]:
-                    yield ctx.at(None, f"shard {i} says general.architecture = {a!r}, shard {arch[0]} "
-                                       f"says {arch[1]!r}")
+                    yield ctx.at(None, f"shard {i} says general.architecture = {quoted(a)}, shard {arch[0]} "
+                                       f"says {quoted(arch[1])}")
             n_tensors += len(shard.tensors)
             for t in shard.tensors:
                 if t.name in seen:
-                    yield ctx.at(None, f"tensor {t.name!r} is in shard {seen[t.name]} and shard {i}")
+                    yield ctx.at(None, f"tensor {quoted(t.name)} is in shard {seen[t.name]} and shard {i}")
                 else:
                     seen[t.name] = i
         if missing:

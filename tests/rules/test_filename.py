@@ -56,7 +56,7 @@ def test_split_set(tmp_path):
     assert len(fs) == 1 and "1 of 3 shards missing: 2" in fs[0].message
     _shard(tmp_path, 2, 3, ["a"], 3)          # complete now, but tensor "a" twice
     msgs = [f.message for f in findings(a) if f.code == "GG803"]
-    assert len(msgs) == 1 and "'a' is in shard 1 and shard 2" in msgs[0]
+    assert len(msgs) == 1 and '"a" is in shard 1 and shard 2' in msgs[0]
     _shard(tmp_path, 2, 3, ["b"], 3)
     assert not [f for f in findings(a) if f.code == "GG803"]
 
