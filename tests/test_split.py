@@ -111,7 +111,7 @@ def test_validate_missing_shard_and_disagreeing_architecture(shards, capsys, tmp
     rewrite(shards[1], other, arch="gpt2")
     shards[1].write_bytes(other.read_bytes())
     code, gg803, _ = _gg803(capsys, shards[0])
-    assert code == 1 and any("general.architecture = 'gpt2'" in f["message"] for f in gg803)
+    assert code == 1 and any('general.architecture = "gpt2"' in f["message"] for f in gg803)
     shards[2].unlink()
     code, gg803, _ = _gg803(capsys, shards[0])
     assert code == 1 and any("1 of 3 shards missing: 3" in f["message"] for f in gg803)
