@@ -28,6 +28,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import median_s  # noqa: E402
+
 TYPES = ("Q4_0", "Q8_0", "Q4_K", "Q6_K", "IQ4_XS", "F16", "BF16")
 
 
@@ -72,14 +75,6 @@ def write_gguf(path: Path, qname: str, x: np.ndarray) -> None:
     g.close()
 
 
-def median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
 
 def child(qname: str, rows: int, cols: int, repeat: int, threads: int) -> dict:
     import ggscope
@@ -94,13 +89,13 @@ def child(qname: str, rows: int, cols: int, repeat: int, threads: int) -> dict:
         t = mf.tensor("w")
         raw = t.raw()
         t.stats(threads=threads)                                   # warm the page cache
-        ours = median_time(lambda: t.stats(threads=threads), repeat)
+        ours = median_s(lambda: t.stats(threads=threads), repeat)
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
         def theirs_once():
             v = dequantize(raw, Q[qname])
             return v.min(), v.max(), v.mean(), v.std()
-        theirs = median_time(theirs_once, repeat)
+        theirs = median_s(theirs_once, repeat)
         s = t.stats(threads=threads)
         ref = theirs_once()
         assert abs(s["mean"] - ref[2]) <= 1e-5 * ref[3] + 1e-12 and abs(s["std"] / ref[3] - 1) < 1e-4, (s, ref)
