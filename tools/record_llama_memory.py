@@ -64,6 +64,31 @@ SYNTHETIC = {
                                                 "expert_used_count": 4, "expert_feed_forward_length": 2880}),
 }
 
+# Hybrid attention + recurrent models with real widths and a few layers of each kind
+# (tools/llama_memory_recipe.hybrid): head_count_kv 0 marks a recurrent layer.
+_MAMBA2 = {"ssm.conv_kernel": 4}
+HYBRID = {
+    "synthetic-jamba-widths": dict(arch="jamba", n_layer=4, head_count_kv=[0, 8, 0, 0], n_embd=2048, n_head=32,
+                                   n_ff=8192, n_vocab=65536,
+                                   ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 16,
+                                        "ssm.time_step_rank": 128}),
+    "synthetic-granitehybrid-widths": dict(arch="granitehybrid", n_layer=4, head_count_kv=[0, 0, 0, 4], n_embd=1536,
+                                           n_head=12, n_ff=4096, n_vocab=49160,
+                                           ssm={**_MAMBA2, "ssm.inner_size": 3072, "ssm.state_size": 128,
+                                                "ssm.group_count": 1, "ssm.time_step_rank": 48}),
+    "synthetic-nemotron_h-widths": dict(arch="nemotron_h", n_layer=4, head_count_kv=[0, 8, 0, 0], n_embd=4096,
+                                        n_head=32, n_ff=21504, n_vocab=131072,
+                                        ssm={**_MAMBA2, "ssm.inner_size": 8192, "ssm.state_size": 128,
+                                             "ssm.group_count": 8, "ssm.time_step_rank": 128},
+                                        extra={"feed_forward_length": [0, 0, 21504, 0]}),
+    "synthetic-falcon-h1-widths": dict(arch="falcon-h1", n_layer=2, n_embd=2048, n_head=8, n_ff=8192, n_vocab=65536,
+                                       head_count_kv=[2, 2],
+                                       ssm={**_MAMBA2, "ssm.inner_size": 3072, "ssm.state_size": 256,
+                                            "ssm.group_count": 1, "ssm.time_step_rank": 24}),
+    "synthetic-lfm2-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
+                                  n_ff=8192, n_vocab=65536, extra={"shortconv.l_cache": 3}),
+}
+
 _CHILD = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -87,6 +112,8 @@ cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = kw["n_ctx"], kw["n_batch"], kw
 cp.type_k, cp.type_v, cp.swa_full = kw["type_k"], kw["type_v"], kw["swa_full"]
 cp.flash_attn_type = 1 if kw["flash_attn"] else 0
 ctx = llama_cpp.llama_init_from_model(m, cp)
+if not ctx:                       # refused (e.g. a quantized V cache without flash attention)
+    sys.exit(3)
 llama_cpp.llama_free(ctx)
 llama_cpp.llama_model_free(m)
 """
@@ -178,6 +205,8 @@ def main(argv=None) -> int:
     ap.add_argument("models", nargs="*", type=Path)
     ap.add_argument("--synthetic", nargs="+", default=[], choices=sorted(SYNTHETIC),
                     help="also record these real-width models, built as sparse files in a temporary folder")
+    ap.add_argument("--hybrid", nargs="+", default=[], choices=sorted(HYBRID),
+                    help="also record these hybrid attention + recurrent models, built like --synthetic")
     ap.add_argument("--llama-cpp-python", required=True, help="the unpacked llama-cpp-python 0.3.36 source tree")
     ap.add_argument("--ctx", nargs="+", type=int, default=[256, 4096])
     ap.add_argument("--ubatch", nargs="+", type=int, default=[512])
@@ -191,11 +220,13 @@ def main(argv=None) -> int:
         ap.error("set LLAMA_CPP_LIB_PATH to the directory holding libllama.so")
     a.out.mkdir(parents=True, exist_ok=True)
     import tempfile
-    from tools.llama_memory_recipe import build, decoder
+    from tools.llama_memory_recipe import build, decoder, hybrid
     tmp = tempfile.TemporaryDirectory()
     models = list(a.models)
     for name in a.synthetic:
         models.append(build({"recipe": decoder(**SYNTHETIC[name])}, Path(tmp.name) / f"{name}.gguf"))
+    for name in a.hybrid:
+        models.append(build({"recipe": hybrid(**HYBRID[name])}, Path(tmp.name) / f"{name}.gguf"))
     for model in models:
         rec = {"model": model.name, "recipe": recipe(model), "cpu": cpu_features(), "runs": []}
         for ctx in a.ctx:

@@ -22,6 +22,11 @@ said):
   running in place);
 * the output: the logits (``n_vocab``) beside the last hidden state and its norm.
 
+Hybrid models (jamba, granitehybrid, nemotron_h, falcon-h1, lfm2) are planned as attention
+models over their attention layers (their recurrent layers' activations are below the
+output's on the recorded widths).  On 4 of the recorded hybrid runs (flash attention at
+context 32768) llama.cpp's buffer is 13-21 % larger: ggml-alloc could not reuse the
+mask's space for the logits, a placement effect this plan of peaks does not model.
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
 about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four rows of
