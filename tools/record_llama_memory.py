@@ -21,6 +21,10 @@ Usage::
     LLAMA_CPP_LIB_PATH=<dir with libllama.so> python -m tools.record_llama_memory \\
         --llama-cpp-python <unpacked llama_cpp_python-0.3.36> MODEL.gguf... [--ctx 256 4096]
 
+With ``--rpc HOST:PORT --ngl 0 1 ...`` (a ``ggml-rpc-server`` running, LLAMA_CPP_LIB_PATH a
+build with GGML_RPC=ON) the loads offload layers to that RPC device and the records, with
+each buffer per device (``kv_dev``, ``rs_dev``, ``compute_dev``), go to ``<model>-rpc.json``.
+
 Each load runs in a child process: a llama.cpp abort loses that run, not the script.
 """
 from __future__ import annotations
@@ -118,6 +122,31 @@ llama_cpp.llama_free(ctx)
 llama_cpp.llama_model_free(m)
 """
 
+# --ngl through llama.cpp's RPC backend: a ggml-rpc-server on this machine is a device
+# llama.cpp offloads layers to (common/arg.cpp add_rpc_devices, done here with ctypes);
+# LLAMA_CPP_LIB_PATH must then be a build with GGML_RPC=ON.
+_CHILD_RPC = r"""
+import ctypes, json, os, sys
+ggml = ctypes.CDLL(os.path.join(os.environ["LLAMA_CPP_LIB_PATH"], "libggml.so"), mode=ctypes.RTLD_GLOBAL)
+ggml.ggml_backend_reg_by_name.restype = ctypes.c_void_p
+ggml.ggml_backend_reg_by_name.argtypes = [ctypes.c_char_p]
+ggml.ggml_backend_reg_get_proc_address.restype = ctypes.c_void_p
+ggml.ggml_backend_reg_get_proc_address.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+ggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
+ggml.ggml_backend_load_all()
+reg = ggml.ggml_backend_reg_by_name(b"RPC")
+if not reg:
+    sys.exit("this llama.cpp build has no RPC backend")
+add = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(
+    ggml.ggml_backend_reg_get_proc_address(reg, b"ggml_backend_rpc_add_server"))
+ggml.ggml_backend_register(add(sys.argv[4].encode()))
+sys.path.insert(0, sys.argv[1])
+import llama_cpp
+llama_cpp.Llama(sys.argv[2], verbose=True, **json.loads(sys.argv[3]))
+"""
+
+_DEV = re.compile(r"\[[^\]]*\]")             # "RPC0[127.0.0.1:50052]" -> "RPC0"
+
 _RX = {
     "model": re.compile(r"load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB"),
     "output": re.compile(r"llama_context:\s+(\S+)\s+output buffer size =\s+([\d.]+) MiB"),
@@ -126,24 +155,33 @@ _RX = {
                      r"V \((\w+)\):\s+([\d.]+) MiB"),
     "rs": re.compile(r"llama_memory_recurrent:\s+(\S+) RS buffer size =\s+([\d.]+) MiB"),
     "compute": re.compile(r"~llama_context:\s+(\S+) compute buffer size is\s+([\d.]+) MiB"),
+    "kv_buf": re.compile(r"llama_kv_cache:\s+(\S+) KV buffer size =\s+([\d.]+) MiB"),
 }
 
 
 def parse_log(text: str) -> dict:
-    """llama.cpp's printed sizes, MiB, from a verbose load's stderr."""
-    out = {"model": {}, "output": None, "kv": [], "rs": None, "compute": None}
+    """llama.cpp's printed sizes, MiB, from a verbose load's stderr; ``*_dev`` map each
+    buffer type (device names without their endpoint) to its size, per kind."""
+    out = {"model": {}, "output": None, "kv": [], "rs": None, "compute": None,
+           "kv_dev": {}, "rs_dev": {}, "compute_dev": {}}
     for line in text.splitlines():
         if m := _RX["model"].search(line):
-            out["model"][m[1]] = float(m[2])
+            out["model"][_DEV.sub("", m[1])] = float(m[2])
         elif m := _RX["output"].search(line):
             out["output"] = float(m[2])
         elif m := _RX["kv"].search(line):
             out["kv"].append({"mib": float(m[1]), "cells": int(m[2]), "layers": int(m[3]), "type_k": m[4],
                               "k": float(m[5]), "type_v": m[6], "v": float(m[7])})
+        elif m := _RX["kv_buf"].search(line):
+            dev = _DEV.sub("", m[1])
+            out["kv_dev"][dev] = round(out["kv_dev"].get(dev, 0.0) + float(m[2]), 2)
         elif m := _RX["rs"].search(line):
             out["rs"] = float(m[2])
+            dev = _DEV.sub("", m[1])
+            out["rs_dev"][dev] = round(out["rs_dev"].get(dev, 0.0) + float(m[2]), 2)
         elif m := _RX["compute"].search(line):
             out["compute"] = float(m[2])
+            out["compute_dev"][_DEV.sub("", m[1])] = float(m[2])
     return out
 
 
@@ -183,20 +221,27 @@ def cpu_features() -> list[str]:
     return sorted(flags & {"avx2", "avx512f"})
 
 
-def run(lcp: str, model: Path, params: dict) -> dict:
+def run(lcp: str, model: Path, params: dict, rpc: str | None = None) -> dict:
     kw = {"n_ctx": params["ctx"], "n_batch": params["batch"], "n_ubatch": params["ubatch"],
           "type_k": CACHE_TYPES[params["type_k"]], "type_v": CACHE_TYPES[params["type_v"]],
           "flash_attn": params["flash_attn"], "swa_full": params["swa_full"]}
-    if params.get("parallel", 1) > 1:
+    extra = []
+    if rpc:
+        kw["n_gpu_layers"] = params["ngl"]
+        child, extra = _CHILD_RPC, [rpc]
+    elif params.get("parallel", 1) > 1:
         kw["n_seq_max"] = params["parallel"]
         child = _CHILD_C
     else:
         kw["n_gpu_layers"] = 0
         child = _CHILD
-    p = subprocess.run([sys.executable, "-c", child, lcp, str(model), json.dumps(kw)], capture_output=True, text=True,
-                       timeout=600, env=dict(os.environ))
+    p = subprocess.run([sys.executable, "-c", child, lcp, str(model), json.dumps(kw), *extra], capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ))
     got = parse_log(p.stderr)
     got["status"] = p.returncode
+    if not rpc:
+        for k in ("kv_dev", "rs_dev", "compute_dev"):
+            del got[k]
     return got
 
 
@@ -214,6 +259,9 @@ def main(argv=None) -> int:
     ap.add_argument("--flash-attn", nargs="+", default=["off"], choices=["on", "off"])
     ap.add_argument("--swa-full", nargs="+", default=["on"], choices=["on", "off"])
     ap.add_argument("--parallel", nargs="+", type=int, default=[1], help="n_seq_max values (llama.cpp's -np)")
+    ap.add_argument("--rpc", metavar="HOST:PORT", help="offload through llama.cpp's RPC backend to this running "
+                    "ggml-rpc-server (LLAMA_CPP_LIB_PATH: a GGML_RPC=ON build); records go to <model>-rpc.json")
+    ap.add_argument("--ngl", nargs="+", type=int, default=[0], help="with --rpc: layers offloaded (llama.cpp's -ngl)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
     if not os.environ.get("LLAMA_CPP_LIB_PATH"):
@@ -229,21 +277,27 @@ def main(argv=None) -> int:
         models.append(build({"recipe": hybrid(**HYBRID[name])}, Path(tmp.name) / f"{name}.gguf"))
     for model in models:
         rec = {"model": model.name, "recipe": recipe(model), "cpu": cpu_features(), "runs": []}
+        if a.rpc:
+            rec["device"] = "RPC: ggml-rpc-server (CPU backend) on this machine"
         for ctx in a.ctx:
             for ub in a.ubatch:
                 for cache in a.cache:
                     for fa in a.flash_attn:
-                        for swa, par in ((s, n) for s in a.swa_full for n in a.parallel):
+                        for swa, par, ngl in ((s, n, g) for s in a.swa_full for n in a.parallel
+                                              for g in (a.ngl if a.rpc else [0])):
                             params = {"ctx": ctx, "batch": max(512, ub), "ubatch": ub, "type_k": cache,
                                       "type_v": cache, "flash_attn": fa == "on", "swa_full": swa == "on"}
                             if par > 1:
                                 params["parallel"] = par
-                            got = run(a.llama_cpp_python, model, params)
+                            if a.rpc:
+                                params["ngl"] = ngl
+                            got = run(a.llama_cpp_python, model, params, a.rpc)
                             print(model.name, params, {k: got[k] for k in ("model", "kv", "rs", "compute", "status")},
                                   file=sys.stderr)
-                            if got["status"] == 0:
+                            if got["status"] == 0 and got["output"] is not None:
                                 rec["runs"].append({"params": params, "llama": got})
-        (a.out / (model.stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+        stem = model.stem + ("-rpc" if a.rpc else "")
+        (a.out / (stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
     tmp.cleanup()
     return 0
 

@@ -127,6 +127,10 @@ class Plan:
     def total_bytes(self) -> int:
         return sum(b.nbytes for b in self.buffers)
 
+    def device_bytes(self, device: str) -> int:
+        """The bytes of the buffers on ``device`` (an offload device's share of the total)."""
+        return sum(b.nbytes for b in self.buffers if b.name == device)
+
     def as_dict(self) -> dict:
         return {"arch": self.arch, "n_ctx": self.n_ctx, "n_batch": self.n_batch, "n_ubatch": self.n_ubatch,
                 "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "k_bytes": self.k_bytes,
@@ -226,7 +230,19 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
             # llama_memory_recurrent: max(1, n_seq_max) cells (n_rs_seq = 0 rollback snapshots)
             bufs.append(Buffer("rs", name, sum(pad(4 * hp.n_embd_r * n_seq) + pad(4 * hp.n_embd_s * n_seq)
                                                for _ in part)))
-    bufs.append(Buffer("compute", "CPU", _compute.compute_bytes(hp, caches, n_ubatch, n_seq, o.flash_attn)))
+    layers_peak, output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)
+    if o.ngl == 0:
+        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak)))
+    else:
+        # one compute buffer per backend, the device's first (sched_reserve's order), each
+        # the peak of the blocks it runs; the output (logits and one row of n_embd) runs on
+        # the device
+        cpu_layers, dev_layers = range(min(first_dev, hp.n_layer)), range(min(first_dev, hp.n_layer), hp.n_layer)
+        cpu_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn, cpu_layers)[0]
+        dev_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn, dev_layers)[0]
+        bufs.append(Buffer("compute", o.device, max(output_peak - 4 * n_ubatch * hp.n_embd, dev_peak)))
+        bufs.append(Buffer("compute", "CPU", cpu_peak if len(cpu_layers) else
+                           _compute.inputs_bytes(hp, caches, n_ubatch, o.flash_attn)))
     return Plan(hp.arch, n_ctx, n_batch, n_ubatch, tuple(bufs), tuple(c for c in caches if c.layers))
 
 
@@ -244,15 +260,13 @@ def max_context(mf, o: Options, budget: int) -> int:
 
 
 def max_layers(mf, o: Options, budget: int) -> int:
-    """The most layers (``--ngl``) whose device-side share fits ``budget`` bytes: the
-    offloaded weights plus their layers' share of the KV cache and the compute buffer."""
+    """The most layers (``--ngl``, the output layer counting as one) whose buffers on the
+    device - offloaded weights, their layers' KV cache and recurrent state, the device's
+    compute buffer - fit ``budget`` bytes; 0 if not even the output layer fits."""
     hp = _header(mf)
     best = 0
     for ngl in range(1, hp.n_layer + 2):
-        p = plan(mf, replace(o, ngl=ngl), hp)
-        gpu = sum(b.nbytes for b in p.buffers if b.kind == "model" and b.name == "GPU")
-        share = (p.kv_bytes + p.recurrent_bytes) * min(ngl, hp.n_layer) // max(1, hp.n_layer)
-        if gpu + share + p.compute_bytes <= budget:
+        if plan(mf, replace(o, ngl=ngl), hp).device_bytes(o.device) <= budget:
             best = ngl
         else:
             break
