@@ -27,7 +27,7 @@ examples:
 
 JSON: {"file", "arch", "n_ctx", "n_batch", "n_ubatch", "model_bytes", "kv_bytes", "k_bytes",
 "v_bytes", "recurrent_bytes", "output_bytes", "compute_bytes", "total_bytes", "buffers":
-[{"kind", "name", "bytes"}], "kv_caches": [{"name", "cells", "layers", "k_bytes",
+[{"kind", "name", "bytes", "cache" (KV buffers)}], "kv_caches": [{"name", "cells", "layers", "k_bytes",
 "v_bytes", "buffer_bytes"}], "vram": [{"bytes", "max_ctx", "max_ngl"}] with --vram}.
 With --ngl the offloaded buffers are named "GPU" and each kind (model, kv, rs, compute)
 has one entry per buffer type, CPU and GPU; "max_ngl" counts the device's buffers only.
