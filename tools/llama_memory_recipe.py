@@ -187,6 +187,32 @@ def _lfm2_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, 
     return ts
 
 
+def _qwen35_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: int, head: int,
+                    kv: int, ssm: dict) -> list:
+    """src/models/qwen35.cpp load_arch_tensors (no MTP block): gated-delta-net layers, with
+    every full_attention_interval-th layer a gated-query attention layer."""
+    d_state, n_group, dt_rank, d_conv = (ssm["ssm.state_size"], ssm["ssm.group_count"], ssm["ssm.time_step_rank"],
+                                         ssm["ssm.conv_kernel"])
+    key_dim, value_dim = d_state * n_group, d_state * dt_rank
+    interval = md.get("qwen35.full_attention_interval", (4,))[0]
+    ts = [("token_embd.weight", (n_embd, n_vocab)), ("output_norm.weight", (n_embd,))]
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        ts += [(b + "attn_norm.weight", (n_embd,)), (b + "post_attention_norm.weight", (n_embd,))]
+        if (i + 1) % interval == 0:
+            ts += [(b + "attn_q.weight", (n_embd, head * n_head * 2)), (b + "attn_k.weight", (n_embd, head * kv)),
+                   (b + "attn_v.weight", (n_embd, head * kv)), (b + "attn_output.weight", (head * n_head, n_embd)),
+                   (b + "attn_q_norm.weight", (head,)), (b + "attn_k_norm.weight", (head,))]
+        else:
+            ts += [(b + "attn_qkv.weight", (n_embd, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (n_embd, value_dim)),
+                   (b + "ssm_conv1d.weight", (d_conv, 2 * key_dim + value_dim)), (b + "ssm_dt.bias", (dt_rank,)),
+                   (b + "ssm_a", (dt_rank,)), (b + "ssm_beta.weight", (n_embd, dt_rank)),
+                   (b + "ssm_alpha.weight", (n_embd, dt_rank)), (b + "ssm_norm.weight", (d_state,)),
+                   (b + "ssm_out.weight", (value_dim, n_embd))]
+        ts += _ffn(i, n_embd, n_ff)
+    return ts
+
+
 def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_embd: int = 64, n_head: int = 4,
            n_ff: int = 96, n_vocab: int = 300, ssm: dict | None = None, extra: dict | None = None,
            wtype: str = "Q8_0") -> dict:
@@ -202,7 +228,16 @@ def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_em
         over["attention.head_count_kv"] = (list(head_count_kv), "array[int32]")
     for k, v in {**(ssm or {}), **(extra or {})}.items():
         over[k] = v if isinstance(v, tuple) else ((list(v), "array[int32]") if isinstance(v, list) else (v, u))
-    if arch == "lfm2":
+    if arch == "qwen35":
+        head = (extra or {}).get("attention.key_length", n_embd // n_head)
+        md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
+              "qwen35.context_length": (131072, u), "qwen35.attention.layer_norm_rms_epsilon": (1e-6, "float32"),
+              "qwen35.rope.dimension_count": (head // 4, u),
+              "qwen35.rope.dimension_sections": ([head // 16, head // 16, head // 16, 0], "array[int32]"),
+              **{f"qwen35.{k}": v for k, v in over.items()}}
+        ts = _qwen35_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, head, (extra or {})["attention.head_count_kv"],
+                             ssm)
+    elif arch == "lfm2":
         md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
               "lfm2.context_length": (131072, u), "lfm2.attention.layer_norm_rms_epsilon": (1e-5, "float32"),
               **{f"lfm2.{k}": v for k, v in over.items()}}

@@ -89,8 +89,17 @@ HYBRID = {
                                        head_count_kv=[2, 2],
                                        ssm={**_MAMBA2, "ssm.inner_size": 3072, "ssm.state_size": 256,
                                             "ssm.group_count": 1, "ssm.time_step_rank": 24}),
+    "synthetic-qwen35-widths": dict(arch="qwen35", n_layer=4, n_embd=2048, n_head=8, n_ff=6144, n_vocab=65536,
+                                    ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 2048, "ssm.state_size": 128,
+                                         "ssm.group_count": 16, "ssm.time_step_rank": 16},
+                                    extra={"attention.head_count_kv": 2, "attention.key_length": 256,
+                                           "attention.value_length": 256, "full_attention_interval": 4}),
     "synthetic-lfm2-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
                                   n_ff=8192, n_vocab=65536, extra={"shortconv.l_cache": 3}),
+    # a sliding window on lfm2's attention layers: llama_memory_hybrid_iswa
+    "synthetic-lfm2-swa-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
+                                      n_ff=8192, n_vocab=65536,
+                                      extra={"shortconv.l_cache": 3, "attention.sliding_window": 512}),
 }
 
 _CHILD = r"""

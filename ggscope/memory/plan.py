@@ -243,7 +243,8 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
         bufs.append(Buffer("compute", o.device, max(output_peak - 4 * n_ubatch * hp.n_embd, dev_peak)))
         bufs.append(Buffer("compute", "CPU", cpu_peak if len(cpu_layers) else
                            _compute.inputs_bytes(hp, caches, n_ubatch, o.flash_attn)))
-    return Plan(hp.arch, n_ctx, n_batch, n_ubatch, tuple(bufs), tuple(c for c in caches if c.layers))
+    # every cache llama.cpp creates, an empty one too (lfm2's base cache beside its windowed one)
+    return Plan(hp.arch, n_ctx, n_batch, n_ubatch, tuple(bufs), tuple(caches))
 
 
 def max_context(mf, o: Options, budget: int) -> int:
