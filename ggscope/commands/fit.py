@@ -13,8 +13,9 @@ DESCRIPTION = """\
 Predict, from the file's header alone (no tensor data is read, so remote files cost a few
 range requests), what llama.cpp allocates when it loads the model: the model buffers
 (the mmapped range, weights ggml-cpu repacks, offloaded layers), the output buffer, the
-KV cache (sliding-window layers with their window, MLA's compressed cache) or the
-recurrent state, and the compute buffer.  Lines carry the names llama.cpp's log uses;
+KV cache (sliding-window layers with their window, MLA's compressed cache), the
+recurrent state (mamba, rwkv, and the recurrent layers of hybrids such as jamba,
+granitehybrid, nemotron_h, falcon-h1, lfm2, qwen3.5), and the compute buffer.  Lines carry the names llama.cpp's log uses;
 model, output, KV and recurrent sizes are exact, the compute buffer an estimate (within
 10 % of llama.cpp's on CPU).  Defaults are llama.cpp's (llama-cli / llama-server)."""
 EPILOG = """\
