@@ -47,7 +47,7 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    head = ["model", "ctx", "cache", "fa", "llama model", "ggscope model", "llama KV", "ggscope KV",
+    head = ["model", "ctx", "cache", "fa", "np", "ngl", "llama model", "ggscope model", "llama KV", "ggscope KV",
             "llama compute", "ggscope compute", "compute err"]
     if a.hf_gguf:
         head += ["hf/gguf K+V", "hf/gguf total", "llama total"]
@@ -66,16 +66,19 @@ def main() -> int:
                 p = plan(mf, Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
                                      cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"],
                                      swa_full=pa["swa_full"], parallel=pa.get("parallel", 1),
-                                     features=feats))
+                                     features=feats, ngl=pa.get("ngl", 0), device="RPC0"))
                 lm = sum(ll["model"].values())
-                lkv = sum(k["mib"] for k in ll["kv"]) + (ll["rs"] or 0)
+                # offloaded runs (*-rpc records): one compute buffer per device, summed
+                lcompute = sum(ll["compute_dev"].values()) if "compute_dev" in ll else ll["compute"]
+                lkv = sum(k["mib"] for k in ll["kv"]) + (sum(ll["rs_dev"].values()) if "rs_dev" in ll else ll["rs"] or 0)
                 gkv = (p.kv_bytes + p.recurrent_bytes) / MiB
-                err = (p.compute_bytes / MiB - ll["compute"]) / ll["compute"]
+                err = (p.compute_bytes / MiB - lcompute) / lcompute
                 worst["model"] = max(worst["model"], abs(round(p.model_bytes / MiB, 2) - lm))
                 worst["kv"] = max(worst["kv"], abs(round(gkv, 2) - lkv))
                 worst["compute"] = max(worst["compute"], abs(err))
                 row = [rp.stem, str(pa["ctx"]), pa["type_k"], "on" if pa["flash_attn"] else "off",
-                       f"{lm:.2f}", f"{p.model_bytes / MiB:.2f}", f"{lkv:.2f}", f"{gkv:.2f}", f"{ll['compute']:.2f}",
+                       str(pa.get("parallel", 1)), str(pa.get("ngl", 0)),
+                       f"{lm:.2f}", f"{p.model_bytes / MiB:.2f}", f"{lkv:.2f}", f"{gkv:.2f}", f"{lcompute:.2f}",
                        f"{p.compute_bytes / MiB:.2f}", f"{err:+.1%}"]
                 if a.hf_gguf:
                     peer = None
@@ -83,7 +86,7 @@ def main() -> int:
                         if pa["ctx"] not in peer_cache:
                             peer_cache[pa["ctx"]] = hf_gguf(a.hf_gguf, path, pa["ctx"])
                         peer = peer_cache[pa["ctx"]]
-                    total = lm + lkv + ll["compute"] + (ll["output"] or 0)
+                    total = lm + lkv + lcompute + (ll["output"] or 0)
                     row += ([f"{peer.get('K cache', 0) + peer.get('V cache', 0):.2f}", f"{peer.get('TOTAL', 0):.2f}"]
                             if peer else ["-", "-"]) + [f"{total:.2f}"]
                 print("| " + " | ".join(row) + " |")

@@ -157,3 +157,116 @@ def decoder(arch: str, n_layer: int, n_embd: int, n_head: int, n_head_kv: int, h
     if arch in ("llama", "qwen2"):
         ts += [["output.weight", wtype, [n_embd, n_vocab]]]
     return {"metadata": meta, "tensors": ts, "alignment": 32}
+
+
+_GGUF_TYPE = {"uint32": "UINT32", "int32": "INT32", "uint64": "UINT64", "uint16": "UINT16", "float32": "FLOAT32",
+              "float64": "FLOAT64", "bool": "BOOL", "string": "STRING"}
+
+
+def _ffn(i: int, n_embd: int, n_ff: int) -> list:
+    b = f"blk.{i}."
+    return [(b + "ffn_gate.weight", (n_embd, n_ff)), (b + "ffn_down.weight", (n_ff, n_embd)),
+            (b + "ffn_up.weight", (n_embd, n_ff))]
+
+
+def _lfm2_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: int, kv: list) -> list:
+    """src/models/lfm2.cpp load_arch_tensors: short-convolution or attention operator, dense FFN."""
+    l_cache = md["lfm2.shortconv.l_cache"][0]
+    head = n_embd // n_head
+    ts = [("token_embd.weight", (n_embd, n_vocab)), ("token_embd_norm.weight", (n_embd,))]
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        ts += [(b + "ffn_norm.weight", (n_embd,))] + _ffn(i, n_embd, n_ff) + [(b + "attn_norm.weight", (n_embd,))]
+        if kv[i]:
+            ts += [(b + "attn_q_norm.weight", (head,)), (b + "attn_k_norm.weight", (head,)),
+                   (b + "attn_q.weight", (n_embd, n_embd)), (b + "attn_k.weight", (n_embd, head * kv[i])),
+                   (b + "attn_v.weight", (n_embd, head * kv[i])), (b + "attn_output.weight", (n_embd, n_embd))]
+        else:
+            ts += [(b + "shortconv.conv.weight", (l_cache, n_embd)), (b + "shortconv.in_proj.weight", (n_embd, 3 * n_embd)),
+                   (b + "shortconv.out_proj.weight", (n_embd, n_embd))]
+    return ts
+
+
+def _qwen35_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: int, head: int,
+                    kv: int, ssm: dict) -> list:
+    """src/models/qwen35.cpp load_arch_tensors (no MTP block): gated-delta-net layers, with
+    every full_attention_interval-th layer a gated-query attention layer."""
+    d_state, n_group, dt_rank, d_conv = (ssm["ssm.state_size"], ssm["ssm.group_count"], ssm["ssm.time_step_rank"],
+                                         ssm["ssm.conv_kernel"])
+    key_dim, value_dim = d_state * n_group, d_state * dt_rank
+    interval = md.get("qwen35.full_attention_interval", (4,))[0]
+    ts = [("token_embd.weight", (n_embd, n_vocab)), ("output_norm.weight", (n_embd,))]
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        ts += [(b + "attn_norm.weight", (n_embd,)), (b + "post_attention_norm.weight", (n_embd,))]
+        if (i + 1) % interval == 0:
+            ts += [(b + "attn_q.weight", (n_embd, head * n_head * 2)), (b + "attn_k.weight", (n_embd, head * kv)),
+                   (b + "attn_v.weight", (n_embd, head * kv)), (b + "attn_output.weight", (head * n_head, n_embd)),
+                   (b + "attn_q_norm.weight", (head,)), (b + "attn_k_norm.weight", (head,))]
+        else:
+            ts += [(b + "attn_qkv.weight", (n_embd, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (n_embd, value_dim)),
+                   (b + "ssm_conv1d.weight", (d_conv, 2 * key_dim + value_dim)), (b + "ssm_dt.bias", (dt_rank,)),
+                   (b + "ssm_a", (dt_rank,)), (b + "ssm_beta.weight", (n_embd, dt_rank)),
+                   (b + "ssm_alpha.weight", (n_embd, dt_rank)), (b + "ssm_norm.weight", (d_state,)),
+                   (b + "ssm_out.weight", (value_dim, n_embd))]
+        ts += _ffn(i, n_embd, n_ff)
+    return ts
+
+
+def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_embd: int = 64, n_head: int = 4,
+           n_ff: int = 96, n_vocab: int = 300, ssm: dict | None = None, extra: dict | None = None,
+           wtype: str = "Q8_0") -> dict:
+    """A recipe for a hybrid attention + recurrent model (the tensors ``load_tensors`` creates
+    for it, from tools/loader_corpus's table-driven builder, with the layers' kinds set by
+    ``head_count_kv`` (0: recurrent) and the widths given), weights ``wtype`` where a matrix
+    row allows it, F32 elsewhere (norms, convolutions, SSM A/D)."""
+    from tools import loader_corpus as lc
+    u = "uint32"
+    over = {"block_count": (n_layer, u), "embedding_length": (n_embd, u), "attention.head_count": (n_head, u),
+            "feed_forward_length": (n_ff, u)}
+    if head_count_kv is not None:
+        over["attention.head_count_kv"] = (list(head_count_kv), "array[int32]")
+    for k, v in {**(ssm or {}), **(extra or {})}.items():
+        over[k] = v if isinstance(v, tuple) else ((list(v), "array[int32]") if isinstance(v, list) else (v, u))
+    if arch == "qwen35":
+        head = (extra or {}).get("attention.key_length", n_embd // n_head)
+        md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
+              "qwen35.context_length": (131072, u), "qwen35.attention.layer_norm_rms_epsilon": (1e-6, "float32"),
+              "qwen35.rope.dimension_count": (head // 4, u),
+              "qwen35.rope.dimension_sections": ([head // 16, head // 16, head // 16, 0], "array[int32]"),
+              **{f"qwen35.{k}": v for k, v in over.items()}}
+        ts = _qwen35_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, head, (extra or {})["attention.head_count_kv"],
+                             ssm)
+    elif arch == "lfm2":
+        md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
+              "lfm2.context_length": (131072, u), "lfm2.attention.layer_norm_rms_epsilon": (1e-5, "float32"),
+              **{f"lfm2.{k}": v for k, v in over.items()}}
+        ts = _lfm2_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, head_count_kv)
+    else:
+        base = lc.base_model(arch, over)
+        if base is None:
+            raise ValueError(f"tools/loader_corpus cannot fill a {arch} model")
+        md, ts = base
+        md[f"{arch}.context_length"] = (131072, u)
+        if arch == "jamba":         # dense FFN in every layer (n_expert = 0), src/models/jamba.cpp
+            ts = ts + [t for i in range(n_layer) for t in _ffn(i, n_embd, n_ff)]
+        ts = [(n, (n_embd, n_vocab) if n in ("token_embd.weight", "output.weight") else ne) for n, ne in ts]
+        # the optional convolution bias every real Mamba-2 layer has: the graph adds it
+        # unconditionally (src/models/mamba-base.cpp build_mamba2_layer)
+        names = {n for n, _ in ts}
+        ts += [(n.replace(".weight", ".bias"), ne[1:]) for n, ne in ts
+               if n.endswith("ssm_conv1d.weight") and n.replace(".weight", ".bias") not in names]
+    meta = {}
+    for k, (v, t) in md.items():
+        if t.startswith("array["):
+            meta[k] = {"type": "array", "sub": _GGUF_TYPE[t[6:-1]], "value": list(v)}
+        else:
+            meta[k] = {"type": _GGUF_TYPE[t], "value": v}
+    meta.update({"tokenizer.ggml.model": {"type": "STRING", "value": "llama"},
+                 "tokenizer.ggml.tokens": {"type": "vocab", "n": n_vocab},
+                 "tokenizer.ggml.scores": {"type": "vocab", "n": n_vocab},
+                 "tokenizer.ggml.token_type": {"type": "vocab", "n": n_vocab}})
+    flat = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "ssm_dt.weight")
+    tensors = [[n, wtype if len(ne) >= 2 and ne[0] % 32 == 0 and not any(f in n for f in flat) else "F32", list(ne)]
+               for n, ne in ts]
+    return {"metadata": meta, "tensors": tensors, "alignment": 32}

@@ -72,9 +72,9 @@ class _Run:
         return None
 
 
-def base_model(arch: str):
+def base_model(arch: str, extra: dict | None = None):
     """(metadata {key: (value, gguf type)}, [(name, shape ne)]) or None when a required
-    key or tensor dimension cannot be filled."""
+    key or tensor dimension cannot be filled; ``extra`` keys (short names) override the defaults."""
     spec = gen.ARCHS[arch]
     md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
           "general.file_type": (0, "uint32")}
@@ -87,6 +87,7 @@ def base_model(arch: str):
     put("FEED_FORWARD_LENGTH", N_FF, "uint32")
     put("ATTENTION_HEAD_COUNT", N_HEAD, "uint32")
     put("ATTENTION_HEAD_COUNT_KV", N_HEAD_KV, "uint32")
+    md.update({f"{arch}.{k}": v for k, v in (extra or {}).items()})
     for h in spec.hparams:
         k = key(h.kv, arch)
         if k in md or not h.required:

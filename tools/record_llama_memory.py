@@ -21,6 +21,10 @@ Usage::
     LLAMA_CPP_LIB_PATH=<dir with libllama.so> python -m tools.record_llama_memory \\
         --llama-cpp-python <unpacked llama_cpp_python-0.3.36> MODEL.gguf... [--ctx 256 4096]
 
+With ``--rpc HOST:PORT --ngl 0 1 ...`` (a ``ggml-rpc-server`` running, LLAMA_CPP_LIB_PATH a
+build with GGML_RPC=ON) the loads offload layers to that RPC device and the records, with
+each buffer per device (``kv_dev``, ``rs_dev``, ``compute_dev``), go to ``<model>-rpc.json``.
+
 Each load runs in a child process: a llama.cpp abort loses that run, not the script.
 """
 from __future__ import annotations
@@ -64,6 +68,40 @@ SYNTHETIC = {
                                                 "expert_used_count": 4, "expert_feed_forward_length": 2880}),
 }
 
+# Hybrid attention + recurrent models with real widths and a few layers of each kind
+# (tools/llama_memory_recipe.hybrid): head_count_kv 0 marks a recurrent layer.
+_MAMBA2 = {"ssm.conv_kernel": 4}
+HYBRID = {
+    "synthetic-jamba-widths": dict(arch="jamba", n_layer=4, head_count_kv=[0, 8, 0, 0], n_embd=2048, n_head=32,
+                                   n_ff=8192, n_vocab=65536,
+                                   ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 16,
+                                        "ssm.time_step_rank": 128}),
+    "synthetic-granitehybrid-widths": dict(arch="granitehybrid", n_layer=4, head_count_kv=[0, 0, 0, 4], n_embd=1536,
+                                           n_head=12, n_ff=4096, n_vocab=49160,
+                                           ssm={**_MAMBA2, "ssm.inner_size": 3072, "ssm.state_size": 128,
+                                                "ssm.group_count": 1, "ssm.time_step_rank": 48}),
+    "synthetic-nemotron_h-widths": dict(arch="nemotron_h", n_layer=4, head_count_kv=[0, 8, 0, 0], n_embd=4096,
+                                        n_head=32, n_ff=21504, n_vocab=131072,
+                                        ssm={**_MAMBA2, "ssm.inner_size": 8192, "ssm.state_size": 128,
+                                             "ssm.group_count": 8, "ssm.time_step_rank": 128},
+                                        extra={"feed_forward_length": [0, 0, 21504, 0]}),
+    "synthetic-falcon-h1-widths": dict(arch="falcon-h1", n_layer=2, n_embd=2048, n_head=8, n_ff=8192, n_vocab=65536,
+                                       head_count_kv=[2, 2],
+                                       ssm={**_MAMBA2, "ssm.inner_size": 3072, "ssm.state_size": 256,
+                                            "ssm.group_count": 1, "ssm.time_step_rank": 24}),
+    "synthetic-qwen35-widths": dict(arch="qwen35", n_layer=4, n_embd=2048, n_head=8, n_ff=6144, n_vocab=65536,
+                                    ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 2048, "ssm.state_size": 128,
+                                         "ssm.group_count": 16, "ssm.time_step_rank": 16},
+                                    extra={"attention.head_count_kv": 2, "attention.key_length": 256,
+                                           "attention.value_length": 256, "full_attention_interval": 4}),
+    "synthetic-lfm2-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
+                                  n_ff=8192, n_vocab=65536, extra={"shortconv.l_cache": 3}),
+    # a sliding window on lfm2's attention layers: llama_memory_hybrid_iswa
+    "synthetic-lfm2-swa-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
+                                      n_ff=8192, n_vocab=65536,
+                                      extra={"shortconv.l_cache": 3, "attention.sliding_window": 512}),
+}
+
 _CHILD = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -87,9 +125,36 @@ cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = kw["n_ctx"], kw["n_batch"], kw
 cp.type_k, cp.type_v, cp.swa_full = kw["type_k"], kw["type_v"], kw["swa_full"]
 cp.flash_attn_type = 1 if kw["flash_attn"] else 0
 ctx = llama_cpp.llama_init_from_model(m, cp)
+if not ctx:                       # refused (e.g. a quantized V cache without flash attention)
+    sys.exit(3)
 llama_cpp.llama_free(ctx)
 llama_cpp.llama_model_free(m)
 """
+
+# --ngl through llama.cpp's RPC backend: a ggml-rpc-server on this machine is a device
+# llama.cpp offloads layers to (common/arg.cpp add_rpc_devices, done here with ctypes);
+# LLAMA_CPP_LIB_PATH must then be a build with GGML_RPC=ON.
+_CHILD_RPC = r"""
+import ctypes, json, os, sys
+ggml = ctypes.CDLL(os.path.join(os.environ["LLAMA_CPP_LIB_PATH"], "libggml.so"), mode=ctypes.RTLD_GLOBAL)
+ggml.ggml_backend_reg_by_name.restype = ctypes.c_void_p
+ggml.ggml_backend_reg_by_name.argtypes = [ctypes.c_char_p]
+ggml.ggml_backend_reg_get_proc_address.restype = ctypes.c_void_p
+ggml.ggml_backend_reg_get_proc_address.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+ggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
+ggml.ggml_backend_load_all()
+reg = ggml.ggml_backend_reg_by_name(b"RPC")
+if not reg:
+    sys.exit("this llama.cpp build has no RPC backend")
+add = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)(
+    ggml.ggml_backend_reg_get_proc_address(reg, b"ggml_backend_rpc_add_server"))
+ggml.ggml_backend_register(add(sys.argv[4].encode()))
+sys.path.insert(0, sys.argv[1])
+import llama_cpp
+llama_cpp.Llama(sys.argv[2], verbose=True, **json.loads(sys.argv[3]))
+"""
+
+_DEV = re.compile(r"\[[^\]]*\]")             # "RPC0[127.0.0.1:50052]" -> "RPC0"
 
 _RX = {
     "model": re.compile(r"load_tensors:\s+(\S+) model buffer size =\s+([\d.]+) MiB"),
@@ -99,24 +164,33 @@ _RX = {
                      r"V \((\w+)\):\s+([\d.]+) MiB"),
     "rs": re.compile(r"llama_memory_recurrent:\s+(\S+) RS buffer size =\s+([\d.]+) MiB"),
     "compute": re.compile(r"~llama_context:\s+(\S+) compute buffer size is\s+([\d.]+) MiB"),
+    "kv_buf": re.compile(r"llama_kv_cache:\s+(\S+) KV buffer size =\s+([\d.]+) MiB"),
 }
 
 
 def parse_log(text: str) -> dict:
-    """llama.cpp's printed sizes, MiB, from a verbose load's stderr."""
-    out = {"model": {}, "output": None, "kv": [], "rs": None, "compute": None}
+    """llama.cpp's printed sizes, MiB, from a verbose load's stderr; ``*_dev`` map each
+    buffer type (device names without their endpoint) to its size, per kind."""
+    out = {"model": {}, "output": None, "kv": [], "rs": None, "compute": None,
+           "kv_dev": {}, "rs_dev": {}, "compute_dev": {}}
     for line in text.splitlines():
         if m := _RX["model"].search(line):
-            out["model"][m[1]] = float(m[2])
+            out["model"][_DEV.sub("", m[1])] = float(m[2])
         elif m := _RX["output"].search(line):
             out["output"] = float(m[2])
         elif m := _RX["kv"].search(line):
             out["kv"].append({"mib": float(m[1]), "cells": int(m[2]), "layers": int(m[3]), "type_k": m[4],
                               "k": float(m[5]), "type_v": m[6], "v": float(m[7])})
+        elif m := _RX["kv_buf"].search(line):
+            dev = _DEV.sub("", m[1])
+            out["kv_dev"][dev] = round(out["kv_dev"].get(dev, 0.0) + float(m[2]), 2)
         elif m := _RX["rs"].search(line):
             out["rs"] = float(m[2])
+            dev = _DEV.sub("", m[1])
+            out["rs_dev"][dev] = round(out["rs_dev"].get(dev, 0.0) + float(m[2]), 2)
         elif m := _RX["compute"].search(line):
             out["compute"] = float(m[2])
+            out["compute_dev"][_DEV.sub("", m[1])] = float(m[2])
     return out
 
 
@@ -156,20 +230,27 @@ def cpu_features() -> list[str]:
     return sorted(flags & {"avx2", "avx512f"})
 
 
-def run(lcp: str, model: Path, params: dict) -> dict:
+def run(lcp: str, model: Path, params: dict, rpc: str | None = None) -> dict:
     kw = {"n_ctx": params["ctx"], "n_batch": params["batch"], "n_ubatch": params["ubatch"],
           "type_k": CACHE_TYPES[params["type_k"]], "type_v": CACHE_TYPES[params["type_v"]],
           "flash_attn": params["flash_attn"], "swa_full": params["swa_full"]}
-    if params.get("parallel", 1) > 1:
+    extra = []
+    if rpc:
+        kw["n_gpu_layers"] = params["ngl"]
+        child, extra = _CHILD_RPC, [rpc]
+    elif params.get("parallel", 1) > 1:
         kw["n_seq_max"] = params["parallel"]
         child = _CHILD_C
     else:
         kw["n_gpu_layers"] = 0
         child = _CHILD
-    p = subprocess.run([sys.executable, "-c", child, lcp, str(model), json.dumps(kw)], capture_output=True, text=True,
-                       timeout=600, env=dict(os.environ))
+    p = subprocess.run([sys.executable, "-c", child, lcp, str(model), json.dumps(kw), *extra], capture_output=True,
+                       text=True, timeout=600, env=dict(os.environ))
     got = parse_log(p.stderr)
     got["status"] = p.returncode
+    if not rpc:
+        for k in ("kv_dev", "rs_dev", "compute_dev"):
+            del got[k]
     return got
 
 
@@ -178,6 +259,8 @@ def main(argv=None) -> int:
     ap.add_argument("models", nargs="*", type=Path)
     ap.add_argument("--synthetic", nargs="+", default=[], choices=sorted(SYNTHETIC),
                     help="also record these real-width models, built as sparse files in a temporary folder")
+    ap.add_argument("--hybrid", nargs="+", default=[], choices=sorted(HYBRID),
+                    help="also record these hybrid attention + recurrent models, built like --synthetic")
     ap.add_argument("--llama-cpp-python", required=True, help="the unpacked llama-cpp-python 0.3.36 source tree")
     ap.add_argument("--ctx", nargs="+", type=int, default=[256, 4096])
     ap.add_argument("--ubatch", nargs="+", type=int, default=[512])
@@ -185,34 +268,45 @@ def main(argv=None) -> int:
     ap.add_argument("--flash-attn", nargs="+", default=["off"], choices=["on", "off"])
     ap.add_argument("--swa-full", nargs="+", default=["on"], choices=["on", "off"])
     ap.add_argument("--parallel", nargs="+", type=int, default=[1], help="n_seq_max values (llama.cpp's -np)")
+    ap.add_argument("--rpc", metavar="HOST:PORT", help="offload through llama.cpp's RPC backend to this running "
+                    "ggml-rpc-server (LLAMA_CPP_LIB_PATH: a GGML_RPC=ON build); records go to <model>-rpc.json")
+    ap.add_argument("--ngl", nargs="+", type=int, default=[0], help="with --rpc: layers offloaded (llama.cpp's -ngl)")
     ap.add_argument("--out", type=Path, default=OUT)
     a = ap.parse_args(argv)
     if not os.environ.get("LLAMA_CPP_LIB_PATH"):
         ap.error("set LLAMA_CPP_LIB_PATH to the directory holding libllama.so")
     a.out.mkdir(parents=True, exist_ok=True)
     import tempfile
-    from tools.llama_memory_recipe import build, decoder
+    from tools.llama_memory_recipe import build, decoder, hybrid
     tmp = tempfile.TemporaryDirectory()
     models = list(a.models)
     for name in a.synthetic:
         models.append(build({"recipe": decoder(**SYNTHETIC[name])}, Path(tmp.name) / f"{name}.gguf"))
+    for name in a.hybrid:
+        models.append(build({"recipe": hybrid(**HYBRID[name])}, Path(tmp.name) / f"{name}.gguf"))
     for model in models:
         rec = {"model": model.name, "recipe": recipe(model), "cpu": cpu_features(), "runs": []}
+        if a.rpc:
+            rec["device"] = "RPC: ggml-rpc-server (CPU backend) on this machine"
         for ctx in a.ctx:
             for ub in a.ubatch:
                 for cache in a.cache:
                     for fa in a.flash_attn:
-                        for swa, par in ((s, n) for s in a.swa_full for n in a.parallel):
+                        for swa, par, ngl in ((s, n, g) for s in a.swa_full for n in a.parallel
+                                              for g in (a.ngl if a.rpc else [0])):
                             params = {"ctx": ctx, "batch": max(512, ub), "ubatch": ub, "type_k": cache,
                                       "type_v": cache, "flash_attn": fa == "on", "swa_full": swa == "on"}
                             if par > 1:
                                 params["parallel"] = par
-                            got = run(a.llama_cpp_python, model, params)
+                            if a.rpc:
+                                params["ngl"] = ngl
+                            got = run(a.llama_cpp_python, model, params, a.rpc)
                             print(model.name, params, {k: got[k] for k in ("model", "kv", "rs", "compute", "status")},
                                   file=sys.stderr)
-                            if got["status"] == 0:
+                            if got["status"] == 0 and got["output"] is not None:
                                 rec["runs"].append({"params": params, "llama": got})
-        (a.out / (model.stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+        stem = model.stem + ("-rpc" if a.rpc else "")
+        (a.out / (stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
     tmp.cleanup()
     return 0
 

@@ -13,8 +13,9 @@ DESCRIPTION = """\
 Predict, from the file's header alone (no tensor data is read, so remote files cost a few
 range requests), what llama.cpp allocates when it loads the model: the model buffers
 (the mmapped range, weights ggml-cpu repacks, offloaded layers), the output buffer, the
-KV cache (sliding-window layers with their window, MLA's compressed cache) or the
-recurrent state, and the compute buffer.  Lines carry the names llama.cpp's log uses;
+KV cache (sliding-window layers with their window, MLA's compressed cache), the
+recurrent state (mamba, rwkv, and the recurrent layers of hybrids such as jamba,
+granitehybrid, nemotron_h, falcon-h1, lfm2, qwen3.5), and the compute buffer.  Lines carry the names llama.cpp's log uses;
 model, output, KV and recurrent sizes are exact, the compute buffer an estimate (within
 10 % of llama.cpp's on CPU).  Defaults are llama.cpp's (llama-cli / llama-server)."""
 EPILOG = """\
@@ -22,12 +23,15 @@ examples:
   ggscope fit model.gguf                         context 4096, llama.cpp's defaults
   ggscope fit model.gguf --ctx 32768 --cache-type-k q8_0 --cache-type-v q8_0 --flash-attn on
   ggscope fit model.gguf --vram 8G 24G           the largest context, the most layers that fit
+  ggscope fit model.gguf --ngl 20                the output layer and the last 19 blocks on the GPU
   ggscope fit hf://OWNER/REPO/model.gguf --json | jq .total_bytes
 
 JSON: {"file", "arch", "n_ctx", "n_batch", "n_ubatch", "model_bytes", "kv_bytes", "k_bytes",
 "v_bytes", "recurrent_bytes", "output_bytes", "compute_bytes", "total_bytes", "buffers":
-[{"kind", "name", "bytes"}], "kv_caches": [{"name", "cells", "layers", "k_bytes",
+[{"kind", "name", "bytes", "cache" (KV buffers)}], "kv_caches": [{"name", "cells", "layers", "k_bytes",
 "v_bytes", "buffer_bytes"}], "vram": [{"bytes", "max_ctx", "max_ngl"}] with --vram}.
+With --ngl the offloaded buffers are named "GPU" and each kind (model, kv, rs, compute)
+has one entry per buffer type, CPU and GPU; "max_ngl" counts the device's buffers only.
 exit status: 0 ok, 1 with --vram when nothing fits a size, 2 usage or unreadable file."""
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
@@ -55,7 +59,11 @@ def add_arguments(p) -> None:
                    help="flash attention; auto (llama.cpp's default) is on for the CPU backend")
     p.add_argument("--swa-full", action="store_true",
                    help="full-size sliding-window cache (llama-cli's default is a window-sized one)")
-    p.add_argument("--ngl", type=int, default=0, help="layers offloaded to a GPU (their weights listed as GPU)")
+    p.add_argument("--ngl", type=int, default=0,
+                   help="layers offloaded to a GPU device, as llama.cpp's -ngl: the output layer counts as one and "
+                   "goes first, so N offloads the output and the last N-1 blocks; the device is modelled as "
+                   "llama.cpp's RPC backend over a CPU (32-byte alignment, no row padding; CUDA pads quantized "
+                   "rows to 512 and aligns to 128, so its buffers are slightly larger)")
     p.add_argument("--cpu", default="local", help="CPU features deciding weight repacking: local, none, or a "
                    "comma list of avx2, avx512, i8mm, dotprod; default local")
     p.add_argument("--vram", nargs="+", metavar="SIZE", help="device sizes (8G, 24GiB, bytes): print the largest "
@@ -108,6 +116,9 @@ def run(args) -> int:
               f"flash attention {fa}")
         for line in lines(p):
             print("  " + line)
+        if o.ngl:
+            print("  GPU: device buffers as llama.cpp's RPC backend over a CPU allocates them (32-byte "
+                  "alignment, no row padding); a CUDA device pads quantized rows and aligns to 128 bytes")
         for b, c, n in fits:
             ctx = f"context up to {c}" if c else "no context fits"
             print(f"  {human(b)}: {ctx} on this device alone; {n} layer(s) offloaded at context {p.n_ctx}")

@@ -29,13 +29,13 @@ def human(n: int) -> str:
 
 def lines(plan) -> list[str]:
     out = []
-    caches = iter(plan.caches)
+    caches = {c.name: c for c in plan.caches}
     for b in plan.buffers:
         label = {"model": "model buffer size", "output": " output buffer size", "kv": "KV buffer size",
                  "rs": "RS buffer size", "compute": "compute buffer size"}[b.kind]
         text = f"{_WHERE[b.kind] + ':':24}{b.name:>12} {label} = {b.nbytes / 1048576:8.2f} MiB"
-        if b.kind == "kv":
-            c = next(caches)
+        if b.kind == "kv" and b.cache in caches:
+            c = caches.pop(b.cache)         # the cache's totals once, beside its first buffer
             text += (f"  ({c.name}: {c.cells} cells, {c.layers} layers, K {c.k_bytes / 1048576:.2f} MiB, "
                      f"V {c.v_bytes / 1048576:.2f} MiB)")
         elif b.kind == "compute":

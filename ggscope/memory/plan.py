@@ -20,10 +20,14 @@ as vendored in llama-cpp-python 0.3.36):
   ``n_layer_kv_from_start`` (Gemma 3n, Gemma 4) share earlier layers' KV and add none.
 * recurrent state - ``llama_memory_recurrent`` (src/llama-memory-recurrent.cpp): per layer
   ``n_embd_r`` and ``n_embd_s`` f32 rows for ``max(1, n_seq_max)`` cells (``RS buffer``).
+  Hybrid models (``llama_memory_hybrid``, src/llama-memory-hybrid.cpp; ``_iswa`` with a
+  window) get both: a KV cache over the layers its attention filter keeps (at
+  ``n_ctx_seq`` cells) and the recurrent state over the recurrent layers; which layers
+  are which is ``ggscope.memory.hparams`` (``recr``/``attn``).
 * compute buffer - ``ggscope.memory.compute`` (the worst-case graph's live tensors).
 
 Contract: ``plan(mf, Options) -> Plan`` (frozen): ``buffers`` (``Buffer(kind, name,
-nbytes, detail)``), ``kv`` (per cache: cells, layers, K and V bytes), the byte totals
+nbytes, cache)``), ``kv`` (per cache: cells, layers, K and V bytes), the byte totals
 ``model_bytes``, ``kv_bytes``/``k_bytes``/``v_bytes``, ``recurrent_bytes``,
 ``output_bytes``, ``compute_bytes``, ``total_bytes``.  ``max_context(mf, Options, budget)``
 and ``max_layers(...)`` answer the converse.  Raises ``ValueError`` (one sentence) for a
@@ -36,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from ggscope.facts.ggml_types import tensor_nbytes
 from ggscope.memory import compute as _compute
 from ggscope.memory import hparams as _hp
-from ggscope.memory.weights import local_features, model_buffers, pad
+from ggscope.memory.weights import device_layers, local_features, model_buffers, pad
 
 __all__ = ["Options", "Buffer", "Cache", "Plan", "plan", "default_plan", "max_context", "max_layers", "CACHE_TYPES"]
 
@@ -55,7 +59,8 @@ class Options:
     cache_type_v: str = "f16"
     flash_attn: bool = False
     swa_full: bool = True         # llama_context_default_params: swa_full = true
-    ngl: int = 0
+    ngl: int = 0                  # layers offloaded (llama.cpp's -ngl: the output layer counts as one)
+    device: str = "GPU"           # the offload device's buffer name in the plan
     kv_unified: bool = False
     features: frozenset[str] | None = None   # CPU features for repacking; None: this machine's
 
@@ -65,6 +70,7 @@ class Buffer:
     kind: str                     # "model", "output", "kv", "rs", "compute"
     name: str                     # buffer type as llama.cpp prints it ("CPU_Mapped", "CPU")
     nbytes: int
+    cache: str = ""               # for kind "kv": the Cache it belongs to
 
 
 @dataclass(frozen=True)
@@ -121,12 +127,17 @@ class Plan:
     def total_bytes(self) -> int:
         return sum(b.nbytes for b in self.buffers)
 
+    def device_bytes(self, device: str) -> int:
+        """The bytes of the buffers on ``device`` (an offload device's share of the total)."""
+        return sum(b.nbytes for b in self.buffers if b.name == device)
+
     def as_dict(self) -> dict:
         return {"arch": self.arch, "n_ctx": self.n_ctx, "n_batch": self.n_batch, "n_ubatch": self.n_ubatch,
                 "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "k_bytes": self.k_bytes,
                 "v_bytes": self.v_bytes, "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "total_bytes": self.total_bytes,
-                "buffers": [{"kind": b.kind, "name": b.name, "bytes": b.nbytes} for b in self.buffers],
+                "buffers": [{"kind": b.kind, "name": b.name, "bytes": b.nbytes, **({"cache": b.cache} if b.cache else {})}
+                            for b in self.buffers],
                 "kv_caches": [{"name": c.name, "cells": c.cells, "layers": c.layers, "k_bytes": c.k_bytes,
                                "v_bytes": c.v_bytes, "buffer_bytes": c.buffer_bytes} for c in self.caches]}
 
@@ -174,7 +185,9 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
     else:
         n_ctx_seq = _pad256(n_ctx // n_seq)
         n_ctx = n_ctx_seq * n_seq
-    n_batch = min(n_ctx, o.batch)                 # causal attention: batch limited by the context
+    # causal attention: the batch is limited by the context as given, before llama_context
+    # pads it to 256 and to a multiple of the sequences (src/llama-context.cpp)
+    n_batch = min(o.ctx or hp.n_ctx_train or DEFAULT_CTX, o.batch)
     n_ubatch = min(n_batch, o.ubatch)
     streams = 1 if o.kv_unified else n_seq
     features = local_features() if o.features is None else o.features
@@ -184,29 +197,54 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
     for t in mf.tensors:
         idx = files.setdefault(id(t.file) if t.file is not None else 0, len(files))
         rows.append((t.name, t.type, tuple(t.shape), idx, t.offset, t.nbytes))
-    bufs = [Buffer("model", n, b) for n, b in model_buffers(rows, hp.n_layer, features, o.ngl)]
+    bufs = [Buffer("model", n, b) for n, b in model_buffers(rows, hp.n_layer, features, o.ngl, hp.arch, o.device)]
+    first_dev, _ = device_layers(hp.n_layer, o.ngl)
     bufs.append(Buffer("output", "CPU", pad(hp.n_vocab * 4 * n_seq)))
 
-    caches: list[Cache] = []
-    if hp.arch in _hp.NO_MEMORY:
-        pass
-    elif hp.recurrent:
-        cells = n_seq
-        rs = sum(pad(4 * hp.n_embd_r * cells) + pad(4 * hp.n_embd_s * cells) for _ in range(hp.n_layer))
-        bufs.append(Buffer("rs", "CPU", rs))
-    elif hp.swa_any:
-        full = [il for il in range(hp.kv_layers) if not hp.is_swa[il]]
-        swa = [il for il in range(hp.kv_layers) if hp.is_swa[il]]
-        window = hp.n_swa * (n_seq if o.kv_unified else 1) + n_ubatch
-        size_swa = n_ctx_seq if o.swa_full else _pad256(min(n_ctx_seq, window))
-        caches = [_cache(hp, full, n_ctx_seq, streams, o, "kv"), _cache(hp, swa, size_swa, streams, o, "kv (swa)")]
-    else:
-        caches = [_cache(hp, list(range(hp.kv_layers)), n_ctx_seq, streams, o, "kv")]
-    for c in caches:
+    cache_layers: list[tuple[Cache, list[int]]] = []
+    rs_layers: list[int] = []
+    if hp.arch not in _hp.NO_MEMORY:
+        rs_layers = [il for il in range(hp.n_layer) if hp.recr[il]]
+        kv_layers = [il for il in range(hp.kv_layers) if hp.attn[il]]
+        if kv_layers and hp.swa_any:
+            full = [il for il in kv_layers if not hp.is_swa[il]]
+            swa = [il for il in kv_layers if hp.is_swa[il]]
+            window = hp.n_swa * (n_seq if o.kv_unified else 1) + n_ubatch
+            size_swa = n_ctx_seq if o.swa_full else _pad256(min(n_ctx_seq, window))
+            cache_layers = [(_cache(hp, full, n_ctx_seq, streams, o, "kv"), full),
+                            (_cache(hp, swa, size_swa, streams, o, "kv (swa)"), swa)]
+        elif kv_layers:
+            cache_layers = [(_cache(hp, kv_layers, n_ctx_seq, streams, o, "kv"), kv_layers)]
+    caches = [c for c, _ in cache_layers]
+    # one buffer per cache and buffer type, "CPU" before the device (ctx_map's name order);
+    # with offload_kqv (the default) a layer's KV and state live where its weights do
+    for c, layers in cache_layers:
         if c.layers:
-            bufs.append(Buffer("kv", "CPU", c.buffer_bytes))
-    bufs.append(Buffer("compute", "CPU", _compute.compute_bytes(hp, caches, n_ubatch, n_seq, o.flash_attn)))
-    return Plan(hp.arch, n_ctx, n_batch, n_ubatch, tuple(bufs), tuple(c for c in caches if c.layers))
+            for name, part in (("CPU", [il for il in layers if il < first_dev]),
+                               (o.device, [il for il in layers if il >= first_dev])):
+                if part:
+                    bufs.append(Buffer("kv", name, _cache(hp, part, c.cells, streams, o, c.name).buffer_bytes, c.name))
+    for name, part in (("CPU", [il for il in rs_layers if il < first_dev]),
+                       (o.device, [il for il in rs_layers if il >= first_dev])):
+        if part:
+            # llama_memory_recurrent: max(1, n_seq_max) cells (n_rs_seq = 0 rollback snapshots)
+            bufs.append(Buffer("rs", name, sum(pad(4 * hp.n_embd_r * n_seq) + pad(4 * hp.n_embd_s * n_seq)
+                                               for _ in part)))
+    layers_peak, output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)
+    if o.ngl == 0:
+        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak)))
+    else:
+        # one compute buffer per backend, the device's first (sched_reserve's order), each
+        # the peak of the blocks it runs; the output (logits and one row of n_embd) runs on
+        # the device
+        cpu_layers, dev_layers = range(min(first_dev, hp.n_layer)), range(min(first_dev, hp.n_layer), hp.n_layer)
+        cpu_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn, cpu_layers)[0]
+        dev_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn, dev_layers)[0]
+        bufs.append(Buffer("compute", o.device, max(output_peak - 4 * n_ubatch * hp.n_embd, dev_peak)))
+        bufs.append(Buffer("compute", "CPU", cpu_peak if len(cpu_layers) else
+                           _compute.inputs_bytes(hp, caches, n_ubatch, o.flash_attn)))
+    # every cache llama.cpp creates, an empty one too (lfm2's base cache beside its windowed one)
+    return Plan(hp.arch, n_ctx, n_batch, n_ubatch, tuple(bufs), tuple(caches))
 
 
 def max_context(mf, o: Options, budget: int) -> int:
@@ -223,15 +261,13 @@ def max_context(mf, o: Options, budget: int) -> int:
 
 
 def max_layers(mf, o: Options, budget: int) -> int:
-    """The most layers (``--ngl``) whose device-side share fits ``budget`` bytes: the
-    offloaded weights plus their layers' share of the KV cache and the compute buffer."""
+    """The most layers (``--ngl``, the output layer counting as one) whose buffers on the
+    device - offloaded weights, their layers' KV cache and recurrent state, the device's
+    compute buffer - fit ``budget`` bytes; 0 if not even the output layer fits."""
     hp = _header(mf)
     best = 0
     for ngl in range(1, hp.n_layer + 2):
-        p = plan(mf, replace(o, ngl=ngl), hp)
-        gpu = sum(b.nbytes for b in p.buffers if b.kind == "model" and b.name == "GPU")
-        share = (p.kv_bytes + p.recurrent_bytes) * min(ngl, hp.n_layer) // max(1, hp.n_layer)
-        if gpu + share + p.compute_bytes <= budget:
+        if plan(mf, replace(o, ngl=ngl), hp).device_bytes(o.device) <= budget:
             best = ngl
         else:
             break

@@ -10,9 +10,14 @@ ggml-cpu's extra buffer type repacks (``CPU_REPACK``) are copied out, their size
 ``ggml_repack_get_optimal_repack_type`` (ggml/src/ggml-cpu/repack.cpp): a matrix used by
 MUL_MAT (2-D) or MUL_MAT_ID (3-D experts) whose type has a kernel for the CPU's features
 and whose row count ``ne[1]`` divides the interleave.  The CPU is an input (``features``):
-the local CPU by default, another machine's by name.  Offloaded layers (``--ngl N``: the
-last N blocks, the output layer when N exceeds the block count, llama-model.cpp's
-``dev_layer`` / ``dev_output``) go to a device buffer of their padded sizes.
+the local CPU by default, another machine's by name.  Offloaded layers (``--ngl N``:
+llama-model.cpp's ``dev_layer`` / ``dev_output`` - the output layer first, then the last
+N - 1 blocks; the input embeddings stay on the CPU, and tied embeddings put a copy of
+``token_embd`` beside the output layer) go to one device buffer of their sizes, each
+padded to the device's alignment.  The device is modelled as llama.cpp's RPC backend
+over a CPU (32-byte alignment, ``get_alloc_size`` = ``ggml_nbytes``), which is how the
+offload was verified (tests/memory, fixtures/llama_memory/*-rpc.json); CUDA pads
+quantized rows to 512 columns and aligns to 128, so its buffer is a little larger.
 
 Contract: ``model_buffers(tensors, n_layer, features, ngl) -> list[(name, bytes)]`` in
 llama.cpp's print order (CPU_Mapped first).  ``tensors`` is ``(name, type, shape, file
@@ -24,7 +29,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["REPACK", "FEATURES", "local_features", "model_buffers", "repacks", "pad"]
+__all__ = ["REPACK", "FEATURES", "local_features", "model_buffers", "device_layers", "repacks", "pad"]
 
 ALIGN = 32                          # TENSOR_ALIGNMENT, ggml/src/ggml-impl.h
 
@@ -85,21 +90,51 @@ def repacks(name: str, type_: str, shape: tuple[int, ...], features: frozenset[s
 
 
 _BLOCK = re.compile(r"^blk\.(\d+)\.")
+# LLM_TENSOR_LAYER_INPUT (src/llama-arch.cpp LLM_TENSOR_INFOS): always on the CPU
+_INPUT = ("token_embd.", "pos_embd.", "token_types.", "per_layer_token_embd.")
+# non-block tensors of LLM_TENSOR_LAYER_REPEATING, created for layer 0 and duplicated into
+# each other buffer type that holds a layer (rope_freqs: TENSOR_DUPLICATED for il != 0)
+_REPEATING = ("token_embd_norm.", "rope_freqs.", "rope_factors_long.", "rope_factors_short.")
 
 
-def model_buffers(tensors, n_layer: int, features: frozenset[str], ngl: int = 0) -> list[tuple[str, int]]:
-    """The model buffers llama.cpp prints (see the module docstring)."""
+def device_layers(n_layer: int, ngl: int) -> tuple[int, bool]:
+    """(first offloaded block, output layer offloaded): llama-model.cpp load_tensors'
+    ``i_gpu_start = max(n_layer + 1 - ngl, 0)`` over blocks 0..n_layer, where index
+    n_layer is the output layer - so ``--ngl 1`` offloads the output layer alone and
+    ``--ngl n_layer + 1`` everything but the input embeddings."""
+    first = max(n_layer + 1 - ngl, 0) if ngl > 0 else n_layer + 1
+    return first, ngl > 0
+
+
+def model_buffers(tensors, n_layer: int, features: frozenset[str], ngl: int = 0, arch: str = "",
+                  device: str = "GPU", align: int = ALIGN) -> list[tuple[str, int]]:
+    """The model buffers llama.cpp prints (see the module docstring); offloaded weights go
+    to ``device``, each padded to its ``align``."""
     ranges: dict[int, list[int]] = {}
-    repack = device = 0
-    first_gpu = n_layer - min(ngl, n_layer)
+    repack = dev = 0
+    first, out_dev = device_layers(n_layer, ngl)
+    names = {t[0] for t in tensors}
+    # token_embd_norm is lfm2's output norm (LLM_TENSOR_OUTPUT_NORM_LFM2)
+    repeating = tuple(r for r in _REPEATING if not (arch == "lfm2" and r == "token_embd_norm."))
     for name, type_, shape, idx, offset, nbytes in tensors:
         m = _BLOCK.match(name)
-        il = int(m.group(1)) if m else None
-        on_gpu = ngl > 0 and ((il is not None and il >= first_gpu) or
-                              (il is None and ngl > n_layer and not name.startswith(("token_embd.", "pos_embd."))))
-        if on_gpu:
-            device += pad(nbytes)
-        elif repacks(name, type_, shape, features):
+        if m:
+            on_dev, on_cpu = int(m.group(1)) >= first, int(m.group(1)) < first
+        elif name.startswith(_INPUT):
+            on_dev, on_cpu = False, True
+            # tied embeddings: the output layer reads a duplicate of token_embd
+            # (create_tensor(TOKEN_EMBD, TENSOR_DUPLICATED) as LLM_TENSOR_OUTPUT)
+            if out_dev and name == "token_embd.weight" and "output.weight" not in names:
+                dev += pad(nbytes, align)
+        elif name.startswith(repeating):
+            on_dev, on_cpu = first < n_layer, first > 0
+        else:
+            on_dev, on_cpu = out_dev, not out_dev
+        if on_dev:
+            dev += pad(nbytes, align)
+        if not on_cpu:
+            continue
+        if repacks(name, type_, shape, features):
             repack += pad(nbytes)
         else:
             r = ranges.setdefault(idx, [offset, offset + nbytes])
@@ -107,6 +142,6 @@ def model_buffers(tensors, n_layer: int, features: frozenset[str], ngl: int = 0)
     out = [("CPU_Mapped", sum(b - a for a, b in ranges.values()))]
     if repack:
         out.append(("CPU_REPACK", repack))
-    if device:
-        out.append(("GPU", device))
+    if dev:
+        out.append((device, dev))
     return out

@@ -59,6 +59,66 @@ def test_shared_kv_layers_add_no_cache():
         read(_meta("gemma4", **{"attention.sliding_window": 512}))
 
 
-def test_hybrid_memory_is_refused_not_guessed():
-    with pytest.raises(ValueError, match="not modelled"):
-        read(_meta("jamba"))
+def test_hybrid_memory_with_an_indexer_cache_is_refused_not_guessed():
+    # llama_memory_hybrid_idx / llama_kv_cache_dsv4 (src/llama-model.cpp create_memory)
+    for arch in ("glm5-next", "deepseek4", "qwen4exp"):
+        with pytest.raises(ValueError, match="not modelled"):
+            read(_meta(arch))
+
+
+_SSM = {"ssm.conv_kernel": 4, "ssm.inner_size": 128, "ssm.state_size": 16, "ssm.group_count": 2}
+
+
+def test_hybrid_recurrent_layers_are_those_without_kv_heads():
+    # src/models/jamba.cpp, granite-hybrid.cpp, plamo2.cpp: is_recr = n_head_kv(il) == 0
+    hp = read(_meta("granitehybrid", **_SSM, **{"attention.head_count_kv": [0, 0, 0, 2] * 3}))
+    assert hp.recr == (True, True, True, False) * 3
+    assert hp.attn == (False, False, False, True) * 3
+    # n_embd_r = (d_conv - 1) * (d_inner + 2 * n_group * d_state), n_embd_s = d_state * d_inner
+    assert (hp.n_embd_r, hp.n_embd_s) == (3 * (128 + 2 * 2 * 16), 16 * 128)
+
+
+def test_falcon_h1_caches_both_in_every_layer():
+    hp = read(_meta("falcon-h1", **_SSM))
+    assert hp.recr == (True,) * 12 and hp.attn == (True,) * 12
+
+
+def test_nemotron_h_mlp_layers_hold_neither():
+    kv = [0, 2, 0, 0] * 3
+    ff = [0, 0, 96, 0] * 3
+    hp = read(_meta("nemotron_h", **_SSM, **{"attention.head_count_kv": kv, "feed_forward_length": ff}))
+    assert hp.recr == (True, False, False, True) * 3
+    assert hp.attn == (False, True, False, False) * 3
+
+
+def test_qwen3next_every_fourth_layer_attends_and_mtp_layers_hold_nothing():
+    hp = read(_meta("qwen3next", **_SSM, **{"nextn_predict_layers": 1}))
+    assert hp.recr == (True, True, True, False) * 2 + (True, True, True, False)[:3] + (False,)
+    assert hp.attn == (False, False, False, True) * 2 + (False, False, False, False)
+    hp = read(_meta("qwen35", **_SSM, **{"full_attention_interval": 3}))
+    assert hp.attn == (False, False, True) * 4
+    hp = read(_meta("minimax-01", **{"attention.recurrent_layers": [True, False] * 6}))
+    assert hp.recr == (True, False) * 6
+    # lightning attention: n_embd_s = head_k^2 * n_head, no convolution rows
+    assert (hp.n_embd_r, hp.n_embd_s) == (0, 16 * 16 * 4)
+
+
+def test_lfm2_short_convolution_state_and_window():
+    hp = read(_meta("lfm2", **{"shortconv.l_cache": 3, "attention.head_count_kv": [0, 2] * 6,
+                               "attention.sliding_window": 128}))
+    # n_embd_r = n_embd * (l_cache - 1); no scan state; the window on every attention layer
+    assert (hp.n_embd_r, hp.n_embd_s) == (64 * 2, 0)
+    assert hp.is_swa == (False, True) * 6 and hp.n_swa == 128
+
+
+def test_kda_state_rows():
+    # src/llama-hparams.cpp: 3 * (d_conv - 1) * n_head * head_dim and head_dim^2 * n_head
+    hp = read(_meta("kimi-linear", **{"kda.head_dim": 8, "ssm.conv_kernel": 4, "attention.head_count_kv": [0, 4] * 6}))
+    assert (hp.n_embd_r, hp.n_embd_s) == (3 * 3 * 4 * 8, 8 * 8 * 4)
+
+
+@pytest.mark.parametrize("bad", [{"attention.recurrent_layers": [True] * 3}, {"full_attention_interval": 0},
+                                 {"nextn_predict_layers": 13}])
+def test_hostile_hybrid_headers_are_one_sentence(bad):
+    with pytest.raises(ValueError):
+        read(_meta("qwen3next", **_SSM, **bad))
