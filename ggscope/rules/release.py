@@ -18,10 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.facts.ggml_types import TYPES
-from ggscope.facts.llama_history import ARCH, COMMITS, FILE_TYPE, FORK_TYPES, GGML_TYPE, ORDER, Since, tag_key
+from ggscope.facts.llama_history import (ARCH, COMMITS, FILE_TYPE, FORK_TYPES, GGML_TYPE, ORDER, PROJECTOR, Since,
+                                         tag_key)
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "fork_nbytes", "stored_extents"]
+
+_PROJ_KEYS = ("clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type")
 
 _SOURCE = ("llama.cpp release sources as bundled in node-llama-cpp (tools/gen_llama_history.py, "
            "fixtures/llama_history/releases.json): src/llama-arch.cpp LLM_ARCH_NAMES, "
@@ -65,7 +68,11 @@ class NeedsRelease(Rule):
             return
         items: list[tuple[str, Since]] = []
         arch = mf.metadata.get("general.architecture")
-        if isinstance(arch, str) and arch in ARCH:
+        if arch == "clip":                  # a projector: tools/mtmd reads it, by its projector type
+            for v in sorted({mf.metadata.get(k) for k in _PROJ_KEYS} - {None}, key=str):
+                if isinstance(v, str) and v in PROJECTOR:
+                    items.append((f"projector type {quoted(v)}", PROJECTOR[v]))
+        elif isinstance(arch, str) and arch in ARCH:
             items.append((f"architecture {quoted(arch)}", ARCH[arch]))
         for tid in sorted({t.type_id for t in mf.tensors if isinstance(t.type_id, int)}):
             s = GGML_TYPE.get(tid)
@@ -145,7 +152,8 @@ class ForkTypeId(Rule):
     ik_llama.cpp's I2_S; 34-42 in ik_llama.cpp of mid-2024) it would read the bytes with the
     wrong block layout.  The bytes each tensor occupies (its offset to the next tensor's)
     are compared with what each reader's ``ggml_nbytes`` computes for its shape: the data
-    size tells which program wrote the file.
+    size tells which program wrote the file.  The finding is a warning unless the sizes fit
+    mainline's current meaning alone (then it is info: the id is shared, the file is mainline's).
 
     Example: a BitNet ``ggml-model-i2_s.gguf``: "type id 36 means IQ4_NL_4_4 to mainline
     llama.cpp (removed by b4291), I2_S to Eddie-Wang1120/llama.cpp and ikawrakow/ik_llama.cpp;
@@ -204,9 +212,12 @@ class ForkTypeId(Rule):
                 verdict = (f"the stored sizes of the {len(tensors)} tensor(s) fit none of them "
                            f"({', '.join(f'{n}: {c}' for n, c in fit.items())} fit)")
             first = tensors[0]
+            mainline_only = main is not None and best == [main.name] and main.removed is None
             yield ctx.at(ctx.node(f"{first.node_path}/type") if first.node_path else None,
                          f"tensor type id {tid} ({len(tensors)} tensor(s), e.g. {quoted(first.name)}) means "
-                         + "; ".join(parts) + f": {verdict}")
+                         + "; ".join(parts) + f": {verdict}"
+                         + (" (mainline's reading: the file is for mainline)" if mainline_only else ""),
+                         severity=Severity.INFO if mainline_only else None)
 
 
 RULES = [NeedsRelease, ForkTypeId]

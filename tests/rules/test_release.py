@@ -19,7 +19,7 @@ import pytest
 import ggscope
 from ggscope.facts import llama_history as H
 from ggscope.facts.ggml_types import TYPES
-from ggscope.facts.llama_arch import ARCHS
+from ggscope.facts.llama_arch import ARCHS, PROJECTOR_TYPES
 from ggscope.validate.runner import selected_rules, validate
 from tools import gen_llama_history as gen
 
@@ -51,6 +51,10 @@ def test_every_pinned_architecture_is_in_the_history():
     assert not missing
 
 
+def test_every_pinned_projector_type_is_in_the_history():
+    assert sorted(p for p in PROJECTOR_TYPES if p not in H.PROJECTOR or H.PROJECTOR[p].removed) == []
+
+
 def test_retired_ids_are_retired():
     for t in TYPES:
         s = H.GGML_TYPE.get(t.id)
@@ -72,6 +76,13 @@ def test_since_and_before_bracket_the_first_appearance():
         assert by_tag[s.since]["ggml_type"].get(str(tid)) == s.name
         if s.removed:
             assert str(tid) not in by_tag[s.removed]["ggml_type"]
+
+
+def test_removal_agrees_with_public_reports():
+    # ggml-org/llama.cpp#10757: "version: 4295 (26a8406b)" refuses a Q4_0_4_4 file ("type 31: TYPE_Q4_0_4_4
+    # REMOVED"); #11258: version 4486 refuses Q4_0_4_8.  The recorded removal must come no later.
+    assert int(H.GGML_TYPE[31].removed[1:]) <= 4295
+    assert int(H.GGML_TYPE[32].removed[1:]) <= 4486
 
 
 def test_extractors_read_the_c_shapes():
@@ -110,6 +121,23 @@ def write(path: Path, tensors, *, arch="llama", ftype=None, align=32, trailing=0
     for _, _, _, nb in tensors:
         out += b"\x11" * nb + bytes(-nb % align)
     out += bytes(trailing)
+    path.write_bytes(out)
+    return path
+
+
+def write_kv(path: Path, tensors, strings: list[tuple[str, str]], align=32) -> Path:
+    """Like ``write`` with string keys only, in the order given."""
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(strings)))
+    for k, v in strings:
+        out += struct.pack("<Q", len(k)) + k.encode() + struct.pack("<I", 8) + struct.pack("<Q", len(v)) + v.encode()
+    off = 0
+    for name, ne, tid, nb in tensors:
+        out += struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(ne))
+        out += b"".join(struct.pack("<Q", d) for d in ne) + struct.pack("<IQ", tid, off)
+        off += -(-nb // align) * align
+    out += bytes(-len(out) % align)
+    for _, _, _, nb in tensors:
+        out += b"\x11" * nb + bytes(-nb % align)
     path.write_bytes(out)
     return path
 
@@ -186,6 +214,25 @@ def test_same_sizes_cannot_tell(tmp_path):
     p = write(tmp_path / "q1.gguf", [("a", (128, 4), 41, 4 * 18)])
     (f,) = found(p, "GG1113")
     assert "cannot tell" in f.message and "Q1_0_G128" in f.message
+
+
+def test_shared_id_read_as_mainline_is_info(tmp_path):
+    # 39 is MXFP4 to mainline, TL2 to BitNet's llama.cpp (and IQ4_K/IQ5_K to ik_llama.cpp of 2024):
+    # a tensor sized as MXFP4 (17 bytes per 32 elements) is mainline's, and said so at info level
+    p = write(tmp_path / "mx.gguf", [("a", (512, 8), 39, 512 * 8 // 32 * 17)])
+    (f,) = found(p, "GG1113")
+    assert f.severity.value == "info" and "fit MXFP4" in f.message and "TL2" in f.message
+
+
+def test_projector_is_dated_by_its_projector_type(tmp_path):
+    p = write(tmp_path / "mmproj.gguf", [("mm.0.weight", (8, 8), 0, 256)], arch="clip")
+    (f,) = found(p, "GG1112")                       # no projector type: only its tensor type is dated
+    assert "projector type" not in f.message and "architecture" not in f.message and "type F32" in f.message
+    p2 = write_kv(tmp_path / "mmproj2.gguf", [("mm.0.weight", (8, 8), 0, 256)],
+                  [("general.architecture", "clip"), ("clip.projector_type", "gemma3")])
+    (f,) = found(p2, "GG1112")
+    assert '"gemma3"' in f.message and "projector type" in f.message and "architecture" not in f.message
+    assert f"since {H.PROJECTOR['gemma3'].since}" in f.message
 
 
 def test_mainline_file_has_no_fork_warning(tmp_path):
