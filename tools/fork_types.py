@@ -12,7 +12,8 @@ the block structs, and the special cases ``ggml_nbytes`` makes).
 Contract: ``fork_history(git_dir, ref, repo)`` returns a list of dicts
 ``{id, name, fork, first_commit, first_date, last_commit, current, path, line, blck, bytes,
 nbytes}``; ``nbytes`` names a special size rule (``"n/4+32"``, ``"tl2"``) or is None when the
-size is whole blocks (``ceil(n / blck) * bytes``).  A block whose size the source does not
+size is whole blocks (``ceil(n / blck) * bytes``); ``py_sizes`` is ``(blck, bytes)`` as the fork's
+own gguf-py ``GGML_QUANT_SIZES`` writes them (a second, hand-kept source; None where absent).  A block whose size the source does not
 state makes ``blck``/``bytes`` None, never a guess.
 """
 from __future__ import annotations
@@ -61,8 +62,10 @@ class _Sizes:
 
     def __init__(self, common: str):
         self.defines: dict[str, str] = {}
-        for name, expr in re.findall(r"^\s*#define\s+(\w+)\s+([^\n/]+)", common, re.M):
-            self.defines.setdefault(name, expr.strip())
+        for name, expr in re.findall(r"^[ \t]*#define[ \t]+(\w+)[ \t]+([^\n]+)", common, re.M):
+            expr = re.sub(r"/\*.*?\*/|//.*", "", expr).strip()
+            if expr:
+                self.defines.setdefault(name, expr)
         self.asserts = dict(re.findall(r"static_assert\(\s*sizeof\((block_\w+)\)\s*==\s*([^\"]+?),\s*\"", common))
 
     def eval(self, expr: str, depth: int = 0) -> int | None:
@@ -121,6 +124,13 @@ def nbytes_special(ggml_c: str) -> dict[str, str]:
     return out
 
 
+def py_sizes(git_dir: str, ref: str) -> dict[str, tuple[int, int]]:
+    """The fork's own gguf-py ``GGML_QUANT_SIZES`` (numbers written by hand): a second source of the sizes."""
+    text = _git(git_dir, "show", f"{ref}:gguf-py/gguf/constants.py") or ""
+    return {n: (int(b), int(t)) for n, b, t in
+            re.findall(r"GGMLQuantizationType\.(\w+)\s*:\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)", text)}
+
+
 def fork_history(git_dir: str, ref: str, repo: str) -> list[dict]:
     commits = (_git(git_dir, "log", "--reverse", "--format=%H %cs", ref, "--", *_HEADERS) or "").split()
     pairs = list(zip(commits[::2], commits[1::2]))
@@ -147,4 +157,7 @@ def fork_history(git_dir: str, ref: str, repo: str) -> list[dict]:
         row["blck"], row["bytes"] = tr.get(key[1], (None, None))
         row["nbytes"] = nbytes_special(ggml_c or "").get(key[1])
         row["size_commit"] = at
+    py = py_sizes(git_dir, ref)
+    for key, row in seen.items():
+        row["py_sizes"] = list(py[key[1]]) if row["current"] and key[1] in py else None
     return sorted(seen.values(), key=lambda r: (r["id"], r["first_date"], r["name"]))

@@ -572,7 +572,7 @@ FORK_TYPES: tuple[ForkType, ...] = (
     ForkType(220, 'IQ4_NL_R4', 'ikawrakow/ik_llama.cpp', '2024-12-08', 'daf5f5202247789158eaabf697b4077f4192ddf2',
              'ggml/include/ggml.h', 414, True, 32, 18, None),
     ForkType(221, 'IQ3_S_R4', 'ikawrakow/ik_llama.cpp', '2024-12-23', 'da3bfd1009f48b213b4aadfcb1061aa7ebf968f6',
-             'ggml/include/ggml.h', 425, True, 256, 362, None),
+             'ggml/include/ggml.h', 425, True, 256, 110, None),
     ForkType(222, 'IQ2_S_R4', 'ikawrakow/ik_llama.cpp', '2024-12-21', '7598ec79a2bd92ad0e24f0f0919bccd7a514a4dd',
              'ggml/include/ggml.h', 425, True, 256, 82, None),
     ForkType(223, 'IQ4_XS_R4', 'ikawrakow/ik_llama.cpp', '2024-12-04', '9119023a4bceb2aaa19032ef4da9cd72a58e054d',

@@ -246,6 +246,26 @@ def test_damaged_file_gets_neither(tmp_path):
     assert found(p, "GG1112") == [] and found(p, "GG1113") == []
 
 
+# where the fork's hand-kept gguf-py disagrees with its C source, and the C reader decides
+_PY_DIFFERS = {("ikawrakow/ik_llama.cpp", "Q8_K32"): "C block_q8_K has 2 floats (static_assert 296); gguf-py: 292",
+               ("ikawrakow/ik_llama.cpp", "Q8_KR8"): "sizeof(block_q8_K) as above",
+               ("Eddie-Wang1120/llama.cpp", "TL1"): "ggml_nbytes sizes it (n/4+32), not type_traits",
+               ("Eddie-Wang1120/llama.cpp", "TL2"): "ggml_nbytes sizes it (tl2), not type_traits"}
+
+
+def test_fork_sizes_from_c_agree_with_the_forks_gguf_py():
+    rows = json.loads((ROOT / "fixtures/llama_history/forks.json").read_text())["types"]
+    checked = [r for r in rows if r["py_sizes"] is not None]
+    assert len(checked) > 40
+    differ = {(r["fork"], r["name"]) for r in checked if [r["blck"], r["bytes"]] != r["py_sizes"]}
+    assert differ == set(_PY_DIFFERS)
+    by = {(r["fork"], r["name"], r["id"]): r for r in rows if r["current"]}
+    for f in H.FORK_TYPES:
+        if f.current:
+            r = by[(f.fork, f.name, f.id)]
+            assert (f.blck, f.bytes, f.nbytes) == (r["blck"], r["bytes"], r["nbytes"])
+
+
 def test_fork_sizes_parsed_from_source_match_mainline_layouts_they_repack():
     # ik_llama.cpp's repacked rows keep the mainline block per element: Q4_0_R8 as Q4_0, Q8_0_R8 / Q8_0_X4 as Q8_0
     ik = {f.name: f for f in H.FORK_TYPES if f.fork == "ikawrakow/ik_llama.cpp" and f.current}
