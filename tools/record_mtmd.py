@@ -4,8 +4,8 @@ Why: the projector rules (GG1120-GG1123) were written from tools/mtmd/clip.cpp's
 only.  The honest check is the real reader: ``mtmd_init_from_file(mmproj, text_model,
 params)`` loads the projector with clip.cpp, runs its warmup graph and compares the
 projector's output width with the text model's.  ``cases()`` makes, deterministically
-(gguf-py's GGUFWriter, fixed values), projectors of two common families - LLaVA's ``mlp``
-and ``gemma3`` - valid and broken one way each (no encoder flag, an unknown projector
+(gguf-py's GGUFWriter, fixed values), projectors of four common families - LLaVA's ``mlp``,
+``gemma3``, ``qwen2vl_merger`` and ``idefics3`` (SmolVLM) - valid and broken one way each (no encoder flag, an unknown projector
 type, a width that does not fit the text model, a missing required key or tensor, the
 per-modality projector-type key), plus the tiny text model they are given with
 (``tools.loader_corpus.base_model("llama")``).
@@ -23,6 +23,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +37,10 @@ VERDICTS = Path(__file__).resolve().parent.parent / "fixtures" / "mtmd" / "verdi
 TEXT_EMBD = 64            # tools.loader_corpus's tiny models' n_embd
 V_EMBD, V_FF, V_HEAD, IMAGE, PATCH = 32, 64, 2, 224, 14
 N_POS = (IMAGE // PATCH) ** 2
+FAMILIES = ("mlp", "gemma3", "qwen2vl_merger", "idefics3")
 
 
-def _vision_tensors() -> dict[str, np.ndarray]:
+def _vision_tensors(kind: str = "mlp") -> dict[str, np.ndarray]:
     """The ViT part clip.cpp requires of every standard projector (numpy shapes: outermost first)."""
     rng = np.random.default_rng(7)
 
@@ -47,6 +49,9 @@ def _vision_tensors() -> dict[str, np.ndarray]:
     t = {"v.patch_embd.weight": w(V_EMBD, 3, PATCH, PATCH), "v.patch_embd.bias": w(V_EMBD),
          "v.position_embd.weight": w(N_POS, V_EMBD),
          "v.post_ln.weight": np.ones(V_EMBD, np.float32), "v.post_ln.bias": w(V_EMBD)}
+    if kind == "qwen2vl_merger":    # qwen2vl.cpp asserts no patch bias; its positions are M-RoPE, no table
+        del t["v.patch_embd.bias"], t["v.position_embd.weight"]
+        t["v.patch_embd.weight.1"] = w(V_EMBD, 3, PATCH, PATCH)     # the second temporal slice of its 3-D conv
     for p in ("attn_q", "attn_k", "attn_v", "attn_out"):
         t[f"v.blk.0.{p}.weight"], t[f"v.blk.0.{p}.bias"] = w(V_EMBD, V_EMBD), w(V_EMBD)
     for p in ("ln1", "ln2"):
@@ -66,11 +71,19 @@ def _projector(kind: str, out_embd: int) -> dict[str, np.ndarray]:
     if kind == "gemma3":    # mm.input_projection.weight ne = [text n_embd, vision n_embd]
         return {"mm.input_projection.weight": (rng.standard_normal((V_EMBD, out_embd)) * 0.02).astype(np.float32),
                 "mm.soft_emb_norm.weight": np.ones(V_EMBD, np.float32)}
+    if kind == "qwen2vl_merger":    # 2x2 patches merged: mm.0 (4 V -> 4 V), GELU, mm.2 (4 V -> text)
+        return {"mm.0.weight": (rng.standard_normal((4 * V_EMBD, 4 * V_EMBD)) * 0.02).astype(np.float32),
+                "mm.0.bias": np.zeros(4 * V_EMBD, np.float32),
+                "mm.2.weight": (rng.standard_normal((out_embd, 4 * V_EMBD)) * 0.02).astype(np.float32),
+                "mm.2.bias": np.zeros(out_embd, np.float32)}
+    if kind == "idefics3":          # pixel shuffle by the scale factor (2 here: 4 V wide), then mm.model.fc
+        return {"mm.model.fc.weight": (rng.standard_normal((out_embd, 4 * V_EMBD)) * 0.02).astype(np.float32)}
     raise ValueError(kind)
 
 
 def _keys(kind: str) -> dict[str, tuple[object, str]]:
-    return {"general.architecture": ("clip", "str"), "clip.has_vision_encoder": (True, "bool"),
+    extra = {"clip.vision.projector.scale_factor": (2, "u32")} if kind == "idefics3" else {}   # clip.cpp asserts > 1
+    return {**extra, "general.architecture": ("clip", "str"), "clip.has_vision_encoder": (True, "bool"),
             "clip.projector_type": (kind, "str"), "clip.use_gelu": (True, "bool"),
             "clip.vision.embedding_length": (V_EMBD, "u32"), "clip.vision.feed_forward_length": (V_FF, "u32"),
             "clip.vision.attention.head_count": (V_HEAD, "u32"), "clip.vision.block_count": (1, "u32"),
@@ -99,11 +112,11 @@ def write_projector(path: Path, keys: dict, tensors: dict[str, np.ndarray]) -> P
 def cases() -> list[dict]:
     """Each case: name, what is changed, keys and tensors of the projector, and what it checks."""
     out = []
-    for kind in ("mlp", "gemma3"):
-        keys, ts = _keys(kind), {**_vision_tensors(), **_projector(kind, TEXT_EMBD)}
+    for kind in FAMILIES:
+        keys, ts = _keys(kind), {**_vision_tensors(kind), **_projector(kind, TEXT_EMBD)}
         out.append({"name": f"{kind}.valid", "keys": keys, "tensors": ts})
         out.append({"name": f"{kind}.width-mismatch", "keys": keys,
-                    "tensors": {**_vision_tensors(), **_projector(kind, TEXT_EMBD // 2 + 16)}})
+                    "tensors": {**_vision_tensors(kind), **_projector(kind, TEXT_EMBD // 2 + 16)}})
         out.append({"name": f"{kind}.unknown-type", "keys": {**keys, "clip.projector_type": ("holdout", "str")},
                     "tensors": ts})
         out.append({"name": f"{kind}.no-encoder",
@@ -115,6 +128,9 @@ def cases() -> list[dict]:
         vkeys = {k: v for k, v in keys.items() if k != "clip.projector_type"}
         out.append({"name": f"{kind}.vision-projector-key",
                     "keys": {**vkeys, "clip.vision.projector_type": (kind, "str")}, "tensors": ts})
+    q = {**_vision_tensors("qwen2vl_merger"), **_projector("qwen2vl_merger", TEXT_EMBD)}
+    out.append({"name": "qwen2vl_merger.missing-patch-embd-1", "keys": _keys("qwen2vl_merger"),
+                "tensors": {k: v for k, v in q.items() if k != "v.patch_embd.weight.1"}})
     out.append({"name": "mlp.missing-projection", "keys": _keys("mlp"),
                 "tensors": {k: v for k, v in {**_vision_tensors(), **_projector("mlp", TEXT_EMBD)}.items()
                             if not k.startswith("mm.")}})
@@ -164,7 +180,8 @@ def oracle(text: Path, mmproj: Path, lib: str, binding: str) -> dict:
     # clip_init's line carries clip.cpp's own message; mtmd_init_from_file's generic line follows it
     specific = [e for e in errors if not e.startswith("mtmd_init_from_file: error: Failed to load CLIP")]
     if verdict == "crash":
-        last = [ln for ln in r.stderr.splitlines() if ln.strip()][-1:] or [""]
+        last = ([ln for ln in r.stderr.splitlines() if "GGML_ASSERT" in ln or "GGML_ABORT" in ln][:1]
+                or [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(("#", " "))][-1:] or [""])
         return {"verdict": verdict, "error": f"killed by signal {-r.returncode if r.returncode < 0 else r.returncode - 128}"
                                              f" after: {_public(last[0], mmproj)}"}
     return {"verdict": verdict, "error": (specific or errors or [""])[0] if verdict != "loads" else ""}
@@ -172,7 +189,8 @@ def oracle(text: Path, mmproj: Path, lib: str, binding: str) -> dict:
 
 def _public(line: str, path: Path) -> str:
     """A log line without this machine's paths: the file is named by its base name."""
-    return line.strip().replace(str(path), path.name).replace(str(path.parent) + "/", "")
+    line = line.strip().replace(str(path), path.name).replace(str(path.parent) + "/", "")
+    return re.sub(r"\S*?/(?=(?:tools|src|ggml|common)/\S+:\d+:)", "", line)      # llama.cpp's own file:line
 
 
 def sha256(path: Path) -> str:
