@@ -107,7 +107,7 @@ ORDER: tuple[str, ...] = (
 
 # recorded source trees that are not release tags: what carries each
 COMMITS: dict[str, str] = {
-    '0c1e570': 'llama-cpp-python 0.3.36 (vendor/llama.cpp, ggml-org/llama.cpp@0c1e57098 per its CHANGELOG)',
+    '0c1e570': 'llama-cpp-python 0.3.36',
 }
 
 ARCH: dict[str, Since] = {
