@@ -79,7 +79,9 @@ class ProjectorRefused(Rule):
     ``clip.projector_type`` not in its ``PROJECTOR_TYPE_NAMES``, "Key not found" for a
     hyperparameter every encoder requires (``clip.vision.block_count``, ``image_size``, ...)
     and "unable to find tensor" for a required encoder layer tensor (``v.blk.N.attn_out``,
-    ``ffn_up``, ``ffn_down``); a file with the ``clip``
+    ``ffn_up``, ``ffn_down``); it crashes on two optional tensors its code then uses (an
+    ``mlp`` without ``mm.2.weight``, a Qwen2-VL merger without ``v.patch_embd.weight.1``); a
+    file with the ``clip``
     architecture but no projector keys is neither a projector nor a model llama.cpp loads
     ("CLIP cannot be used as main model, use it with --mmproj instead").
 
@@ -109,9 +111,24 @@ class ProjectorRefused(Rule):
                 yield ctx.at(ctx.node(mf.metadata_nodes.get(k, "")), f"clip_model_loader: unknown projector type: "
                                                                       f"{llama_quoted(v)}")
                 return
-        missing = _first_missing(mf)
+        missing = _first_missing(mf) or _null_tensor(mf)
         if missing:
             yield ctx.at(node, missing)
+
+
+def _null_tensor(mf) -> str | None:
+    """A tensor clip.cpp loads as optional but then dereferences: mtmd_init crashes (SIGSEGV) on it."""
+    md, names = mf.metadata, {t.name for t in mf.tensors}
+    if md.get("clip.has_vision_encoder") is not True:
+        return None
+    proj = md.get("clip.projector_type") or md.get("clip.vision.projector_type")
+    if proj == "mlp" and "mm.2.weight" not in names and "mm.3.weight" not in names:
+        return ("clip.cpp crashes on a null tensor: an mlp projector without mm.2.weight (nor the Yi-type "
+                "mm.3.weight) - the llava graph and clip_n_mmproj_embd read it")
+    if proj in ("qwen2vl_merger", "qwen2.5vl_merger") and "v.patch_embd.weight.1" not in names:
+        return ("clip.cpp crashes on a null tensor: the qwen2vl graph convolves with v.patch_embd.weight.1 "
+                "(models/qwen2vl.cpp), which the file lacks")
+    return None
 
 
 # clip_model_loader::load_hparams: the keys every encoder requires (get_u32/get_f32 without

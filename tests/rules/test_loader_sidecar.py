@@ -81,7 +81,7 @@ def test_validate_base_checks_the_adapter_against_its_model(tmp_path, capsys):
 
 
 def test_projector_needs_an_encoder_and_a_known_type(tmp_path):
-    ts = [_m("v.patch_embd.weight", E, E)]
+    ts = [_m("v.patch_embd.weight", E, E), _m("mm.2.weight", E, E)]    # mlp: clip.cpp dereferences mm.2.weight
     good = gguf(tmp_path, "mmproj.gguf", arch="clip", tensors=ts,
                 kvs=[*_VISION, KV("clip.projector_type", V.STRING, "mlp")])
     assert _errors(good, "GG1121") == [] and not _errors(good, "GG1107")
