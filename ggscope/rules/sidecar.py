@@ -135,14 +135,20 @@ def _null_tensor(mf) -> str | None:
 # required=false), per modality in the order clip_init loads them; and load_tensors: the
 # layer tensors every standard encoder requires
 _MODALITIES = (("clip.has_vision_encoder", "vision", "v", ("clip.vision.image_size", "clip.vision.patch_size")),
-               ("clip.has_audio_encoder", "audio", "a", ("clip.audio.num_mel_bins",)))
+               ("clip.has_audio_encoder", "audio", "a", ("clip.audio.num_mel_bins",)),
+               ("clip.has_gen_audio_encoder", "gen.audio", None, ()))
 _HPARAMS = ("embedding_length", "attention.head_count", "feed_forward_length", "block_count", "projection_dim",
             "attention.layer_norm_epsilon")
 _NO_STANDARD_LAYERS = frozenset({"gemma3nv", "qwen3tts_spkenc", "pockettts_gen"})
 
 
 def _first_missing(mf) -> str | None:
-    """clip.cpp's refusal for the first required key or layer tensor the file lacks, or None."""
+    """clip.cpp's refusal for the first required key or layer tensor the file lacks, or None.
+
+    clip_init loads the vision encoder (hyperparameters, then tensors), then the audio one;
+    the first miss throws.  The gen-audio encoder's layers are not checked (its tensor names
+    follow its own loader).
+    """
     md = mf.metadata
     names = {t.name for t in mf.tensors}
     for flag, prefix, short, extra in _MODALITIES:
@@ -151,12 +157,9 @@ def _first_missing(mf) -> str | None:
         for k in [f"clip.{prefix}.{h}" for h in _HPARAMS] + list(extra):
             if k not in md:
                 return f"clip_init: Key not found: {k}"
-    for flag, prefix, short, _extra in _MODALITIES:
-        if md.get(flag) is not True:
-            continue
         proj = md.get("clip.projector_type") or md.get(f"clip.{prefix}.projector_type")
         n_layer = md.get(f"clip.{prefix}.block_count")
-        if proj in _NO_STANDARD_LAYERS or not isinstance(n_layer, int) or isinstance(n_layer, bool):
+        if short is None or proj in _NO_STANDARD_LAYERS or not isinstance(n_layer, int) or isinstance(n_layer, bool):
             continue
         for il in range(min(n_layer, len(mf.tensors) + 1)):       # a count the tensors cannot back stops early
             moe = f"{short}.blk.{il}.ffn_gate_exps.weight" in names
