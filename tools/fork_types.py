@@ -12,9 +12,10 @@ the block structs, and the special cases ``ggml_nbytes`` makes).
 Contract: ``fork_history(git_dir, ref, repo)`` returns a list of dicts
 ``{id, name, fork, first_commit, first_date, last_commit, current, path, line, blck, bytes,
 nbytes}``; ``nbytes`` names a special size rule (``"n/4+32"``, ``"tl2"``) or is None when the
-size is whole blocks (``ceil(n / blck) * bytes``); ``py_sizes`` is ``(blck, bytes)`` as the fork's
-own gguf-py ``GGML_QUANT_SIZES`` writes them (a second, hand-kept source; None where absent).  A block whose size the source does not
-state makes ``blck``/``bytes`` None, never a guess.
+size is whole blocks (``ceil(n / blck) * bytes``); ``py_sizes`` is ``(blck, bytes)`` as the
+fork's own gguf-py ``GGML_QUANT_SIZES`` writes them (a second, hand-kept source; None where
+absent).  A block whose size the source does not state makes ``blck``/``bytes`` None, never
+a guess.  ``fork_archs`` lists the architecture names a fork knows and mainline does not.
 """
 from __future__ import annotations
 
@@ -161,3 +162,28 @@ def fork_history(git_dir: str, ref: str, repo: str) -> list[dict]:
     for key, row in seen.items():
         row["py_sizes"] = list(py[key[1]]) if row["current"] and key[1] in py else None
     return sorted(seen.values(), key=lambda r: (r["id"], r["first_date"], r["name"]))
+
+
+def fork_archs(git_dir: str, ref: str, repo: str, known: set[str]) -> list[dict]:
+    """Architecture names the fork's newest ``LLM_ARCH_NAMES`` has and ``known`` (mainline's) lacks,
+    with the commit that first wrote each name (git's pickaxe) and its line in the newest file."""
+    out = []
+    for path in ("src/llama-arch.cpp", "src/llama.cpp"):
+        text = _git(git_dir, "show", f"{ref}:{path}")
+        if text and "LLM_ARCH_NAMES" in text:
+            break
+    else:
+        return out
+    m = re.search(r"LLM_ARCH_NAMES\s*=\s*\{", text)
+    end = text.index("};", m.end())
+    line0 = text.count("\n", 0, m.end()) + 1
+    for i, ln in enumerate(text[m.end():end].split("\n")):
+        mm = re.search(r"\{\s*LLM_ARCH_(\w+)\s*,\s*\"([^\"]*)\"\s*\}", ln.split("//")[0])
+        if not mm or mm.group(1) == "UNKNOWN" or mm.group(2) in known:
+            continue
+        name = mm.group(2)
+        first = (_git(git_dir, "log", "--reverse", "--format=%H %cs", f"-S\"{name}\"", ref, "--",
+                      "src/llama-arch.cpp", "src/llama.cpp", "llama.cpp") or "").split("\n")[0].split()
+        out.append({"name": name, "fork": repo, "first_commit": first[0] if first else None,
+                    "first_date": first[1] if first else None, "path": path, "line": line0 + i})
+    return sorted(out, key=lambda r: r["name"])

@@ -5,16 +5,17 @@ only.  The honest check is the real reader: ``mtmd_init_from_file(mmproj, text_m
 params)`` loads the projector with clip.cpp, runs its warmup graph and compares the
 projector's output width with the text model's.  ``cases()`` makes, deterministically
 (gguf-py's GGUFWriter, fixed values), projectors of four common families - LLaVA's ``mlp``,
-``gemma3``, ``qwen2vl_merger`` and ``idefics3`` (SmolVLM) - valid and broken one way each (no encoder flag, an unknown projector
-type, a width that does not fit the text model, a missing required key or tensor, the
-per-modality projector-type key), plus the tiny text model they are given with
+``gemma3``, ``qwen2vl_merger`` and ``idefics3`` (SmolVLM) - valid and broken one way each
+(no encoder flag, an unknown projector type, a width that does not fit the text model, a
+missing required key or tensor, the per-modality projector-type key, a tensor clip.cpp
+dereferences without requiring it), plus the tiny text model they are given with
 (``tools.loader_corpus.base_model("llama")``).
 
 ``python -m tools.record_mtmd record --lib DIR --binding DIR`` (DIR: a llama.cpp build's
 library folder holding libllama and libmtmd, and the llama-cpp-python source tree of the
 same llama.cpp) runs each case in a child process and writes fixtures/mtmd/verdicts.json:
 ``loads``, ``refuses`` (mtmd_init_from_file returned NULL) or ``crash`` (the child died on a
-signal), with llama.cpp's last error line.  CI only reads the record:
+signal), with llama.cpp's first specific error line (a crash: its GGML_ASSERT or last line).  CI only reads the record:
 tests/rules/test_mtmd_agreement.py regenerates the files and compares ggscope's verdict.
 """
 from __future__ import annotations
@@ -182,8 +183,8 @@ def oracle(text: Path, mmproj: Path, lib: str, binding: str) -> dict:
     if verdict == "crash":
         last = ([ln for ln in r.stderr.splitlines() if "GGML_ASSERT" in ln or "GGML_ABORT" in ln][:1]
                 or [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith(("#", " "))][-1:] or [""])
-        return {"verdict": verdict, "error": f"killed by signal {-r.returncode if r.returncode < 0 else r.returncode - 128}"
-                                             f" after: {_public(last[0], mmproj)}"}
+        sig = -r.returncode if r.returncode < 0 else r.returncode - 128
+        return {"verdict": verdict, "error": f"killed by signal {sig} after: {_public(last[0], mmproj)}"}
     return {"verdict": verdict, "error": (specific or errors or [""])[0] if verdict != "loads" else ""}
 
 
@@ -211,9 +212,10 @@ def main(argv=None) -> int:
         out[name] = {**oracle(text, path, args.lib, args.binding), "sha256": sha256(path)}
         print(f"{name}: {out[name]['verdict']} {out[name]['error']}", file=sys.stderr)
     VERDICTS.parent.mkdir(parents=True, exist_ok=True)
-    VERDICTS.write_text(json.dumps({"text_model_sha256": sha256(text), "oracle": "mtmd_init_from_file (libmtmd of llama.cpp 0c1e570, as vendored in "
-                                              "llama-cpp-python 0.3.36) with the tiny llama text model",
-                                    "cases": out}, indent=1, sort_keys=True) + "\n")
+    oracle = ("mtmd_init_from_file (libmtmd of llama.cpp 0c1e570, as vendored in llama-cpp-python 0.3.36) "
+              "with the tiny llama text model")
+    VERDICTS.write_text(json.dumps({"text_model_sha256": sha256(text), "oracle": oracle, "cases": out},
+                                   indent=1, sort_keys=True) + "\n")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Release rules (GG1112-GG1113): which llama.cpp can read the file, and type ids forks mean otherwise.
+"""Release rules (GG1112-GG1114): which llama.cpp can read the file; type ids and architectures of forks.
 
 Why: the loader rules judge a file against one pinned llama.cpp; a publisher also needs to
 know which releases load it at all (a file using MXFP4 or the ``gemma3`` architecture is
@@ -10,7 +10,8 @@ collides with a mainline type, read with the wrong block layout.  The facts come
 release sources and the forks' git history); nothing here is written by hand.
 
 Contract: GGUF files with an undamaged header only; GG1112 yields at most one info finding
-per file, GG1113 one warning per fork-defined type id the file uses.  Names from the file
+per file, GG1113 one warning per fork-defined type id the file uses, GG1114 one warning for
+an architecture only a fork knows.  Names from the file
 reach messages only through ``quoted``.
 """
 from __future__ import annotations
@@ -18,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.facts.ggml_types import TYPES
-from ggscope.facts.llama_history import (ARCH, COMMITS, FILE_TYPE, FORK_TYPES, GGML_TYPE, ORDER, PROJECTOR, Since,
-                                         tag_key)
+from ggscope.facts.llama_history import (ARCH, COMMITS, FILE_TYPE, FORK_ARCHS, FORK_TYPES, GGML_TYPE, ORDER,
+                                         PROJECTOR, Since, tag_key)
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "fork_nbytes", "stored_extents"]
@@ -190,7 +191,8 @@ class ForkTypeId(Rule):
                 what = f"{main.name} to mainline llama.cpp" + (f" (removed by {main.removed})" if main.removed else "")
                 readers.append((what, main.name, (gt.block_elems, gt.block_bytes, None) if gt else (None, None, None)))
             else:
-                readers.append((f"nothing to mainline llama.cpp (no release up to {ORDER[-1]} knows id {tid})", "", None))
+                readers.append((f"nothing to mainline llama.cpp (no release up to {ORDER[-1]} knows id {tid})",
+                                "", None))
             meanings: dict[str, list[str]] = {}
             sizes: dict[str, tuple] = {}
             for f in forks:
@@ -220,4 +222,35 @@ class ForkTypeId(Rule):
                          severity=Severity.INFO if mainline_only else None)
 
 
-RULES = [NeedsRelease, ForkTypeId]
+class ForkArchitecture(Rule):
+    """What it checks: a ``general.architecture`` that no recorded mainline llama.cpp release
+    knows but a fork of llama.cpp does.
+
+    Why it matters: mainline refuses the file ("unknown model architecture", GG1101) while
+    the fork it was converted for loads it; the finding names that fork and where its source
+    defines the name, so the refusal is not mistaken for a broken file.
+
+    Example: ``general.architecture = "bitnet-b1.58"`` (Microsoft's BitNet b1.58 2B4T, which
+    ik_llama.cpp loads and mainline does not).
+
+    Reference: ikawrakow/ik_llama.cpp src/llama-arch.cpp ``LLM_ARCH_NAMES`` at the commit
+    ``ggscope.facts.llama_history.FORK_ARCHS`` names; mainline's in every recorded release.
+    """
+    code, name, severity, family = "GG1114", "fork-architecture", Severity.WARNING, "loader"
+    summary = "An architecture no mainline llama.cpp release knows but a llama.cpp fork does."
+    source = "ikawrakow/ik_llama.cpp src/llama-arch.cpp LLM_ARCH_NAMES (tools/fork_types.py fork_archs)"
+
+    def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        mf = ctx.mf
+        arch = mf.metadata.get("general.architecture")
+        if mf.damage is not None or mf.format != "gguf" or not isinstance(arch, str) or arch in ARCH:
+            return
+        forks = [f"{fork} ({path}:{line}, since {date} at {(commit or '')[:10]})"
+                 for name, fork, date, commit, path, line in FORK_ARCHS if name == arch]
+        if forks:
+            yield ctx.at(ctx.node(mf.metadata_nodes.get("general.architecture", "")),
+                         f"architecture {quoted(arch)} is unknown to mainline llama.cpp (no release up to "
+                         f"{ORDER[-1]} knows it) but known to " + ", ".join(forks))
+
+
+RULES = [NeedsRelease, ForkTypeId, ForkArchitecture]

@@ -90,7 +90,8 @@ def test_extractors_read_the_c_shapes():
            '    { LLM_ARCH_LLAMA, "llama" },\n    // { LLM_ARCH_OLD, "old" },\n' \
            '    { LLM_ARCH_UNKNOWN, "(unknown)" },\n};\n'
     assert gen.arch_names(arch) == ["llama"]
-    enum = "enum ggml_type {\n GGML_TYPE_F32 = 0,\n // GGML_TYPE_Q4_2 = 4, removed\n GGML_TYPE_Q5_0 = 6,\n GGML_TYPE_COUNT = 39,\n};"
+    enum = ("enum ggml_type {\n GGML_TYPE_F32 = 0,\n // GGML_TYPE_Q4_2 = 4, removed\n GGML_TYPE_Q5_0 = 6,\n"
+            " GGML_TYPE_COUNT = 39,\n};")
     assert gen.enum_values(enum, "ggml_type", "GGML_TYPE_") == {0: "F32", 6: "Q5_0", 39: "COUNT"}
     assert gen.tag_key("b999") < gen.tag_key("b1000") < gen.tag_key("v0.4.0") < gen.tag_key("v0.10.0")
 
@@ -101,6 +102,8 @@ def test_fork_table_cites_sources_and_sizes():
     assert {"IQ2_K", "IQ4_KS", "Q8_K_R8", "I2_S"} <= names
     for f in H.FORK_TYPES:
         assert len(f.commit) == 40 and f.line > 0 and f.path.endswith("ggml.h")
+    for name, fork, date, commit, path, line in H.FORK_ARCHS:
+        assert name not in H.ARCH and len(commit) == 40 and line > 0 and path.endswith(".cpp")
         assert (f.id, f.name) not in {(i, s.name) for i, s in H.GGML_TYPE.items()}
 
 
@@ -235,6 +238,15 @@ def test_projector_is_dated_by_its_projector_type(tmp_path):
     assert f"since {H.PROJECTOR['gemma3'].since}" in f.message
 
 
+def test_fork_architecture(tmp_path):
+    p = write(tmp_path / "bn.gguf", [("a", (256, 8), 36, 256 * 8 // 4 + 32)], arch="bitnet-b1.58")
+    (f,) = found(p, "GG1114")
+    assert f.severity.value == "warning" and '"bitnet-b1.58"' in f.message
+    assert "ikawrakow/ik_llama.cpp (src/llama-arch.cpp:" in f.message
+    for arch in ("llama", "no-such-arch"):             # mainline's, and nobody's (GG1101's alone)
+        assert found(write(tmp_path / f"{arch}.gguf", [("b", (8,), 0, 32)], arch=arch), "GG1114") == []
+
+
 def test_mainline_file_has_no_fork_warning(tmp_path):
     p = write(tmp_path / "m.gguf", [("a", (32, 4), 8, 4 * 34), ("b", (8,), 0, 32)])
     assert found(p, "GG1113") == []
@@ -243,7 +255,7 @@ def test_mainline_file_has_no_fork_warning(tmp_path):
 def test_damaged_file_gets_neither(tmp_path):
     p = write(tmp_path / "d.gguf", [("a", (256, 4), 137, 4 * 76)])
     p.write_bytes(p.read_bytes()[:60])
-    assert found(p, "GG1112") == [] and found(p, "GG1113") == []
+    assert found(p, "GG1112") == [] and found(p, "GG1113") == [] and found(p, "GG1114") == []
 
 
 # where the fork's hand-kept gguf-py disagrees with its C source, and the C reader decides
