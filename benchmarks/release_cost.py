@@ -1,11 +1,12 @@
-"""What the release rules (GG1112 needs-llama-release, GG1113 fork-type-id) add to ``validate``.
+"""What the release rules (GG1112 needs-llama-release, GG1113 fork-type-id, GG1114 fork-architecture)
+add to ``validate``.
 
 In one process, interleaved, median of N runs each:
 
 * all: ``validate_file(MODEL)`` with every default rule;
-* without release rules: the same with ``--ignore GG1112,GG1113`` (the peer);
-* release rules only: ``--select GG1112,GG1113`` (opening and parsing included);
-* checks alone: the two rules' checks on the already opened file.
+* without release rules: the same with ``--ignore GG1112,GG1113,GG1114`` (the peer);
+* release rules only: ``--select GG1112,GG1113,GG1114`` (opening and parsing included);
+* checks alone: the three rules' checks on the already opened file.
 
 Prints the times, the ratio all / without and the load average.  Run:
 ``python benchmarks/release_cost.py MODEL.gguf [--runs 7]`` (e.g. Gemma 3 270M Q4_K_M,
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-CODES = ("GG1112", "GG1113")
+CODES = ("GG1112", "GG1113", "GG1114")
 
 
 def main() -> None:
