@@ -76,7 +76,12 @@ class ProjectorRefused(Rule):
 
     Why it matters: clip.cpp reads ``clip.has_vision_encoder`` / ``clip.has_audio_encoder``
     and loads nothing when neither is true, and throws "unknown projector type" for a
-    ``clip.projector_type`` not in its ``PROJECTOR_TYPE_NAMES``; a file with the ``clip``
+    ``clip.projector_type`` not in its ``PROJECTOR_TYPE_NAMES``, "Key not found" for a
+    hyperparameter every encoder requires (``clip.vision.block_count``, ``image_size``, ...)
+    and "unable to find tensor" for a required encoder layer tensor (``v.blk.N.attn_out``,
+    ``ffn_up``, ``ffn_down``); it crashes on two optional tensors its code then uses (an
+    ``mlp`` without ``mm.2.weight``, a Qwen2-VL merger without ``v.patch_embd.weight.1``); a
+    file with the ``clip``
     architecture but no projector keys is neither a projector nor a model llama.cpp loads
     ("CLIP cannot be used as main model, use it with --mmproj instead").
 
@@ -105,14 +110,73 @@ class ProjectorRefused(Rule):
             if v is not None and (not isinstance(v, str) or v not in PROJECTOR_TYPES):
                 yield ctx.at(ctx.node(mf.metadata_nodes.get(k, "")), f"clip_model_loader: unknown projector type: "
                                                                       f"{llama_quoted(v)}")
+                return
+        missing = _first_missing(mf) or _null_tensor(mf)
+        if missing:
+            yield ctx.at(node, missing)
+
+
+def _null_tensor(mf) -> str | None:
+    """A tensor clip.cpp loads as optional but then dereferences: mtmd_init crashes (SIGSEGV) on it."""
+    md, names = mf.metadata, {t.name for t in mf.tensors}
+    if md.get("clip.has_vision_encoder") is not True:
+        return None
+    proj = md.get("clip.projector_type") or md.get("clip.vision.projector_type")
+    if proj == "mlp" and "mm.2.weight" not in names and "mm.3.weight" not in names:
+        return ("clip.cpp crashes on a null tensor: an mlp projector without mm.2.weight (nor the Yi-type "
+                "mm.3.weight) - the llava graph and clip_n_mmproj_embd read it")
+    if proj in ("qwen2vl_merger", "qwen2.5vl_merger") and "v.patch_embd.weight.1" not in names:
+        return ("clip.cpp crashes on a null tensor: the qwen2vl graph convolves with v.patch_embd.weight.1 "
+                "(models/qwen2vl.cpp), which the file lacks")
+    return None
+
+
+# clip_model_loader::load_hparams: the keys every encoder requires (get_u32/get_f32 without
+# required=false), per modality in the order clip_init loads them; and load_tensors: the
+# layer tensors every standard encoder requires
+_MODALITIES = (("clip.has_vision_encoder", "vision", "v", ("clip.vision.image_size", "clip.vision.patch_size")),
+               ("clip.has_audio_encoder", "audio", "a", ("clip.audio.num_mel_bins",)),
+               ("clip.has_gen_audio_encoder", "gen.audio", None, ()))
+_HPARAMS = ("embedding_length", "attention.head_count", "feed_forward_length", "block_count", "projection_dim",
+            "attention.layer_norm_epsilon")
+_NO_STANDARD_LAYERS = frozenset({"gemma3nv", "qwen3tts_spkenc", "pockettts_gen"})
+
+
+def _first_missing(mf) -> str | None:
+    """clip.cpp's refusal for the first required key or layer tensor the file lacks, or None.
+
+    clip_init loads the vision encoder (hyperparameters, then tensors), then the audio one;
+    the first miss throws.  The gen-audio encoder's layers are not checked (its tensor names
+    follow its own loader).
+    """
+    md = mf.metadata
+    names = {t.name for t in mf.tensors}
+    for flag, prefix, short, extra in _MODALITIES:
+        if md.get(flag) is not True:
+            continue
+        for k in [f"clip.{prefix}.{h}" for h in _HPARAMS] + list(extra):
+            if k not in md:
+                return f"clip_init: Key not found: {k}"
+        proj = md.get("clip.projector_type") or md.get(f"clip.{prefix}.projector_type")
+        n_layer = md.get(f"clip.{prefix}.block_count")
+        if short is None or proj in _NO_STANDARD_LAYERS or not isinstance(n_layer, int) or isinstance(n_layer, bool):
+            continue
+        for il in range(min(n_layer, len(mf.tensors) + 1)):       # a count the tensors cannot back stops early
+            moe = f"{short}.blk.{il}.ffn_gate_exps.weight" in names
+            for t in ("attn_out",) + (() if moe else ("ffn_up", "ffn_down")):
+                name = f"{short}.blk.{il}.{t}.weight"
+                if name not in names:
+                    return f"clip_init: load_tensors: unable to find tensor {name}"
+    return None
 
 
 # clip_n_mmproj_embd (tools/mtmd/clip.cpp): the tensor and dimension that give a projector's
 # output width, for the projector types whose answer is one tensor's dimension; mtmd_init
 # compares it with the text model's n_embd
+# (mm_1_b is loaded from mm.2.bias for the Qwen2-VL mergers: load_tensors, PROJECTOR_TYPE_QWEN2VL)
 _MMPROJ_EMBD = {"mlp": ("mm.2.weight", 1), "phi4": ("mm.2.weight", 1), "pixtral": ("mm.2.weight", 1),
-                "qwen2vl_merger": ("mm.1.bias", 0), "qwen2.5vl_merger": ("mm.1.bias", 0),
-                "gemma3": ("mm.input_projection.weight", 0)}
+                "qwen2vl_merger": ("mm.2.bias", 0), "qwen2.5vl_merger": ("mm.2.bias", 0),
+                "gemma3": ("mm.input_projection.weight", 0), "idefics3": ("mm.model.fc.weight", 1)}
 
 
 class ProjectorMismatch(Rule):
@@ -122,8 +186,8 @@ class ProjectorMismatch(Rule):
     Why it matters: ``mtmd_init_from_file`` throws "mismatch between text model (n_embd = N)
     and mmproj (n_embd = M)": the projector was made for another model.  The width is what
     ``clip_n_mmproj_embd`` reads (``mm.2.weight`` ne[1] for mlp, ``mm.input_projection.weight``
-    ne[0] for gemma3, ``mm.1.bias`` for the Qwen2-VL mergers); other projector types are not
-    checked.
+    ne[0] for gemma3, ``mm.2.bias`` for the Qwen2-VL mergers, ``mm.model.fc.weight`` ne[1] for
+    idefics3); other projector types are not checked.
 
     Example: a LLaVA 1.5 7B projector (4096 wide) given with a 2048-wide model.
 

@@ -34,6 +34,14 @@ def _base(tmp_path, q_out=E):
                 tensors=[_m("blk.0.attn_q.weight", E, q_out)])
 
 
+# what clip.cpp's load_hparams requires of every vision encoder (block_count 0: no layer tensors)
+_VISION = [KV("clip.has_vision_encoder", V.BOOL, True)] + [
+    KV(f"clip.vision.{k}", V.UINT32, v) for k, v in (("embedding_length", E), ("attention.head_count", 1),
+                                                      ("feed_forward_length", E), ("block_count", 0),
+                                                      ("projection_dim", E), ("image_size", 8), ("patch_size", 4))] + [
+    KV("clip.vision.attention.layer_norm_epsilon", V.FLOAT32, 1e-6)]
+
+
 def _errors(path, code):
     return [f.message for f in findings(path) if f.code == code and f.severity.value == "error"]
 
@@ -73,20 +81,23 @@ def test_validate_base_checks_the_adapter_against_its_model(tmp_path, capsys):
 
 
 def test_projector_needs_an_encoder_and_a_known_type(tmp_path):
-    ts = [_m("v.patch_embd.weight", E, E)]
+    ts = [_m("v.patch_embd.weight", E, E), _m("mm.2.weight", E, E)]    # mlp: clip.cpp dereferences mm.2.weight
     good = gguf(tmp_path, "mmproj.gguf", arch="clip", tensors=ts,
-                kvs=[KV("clip.has_vision_encoder", V.BOOL, True), KV("clip.projector_type", V.STRING, "mlp")])
+                kvs=[*_VISION, KV("clip.projector_type", V.STRING, "mlp")])
     assert _errors(good, "GG1121") == [] and not _errors(good, "GG1107")
     bad = gguf(tmp_path, "bad.gguf", arch="clip", tensors=ts,
                kvs=[KV("clip.has_vision_encoder", V.BOOL, True), KV("clip.projector_type", V.STRING, "holdout")])
     assert _errors(bad, "GG1121") == ["clip_model_loader: unknown projector type: 'holdout'"]
     model = gguf(tmp_path, "model-as-clip.gguf", arch="clip", tensors=[_m("token_embd.weight", E, 8)])
     assert "CLIP cannot be used as main model" in _errors(model, "GG1121")[0]
+    no_key = gguf(tmp_path, "no-key.gguf", arch="clip", tensors=ts,
+                  kvs=[k for k in _VISION if k.key != "clip.vision.image_size"] + [KV("clip.projector_type", V.STRING, "mlp")])
+    assert _errors(no_key, "GG1121") == ["clip_init: Key not found: clip.vision.image_size"]
 
 
 def test_validate_base_checks_a_projector_against_its_model(tmp_path, capsys):
     proj = gguf(tmp_path, "mmproj.gguf", arch="clip", tensors=[_m("mm.0.weight", 8, E), _m("mm.2.weight", E, E)],
-                kvs=[KV("clip.has_vision_encoder", V.BOOL, True), KV("clip.projector_type", V.STRING, "mlp")])
+                kvs=[*_VISION, KV("clip.projector_type", V.STRING, "mlp")])
     fits = gguf(tmp_path, "fits.gguf", arch="olmo2", kvs=[KV("olmo2.embedding_length", V.UINT32, E)])
     assert main(["validate", "--select", "loader", "--base", str(fits), str(proj)]) == 0
     capsys.readouterr()
