@@ -23,7 +23,7 @@ def _register(module_name: str) -> None:
 
 # the families, in catalogue order; each module exports RULES = [RuleClass, ...]
 FAMILIES: tuple[str, ...] = ("structure", "values", "alignment", "naming", "schema", "tensors",
-                             "tokenizer", "filename", "legacy", "deep", "loader", "sidecar", "manifest", "templates",
+                             "tokenizer", "filename", "legacy", "deep", "loader", "sidecar", "sidecar_data", "manifest", "templates",
                              "release")
 for _family in FAMILIES:
     _register(_family)

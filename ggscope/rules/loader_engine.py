@@ -8,7 +8,8 @@ and each rule reports one kind of issue from it.  The order mirrors llama.cpp: l
 generated from the pinned llama.cpp (``ggscope.rules.loader_generated`` over
 ``ggscope.facts.llama_arch``), load_vocab (src/llama-vocab.cpp) between them; a stage that
 fails stops the later ones, as in llama.cpp, so each refusal is named once.  Sidecars
-(projectors, adapters, imatrix files) are left to ``ggscope.rules.sidecar``.
+(projectors, adapters, control vectors, imatrix files) are left to ``ggscope.rules.sidecar``
+and ``ggscope.rules.sidecar_data``.
 
 Contract: ``predict(mf)`` returns a ``Prediction`` (cached in ``mf.extra``): ``arch``,
 ``covered`` (the generated table has the architecture), ``issues`` - ``Issue(kind, message,
@@ -189,7 +190,7 @@ class _Run:
     def run(self) -> Prediction:
         if self.arch is None:
             return self.pred
-        if self.arch == "clip" or self.md.get("general.type") in ("adapter", "imatrix"):
+        if self.arch in ("clip", "controlvector") or self.md.get("general.type") in ("adapter", "imatrix"):
             return self.pred          # a sidecar: ggscope.rules.sidecar judges it by its own loader
         if self.arch not in gen.ARCHS:
             # llm_arch_from_string, then llama_model_mapping's default (src/llama-model.cpp)

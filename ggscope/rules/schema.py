@@ -98,6 +98,8 @@ class ArchitectureName(Rule):
         if ctx.mf.damage is not None:
             return                  # the key may sit past the damage
         if "general.architecture" not in ctx.mf.metadata:
+            if ctx.mf.metadata.get("general.type") == "imatrix":
+                return              # llama-imatrix writes none and llama-quantize reads none (GG1126)
             yield ctx.at(None, "general.architecture is missing (required)")
         elif not isinstance(ctx.mf.metadata["general.architecture"], str):
             yield ctx.at(_node(ctx, "general.architecture"), "general.architecture is not a string")

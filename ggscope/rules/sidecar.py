@@ -21,7 +21,7 @@ from ggscope.facts.llama_arch import PINNED, PROJECTOR_TYPES
 from ggscope.model.open import open as open_file
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
-__all__ = ["RULES", "kind_of"]
+__all__ = ["RULES", "kind_of", "base_model"]
 
 _ENCODERS = ("clip.has_vision_encoder", "clip.has_audio_encoder", "clip.has_gen_audio_encoder")
 _PROJ_KEYS = ("clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type",
@@ -29,10 +29,12 @@ _PROJ_KEYS = ("clip.projector_type", "clip.vision.projector_type", "clip.audio.p
 
 
 def kind_of(mf) -> str | None:
-    """``projector``, ``adapter`` or ``imatrix`` for a sidecar file, else None."""
+    """``projector``, ``adapter``, ``control-vector`` or ``imatrix`` for a sidecar file, else None."""
     md = mf.metadata
     if md.get("general.architecture") == "clip":
         return "projector"
+    if md.get("general.architecture") == "controlvector":     # tools/cvector-generator export_gguf
+        return "control-vector"
     t = md.get("general.type")
     if t == "adapter":
         return "adapter"
@@ -42,8 +44,8 @@ def kind_of(mf) -> str | None:
 
 
 class SidecarFile(Rule):
-    """What it checks: whether the file is a sidecar - a projector, a LoRA adapter or an
-    importance matrix - rather than a model.
+    """What it checks: whether the file is a sidecar - a projector, a LoRA adapter, a control
+    vector or an importance matrix - rather than a model.
 
     Why it matters: llama.cpp reads each with its own loader (``--mmproj`` through
     tools/mtmd, ``--lora`` through llama_adapter_lora_init, ``llama-quantize --imatrix``)
@@ -65,6 +67,8 @@ class SidecarFile(Rule):
         how = {"projector": "a multimodal projector: llama.cpp loads it with --mmproj (tools/mtmd/clip.cpp), "
                             "never as the main model",
                "adapter": "a LoRA adapter: llama.cpp loads it with --lora on top of its base model",
+               "control-vector": "a control vector: llama.cpp adds it to a model's layers with --control-vector "
+                                 "(common/common.cpp), never loads it as the main model",
                "imatrix": "an importance matrix written by llama-imatrix: llama-quantize reads it with --imatrix"}
         if kind:
             yield ctx.at(ctx.node(ctx.mf.metadata_nodes.get("general.type")
@@ -199,7 +203,7 @@ class ProjectorMismatch(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         mf = ctx.mf
-        base = _base(ctx) if mf.damage is None and kind_of(mf) == "projector" else None
+        base = base_model(ctx) if mf.damage is None and kind_of(mf) == "projector" else None
         if base is None:
             return
         arch = base.metadata.get("general.architecture")
@@ -251,7 +255,7 @@ class AdapterRefused(Rule):
             else:
                 yield ctx.at(ctx.node(ti.node_path), f"LoRA tensor {llama_quoted(ti.name)} has unexpected suffix")
                 return
-        base = _base(ctx)
+        base = base_model(ctx)
         if base is not None and base.metadata.get("general.architecture") != md.get("general.architecture"):
             yield ctx.at(ctx.node(nodes.get("general.architecture", "")) or at, "model arch and LoRA arch mismatch")
             return
@@ -284,7 +288,7 @@ def _ne(ti) -> list[int]:
     return list(ti.shape) + [1] * (4 - len(ti.shape))
 
 
-def _base(ctx: CheckContext):
+def base_model(ctx: CheckContext):
     """The model named by ``validate --base`` (opened once per check), or None."""
     path = ctx.options.get("base")
     if not path:
