@@ -32,6 +32,7 @@ import numpy as np
 from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 from ggscope.facts.rwkv_arch import arch_version, head_geometry
+from ggscope.forward.matmul import typed as _typed      # imports nothing of this package
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -196,9 +197,15 @@ class WeightMapper:
     no second copy is made) reshaped to exactly ``shape``.
     """
 
-    def __init__(self, model: "ModelFile", arch: str) -> None:
+    # True: matrices come back tagged with the activation rounding ggml-cpu applies
+    # before multiplying by them (``matmul.typed``), so ``ops.linear`` computes what
+    # llama.cpp computes; False (the --exact model): plain float32.
+    typed = False
+
+    def __init__(self, model: "ModelFile", arch: str, typed: bool = False) -> None:
         self.model = model
         self.arch = arch
+        self.typed = typed
 
     def has(self, name: str) -> bool:
         try:
@@ -277,4 +284,12 @@ class WeightMapper:
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} decoded to {data.size} values, "
                 f"expected {int(np.prod(shape))}")
-        return data.reshape(shape)
+        data = data.reshape(shape)
+        if not self.typed or data.ndim < 2:
+            return data
+        raw = info.raw() if info.type in ("Q4_1", "Q5_1") and data.ndim == 2 else None
+        try:
+            return _typed(data, info.type, raw)
+        except ValueError as exc:
+            raise WeightError(f"{self.model.path}: tensor {name!r} ({info.type}): its blocks do not "
+                              f"fit its shape: {exc}") from None

@@ -39,11 +39,14 @@ PP_EMPTY = -1e30       # "no tokens yet" log-scale of the v4 WKV state (rwkv.cpp
 
 # ---- parts shared with later versions ---------------------------------------------
 
-def mapper_for(model, arch: str) -> WeightMapper:
+def mapper_for(model, arch: str, exact: bool = False) -> WeightMapper:
     """The weight mapper for ``model``: rwkv.cpp names as stored, or (GGUF files, v6/v7)
-    the same names answered through ``rwkv_gguf``'s table of llama.cpp's names."""
+    the same names answered through ``rwkv_gguf``'s table of llama.cpp's names.  A GGUF
+    file's matrices carry their ggml type, so products round the activations as
+    llama.cpp's CPU backend does (unless ``exact``); rwkv.cpp files, whose ggml is not
+    the pinned one, are multiplied in plain float32."""
     if model.format == "gguf":
-        return GGUFMapper(model, arch)
+        return GGUFMapper(model, arch, typed=not exact)
     return WeightMapper(model, arch)
 
 

@@ -117,9 +117,9 @@ def _mixes(m: WeightMapper, p: str, C: int) -> np.ndarray:
     return np.stack([m.take(p + f"att.time_maa_{c}", (C,)) for c in "wkvrg"])
 
 
-def load(model) -> Weights:
+def load(model, exact: bool = False) -> Weights:
     """Map an rwkv.cpp or GGUF v6 file's tensors to float32 arrays, checking names and shapes."""
-    m = mapper_for(model, "rwkv6")
+    m = mapper_for(model, "rwkv6", exact)
     s = Sizes.read(m)
     cfg = _config(m, s)
     C, F, H, S = s.n_embed, s.n_ffn, cfg.n_head, cfg.head_size

@@ -122,9 +122,9 @@ def _lora(m: WeightMapper, p: str, c: str, C: int) -> Lora:
     return Lora(m.take(f"{p}att.{c}1", (D, C)), m.take(f"{p}att.{c}2", (C, D)))
 
 
-def load(model) -> Weights:
+def load(model, exact: bool = False) -> Weights:
     """Map an rwkv.cpp or GGUF v7 file's tensors to float32 arrays, checking names and shapes."""
-    m = mapper_for(model, "rwkv7")
+    m = mapper_for(model, "rwkv7", exact)
     s = Sizes.read(m)
     cfg = _config(m, s)
     C, F, H, S = s.n_embed, s.n_ffn, cfg.n_head, cfg.head_size
