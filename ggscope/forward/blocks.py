@@ -102,7 +102,10 @@ def gelu(x: np.ndarray) -> np.ndarray:
     if _GELU_TABLE is None:
         codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
         with np.errstate(invalid="ignore", over="ignore"):
-            _GELU_TABLE = _gelu_ggml(codes.astype(np.float32)).astype(np.float16).astype(np.float32)
+            table = _gelu_ggml(codes.astype(np.float32)).astype(np.float16).astype(np.float32)
+        nan = np.isnan(table)         # a quiet NaN of the input's sign, as x86 and ggml's conversion give
+        table[nan] = np.copysign(np.float32(np.nan), codes.astype(np.float32))[nan]
+        _GELU_TABLE = table
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         y = _GELU_TABLE[x.astype(np.float16).view(np.uint16)]
