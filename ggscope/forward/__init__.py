@@ -3,11 +3,12 @@
 Why: ``ggscope run`` sanity-checks what a file *computes*, not only how it is laid
 out.  Every transformer decoder (llama, qwen2/3, gemma2/3, phi3, starcoder2, deepseek2,
 gpt2 ...) runs through one engine, ``decoder.py``, whose per-architecture differences
-are a table of traits; the recurrent families keep a module each (``rwkv4.py`` ...).
-Every module has the same two functions::
+are a table of traits; so do the RWKV versions (``rwkv.py``, each ``rwkvN.py`` holding
+its version's attention), and Mamba has ``mamba.py``.  Every module has the same two
+functions::
 
-    load(model: ModelFile) -> Weights          # name + shape checked, float32
-                                               # (decoder.load also takes exact=True)
+    load(model: ModelFile, exact=False) -> Weights   # name + shape checked, float32;
+                                               # exact: no llama.cpp activation rounding
     forward(weights, tokens, state=None) -> (logits_last[n_vocab] float32, state)
 
 This package keeps the one table of those modules (``ARCHITECTURES``), tells which
