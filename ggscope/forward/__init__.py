@@ -3,11 +3,12 @@
 Why: ``ggscope run`` sanity-checks what a file *computes*, not only how it is laid
 out.  Every transformer decoder (llama, qwen2/3, gemma2/3, phi3, starcoder2, deepseek2,
 gpt2 ...) runs through one engine, ``decoder.py``, whose per-architecture differences
-are a table of traits; the recurrent families keep a module each (``rwkv4.py`` ...).
-Every module has the same two functions::
+are a table of traits; so do the RWKV versions (``rwkv.py``, each ``rwkvN.py`` holding
+its version's attention), and Mamba has ``mamba.py``.  Every module has the same two
+functions::
 
-    load(model: ModelFile) -> Weights          # name + shape checked, float32
-                                               # (decoder.load also takes exact=True)
+    load(model: ModelFile, exact=False) -> Weights   # name + shape checked, float32;
+                                               # exact: no llama.cpp activation rounding
     forward(weights, tokens, state=None) -> (logits_last[n_vocab] float32, state)
 
 This package keeps the one table of those modules (``ARCHITECTURES``), tells which
@@ -32,6 +33,7 @@ import numpy as np
 from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 from ggscope.facts.rwkv_arch import arch_version, head_geometry
+from ggscope.forward.matmul import typed as _typed      # imports nothing of this package
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -196,9 +198,15 @@ class WeightMapper:
     no second copy is made) reshaped to exactly ``shape``.
     """
 
-    def __init__(self, model: "ModelFile", arch: str) -> None:
+    # True: matrices come back tagged with the activation rounding ggml-cpu applies
+    # before multiplying by them (``matmul.typed``), so ``ops.linear`` computes what
+    # llama.cpp computes; False (the --exact model): plain float32.
+    typed = False
+
+    def __init__(self, model: "ModelFile", arch: str, typed: bool = False) -> None:
         self.model = model
         self.arch = arch
+        self.typed = typed
 
     def has(self, name: str) -> bool:
         try:
@@ -277,4 +285,12 @@ class WeightMapper:
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} decoded to {data.size} values, "
                 f"expected {int(np.prod(shape))}")
-        return data.reshape(shape)
+        data = data.reshape(shape)
+        if not self.typed or data.ndim < 2:
+            return data
+        raw = info.raw() if info.type in ("Q4_1", "Q5_1") and data.ndim == 2 else None
+        try:
+            return _typed(data, info.type, raw)
+        except ValueError as exc:
+            raise WeightError(f"{self.model.path}: tensor {name!r} ({info.type}): its blocks do not "
+                              f"fit its shape: {exc}") from None

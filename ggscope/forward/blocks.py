@@ -58,14 +58,36 @@ class Layer:
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
-    """x / sqrt(mean(x^2) + eps) * weight over the last axis (ggml_rms_norm then mul)."""
-    ms = (x * x).mean(axis=-1, keepdims=True)                       # [..., 1]
-    return (x / np.sqrt(ms + np.float32(eps)) * weight).astype(np.float32)
+    """x / sqrt(mean(x^2) + eps) * weight over the last axis, as ggml-cpu computes
+    ggml_rms_norm then mul (ops.cpp ggml_compute_forward_rms_norm_f32): each square in
+    float32 summed in double (ggml_float), the mean rounded to float, ``scale =
+    1.0f/sqrtf(mean + eps)``, then ``x*scale*w`` left to right.  Summing in float32
+    instead moves ~30 % of the outputs by an ulp, and a Q8_0 activation rounding right
+    after turns some of those into a different integer (x·127/amax lands on .5 exactly
+    more often than chance: 39 of 81920 in gemma-3-270m's first attention input)."""
+    x = np.asarray(x, dtype=np.float32)
+    ms = ((x * x).astype(np.float64).sum(axis=-1, keepdims=True) / x.shape[-1]).astype(np.float32)
+    scale = np.float32(1) / np.sqrt(ms + np.float32(eps))
+    return ((x * scale) * weight).astype(np.float32)
 
 
 def _gelu_exact(x: np.ndarray) -> np.ndarray:
     k = np.float32(np.sqrt(2.0 / np.pi))
     return (0.5 * x * (1 + np.tanh(k * x * (1 + np.float32(0.044715) * x * x)))).astype(np.float32)
+
+
+def _gelu_ggml(x: np.ndarray) -> np.ndarray:
+    """ggml_gelu_f32 (ggml-cpu/vec.h) as the compiled library evaluates it in float32:
+    ``0.5f*x*(1.0f + tanhf(SQRT_2_OVER_PI*x*(1.0f + GELU_COEF_A*x*x)))`` with the inner
+    ``1 + A*x*x`` contracted to one fused multiply-add (GCC's default -ffp-contract=fast
+    on an FMA target, as llama.cpp's native build is) and tanhf correctly rounded
+    (numpy's float32 tanh is not: 234 of the 65536 table entries came out one fp16 step
+    off, e.g. gelu(-2.014) and every x below about -5 that ggml's table holds as 0)."""
+    x = np.asarray(x, dtype=np.float32)
+    inner = ((np.float32(0.044715) * x).astype(np.float64) * x + 1.0).astype(np.float32)
+    t = np.tanh(((np.float32(0.79788456080286535587989211986876) * x) * inner)
+                .astype(np.float64)).astype(np.float32)
+    return (np.float32(0.5) * x * (np.float32(1) + t)).astype(np.float32)
 
 
 _GELU_TABLE: np.ndarray | None = None
@@ -74,12 +96,16 @@ _GELU_TABLE: np.ndarray | None = None
 def gelu(x: np.ndarray) -> np.ndarray:
     """GELU, tanh approximation, as ggml-cpu computes it (GGML_GELU_FP16): 0 below -10,
     x above 10, else the input rounded to fp16 looked up in a 65536-entry fp16 table of
-    gelu (ggml_table_gelu_f16) -- GPT-2's gelu_new, gemma's gelu_pytorch_tanh."""
+    gelu (ggml_table_gelu_f16, filled by ggml_cpu_init from ``_gelu_ggml``) -- GPT-2's
+    gelu_new, gemma's gelu_pytorch_tanh."""
     global _GELU_TABLE
     if _GELU_TABLE is None:
         codes = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16)
         with np.errstate(invalid="ignore", over="ignore"):
-            _GELU_TABLE = _gelu_exact(codes.astype(np.float32)).astype(np.float16).astype(np.float32)
+            table = _gelu_ggml(codes.astype(np.float32)).astype(np.float16).astype(np.float32)
+        nan = np.isnan(table)         # a quiet NaN of the input's sign, as x86 and ggml's conversion give
+        table[nan] = np.copysign(np.float32(np.nan), codes.astype(np.float32))[nan]
+        _GELU_TABLE = table
     x = np.asarray(x, dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         y = _GELU_TABLE[x.astype(np.float16).view(np.uint16)]
@@ -87,8 +113,8 @@ def gelu(x: np.ndarray) -> np.ndarray:
 
 
 def _yarn_ramp(low: float, high: float, n: int) -> np.ndarray:
-    y = (np.arange(n, dtype=np.float64) - low) / max(0.001, high - low)
-    return 1.0 - np.clip(y, 0.0, 1.0)
+    y = (np.arange(n, dtype=np.float32) - np.float32(low)) / np.float32(max(0.001, high - low))
+    return (np.float32(1) - np.clip(y, 0, 1)).astype(np.float32)
 
 
 def _yarn_corr_dims(n_rot: int, n_ctx_orig: float, base: float, beta_fast: float,
@@ -96,6 +122,12 @@ def _yarn_corr_dims(n_rot: int, n_ctx_orig: float, base: float, beta_fast: float
     def dim(n_rotations: float) -> float:
         return n_rot * math.log(n_ctx_orig / (n_rotations * 2 * math.pi)) / (2 * math.log(base))
     return max(0.0, math.floor(dim(beta_fast))), min(n_rot - 1.0, math.ceil(dim(beta_slow)))
+
+
+def _f32(v) -> np.ndarray:
+    """A float64 result rounded once to float32: what a correctly rounded libm call
+    (powf, cosf, sinf) returns for float32 arguments."""
+    return np.asarray(v, dtype=np.float64).astype(np.float32)
 
 
 def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
@@ -107,32 +139,43 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
     θ_i = pos · base^(-2i/n_rot) / freq_factors[i], interpolated by ``freq_scale`` and, with
     YaRN, ramped between interpolation and extrapolation as ggml's ``rope_yarn`` does.
+    The angles are float32 as ggml-cpu's ``ggml_rope_cache_init`` builds them: a running
+    product ``theta *= theta_scale`` with ``theta_scale = powf(base, -2.0f/n_rot)``, so
+    the rounding of each step carries into the next (at position 127 the last pair's angle
+    is off the exact one by up to ~1e-5 relative, which the logits of a long-context model
+    feel).
     """
     half = n_rot // 2
-    i = np.arange(half, dtype=np.float64)
-    inv = base ** (-2.0 * i / n_rot)                                    # [n_rot/2]
-    if freq_factors is not None:
-        inv = inv / freq_factors.astype(np.float64)
-    extrap = pos.astype(np.float64)[:, None] * inv[None, :]             # [T, n_rot/2]
-    theta = extrap * freq_scale
-    mscale = attn_factor
+    scale = _f32(np.float64(np.float32(base)) ** np.float64(np.float32(-2.0 / n_rot)))
+    theta = np.empty((pos.shape[0], half), dtype=np.float32)              # [T, n_rot/2]
+    t = pos.astype(np.float32)
+    for i in range(half):
+        theta[:, i] = t
+        t = t * scale
+    extrap = theta if freq_factors is None else theta / freq_factors.astype(np.float32)[:half]
+    fs = np.float32(freq_scale)
+    angle = fs * extrap
+    mscale = np.float32(attn_factor)
     if yarn is not None and yarn[0] != 0.0:
         ext, beta_fast, beta_slow, n_ctx_orig = yarn
         low, high = _yarn_corr_dims(n_rot, n_ctx_orig, base, beta_fast, beta_slow)
-        mix = _yarn_ramp(low, high, half)[None, :] * ext
-        theta = theta * (1 - mix) + extrap * mix
-        mscale *= 1.0 + 0.1 * math.log(1.0 / freq_scale)
-    cos = (np.cos(theta) * mscale).astype(np.float32)[:, None, :]      # [T, 1, n_rot/2]
-    sin = (np.sin(theta) * mscale).astype(np.float32)[:, None, :]
+        mix = _yarn_ramp(low, high, half)[None, :] * np.float32(ext)
+        angle = angle * (np.float32(1) - mix) + extrap * mix
+        mscale = mscale * (np.float32(1) + np.float32(0.1) * _f32(math.log(1.0 / float(fs))))
+    cos = (_f32(np.cos(angle.astype(np.float64))) * mscale)[:, None, :]   # [T, 1, n_rot/2]
+    sin = (_f32(np.sin(angle.astype(np.float64))) * mscale)[:, None, :]
     out = x.astype(np.float32, copy=True)
     if neox:
         a, b = x[..., :half], x[..., half:n_rot]
-        out[..., :half] = a * cos - b * sin
-        out[..., half:n_rot] = a * sin + b * cos
+        lo, hi = slice(0, half), slice(half, n_rot)
     else:
         a, b = x[..., 0:n_rot:2], x[..., 1:n_rot:2]
-        out[..., 0:n_rot:2] = a * cos - b * sin
-        out[..., 1:n_rot:2] = a * sin + b * cos
+        lo, hi = slice(0, n_rot, 2), slice(1, n_rot, 2)
+    # rotate_pairs: x0*cos - x1*sin and x0*sin + x1*cos, the first product fused into
+    # the subtraction / addition (fma; float64 holds the float32 product exactly)
+    a64 = a.astype(np.float64)
+    out[..., lo] = _f32(a64 * cos - (b * sin))
+    out[..., hi] = _f32(a64 * sin + (b * cos))
     return out
 
 

@@ -128,9 +128,9 @@ def _config(m: WeightMapper) -> Config:
         rms_eps=float(eps), dt_b_c_rms=bool(meta.get("mamba.ssm.dt_b_c_rms", False)))
 
 
-def load(model) -> Weights:
+def load(model, exact: bool = False) -> Weights:
     """Map a GGUF Mamba file's tensors to float32 arrays, checking names and shapes."""
-    m = WeightMapper(model, "mamba")
+    m = WeightMapper(model, "mamba", typed=not exact)
     cfg = _config(m)
     C, E, N, K, R, V = cfg.n_embd, cfg.d_inner, cfg.d_state, cfg.d_conv, cfg.dt_rank, cfg.n_vocab
     layers = []

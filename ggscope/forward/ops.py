@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ggscope.forward.matmul import linear as _mul_mat
+
 __all__ = [
     "layer_norm", "group_norm", "linear", "sigmoid", "silu", "relu_squared",
     "token_shift", "lerp", "l2_normalize", "decay_from_log",
@@ -38,7 +40,11 @@ def group_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray,
 
 
 def linear(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """``w @ x`` for a weight in numpy shape (out, in), i.e. ggml's ``mul_mat(w, x)``."""
+    """``w @ x`` for a weight in numpy shape (out, in), i.e. ggml's ``mul_mat(w, x)``:
+    a weight loaded with its ggml type (``WeightMapper(typed=True)``) first rounds x
+    as ggml-cpu does for that type (``matmul.linear``); a plain array does not."""
+    if getattr(w, "vec_dot", None) is not None and np.ndim(x) == 1:
+        return _mul_mat(np.asarray(x, np.float32)[None, :], w)[0].astype(np.float32)
     return (w @ x).astype(np.float32)                             # [out] = [out, in] @ [in]
 
 

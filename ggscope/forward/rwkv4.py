@@ -1,24 +1,14 @@
-"""RWKV v4 reference forward pass for rwkv.cpp files, in float32 numpy.
+"""RWKV v4: its attention for the RWKV engine (``rwkv.py``), rwkv.cpp files.
 
-Why: to check what an rwkv.cpp v4 file computes (``ggscope run``), independent of
-rwkv.cpp.  v4 is also the base every later RWKV version builds on, so the parts they
-keep unchanged live here and ``rwkv5/6/7.py`` import them: the file's sizes
-(``Sizes``), the embedding + ln0 at the input and ln_out + head at the output
-(``Ends``), and the v4 channel mix (``ChannelMix``, reused by v5).
+The math follows rwkv.cpp's graph (``rwkv_graph.inc``: ``rwkv_att``) and BlinkDL's
+RNN-mode reference: token-shift mixes ``x*m + x_prev*(1 - m)`` for r, k and v, then
+the per-channel WKV recurrence.  rwkv.cpp's converter stores ``att.time_decay``
+already as ``-exp(decay)`` (the per-step log decay ``w``), and ``time_first`` (``u``)
+as trained.  The WKV state (``aa``, ``bb``, ``pp``) keeps numerator, denominator and
+a running maximum exponent so that ``exp`` never overflows.
 
-The math follows rwkv.cpp's graph (``rwkv_graph.inc``: ``rwkv_att``, ``rwkv_ffn``)
-and BlinkDL's RNN-mode reference.  One token at a time, per layer::
-
-    x += att(ln1(x))      time mix: token shift + the WKV recurrence
-    x += ffn(ln2(x))      channel mix: token shift + squared-ReLU MLP
-
-rwkv.cpp's converter stores ``att.time_decay`` already as ``-exp(decay)`` (the
-per-step log decay ``w``), and ``time_first`` (``u``) as trained.  The WKV state
-(``aa``, ``bb``, ``pp``) keeps numerator, denominator and a running maximum exponent
-so that ``exp`` never overflows.
-
-Contract: ``load(model) -> Weights``; ``forward(weights, tokens, state=None) ->
-(logits float32 [n_vocab], State)``.  State is immutable; pass it back to continue.
+Contract: ``load(model, exact=False) -> rwkv.Weights``; ``forward`` and
+``initial_state`` are the engine's.
 """
 from __future__ import annotations
 
@@ -26,86 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ggscope.forward import WeightError, WeightMapper, check_tokens
-from ggscope.forward.ops import layer_norm, lerp, linear, relu_squared, sigmoid
-from ggscope.forward.rwkv_gguf import GGUFMapper
-from ggscope.forward.rwkv_sizes import LN_EPS, Sizes
+from ggscope.forward import rwkv
+from ggscope.forward.ops import lerp, linear, sigmoid
+from ggscope.forward.rwkv import LN_EPS, Sizes, forward, initial_state
 
-__all__ = ["mapper_for", "Sizes", "Ends", "ChannelMix", "Config", "Layer", "Weights", "LayerState",
-           "State", "load", "forward", "initial_state"]
+__all__ = ["Config", "Attention", "VERSION", "load", "forward", "initial_state"]
 
 PP_EMPTY = -1e30       # "no tokens yet" log-scale of the v4 WKV state (rwkv.cpp, ChatRWKV)
 
-
-# ---- parts shared with later versions ---------------------------------------------
-
-def mapper_for(model, arch: str) -> WeightMapper:
-    """The weight mapper for ``model``: rwkv.cpp names as stored, or (GGUF files, v6/v7)
-    the same names answered through ``rwkv_gguf``'s table of llama.cpp's names."""
-    if model.format == "gguf":
-        return GGUFMapper(model, arch)
-    return WeightMapper(model, arch)
-
-
-@dataclass(frozen=True)
-class Ends:
-    """Input embedding + ln0, and output ln_out + head: the same in every version."""
-    emb: np.ndarray          # [V, C]
-    ln0_w: np.ndarray        # [C]
-    ln0_b: np.ndarray        # [C]
-    ln_out_w: np.ndarray     # [C]
-    ln_out_b: np.ndarray     # [C]
-    head: np.ndarray         # [V, C]
-
-    @classmethod
-    def load(cls, m: WeightMapper, s: Sizes) -> "Ends":
-        C, V = s.n_embed, s.n_vocab
-        return cls(
-            emb=m.take("emb.weight", (V, C)),
-            ln0_w=m.take("blocks.0.ln0.weight", (C,)),
-            ln0_b=m.take("blocks.0.ln0.bias", (C,)),
-            ln_out_w=m.take("ln_out.weight", (C,)),
-            ln_out_b=m.take("ln_out.bias", (C,)),
-            head=m.take("head.weight", (V, C)),
-        )
-
-    def embed(self, token: int, eps: float) -> np.ndarray:
-        return layer_norm(self.emb[token], self.ln0_w, self.ln0_b, eps)      # [C]
-
-    def logits(self, x: np.ndarray, eps: float) -> np.ndarray:
-        x = layer_norm(x, self.ln_out_w, self.ln_out_b, eps)                # [C]
-        return linear(self.head, x)                                          # [V]
-
-
-@dataclass(frozen=True)
-class ChannelMix:
-    """The v4 (and v5) FFN: token-shift mixes, squared ReLU, receptance gate."""
-    mix_k: np.ndarray        # [C]
-    mix_r: np.ndarray        # [C]
-    key: np.ndarray          # [F, C]
-    value: np.ndarray        # [C, F]
-    receptance: np.ndarray   # [C, C]
-
-    @classmethod
-    def load(cls, m: WeightMapper, p: str, s: Sizes) -> "ChannelMix":
-        C, F = s.n_embed, s.n_ffn
-        return cls(
-            mix_k=m.take(p + "ffn.time_mix_k", (C,)),
-            mix_r=m.take(p + "ffn.time_mix_r", (C,)),
-            key=m.take(p + "ffn.key.weight", (F, C)),
-            value=m.take(p + "ffn.value.weight", (C, F)),
-            receptance=m.take(p + "ffn.receptance.weight", (C, C)),
-        )
-
-    def __call__(self, x: np.ndarray, x_prev: np.ndarray) -> np.ndarray:
-        xk = lerp(x, x_prev, self.mix_k)                                     # [C]
-        xr = lerp(x, x_prev, self.mix_r)                                     # [C]
-        r = sigmoid(linear(self.receptance, xr))                             # [C]
-        k = relu_squared(linear(self.key, xk))                               # [F]
-        return r * linear(self.value, k)                                     # [C]
-
-
-# ---- v4 -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Config:
@@ -114,9 +32,7 @@ class Config:
 
 
 @dataclass(frozen=True)
-class Layer:
-    ln1_w: np.ndarray        # [C]
-    ln1_b: np.ndarray        # [C]
+class Attention:
     mix_k: np.ndarray        # [C]
     mix_v: np.ndarray        # [C]
     mix_r: np.ndarray        # [C]
@@ -126,107 +42,49 @@ class Layer:
     value: np.ndarray        # [C, C]
     receptance: np.ndarray   # [C, C]
     output: np.ndarray       # [C, C]
-    ln2_w: np.ndarray        # [C]
-    ln2_b: np.ndarray        # [C]
-    ffn: ChannelMix
 
 
-@dataclass(frozen=True)
-class Weights:
-    config: Config
-    ends: Ends
-    layers: tuple[Layer, ...]
+def _attention(m, p: str, cfg: Config, i: int) -> Attention:
+    C = cfg.sizes.n_embed
+    return Attention(
+        mix_k=m.take(p + "att.time_mix_k", (C,)), mix_v=m.take(p + "att.time_mix_v", (C,)),
+        mix_r=m.take(p + "att.time_mix_r", (C,)),
+        time_first=m.take(p + "att.time_first", (C,)), time_decay=m.take(p + "att.time_decay", (C,)),
+        key=m.take(p + "att.key.weight", (C, C)), value=m.take(p + "att.value.weight", (C, C)),
+        receptance=m.take(p + "att.receptance.weight", (C, C)),
+        output=m.take(p + "att.output.weight", (C, C)))
 
 
-@dataclass(frozen=True)
-class LayerState:
-    att_x: np.ndarray        # [C] ln1 output of the previous token
-    aa: np.ndarray           # [C] WKV numerator, scaled by exp(-pp)
-    bb: np.ndarray           # [C] WKV denominator, scaled by exp(-pp)
-    pp: np.ndarray           # [C] log-scale of aa and bb
-    ffn_x: np.ndarray        # [C] ln2 output of the previous token
+def _empty(cfg: Config) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(aa, bb, pp): numerator and denominator scaled by exp(-pp), and pp."""
+    zero = np.zeros(cfg.sizes.n_embed, dtype=np.float32)                     # [C]
+    return zero, zero, np.full(cfg.sizes.n_embed, PP_EMPTY, dtype=np.float32)
 
 
-State = tuple[LayerState, ...]
-
-
-def load(model) -> Weights:
-    """Map an rwkv.cpp v4 file's tensors to float32 arrays, checking names and shapes."""
-    m = WeightMapper(model, "rwkv4")
-    s = Sizes.read(m)
-    C = s.n_embed
-    layers = []
-    for i in range(s.n_layer):
-        p = f"blocks.{i}."
-        layers.append(Layer(
-            ln1_w=m.take(p + "ln1.weight", (C,)), ln1_b=m.take(p + "ln1.bias", (C,)),
-            mix_k=m.take(p + "att.time_mix_k", (C,)),
-            mix_v=m.take(p + "att.time_mix_v", (C,)),
-            mix_r=m.take(p + "att.time_mix_r", (C,)),
-            time_first=m.take(p + "att.time_first", (C,)),
-            time_decay=m.take(p + "att.time_decay", (C,)),
-            key=m.take(p + "att.key.weight", (C, C)),
-            value=m.take(p + "att.value.weight", (C, C)),
-            receptance=m.take(p + "att.receptance.weight", (C, C)),
-            output=m.take(p + "att.output.weight", (C, C)),
-            ln2_w=m.take(p + "ln2.weight", (C,)), ln2_b=m.take(p + "ln2.bias", (C,)),
-            ffn=ChannelMix.load(m, p, s),
-        ))
-    return Weights(Config(s), Ends.load(m, s), tuple(layers))
-
-
-def initial_state(config: Config) -> State:
-    C = config.sizes.n_embed
-    zero = np.zeros(C, dtype=np.float32)                                     # [C]
-    empty = np.full(C, PP_EMPTY, dtype=np.float32)                           # [C]
-    return tuple(LayerState(zero, zero, zero, empty, zero) for _ in range(config.sizes.n_layer))
-
-
-def time_mix(L: Layer, x: np.ndarray, st: LayerState) -> tuple[np.ndarray, tuple]:
-    """v4 attention for one token; returns the output and the new (aa, bb, pp)."""
-    r = sigmoid(linear(L.receptance, lerp(x, st.att_x, L.mix_r)))          # [C]
-    k = linear(L.key, lerp(x, st.att_x, L.mix_k))                           # [C]
-    v = linear(L.value, lerp(x, st.att_x, L.mix_v))                         # [C]
+def time_mix(cfg: Config, A: Attention, x: np.ndarray, x_prev: np.ndarray, state, v_first):
+    """v4 attention for one token: the output and the new (aa, bb, pp)."""
+    aa, bb, pp = state
+    r = sigmoid(linear(A.receptance, lerp(x, x_prev, A.mix_r)))            # [C]
+    k = linear(A.key, lerp(x, x_prev, A.mix_k))                             # [C]
+    v = linear(A.value, lerp(x, x_prev, A.mix_v))                           # [C]
     # output: past (aa/bb at scale pp) plus the current token with bonus u
-    ww = L.time_first + k                                                   # [C]
-    q = np.maximum(st.pp, ww)                                               # [C]
-    e1, e2 = np.exp(st.pp - q), np.exp(ww - q)                              # [C], [C]
-    wkv = (e1 * st.aa + e2 * v) / (e1 * st.bb + e2)                         # [C]
+    ww = A.time_first + k                                                   # [C]
+    q = np.maximum(pp, ww)                                                  # [C]
+    e1, e2 = np.exp(pp - q), np.exp(ww - q)                                 # [C], [C]
+    wkv = (e1 * aa + e2 * v) / (e1 * bb + e2)                               # [C]
     # state: decay the past by w, add the current token without bonus
-    ww = st.pp + L.time_decay                                               # [C]
+    ww = pp + A.time_decay                                                  # [C]
     q = np.maximum(ww, k)                                                   # [C]
     e1, e2 = np.exp(ww - q), np.exp(k - q)                                  # [C], [C]
-    aa, bb = e1 * st.aa + e2 * v, e1 * st.bb + e2                           # [C], [C]
-    return linear(L.output, r * wkv), (aa, bb, q)                           # [C]
+    new = ((e1 * aa + e2 * v).astype(np.float32), (e1 * bb + e2).astype(np.float32),
+           q.astype(np.float32))
+    return linear(A.output, r * wkv), new, v_first                          # [C]
 
 
-def step(w: Weights, token: int, state: State) -> tuple[np.ndarray, State]:
-    eps = w.config.ln_eps
-    x = w.ends.embed(token, eps)                                                # [C]
-    new = []
-    for L, st in zip(w.layers, state):
-        xa = layer_norm(x, L.ln1_w, L.ln1_b, eps)                            # [C]
-        out, (aa, bb, pp) = time_mix(L, xa, st)
-        x = x + out                                                          # [C]
-        xf = layer_norm(x, L.ln2_w, L.ln2_b, eps)                            # [C]
-        x = x + L.ffn(xf, st.ffn_x)                                          # [C]
-        new.append(LayerState(xa, aa.astype(np.float32), bb.astype(np.float32),
-                              pp.astype(np.float32), xf))
-    return w.ends.logits(x, eps), tuple(new)
+VERSION = rwkv.Version(config=lambda m, s: Config(s), attention=_attention, empty=_empty,
+                       time_mix=time_mix, ffn_names=("time_mix_k", "time_mix_r"))
 
 
-def feed_tokens(step, initial_state, weights, tokens: list[int], state=None):
-    """The token loop every RWKV version shares: ``step`` one token at a time from ``state``
-    (a fresh ``initial_state(config)`` when None); the logits after the last token, and the state."""
-    ids = check_tokens(tokens, weights.config.sizes.n_vocab)
-    state = initial_state(weights.config) if state is None else state
-    logits = np.zeros(weights.config.sizes.n_vocab, dtype=np.float32)
-    for t in ids:
-        logits, state = step(weights, t, state)
-    return logits.astype(np.float32), state
-
-
-def forward(weights: Weights, tokens: list[int], state: State | None = None
-            ) -> tuple[np.ndarray, State]:
-    """Feed ``tokens`` one at a time; return the logits after the last one and the state."""
-    return feed_tokens(step, initial_state, weights, tokens, state)
+def load(model, exact: bool = False) -> rwkv.Weights:
+    """An rwkv.cpp v4 file's weights, names and shapes checked."""
+    return rwkv.load(VERSION, model, exact)

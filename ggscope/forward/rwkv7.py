@@ -1,4 +1,4 @@
-"""RWKV v7 ("Goose") reference forward pass for rwkv.cpp files, in float32 numpy.
+"""RWKV v7 ("Goose"): its attention for the RWKV engine (``rwkv.py``), rwkv.cpp and GGUF files.
 
 Why: to check what an rwkv.cpp v7 file computes.  v7 replaces v5/v6's "decay then
 add" state update with a generalized delta rule.  Per head (S x S state
@@ -23,8 +23,8 @@ Layout as rwkv.cpp's converter writes it (numpy order): the six mixes concatenat
 that every projection is ``W @ x``); ``att.r_k`` [H, S]; ``w0/a0/v0/k_k/k_a`` and
 ``ffn.x_k`` [1, 1, C].  Layer 0 has no ``v0/v1/v2``.  Head count = ne[1] of ``r_k``.
 
-Contract: ``load(model) -> Weights``; ``forward(weights, tokens, state=None) ->
-(logits float32 [n_vocab], State)``.
+Contract: ``load(model, exact=False) -> rwkv.Weights``; ``forward`` and
+``initial_state`` are the engine's.
 """
 from __future__ import annotations
 
@@ -32,12 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ggscope.forward import WeightMapper
-from ggscope.forward.ops import group_norm, l2_normalize, layer_norm, linear, relu_squared, sigmoid, token_shift
-from ggscope.forward.rwkv4 import LN_EPS, Ends, Sizes, feed_tokens, mapper_for
+from ggscope.forward import rwkv
+from ggscope.forward.ops import group_norm, l2_normalize, linear, sigmoid, token_shift
+from ggscope.forward.rwkv import LN_EPS, Sizes, forward, initial_state
 
-__all__ = ["Config", "Layer", "Weights", "LayerState", "State", "load", "forward",
-           "initial_state"]
+__all__ = ["Config", "Attention", "VERSION", "load", "forward", "initial_state"]
 
 GN_EPS = 64e-5             # ln_x GroupNorm eps (BlinkDL's v7 reference)
 NORM_EPS = 1e-12           # floor of the L2 norm of kk (torch F.normalize default)
@@ -65,9 +64,7 @@ class Lora:
 
 
 @dataclass(frozen=True)
-class Layer:
-    ln1_w: np.ndarray        # [C]
-    ln1_b: np.ndarray        # [C]
+class Attention:
     mix: np.ndarray          # [6, C]  x_r x_w x_k x_v x_a x_g
     w0: np.ndarray           # [C]
     w_lora: Lora             # tanh inside
@@ -85,142 +82,85 @@ class Layer:
     output: np.ndarray       # [C, C]
     ln_x_w: np.ndarray | None  # [C]  None: no GroupNorm (llama.cpp allows it)
     ln_x_b: np.ndarray | None  # [C]
-    ln2_w: np.ndarray        # [C]
-    ln2_b: np.ndarray        # [C]
-    ffn_x_k: np.ndarray      # [C]
-    ffn_key: np.ndarray      # [F, C]
-    ffn_value: np.ndarray    # [C, F]
 
 
-@dataclass(frozen=True)
-class Weights:
-    config: Config
-    ends: Ends
-    layers: tuple[Layer, ...]
-
-
-@dataclass(frozen=True)
-class LayerState:
-    att_x: np.ndarray        # [C]       ln1 output of the previous token
-    heads: np.ndarray        # [H, S, S] state, s[h, value channel, key channel]
-    ffn_x: np.ndarray        # [C]       ln2 output of the previous token
-
-
-State = tuple[LayerState, ...]
-
-
-def _config(m: WeightMapper, s: Sizes) -> Config:
+def _config(m, s: Sizes) -> Config:
     n_head, head_size = m.heads()
     gguf = m.model.format == "gguf"
     return Config(s, n_head, head_size, getattr(m, "ln_eps", LN_EPS), GN_EPS, NORM_EPS,
                   DECAY_SCALE_LLAMA_CPP if gguf else float(DECAY_SCALE))
 
 
-def _lora(m: WeightMapper, p: str, c: str, C: int) -> Lora:
+def _lora(m, p: str, c: str, C: int) -> Lora:
     down_ne = m.ne(f"{p}att.{c}1")
     D = down_ne[1] if len(down_ne) == 2 else 0
     return Lora(m.take(f"{p}att.{c}1", (D, C)), m.take(f"{p}att.{c}2", (C, D)))
 
 
-def load(model) -> Weights:
-    """Map an rwkv.cpp or GGUF v7 file's tensors to float32 arrays, checking names and shapes."""
-    m = mapper_for(model, "rwkv7")
-    s = Sizes.read(m)
-    cfg = _config(m, s)
-    C, F, H, S = s.n_embed, s.n_ffn, cfg.n_head, cfg.head_size
-    layers = []
-    for i in range(s.n_layer):
-        p = f"blocks.{i}."
-        first = i == 0
-        # llama.cpp loads g1/g2 and ln_x as optional (time_mix_g1 == NULL: no gate)
-        gated = m.has(p + "att.g1") or m.model.format != "gguf"
-        normed = m.has(p + "att.ln_x.weight") or m.model.format != "gguf"
-        layers.append(Layer(
-            ln1_w=m.take(p + "ln1.weight", (C,)), ln1_b=m.take(p + "ln1.bias", (C,)),
-            mix=m.take(p + "att.x_rwkvag", (N_MIX, 1, C)).reshape(N_MIX, C),
-            w0=m.take(p + "att.w0", (C,)), w_lora=_lora(m, p, "w", C),
-            a0=m.take(p + "att.a0", (C,)), a_lora=_lora(m, p, "a", C),
-            v0=None if first else m.take(p + "att.v0", (C,)),
-            v_lora=None if first else _lora(m, p, "v", C),
-            g_lora=_lora(m, p, "g", C) if gated else None,
-            k_k=m.take(p + "att.k_k", (C,)), k_a=m.take(p + "att.k_a", (C,)),
-            r_k=m.take(p + "att.r_k", (H, S)),
-            key=m.take(p + "att.key.weight", (C, C)),
-            value=m.take(p + "att.value.weight", (C, C)),
-            receptance=m.take(p + "att.receptance.weight", (C, C)),
-            output=m.take(p + "att.output.weight", (C, C)),
-            ln_x_w=m.take(p + "att.ln_x.weight", (C,)) if normed else None,
-            ln_x_b=m.take(p + "att.ln_x.bias", (C,)) if normed else None,
-            ln2_w=m.take(p + "ln2.weight", (C,)), ln2_b=m.take(p + "ln2.bias", (C,)),
-            ffn_x_k=m.take(p + "ffn.x_k", (C,)),
-            ffn_key=m.take(p + "ffn.key.weight", (F, C)),
-            ffn_value=m.take(p + "ffn.value.weight", (C, F)),
-        ))
-    return Weights(cfg, Ends.load(m, s), tuple(layers))
+def _attention(m, p: str, cfg: Config, i: int) -> Attention:
+    C, H, S = cfg.sizes.n_embed, cfg.n_head, cfg.head_size
+    first = i == 0
+    # llama.cpp loads g1/g2 and ln_x as optional (time_mix_g1 == NULL: no gate)
+    gated = m.has(p + "att.g1") or m.model.format != "gguf"
+    normed = m.has(p + "att.ln_x.weight") or m.model.format != "gguf"
+    return Attention(
+        mix=m.take(p + "att.x_rwkvag", (N_MIX, 1, C)).reshape(N_MIX, C),
+        w0=m.take(p + "att.w0", (C,)), w_lora=_lora(m, p, "w", C),
+        a0=m.take(p + "att.a0", (C,)), a_lora=_lora(m, p, "a", C),
+        v0=None if first else m.take(p + "att.v0", (C,)),
+        v_lora=None if first else _lora(m, p, "v", C),
+        g_lora=_lora(m, p, "g", C) if gated else None,
+        k_k=m.take(p + "att.k_k", (C,)), k_a=m.take(p + "att.k_a", (C,)),
+        r_k=m.take(p + "att.r_k", (H, S)),
+        key=m.take(p + "att.key.weight", (C, C)), value=m.take(p + "att.value.weight", (C, C)),
+        receptance=m.take(p + "att.receptance.weight", (C, C)),
+        output=m.take(p + "att.output.weight", (C, C)),
+        ln_x_w=m.take(p + "att.ln_x.weight", (C,)) if normed else None,
+        ln_x_b=m.take(p + "att.ln_x.bias", (C,)) if normed else None)
 
 
-def initial_state(config: Config) -> State:
-    C, H, S = config.sizes.n_embed, config.n_head, config.head_size
-    zero = np.zeros(C, dtype=np.float32)                                     # [C]
-    heads = np.zeros((H, S, S), dtype=np.float32)                            # [H, S, S]
-    return tuple(LayerState(zero, heads, zero) for _ in range(config.sizes.n_layer))
+def _empty(cfg: Config) -> np.ndarray:
+    return np.zeros((cfg.n_head, cfg.head_size, cfg.head_size), dtype=np.float32)   # [H, S, S]
 
 
-def time_mix(cfg: Config, L: Layer, x: np.ndarray, st: LayerState, v_first):
+def time_mix(cfg: Config, A: Attention, x: np.ndarray, x_prev: np.ndarray, heads, v_first):
     """v7 attention for one token; returns output, new head state and v_first."""
     H, S = cfg.n_head, cfg.head_size
-    sx = token_shift(x, st.att_x)                                           # [C]
-    xr, xw, xk, xv, xa, xg = x + sx * L.mix                                 # 6 x [C]
-    r = linear(L.receptance, xr)                                            # [C]
-    k = linear(L.key, xk)                                                   # [C]
-    v = linear(L.value, xv)                                                 # [C]
-    lw = L.w0 + linear(L.w_lora.up, np.tanh(linear(L.w_lora.down, xw)))    # [C]
+    sx = token_shift(x, x_prev)                                             # [C]
+    xr, xw, xk, xv, xa, xg = x + sx * A.mix                                 # 6 x [C]
+    r = linear(A.receptance, xr)                                            # [C]
+    k = linear(A.key, xk)                                                   # [C]
+    v = linear(A.value, xv)                                                 # [C]
+    lw = A.w0 + linear(A.w_lora.up, np.tanh(linear(A.w_lora.down, xw)))    # [C]
     w = np.exp(-np.float32(cfg.decay_scale) * sigmoid(lw)).astype(np.float32)  # [C]
-    a = sigmoid(L.a0 + linear(L.a_lora.up, linear(L.a_lora.down, xa)))     # [C]
-    kk = l2_normalize((k * L.k_k).reshape(H, S), cfg.norm_eps)              # [H, S]
-    k = k * (1 + (a - 1) * L.k_a)                                           # [C]
-    if L.v_lora is None:
+    a = sigmoid(A.a0 + linear(A.a_lora.up, linear(A.a_lora.down, xa)))     # [C]
+    kk = l2_normalize((k * A.k_k).reshape(H, S), cfg.norm_eps)              # [H, S]
+    k = k * (1 + (a - 1) * A.k_a)                                           # [C]
+    if A.v_lora is None:
         v_first = v                                                         # [C]
     else:
-        mix = sigmoid(L.v0 + linear(L.v_lora.up, linear(L.v_lora.down, xv)))  # [C]
+        mix = sigmoid(A.v0 + linear(A.v_lora.up, linear(A.v_lora.down, xv)))  # [C]
         v = v + (v_first - v) * mix                                         # [C]
     r, k, v, w, a = (t.reshape(H, S) for t in (r, k, v, w, a))              # 5 x [H, S]
-    s = st.heads                                                            # [H, S, S]
+    s = heads                                                               # [H, S, S]
     sa = np.einsum("hij,hj->hi", s, -kk)                                    # [H, S]
     s = (s * w[:, None, :] + sa[:, :, None] * (kk * a)[:, None, :]
          + v[:, :, None] * k[:, None, :]).astype(np.float32)                # [H, S, S]
     out = np.einsum("hij,hj->hi", s, r)                                     # [H, S]
     out = out.reshape(-1)                                                   # [C]
-    if L.ln_x_w is not None:
-        out = group_norm(out, L.ln_x_w, L.ln_x_b, H, cfg.gn_eps)            # [C]
-    bonus = (r * k * L.r_k).sum(axis=-1, keepdims=True) * v                 # [H, S]
+    if A.ln_x_w is not None:
+        out = group_norm(out, A.ln_x_w, A.ln_x_b, H, cfg.gn_eps)            # [C]
+    bonus = (r * k * A.r_k).sum(axis=-1, keepdims=True) * v                 # [H, S]
     out = out + bonus.reshape(-1)                                           # [C]
-    if L.g_lora is not None:
-        out = out * linear(L.g_lora.up, sigmoid(linear(L.g_lora.down, xg)))  # [C]
-    return linear(L.output, out), s, v_first                                # [C]
+    if A.g_lora is not None:
+        out = out * linear(A.g_lora.up, sigmoid(linear(A.g_lora.down, xg)))  # [C]
+    return linear(A.output, out), s, v_first                                # [C]
 
 
-def channel_mix(L: Layer, x: np.ndarray, x_prev: np.ndarray) -> np.ndarray:
-    k = x + token_shift(x, x_prev) * L.ffn_x_k                              # [C]
-    return linear(L.ffn_value, relu_squared(linear(L.ffn_key, k)))          # [C]
+VERSION = rwkv.Version(config=_config, attention=_attention, empty=_empty, time_mix=time_mix,
+                       ffn_names=None)
 
 
-def step(w: Weights, token: int, state: State) -> tuple[np.ndarray, State]:
-    cfg = w.config
-    x = w.ends.embed(token, cfg.ln_eps)                                      # [C]
-    v_first = None
-    new = []
-    for L, st in zip(w.layers, state):
-        xa = layer_norm(x, L.ln1_w, L.ln1_b, cfg.ln_eps)                     # [C]
-        out, heads, v_first = time_mix(cfg, L, xa, st, v_first)
-        x = x + out                                                          # [C]
-        xf = layer_norm(x, L.ln2_w, L.ln2_b, cfg.ln_eps)                     # [C]
-        x = x + channel_mix(L, xf, st.ffn_x)                                 # [C]
-        new.append(LayerState(xa, heads, xf))
-    return w.ends.logits(x, cfg.ln_eps), tuple(new)
-
-
-def forward(weights: Weights, tokens: list[int], state: State | None = None
-            ) -> tuple[np.ndarray, State]:
-    """Feed ``tokens`` one at a time; return the logits after the last one and the state."""
-    return feed_tokens(step, initial_state, weights, tokens, state)
+def load(model, exact: bool = False) -> rwkv.Weights:
+    """An rwkv.cpp or GGUF v7 file's weights, names and shapes checked."""
+    return rwkv.load(VERSION, model, exact)

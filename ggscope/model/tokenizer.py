@@ -15,11 +15,9 @@ translates GGUF metadata into a ``tokenizers.Tokenizer``, except for SentencePie
   regexes llama.cpp picks for ``tokenizer.ggml.pre`` (``PRE_TOKENIZER_REGEXES``, copied
   from llama.cpp's ``src/llama-vocab.cpp``), applied in sequence as llama.cpp's
   ``unicode_regex_split`` does, then GPT-2's byte-to-unicode map and the merges.
-* ``tokenizer.ggml.model == "bert"`` (WordPiece): the converter stored word-initial
-  pieces with a leading "▁" and continuation pieces without their "##"; turned back,
-  they feed ``tokenizers``' WordPiece model behind llama.cpp's preprocessing (NFD
-  without combining marks, lower case, split at whitespace, punctuation, ASCII symbols and CJK characters;
-  ``llm_tokenizer_wpm_session::preprocess`` in ``src/llama-vocab.cpp``).
+* ``tokenizer.ggml.model == "bert"`` (WordPiece): llama.cpp's own session
+  (``ggscope.model.wpm``: its per-code-point normalisation, word splitting and greedy
+  longest match over the stored pieces, word-initial ones with a leading "▁").
 * Early llama.cpp files (GGML/GGMF/GGJT) carry LLaMA's SentencePiece vocabulary as the
   converter of the time wrote it: "▁" as a plain space, byte pieces as the raw byte
   (ids 3..258), no token types.  It is turned back into SentencePiece pieces
@@ -27,7 +25,9 @@ translates GGUF metadata into a ``tokenizers.Tokenizer``, except for SentencePie
 * rwkv.cpp files carry no vocabulary: their tiny models are byte-level, id = byte.
 
 User-defined tokens (token_type 4) are matched in the text as whole pieces, as llama.cpp
-does even without special-token parsing; control tokens are not.  Anything else
+does even without special-token parsing; control tokens are not -- with the types
+llama.cpp gives them at load (``special_tokens.retype``: ``</s>``, ``<end_of_turn>`` and
+the like are control tokens even where the file says user-defined).  Anything else
 (Unigram, an unknown ``pre``) raises ``TokenizerError`` saying what is supported.
 
 Contract: ``load(model) -> Tokenizer`` reads the vocabulary arrays and nothing more; the
@@ -47,7 +47,9 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ggscope.core.errors import GGScopeError
 from ggscope.core.escape import escape_label, quoted
+from ggscope.model.special_tokens import retype
 from ggscope.model.spm import SpmVocab
+from ggscope.model.wpm import WpmVocab
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -187,6 +189,8 @@ class Tokenizer:
                 ids = engine.encode(text)
             except KeyError as exc:      # a byte without a piece: llama.cpp throws too
                 raise TokenizerError(f"cannot tokenize the text: {exc.args[0]}") from None
+        elif self.kind == "bert":
+            ids = engine.encode(text)
         else:
             ids = list(engine.encode(text, add_special_tokens=False).ids)
         bos = self.add_bos if add_bos is None else add_bos
@@ -197,7 +201,7 @@ class Tokenizer:
     def decode(self, ids: list[int]) -> str:
         if self.kind == "bytes":
             return bytes(i for i in ids if 0 <= i < 256).decode("utf-8", errors="replace")
-        if self.kind == "llama":
+        if self.kind in ("llama", "bert"):
             # llama_vocab::impl::detokenize: the pieces' bytes, the first token's leading
             # space dropped where the tokenizer added one (token_to_piece's lstrip)
             pieces = [self.piece_bytes(int(i)) for i in ids]
@@ -245,39 +249,12 @@ def _legacy_pieces(tokens: list[str]) -> tuple[list[str], list[int]]:
     return pieces, types
 
 
-# llama.cpp's WordPiece preprocessing: a code point is its own word when it is
-# punctuation (Unicode P*), an ASCII symbol (S* below 0x7F) or a CJK ideograph
-# (llm_tokenizer_wpm_session::is_chinese_char).
-_WPM_SPLIT = (r"[\p{P}]|[\$\+<=>\^`\|~]|[\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}"
-              r"\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}\x{2B740}-\x{2B81F}"
-              r"\x{2B920}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}]")
-
-
-def _build_bert(meta: dict, tokens: list[str], types: list[int]):
-    from tokenizers import Regex, Tokenizer as HF, decoders, models, normalizers, pre_tokenizers
-    vocab: dict[str, int] = {}
-    for i, t in enumerate(tokens):
-        if types[i] in (TOKEN_TYPE_CONTROL, TOKEN_TYPE_UNKNOWN) or (t.startswith("[") and t.endswith("]")):
-            wp = t
-        elif t.startswith(SPM_SPACE):
-            wp = t[1:]                              # word-initial piece
-        else:
-            wp = "##" + t                           # continuation piece
-        vocab.setdefault(wp, i)
-    unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))
-    unk_piece = tokens[unk] if 0 <= unk < len(tokens) else "[UNK]"
-    hf = HF(models.WordPiece(vocab=vocab, unk_token=unk_piece, continuing_subword_prefix="##",
-                             max_input_chars_per_word=1 << 30))
-    # llama.cpp: NFD, drop NUL / U+FFFD / control characters and the combining marks
-    # NFD split off (its vectors: "Führer" -> "fu", "##hrer"), lower case
-    hf.normalizer = normalizers.Sequence([
-        normalizers.NFD(), normalizers.Replace(Regex(r"[\x00\x{FFFD}\p{Cc}\p{Cf}]"), ""),
-        normalizers.StripAccents(), normalizers.Lowercase()])
-    hf.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.WhitespaceSplit(),
-        pre_tokenizers.Split(Regex(_WPM_SPLIT), behavior="isolated")])
-    hf.decoder = decoders.WordPiece(prefix="##")
-    return hf
+def _build_bert(meta: dict, tokens: list[str], types: list[int]) -> WpmVocab:
+    unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))    # llama.cpp's WPM default
+    lowercase = bool(meta.get("tokenizer.ggml.normalizer.lowercase", True))
+    strip = meta.get("tokenizer.ggml.normalizer.strip_accents")
+    users = [(t, i) for i, t in enumerate(tokens) if types[i] == TOKEN_TYPE_USER_DEFINED]
+    return WpmVocab.build(tokens, unk, lowercase, None if strip is None else bool(strip), users)
 
 
 def _build_llama(meta: dict, tokens: list[str], types: list[int]):
@@ -331,6 +308,8 @@ def load(model: "ModelFile") -> Tokenizer:
     types = [int(t) for t in _meta_list(meta, "tokenizer.ggml.token_type")] or [1] * len(tokens)
     if legacy and kind == "llama":
         tokens, types = _legacy_pieces(tokens)
+    elif model.format == "gguf":
+        types = retype(meta, tokens, types)         # llama.cpp's load-time special-token typing
     bos = meta.get("tokenizer.ggml.bos_token_id")
     bos = int(bos) if bos is not None else None
     space = bool(meta.get("tokenizer.ggml.add_space_prefix", True))

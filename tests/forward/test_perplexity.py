@@ -37,21 +37,32 @@ def _record(name: str) -> dict:
     return json.loads((REC / f"{name}.json").read_text())
 
 
-def _close(ours: dict, oracle: dict, keys=("ppl_base", "ppl_quant", "kld_mean", "same_top_p_pct"),
-           fa_off: dict | None = None) -> list[str]:
-    """Issue 28's tolerances; the names of the figures outside them.  Same top p is
-    held to 0.1 pp or, where wider, to how far llama.cpp's two attention paths (flash
-    attention on and off) are apart on the same pair: one position of 126 is 0.8 pp."""
+def _close(ours: dict, oracle: dict, keys=("ppl_base", "ppl_quant", "kld_mean", "same_top_p_pct")
+           ) -> list[str]:
+    """Issue 28's tolerances; the names of the figures outside them: PPL to 0.1 %, mean
+    KLD to 1 % relative (or 1e-5 absolute where smaller), same top p to 0.1 percentage
+    point -- or, where one scored position is worth more, to one position (the records
+    have 6 and 3 decimals).
+
+    Why one position: same top p counts argmax agreements, and on these small test
+    models a handful of positions have their two best logits within 1e-4 of each other.
+    Which of the two wins is decided by the order in which ggml's SIMD kernels add up a
+    dot product (8 float lanes per 32-block, fused multiply-adds, a fixed horizontal
+    sum), which numpy's BLAS does not share: the 1e-7 relative differences it leaves in
+    q, k and v are turned into 1e-5 by the F16 KV cache's rounding and into 1e-4 by the
+    next Q8_0 activation rounding (measured layer by layer against the tensors
+    llama.cpp's eval callback hands out).  llama.cpp itself moves such positions
+    between its two attention paths (-fa on / off)."""
     bad = []
     for key in keys:
         a, b = ours[key]["value"], oracle[key]["value"]
         if key.startswith("ppl"):
             ok = abs(a - b) <= 1e-3 * b
         elif key == "kld_mean":
-            ok = abs(a - b) <= max(1e-2 * b, 1e-5) + 5e-7       # the record has 6 decimals
+            ok = abs(a - b) <= max(1e-2 * b, 1e-5) + 5e-7
         else:
-            spread = abs(b - fa_off[key]["value"]) if fa_off else 0.0
-            ok = abs(a - b) <= max(0.1, spread) + 5e-4
+            one = 100.0 / ours.get("n_scored", oracle.get("n_scored", 10**9))
+            ok = abs(a - b) <= max(0.1, one) + 5e-4
         if not ok:
             bad.append(f"{key}: ggscope {a} llama-perplexity {b}")
     return bad
@@ -81,12 +92,12 @@ def test_reads_llama_perplexity_base_file(tiny_from_file):
 
 def test_report_from_base_file_agrees_with_llama_perplexity(tiny_from_file):
     rec = _record(TINY)
-    assert _close(render.as_json(tiny_from_file), rec["report"], fa_off=rec["report_fa_off"]) == []
+    assert _close(render.as_json(tiny_from_file), rec["report"]) == []
 
 
 def test_report_from_both_models_agrees_with_llama_perplexity(tiny_from_models):
     rec = _record(TINY)
-    assert _close(render.as_json(tiny_from_models[0]), rec["report"], fa_off=rec["report_fa_off"]) == []
+    assert _close(render.as_json(tiny_from_models[0]), rec["report"]) == []
 
 
 def test_written_base_file_is_llama_perplexitys(tiny_from_models):
@@ -187,11 +198,18 @@ GEMMA_DIR = os.environ.get("GGSCOPE_KLD_MODELS")
 
 
 _CHAOTIC = pytest.mark.xfail(strict=False, reason=(
-    "measured: ggscope PPL(Q) 6.269 / KLD 0.01659 / same top 93.65 % against llama-perplexity's "
-    "6.3055 / 0.01903 / 95.24 % (flash attention on) and 6.1518 / 0.01730 / 95.63 % (off): "
-    "on this Q8_0 file llama.cpp's own two attention paths are 2.5 % apart in PPL"))
+    "measured with ggml's GELU table, rope angles, rms_norm and Q8_0 scale: PPL(base) 6.0802 / "
+    "PPL(Q) 6.2106 / KLD 0.019133 / same top 94.44 % against llama-perplexity's 6.0777 / 6.3055 / "
+    "0.019029 / 95.24 % (flash attention on; off: PPL(Q) 6.1518, KLD 0.017302): KLD and PPL(base) "
+    "within the issue's tolerance, PPL(Q) 1.5 % off - the order of ggml's SIMD dot-product sums, "
+    "amplified by the F16 KV cache and Q8_0 activation rounding (see _close).  Making only the "
+    "Q8_0 products bit-exact (ggml's 8 lanes of 4-byte sums per block, fma, fixed horizontal "
+    "sum: reproduces llama.cpp's q, k, v to the bit) moves PPL(Q) to 6.2522 and KLD to 0.019674: "
+    "on this pair the figures move by ~1-3 % with any 1e-7 change upstream, as llama.cpp's own "
+    "two attention paths do (2.5 % in PPL(Q), 9 % in KLD)"))
 _Q4_0 = pytest.mark.xfail(strict=False, reason=(
-    "measured: PPL(Q) 25.398 against 25.317 (0.32 %); KLD 0.36 % and same top p (exact) agree"))
+    "measured: PPL(Q) 25.269 against 25.317 (0.19 %); PPL(base), KLD (0.41 %) and same top p "
+    "(exact) agree"))
 
 
 @pytest.mark.slow
@@ -206,7 +224,7 @@ def test_gemma_pairs_against_llama_perplexity(name, quant):
     rep = evaluate(open_model(str(Path(GEMMA_DIR) / quant)),
                    base=open_model(str(Path(GEMMA_DIR) / "gemma-f16.gguf")),
                    text=CORPUS.read_text(), n_ctx=rec["ctx"], chunks=rec["chunks"])
-    assert _close(render.as_json(rep), rec["report"], fa_off=rec["report_fa_off"]) == []
+    assert _close(render.as_json(rep), rec["report"]) == []
 
 
 def test_per_layer_error_is_each_layers_output_against_the_base(tiny_from_models):
