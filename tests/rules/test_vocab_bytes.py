@@ -105,7 +105,8 @@ UTF8 = [b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80", b"\xdf\xbf", b"\xe0\x80\x80", b"\
         b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\x80",
         b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xe2\x28\xa1", b"\xc3\x28",
         b"abcdefgh\xff", b"abcdefghijklmnop\xc3", b"abcdefghijklmno\xc3\xa9", b"\xc3\xa9abcdefghijklmnop",
-        "ünïcødé and ascii past eight bytes".encode()]
+        "ünïcødé and ascii past eight bytes".encode(), b"\xffabcdefghijklmno", b"abcdefg\xff", b"abcdefgh\xc3",
+        b"\xc3abcdefghijklmno", b"abcdefghijklmnopqrstuvw\xed\xa0\x80"]
 
 
 def test_utf8_edges_as_pythons_codec(route):
@@ -120,6 +121,18 @@ def test_random_bytes_as_the_definition(route):
     check(strings)                       # short strings over a small alphabet: many duplicates
     distinct = list(dict.fromkeys(strings))
     check(distinct)                      # none
+
+
+def test_long_mostly_ascii_strings_as_the_definition(route):
+    """Strings past the eight-byte ASCII stride, one stray byte anywhere in them."""
+    rng = np.random.default_rng(3)
+    strings = []
+    for _ in range(2000):
+        s = bytearray(rng.integers(0x20, 0x7F, size=int(rng.integers(0, 40)), dtype=np.uint8).tobytes())
+        if s and rng.random() < 0.5:
+            s[int(rng.integers(0, len(s)))] = int(rng.choice([0x80, 0xC3, 0xE2, 0xF0, 0xFF]))
+        strings.append(bytes(s))
+    check(strings)
 
 
 def test_262k_tokens(route):
