@@ -13,7 +13,9 @@ equal an earlier string's, and that earlier string's index - or None; bytes are 
 as llama.cpp's ``std::string`` keys are.  ``invalid_utf8(strings)`` is the increasing
 indices of the strings Python's strict UTF-8 codec refuses.  Both take a
 ``ggscope.ksy.strings.StringArray`` or any sequence of str/bytes (encoded UTF-8 with
-surrogateescape, which maps the bytes the parser read back exactly).  Work and memory
+surrogateescape, which maps the bytes the parser read back exactly).  ``texts(strings,
+ids)`` is the strings at the given indices, decoded as indexing decodes one, with the
+positions of all of them found in one pass instead of one per index.  Work and memory
 grow with the strings' bytes and count, both backed by the file.
 """
 from __future__ import annotations
@@ -31,7 +33,7 @@ try:
 except ImportError:                          # pragma: no cover - depends on the build
     _cvocab = None
 
-__all__ = ["first_duplicate", "invalid_utf8"]
+__all__ = ["first_duplicate", "invalid_utf8", "texts"]
 
 _CHUNK = 1 << 16                             # strings per block of the numpy route
 _P = np.uint64(0x100000001B3)                # a 64-bit multiplier (FNV's prime) for the block hash
@@ -156,3 +158,23 @@ def _utf8(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+# --- many texts by index -------------------------------------------------------------
+
+def texts(strings: Sequence, ids: Sequence[int]) -> list:
+    """``[strings[i] for i in ids]`` (each 0 <= i < len), the positions found a block at a
+    time: indexing a contiguous array one string at a time sums the lengths before it."""
+    if not isinstance(strings, StringArray) or len(ids) < 16:
+        return [strings[i] for i in ids]
+    idx = np.asarray(ids, dtype=np.int64)
+    starts = np.empty(len(idx), dtype=np.int64)
+    for lo, hi, offs, _ in strings.blocks():
+        sel = (idx >= lo) & (idx < hi)
+        if sel.any():
+            starts[sel] = offs[idx[sel] - lo]
+    ends = starts + strings.width + strings.lens[idx].astype(np.int64)
+    arr, enc, w = strings._arr, strings.encoding, strings.width
+    if enc is None:
+        return [arr[s + w:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist())]
+    return [arr[s + w:e].tobytes().decode(enc, "surrogateescape") for s, e in zip(starts.tolist(), ends.tolist())]

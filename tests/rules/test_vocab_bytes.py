@@ -203,3 +203,12 @@ def test_validate_reports_the_first_duplicate(route, tmp_path, tokens, dup):
     assert len(utf8) == (1 if bad else 0)
     if bad:
         assert f"{len(bad)} string element(s) are not UTF-8: element {bad[0]} " in utf8[0]
+
+
+def test_texts_are_what_indexing_gives():
+    strings = [b"t%d" % i for i in range(20_000)] + [b"", b"\xff\xfe", "ünï".encode()]
+    ids = [0, 1, 4095, 4096, 4097, 19_999, 20_000, 20_001, 20_002] + list(range(100, 140))
+    for sa in layouts(strings):
+        assert vocab_bytes.texts(sa, ids) == [sa[i] for i in ids]
+        assert vocab_bytes.texts(sa, ids) == [strings[i].decode("utf-8", "surrogateescape") for i in ids]
+    assert vocab_bytes.texts(["a", "b"], [1, 0]) == ["b", "a"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ggscope.rules import vocab_bytes
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
 
 if TYPE_CHECKING:
@@ -120,8 +121,7 @@ def special_tokens(mf: "ModelFile") -> list[tuple[int, str]]:
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
     out = []
-    for i in sorted(ids):
-        text = tokens[i]
+    for i, text in zip(sorted(ids), vocab_bytes.texts(tokens, sorted(ids))):   # positions in one pass
         out.append((i, text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")))
     return out
 
