@@ -5,6 +5,9 @@ soon as a gguf-py release carries the entry itself, so the entry is then deleted
 ``ggscope/upstream_overlay.py``.
 """
 import inspect
+import json
+import os
+from pathlib import Path
 
 import gguf
 import gguf.constants as c
@@ -70,3 +73,37 @@ def test_ggml_type_table_agrees_with_gguf_py_and_overlay():
     for type_id, name in upstream.ggml_type_names().items():
         t = ggml_types.type_by_id(type_id)
         assert t.name == name and not t.removed, (type_id, name, t)
+
+
+def test_key_types_cache_holds_what_gguf_py_gives(tmp_path, monkeypatch):
+    """key_types() is kept on disk per installed gguf-py: a second process reads the
+    same table, in the same order (expected_key_type's precedence depends on it); a
+    damaged cache file is computed past and rewritten."""
+    monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path / "facts"))
+    fresh = upstream._key_types()
+    upstream.key_types.cache_clear()
+    try:
+        assert list(upstream.key_types().items()) == list(fresh.items())     # computed, then stored
+        files = list((tmp_path / "facts").glob("key_types-*.json"))
+        assert len(files) == 1
+        upstream.key_types.cache_clear()
+        monkeypatch.setattr(upstream, "_key_types", lambda: pytest.fail("the cache was not read"))
+        assert list(upstream.key_types().items()) == list(fresh.items())     # read back
+        files[0].write_text('{"general.name": 5')                             # damaged
+        upstream.key_types.cache_clear()
+        monkeypatch.setattr(upstream, "_key_types", lambda: fresh)
+        assert upstream.key_types() == fresh
+        assert json.loads(files[0].read_text()) == fresh
+    finally:
+        upstream.key_types.cache_clear()
+
+
+def test_key_types_cache_names_the_installed_gguf_py(tmp_path, monkeypatch):
+    monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path))
+    before = upstream._cache_file("key_types")
+    writer = Path(gguf.__file__).with_name("gguf_writer.py")
+    st = writer.stat()
+    real_stat = os.stat
+    monkeypatch.setattr(upstream.os, "stat", lambda f, *a, **k: os.stat_result(
+        (st.st_mode, 0, 0, 1, 0, 0, st.st_size + 1, 0, 0, 0)) if str(f) == str(writer) else real_stat(f, *a, **k))
+    assert before is not None and upstream._cache_file("key_types") != before   # another gguf-py: another file

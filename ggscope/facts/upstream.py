@@ -20,12 +20,23 @@ Contract (all computed once, lazily):
   (block names without ``blk.{bid}.``), or None for an unknown architecture.
 * ``file_types()``: ``general.file_type`` value -> name (``"MOSTLY_Q4_K_M"``).
 * ``ggml_type_names()``: ggml type id -> name (``"Q4_K"``).
+
+``key_types()`` parses gguf-py's writer (tens of milliseconds every ``validate`` process
+paid): its result is kept in the user cache directory (``platformdirs``, ``ggscope/facts``)
+under a name made of the sizes and modification times of gguf-py's ``constants.py`` and
+``gguf_writer.py`` and of this module, so another gguf-py or another ggscope computes it
+anew; a cache that cannot be read or written is computed past.
 """
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib.util
 import inspect
+import json
+import os
 import re
+import tempfile
 from functools import lru_cache
 
 from ggscope.facts import upstream_overlay as overlay
@@ -80,8 +91,61 @@ def _key_of(node: ast.AST, keys: dict[str, str]) -> str | None:
     return keys.get(f"{parts[1]}.{parts[0]}")
 
 
+def _cache_dir() -> str:
+    from platformdirs import user_cache_dir   # start-up: only when key_types() runs
+    return os.path.join(user_cache_dir("ggscope"), "facts")
+
+
+def _cache_file(name: str) -> str | None:
+    """Where ``name`` computed from the installed gguf-py is kept, or None (no gguf-py found)."""
+    try:
+        spec = importlib.util.find_spec("gguf")      # locates the package without importing it
+        where = list(spec.submodule_search_locations or []) if spec else []
+        if not where:
+            return None
+        stamp = []
+        for f in (os.path.join(where[0], "constants.py"), os.path.join(where[0], "gguf_writer.py"), __file__):
+            st = os.stat(f)
+            stamp.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+    except (OSError, ImportError, ValueError):
+        return None
+    return os.path.join(_cache_dir(), f"{name}-{hashlib.sha256(chr(10).join(stamp).encode()).hexdigest()[:20]}.json")
+
+
+def _cached_strings(name: str, compute) -> dict[str, str]:
+    """``compute()`` (a dict of str to str), read from the cache file when one is there."""
+    path = _cache_file(name)
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                got = json.load(fh)
+            if isinstance(got, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()):
+                return got
+        except (OSError, ValueError):
+            pass
+    out = compute()
+    if path is not None:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(out, fh)
+                os.replace(tmp, path)           # whole or not at all, for a parallel process
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError:
+            pass
+    return out
+
+
 @lru_cache(maxsize=1)
 def key_types() -> dict[str, str]:
+    return _cached_strings("key_types", _key_types)
+
+
+def _key_types() -> dict[str, str]:
     import gguf.gguf_writer as gw
     keys = _all_keys()
     tree = ast.parse(inspect.getsource(gw))
