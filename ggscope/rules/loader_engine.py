@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ggscope.core.escape import llama_quoted
-from ggscope.facts import llama_arch as gen
+from ggscope.facts import llama_arch as gen, upstream
 from ggscope.facts.llama_loader import key as llama_key
 from ggscope.model.split import open_model, shard_paths
 from ggscope.rules import loader_generated as generated, vocab_bytes
@@ -161,9 +161,8 @@ class _Run:
     def special_token_types(self) -> None:
         """get_key's typed reads: the pre-tokenizer (str), token_type_count and special
         token ids (u32), the add_* flags (bool)."""
-        import gguf.constants as c
-        for attr, key in vars(c.Keys.Tokenizer).items():
-            if not isinstance(key, str) or "{" in key or key not in self.md:
+        for attr, key in upstream.tokenizer_keys().items():      # gguf-py's Keys.Tokenizer
+            if "{" in key or key not in self.md:
                 continue
             want = ("uint32" if attr.endswith("_ID") or attr == "TOKEN_TYPE_COUNT" else "bool" if attr.startswith("ADD_")
                     else "string" if attr == "PRE" else None)
