@@ -46,6 +46,9 @@ static int good_size(Py_ssize_t s) { return s == 1 || s == 2 || s == 4 || s == 8
 
 /* Python's strict UTF-8 decoder's verdict on one string (RFC 3629 well-formedness) */
 static int utf8_ok(const unsigned char *p, uint64_t n) {
+    unsigned char any = 0;                         /* all ASCII (most tokens): one OR over the bytes */
+    for (uint64_t k = 0; k < n; k++) any |= p[k];
+    if (!(any & 0x80)) return 1;
     uint64_t i = 0;
     while (i < n) {
         if (i + 8 <= n) {                          /* eight ASCII bytes at a time */
