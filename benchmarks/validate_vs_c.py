@@ -98,10 +98,11 @@ print(json.dumps([once(p) for p in paths]))
 """
 
 
-def py_in_process(paths: list[Path], cmd: str, env: dict[str, str]) -> list[float]:
+def py_in_process(paths: list[Path], cmd: str, env: dict[str, str], cwd: Path) -> list[float]:
     """Seconds ``ggscope CMD FILE`` takes per file through ggscope.cli.main, all files in
-    one child process (the tree ``env``'s PYTHONPATH names), after one warm-up file."""
-    out = subprocess.run([sys.executable, "-c", CHILD, cmd, *map(str, paths)], env=env, capture_output=True,
+    one child process (the tree ``env``'s PYTHONPATH names: ``cwd``, first on a ``-c``
+    child's path, must hold no ggscope), after one warm-up file."""
+    out = subprocess.run([sys.executable, "-c", CHILD, cmd, *map(str, paths)], env=env, cwd=cwd, capture_output=True,
                          text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
@@ -165,7 +166,7 @@ def main() -> None:
             log(f"round {r + 1}/{a.rounds}")
             got = {"c": c_in_process(exe, real + small)}
             for k, e in envs.items():
-                got[k] = py_in_process(real + small, "info" if k == "info" else "validate", e)
+                got[k] = py_in_process(real + small, "info" if k == "info" else "validate", e, tmp)
             for k, ts in got.items():
                 for i, t in enumerate(ts):
                     inproc[k][i].append(t)

@@ -36,6 +36,8 @@ except ImportError:                          # pragma: no cover - depends on the
 __all__ = ["first_duplicate", "invalid_utf8", "texts"]
 
 _CHUNK = 1 << 16                             # strings per block of the numpy route
+_BUDGET = 1 << 20                            # string bytes per block of the numpy route
+_LONG = 1 << 12                              # longer strings: hashed one by one
 _P = np.uint64(0x100000001B3)                # a 64-bit multiplier (FNV's prime) for the block hash
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 
@@ -82,20 +84,36 @@ def _exact(raws: list) -> tuple[int, int] | None:
 
 
 def _block_hashes(strings: StringArray) -> np.ndarray:
-    """A 64-bit polynomial hash of each string's bytes and length, a block at a time."""
+    """A 64-bit hash of each string's bytes and length: a polynomial over blocks of at
+    most ``_CHUNK`` strings and ``_BUDGET`` bytes (numpy holds about 24 bytes per byte of
+    a block), Python's hash of the bytes for a string longer than ``_LONG`` (equal
+    strings have equal lengths, so they always meet the same hash)."""
     n = len(strings)
     out = np.empty(n, dtype=np.uint64)
-    top = int(strings.lens.max()) + 1 if n else 1
-    pw = np.cumprod(np.full(top, _P, dtype=np.uint64), dtype=np.uint64)   # wraps mod 2**64
+    lens = strings.lengths()
+    short = lens[lens <= _LONG]
+    pw = np.cumprod(np.full(int(short.max()) + 1 if short.size else 1, _P, dtype=np.uint64), dtype=np.uint64)
+    ends = np.cumsum(lens + 1)                         # joined with one byte before each string
+    lo = 0
     with np.errstate(over="ignore"):
-        for lo in range(0, n, _CHUNK):
-            part = strings.part(lo, min(n, lo + _CHUNK))
+        while lo < n:
+            if lens[lo] > _LONG:
+                out[lo] = np.uint64(hash(strings.raw(lo)) & 0xFFFFFFFFFFFFFFFF) ^ (np.uint64(lens[lo]) * _MIX)
+                lo += 1
+                continue
+            hi = int(np.searchsorted(ends, ends[lo] - lens[lo] - 1 + _BUDGET, side="right"))
+            hi = min(max(hi, lo + 1), lo + _CHUNK, n)
+            longs = np.flatnonzero(lens[lo:hi] > _LONG)
+            if longs.size:
+                hi = lo + int(longs[0])
+            part = strings.part(lo, hi)
             joined = part.joined()                    # each string after one NUL: no segment is empty
-            seg = part.lengths() + 1
+            seg = lens[lo:hi] + 1
             starts = np.cumsum(seg) - seg
             pos = np.arange(joined.size, dtype=np.int64) - np.repeat(starts, seg)
-            h = np.add.reduceat(joined.astype(np.uint64) * pw[pos], starts) if joined.size else np.zeros(0, np.uint64)
-            out[lo:lo + len(part)] = h ^ (seg.astype(np.uint64) * _MIX)
+            h = np.add.reduceat(joined.astype(np.uint64) * pw[pos], starts)
+            out[lo:hi] = h ^ (seg.astype(np.uint64) * _MIX)
+            lo = hi
     return out
 
 

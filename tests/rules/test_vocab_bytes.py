@@ -148,6 +148,16 @@ def test_262k_tokens(route):
     assert vocab_bytes.invalid_utf8(sa) == [200_000]
 
 
+def test_long_strings_and_many_blocks(route, monkeypatch):
+    """Strings past the numpy route's one-by-one length among short ones, and blocks cut
+    by bytes: the answer does not depend on where a block ends."""
+    monkeypatch.setattr(vocab_bytes, "_BUDGET", 64)
+    long = b"L" * 5000
+    strings = [b"a", long, b"b" * 100, long + b"x", b"c", b"b" * 100, long]
+    check(strings)
+    check([b"k%d" % i for i in range(500)] + [b"k250"])
+
+
 def test_hash_collisions_are_settled_exactly(monkeypatch):
     """The numpy route compares the bytes of every candidate its hash proposes: with every
     hash equal it still names the true first duplicate, or none."""
