@@ -90,24 +90,30 @@ def test_facts_cache_holds_what_gguf_py_gives(tmp_path, monkeypatch):
         monkeypatch.setattr(upstream, "_compute_facts", lambda: pytest.fail("the cache was not read"))
         got = upstream._facts()
         assert got == fresh and list(got["key_types"].items()) == list(fresh["key_types"].items())
+        stored = json.loads(files[0].read_text())
         files[0].write_text('{"key_types": 5')                               # damaged
         upstream._facts.cache_clear()
         monkeypatch.setattr(upstream, "_compute_facts", lambda: fresh)
         assert upstream._facts() == fresh
-        assert json.loads(files[0].read_text()) == fresh
+        assert json.loads(files[0].read_text()) == stored and stored["facts"] == fresh
+        stored["stamp"] += "another gguf-py"                                  # same name, other files
+        files[0].write_text(json.dumps(stored))
+        upstream._facts.cache_clear()
+        monkeypatch.setattr(upstream, "_compute_facts", lambda: {**fresh, "arch_names": ["recomputed"]})
+        assert upstream._facts()["arch_names"] == ["recomputed"]
     finally:
         upstream._facts.cache_clear()
 
 
 def test_facts_cache_names_the_installed_gguf_py(tmp_path, monkeypatch):
     monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path))
-    before = upstream._cache_file("facts")
+    before = upstream._cache_file("facts")[0]
     writer = Path(gguf.__file__).with_name("gguf_writer.py")
     st = writer.stat()
     real_stat = os.stat
     monkeypatch.setattr(upstream.os, "stat", lambda f, *a, **k: os.stat_result(
         (st.st_mode, 0, 0, 1, 0, 0, st.st_size + 1, 0, 0, 0)) if str(f) == str(writer) else real_stat(f, *a, **k))
-    assert before is not None and upstream._cache_file("facts") != before     # another gguf-py: another file
+    assert upstream._cache_file("facts")[0] != before                         # another gguf-py: another file
 
 
 def test_the_table_is_gguf_pys():

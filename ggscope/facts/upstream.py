@@ -33,13 +33,13 @@ ggscope computes it anew; a cache that cannot be read or written is computed pas
 from __future__ import annotations
 
 import ast
-import hashlib
 import importlib.util
 import inspect
 import json
 import os
 import re
 import tempfile
+import zlib
 from functools import lru_cache
 
 from ggscope.facts import upstream_overlay as overlay
@@ -99,20 +99,23 @@ def _cache_dir() -> str:
     return os.path.join(user_cache_dir("ggscope"), "facts")
 
 
-def _cache_file(name: str) -> str | None:
-    """Where ``name`` computed from the installed gguf-py is kept, or None (no gguf-py found)."""
+def _cache_file(name: str) -> tuple[str, str] | None:
+    """Where ``name`` computed from the installed gguf-py is kept and the stamp that file
+    must hold (the files it is computed from, their sizes and times), or None (no gguf-py
+    found).  The stamp is checked on reading: the name's checksum only spreads the files."""
     try:
         spec = importlib.util.find_spec("gguf")      # locates the package without importing it
         where = list(spec.submodule_search_locations or []) if spec else []
         if not where:
             return None
-        stamp = []
+        parts = []
         for f in (os.path.join(where[0], "constants.py"), os.path.join(where[0], "gguf_writer.py"), __file__):
             st = os.stat(f)
-            stamp.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
     except (OSError, ImportError, ValueError):
         return None
-    return os.path.join(_cache_dir(), f"{name}-{hashlib.sha256(chr(10).join(stamp).encode()).hexdigest()[:20]}.json")
+    stamp = "\n".join(parts)
+    return os.path.join(_cache_dir(), f"{name}-{zlib.crc32(stamp.encode('utf-8', 'surrogateescape')):08x}.json"), stamp
 
 
 def _compute_facts() -> dict:
@@ -146,23 +149,25 @@ _SHAPE = {"key_types": dict, "tokenizer_keys": dict, "arch_names": list, "arch_t
 @lru_cache(maxsize=1)
 def _facts() -> dict:
     """``_compute_facts()``, read from the cache file when one is there (see the module)."""
-    path = _cache_file("facts")
-    if path is not None:
+    where = _cache_file("facts")
+    if where is not None:
         try:
-            with open(path, encoding="utf-8") as fh:
+            with open(where[0], encoding="utf-8") as fh:
                 got = json.load(fh)
-            if isinstance(got, dict) and all(isinstance(got.get(k), t) for k, t in _SHAPE.items()):
-                return got
+            facts = got.get("facts") if isinstance(got, dict) and got.get("stamp") == where[1] else None
+            if isinstance(facts, dict) and all(isinstance(facts.get(k), t) for k, t in _SHAPE.items()):
+                return facts
         except (OSError, ValueError):
             pass
     out = _compute_facts()
-    if path is not None:
+    if where is not None:
+        path = where[0]
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(out, fh)
+                    json.dump({"stamp": where[1], "facts": out}, fh)
                 os.replace(tmp, path)           # whole or not at all, for a parallel process
             finally:
                 if os.path.exists(tmp):
