@@ -149,7 +149,7 @@ class _Run:
                          f"{self.types.get('tokenizer.ggml.merges')}", self.node("tokenizer.ggml.merges"))
                 raise _Stop
         self.special_token_types()
-        dup = vocab_bytes.first_duplicate(tokens)
+        dup = vocab_bytes.first_duplicate(tokens, vocab_bytes.memo_of(self.mf))
         if dup is not None:
             i, j = dup
             self.add("vocab", f"token {i} has the same text as token {j} ({_short(tokens[i])}): "

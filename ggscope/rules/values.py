@@ -119,7 +119,7 @@ class StringNotUtf8(Rule):
                 continue
             strings = node.value
             if isinstance(strings, StringArray):          # bulk check on the raw bytes
-                bad = vocab_bytes.invalid_utf8(strings)
+                bad = vocab_bytes.invalid_utf8(strings, vocab_bytes.memo_of(ctx.mf))  # the loader's pass, if it ran
             else:
                 bad = [i for i, s in enumerate(strings or ()) if _bad_utf8(s)]
             if not bad:

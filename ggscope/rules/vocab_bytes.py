@@ -11,7 +11,8 @@ numpy over blocks of the array - no step per token in Python either way.
 Contract: ``first_duplicate(strings)`` is ``(i, j)`` - the smallest index whose bytes
 equal an earlier string's, and that earlier string's index - or None; bytes are compared,
 as llama.cpp's ``std::string`` keys are.  ``invalid_utf8(strings)`` is the increasing
-indices of the strings Python's strict UTF-8 codec refuses.  Both take a
+indices of the strings Python's strict UTF-8 codec refuses.  Given a memo (``memo_of(mf)``),
+``first_duplicate`` leaves the UTF-8 verdicts of the same pass there for ``invalid_utf8``.  Both take a
 ``ggscope.ksy.strings.StringArray`` or any sequence of str/bytes (encoded UTF-8 with
 surrogateescape, which maps the bytes the parser read back exactly).  ``texts(strings,
 ids)`` is the strings at the given indices, decoded as indexing decodes one, with the
@@ -33,7 +34,7 @@ try:
 except ImportError:                          # pragma: no cover - depends on the build
     _cvocab = None
 
-__all__ = ["first_duplicate", "invalid_utf8", "texts"]
+__all__ = ["first_duplicate", "invalid_utf8", "memo_of", "texts"]
 
 _CHUNK = 1 << 16                             # strings per block of the numpy route
 _BUDGET = 1 << 20                            # string bytes per block of the numpy route
@@ -60,13 +61,23 @@ def _as_bytes(s) -> bytes:
 
 # --- the first duplicate ------------------------------------------------------------
 
-def first_duplicate(strings: Sequence) -> tuple[int, int] | None:
+def memo_of(mf) -> dict:
+    """The place a validate run of ``mf`` keeps one scan's results for the next rule."""
+    return mf.extra.setdefault("_ggscope_validate", {}).setdefault("vocab_bytes", {})
+
+
+def first_duplicate(strings: Sequence, memo: dict | None = None) -> tuple[int, int] | None:
+    """With a ``memo`` (``memo_of(mf)``) the compiled pass also finds the strings that are
+    not UTF-8 and leaves them there for ``invalid_utf8``: one walk over a vocabulary for
+    the loader's check and GG202's instead of two."""
     if len(strings) < 2:
         return None
     if not isinstance(strings, StringArray):
         return _exact(list(strings))
     if _compiled(strings) and len(strings) < 0xFFFFFFFF:
-        dup, of, _ = _scan(strings, True, False)
+        dup, of, bad = _scan(strings, True, memo is not None)
+        if memo is not None:
+            memo[id(strings)] = (strings, bad)          # the array itself: its id is not reused meanwhile
         return (dup, of) if dup >= 0 else None
     return _first_duplicate_numpy(strings)
 
@@ -151,13 +162,15 @@ def _collect(exc: UnicodeDecodeError) -> tuple[str, int]:
 codecs.register_error("ggscope.rules.vocab_bytes", _collect)
 
 
-def invalid_utf8(strings: Sequence) -> list[int]:
+def invalid_utf8(strings: Sequence, memo: dict | None = None) -> list[int]:
     if len(strings) == 0:
         return []
     if not isinstance(strings, StringArray):
         return [i for i, s in enumerate(strings) if not _utf8(_as_bytes(s))]   # a list built in Python
     if _compiled(strings):
-        return np.frombuffer(_scan(strings, False, True)[2], dtype=np.int64).tolist()
+        seen = memo.get(id(strings)) if memo is not None else None
+        bad = seen[1] if seen is not None and seen[0] is strings else _scan(strings, False, True)[2]
+        return np.frombuffer(bad, dtype=np.int64).tolist()
     joined = strings.joined().tobytes()           # each string after one NUL, which is UTF-8
     if _utf8(joined):
         return []

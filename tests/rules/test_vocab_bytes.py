@@ -222,3 +222,28 @@ def test_texts_are_what_indexing_gives():
         assert vocab_bytes.texts(sa, ids) == [sa[i] for i in ids]
         assert vocab_bytes.texts(sa, ids) == [strings[i].decode("utf-8", "surrogateescape") for i in ids]
     assert vocab_bytes.texts(["a", "b"], [1, 0]) == ["b", "a"]
+
+
+def test_one_pass_gives_both_through_the_memo(route):
+    """The loader's pass over the tokens also judges their UTF-8 and GG202 reads it from
+    the memo: the same answer as its own scan."""
+    strings = [b"a", b"\xff", b"b", b"\xff", b"c", b"b"]
+    for sa in layouts(strings):
+        memo: dict = {}
+        assert vocab_bytes.first_duplicate(sa, memo) == want_dup(strings) == (3, 1)
+        assert vocab_bytes.invalid_utf8(sa, memo) == want_bad(strings)
+        other = contiguous([b"x", b"\xfe"])
+        assert vocab_bytes.invalid_utf8(other, memo) == [1]                # another array: its own scan
+
+
+def test_validate_walks_a_vocabulary_once(tmp_path, monkeypatch):
+    if vocab_bytes._cvocab is None:
+        pytest.skip("ggscope.rules._cvocab is not built")
+    from _helpers import findings
+    calls = []
+    real = vocab_bytes._scan
+    monkeypatch.setattr(vocab_bytes, "_scan", lambda sa, d, u: calls.append((len(sa), d, u)) or real(sa, d, u))
+    tokens = [b"<unk>", b"a", b"b", b"a"]
+    found = findings(vocab_file(tmp_path / "v.gguf", tokens), select=["GG1106", "GG202"])
+    assert [f.message.split(" (")[0] for f in found if f.code == "GG1106"] == ["token 3 has the same text as token 1"]
+    assert calls == [(4, True, True)]
