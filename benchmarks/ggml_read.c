@@ -52,7 +52,8 @@ static uint64_t read_all(struct gguf_context *ctx) {
     for (int64_t i = 0; i < n_t; i++) {
         const int64_t *ne = gguf_get_tensor_ne(ctx, i);
         sum += strlen(gguf_get_tensor_name(ctx, i)) + (uint64_t) gguf_get_tensor_type(ctx, i) +
-               gguf_get_tensor_offset(ctx, i) + gguf_get_tensor_size(ctx, i) + (uint64_t) (ne[0] + ne[1] + ne[2] + ne[3]);
+               gguf_get_tensor_offset(ctx, i) + gguf_get_tensor_size(ctx, i) +
+               (uint64_t) (ne[0] + ne[1] + ne[2] + ne[3]);
     }
     return sum;
 }

@@ -133,8 +133,8 @@ def main() -> None:
     ap.add_argument("--model", nargs="*", default=[], help="more real files measured like the vocabularies")
     ap.add_argument("--files", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--baseline", help="another checkout (its C extensions built) whose validate runs beside, "
-                                       "e.g. main: git archive main | tar -x -C DIR; python setup.py build_ext --inplace")
+    ap.add_argument("--baseline", help="another checkout (its C extensions built) whose validate runs beside, e.g. "
+                                       "main: git archive main | tar -x -C DIR; python setup.py build_ext --inplace")
     a = ap.parse_args()
     exe, why = build_reader(a.ggml, Path(a.work))
     if exe is None:

@@ -87,7 +87,8 @@ static int utf8_ok(const unsigned char *p, uint64_t n) {
 }
 
 #define GET(a, wide, i) ((wide) ? ((const uint64_t *) (a))[i] : (uint64_t) ((const uint32_t *) (a))[i])
-#define PUT(a, wide, i, v) do { if (wide) ((uint64_t *) (a))[i] = (v); else ((uint32_t *) (a))[i] = (uint32_t) (v); } while (0)
+#define PUT(a, wide, i, v) \
+    do { if (wide) ((uint64_t *) (a))[i] = (v); else ((uint32_t *) (a))[i] = (uint32_t) (v); } while (0)
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;

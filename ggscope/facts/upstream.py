@@ -44,7 +44,8 @@ from functools import lru_cache
 
 from ggscope.facts import upstream_overlay as overlay
 
-__all__ = ["arch_names", "tokenizer_keys", "key_types", "expected_key_type", "arch_tensors", "file_types", "ggml_type_names"]
+__all__ = ["arch_names", "tokenizer_keys", "key_types", "expected_key_type", "arch_tensors", "file_types",
+           "ggml_type_names"]
 
 
 def _constants():
