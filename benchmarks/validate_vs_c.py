@@ -12,7 +12,8 @@ written by llama.cpp's converter, no tensors), any ``--model`` given (e.g. Gemma
 Q4_K_M), and ``--files`` small GGUF models written deterministically here
 (``validate_folder.write_folder``: llama metadata, 4 tensors).
 
-Measured in interleaved rounds (median of ``--rounds``), each tool in the same round:
+Measured in interleaved rounds (median of ``--rounds``), each tool in the same round and
+each Python tool first in turn:
 
 1. in-process, per file: the C reader's own time for the file (one C process reads all
    files, each timed inside it), ``ggscope info FILE`` and ``ggscope validate FILE`` run
@@ -164,22 +165,23 @@ def main() -> None:
         folder = {k: [] for k in (*keys, "c per file")}
         for r in range(a.rounds):
             log(f"round {r + 1}/{a.rounds}")
+            order = list(envs)[r % len(envs):] + list(envs)[:r % len(envs)]    # each tool first in turn
             got = {"c": c_in_process(exe, real + small)}
-            for k, e in envs.items():
-                got[k] = py_in_process(real + small, "info" if k == "info" else "validate", e, tmp)
+            for k in order:
+                got[k] = py_in_process(real + small, "info" if k == "info" else "validate", envs[k], tmp)
             for k, ts in got.items():
                 for i, t in enumerate(ts):
                     inproc[k][i].append(t)
             for i, p in enumerate(real):
                 proc["c"][i].append(wall([str(exe), str(p)], tmp, env))
                 proc["pass"][i].append(wall([sys.executable, "-c", "pass"], tmp, env))
-                for k, e in envs.items():
-                    proc[k][i].append(wall([*py, "info" if k == "info" else "validate", str(p)], tmp, e))
+                for k in order:
+                    proc[k][i].append(wall([*py, "info" if k == "info" else "validate", str(p)], tmp, envs[k]))
             folder["c"].append(wall([str(exe), *map(str, small)], tmp, env))
             folder["c per file"].append(sum(wall([str(exe), str(p)], tmp, env) for p in small))
-            for k, e in envs.items():
+            for k in order:
                 folder[k].append(wall([*py, "info", *map(str, small)] if k == "info" else
-                                      [*py, "validate", "--jobs", "1", *map(str, small)], tmp, e))
+                                      [*py, "validate", "--jobs", "1", *map(str, small)], tmp, envs[k]))
     med = statistics.median
     extra = "before" in keys
 
