@@ -1,4 +1,4 @@
-"""The optional C extensions (csrc/_cstats.c, _cpairs.c, _cjson.c, _guard.c, _cscan.c).
+"""The optional C extensions (csrc/_cstats.c, _cpairs.c, _cjson.c, _guard.c, _cscan.c, _cvocab.c).
 
 Why a setup.py beside pyproject.toml: setuptools declares C extensions only here.  The
 extension is optional: without a C compiler or Python's headers the install still
@@ -23,4 +23,5 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                              optional=True),
                    Extension("ggscope.report._cjson", ["csrc/_cjson.c"], extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.source._guard", ["csrc/_guard.c"], extra_compile_args=FLAGS, optional=True),
-                   Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True)])
+                   Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True),
+                   Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"], extra_compile_args=FLAGS, optional=True)])

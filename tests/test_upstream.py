@@ -5,6 +5,9 @@ soon as a gguf-py release carries the entry itself, so the entry is then deleted
 ``ggscope/upstream_overlay.py``.
 """
 import inspect
+import json
+import os
+from pathlib import Path
 
 import gguf
 import gguf.constants as c
@@ -70,3 +73,62 @@ def test_ggml_type_table_agrees_with_gguf_py_and_overlay():
     for type_id, name in upstream.ggml_type_names().items():
         t = ggml_types.type_by_id(type_id)
         assert t.name == name and not t.removed, (type_id, name, t)
+
+
+def test_facts_cache_holds_what_gguf_py_gives(tmp_path, monkeypatch):
+    """What gguf-py gives is kept on disk per installed gguf-py: a second process reads
+    the same table, key_types() in the same order (expected_key_type's precedence
+    depends on it); a damaged cache file is computed past and rewritten."""
+    monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path / "facts"))
+    fresh = upstream._compute_facts()
+    upstream._facts.cache_clear()
+    try:
+        assert upstream._facts() == fresh                                    # computed, then stored
+        files = list((tmp_path / "facts").glob("facts-*.json"))
+        assert len(files) == 1
+        upstream._facts.cache_clear()
+        monkeypatch.setattr(upstream, "_compute_facts", lambda: pytest.fail("the cache was not read"))
+        got = upstream._facts()
+        assert got == fresh and list(got["key_types"].items()) == list(fresh["key_types"].items())
+        stored = json.loads(files[0].read_text())
+        files[0].write_text('{"key_types": 5')                               # damaged
+        upstream._facts.cache_clear()
+        monkeypatch.setattr(upstream, "_compute_facts", lambda: fresh)
+        assert upstream._facts() == fresh
+        assert json.loads(files[0].read_text()) == stored and stored["facts"] == fresh
+        stored["stamp"] += "another gguf-py"                                  # same name, other files
+        files[0].write_text(json.dumps(stored))
+        upstream._facts.cache_clear()
+        monkeypatch.setattr(upstream, "_compute_facts", lambda: {**fresh, "arch_names": ["recomputed"]})
+        assert upstream._facts()["arch_names"] == ["recomputed"]
+    finally:
+        upstream._facts.cache_clear()
+
+
+def test_facts_cache_names_the_installed_gguf_py(tmp_path, monkeypatch):
+    monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path))
+    before = upstream._cache_file("facts")[0]
+    writer = Path(gguf.__file__).with_name("gguf_writer.py")
+    st = writer.stat()
+    real_stat = os.stat
+    monkeypatch.setattr(upstream.os, "stat", lambda f, *a, **k: os.stat_result(
+        (st.st_mode, 0, 0, 1, 0, 0, st.st_size + 1, 0, 0, 0)) if str(f) == str(writer) else real_stat(f, *a, **k))
+    assert upstream._cache_file("facts")[0] != before                         # another gguf-py: another file
+
+
+def test_the_table_is_gguf_pys():
+    """Each fact as read straight from gguf-py's constants."""
+    assert upstream.tokenizer_keys() == {a: k for a, k in vars(c.Keys.Tokenizer).items()
+                                         if isinstance(k, str) and not a.startswith("_")}
+    assert upstream.tokenizer_keys()["BOS_ID"] == "tokenizer.ggml.bos_token_id"
+    assert upstream.arch_names() == frozenset(c.MODEL_ARCH_NAMES.values())
+    for member, arch in c.MODEL_ARCH_NAMES.items():
+        names = [c.TENSOR_NAMES[t] for t in c.MODEL_TENSORS.get(member, ()) if t in c.TENSOR_NAMES]
+        assert upstream.arch_tensors(arch) == (
+            frozenset(n for n in names if "{" not in n),
+            frozenset(n[len("blk.{bid}."):] for n in names if n.startswith("blk.{bid}."))), arch
+    assert upstream.arch_tensors("no-such-arch") is None
+    for m in c.LlamaFileType:
+        assert upstream.file_types()[int(m.value)] == m.name
+    for m in c.GGMLQuantizationType:
+        assert upstream.ggml_type_names()[int(m.value)] == m.name

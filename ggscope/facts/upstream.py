@@ -15,22 +15,37 @@ Contract (all computed once, lazily):
   ``"string"``, ``"bool"``, ``"array[string]"``, ``"array"`` for an array of any
   element type).  Read from the writer's ``add_*`` methods; token-id keys that only the
   special-vocabulary helper writes are ``uint32`` like the writer's own.
+* ``tokenizer_keys()``: ``Keys.Tokenizer``'s attribute -> key (``"BOS_ID"`` ->
+  ``"tokenizer.ggml.bos_token_id"``).
 * ``expected_key_type(key, arch)``: the type of a concrete key, or None.
 * ``arch_tensors(arch)``: ``(base names, block names)`` of ``MODEL_TENSORS[arch]``
   (block names without ``blk.{bid}.``), or None for an unknown architecture.
 * ``file_types()``: ``general.file_type`` value -> name (``"MOSTLY_Q4_K_M"``).
 * ``ggml_type_names()``: ggml type id -> name (``"Q4_K"``).
+
+Computing these parses gguf-py's writer and imports gguf-py (whose package imports yaml):
+tens of milliseconds every ``validate`` process paid.  So what gguf-py gives is read once
+into one table (``_facts``) kept in the user cache directory (``platformdirs``,
+``ggscope/facts``) under a name made of the sizes and modification times of gguf-py's
+``constants.py`` and ``gguf_writer.py`` and of this module: another gguf-py or another
+ggscope computes it anew; a cache that cannot be read or written is computed past.
 """
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
+import json
+import os
 import re
+import tempfile
+import zlib
 from functools import lru_cache
 
 from ggscope.facts import upstream_overlay as overlay
 
-__all__ = ["arch_names", "key_types", "expected_key_type", "arch_tensors", "file_types", "ggml_type_names"]
+__all__ = ["arch_names", "tokenizer_keys", "key_types", "expected_key_type", "arch_tensors", "file_types",
+           "ggml_type_names"]
 
 
 def _constants():
@@ -40,7 +55,7 @@ def _constants():
 
 @lru_cache(maxsize=1)
 def arch_names() -> frozenset[str]:
-    return frozenset(_constants().MODEL_ARCH_NAMES.values())
+    return frozenset(_facts()["arch_names"])
 
 
 def _all_keys() -> dict[str, str]:
@@ -80,8 +95,100 @@ def _key_of(node: ast.AST, keys: dict[str, str]) -> str | None:
     return keys.get(f"{parts[1]}.{parts[0]}")
 
 
+def _cache_dir() -> str:
+    from platformdirs import user_cache_dir   # start-up: only when key_types() runs
+    return os.path.join(user_cache_dir("ggscope"), "facts")
+
+
+def _cache_file(name: str) -> tuple[str, str] | None:
+    """Where ``name`` computed from the installed gguf-py is kept and the stamp that file
+    must hold (the files it is computed from, their sizes and times), or None (no gguf-py
+    found).  The stamp is checked on reading: the name's checksum only spreads the files."""
+    try:
+        spec = importlib.util.find_spec("gguf")      # locates the package without importing it
+        where = list(spec.submodule_search_locations or []) if spec else []
+        if not where:
+            return None
+        parts = []
+        for f in (os.path.join(where[0], "constants.py"), os.path.join(where[0], "gguf_writer.py"), __file__):
+            st = os.stat(f)
+            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
+    except (OSError, ImportError, ValueError):
+        return None
+    stamp = "\n".join(parts)
+    return os.path.join(_cache_dir(), f"{name}-{zlib.crc32(stamp.encode('utf-8', 'surrogateescape')):08x}.json"), stamp
+
+
+def _compute_facts() -> dict:
+    """Everything this module reads from gguf-py, as JSON-able data."""
+    c = _constants()
+    tensors: dict[str, list[list[str]]] = {}
+    for member, arch in c.MODEL_ARCH_NAMES.items():
+        base, block = set(), set()
+        for t in c.MODEL_TENSORS.get(member, ()):
+            name = c.TENSOR_NAMES.get(t)
+            if name is None:
+                continue
+            if name.startswith("blk.{bid}."):
+                block.add(name[len("blk.{bid}."):])
+            elif "{" not in name:
+                base.add(name)
+        tensors[arch] = [sorted(base), sorted(block)]
+    return {"key_types": _key_types(),
+            "tokenizer_keys": {a: k for a, k in vars(c.Keys.Tokenizer).items()
+                               if isinstance(k, str) and not a.startswith("_")},
+            "arch_names": list(c.MODEL_ARCH_NAMES.values()),
+            "arch_tensors": tensors,
+            "file_types": [[int(m.value), m.name] for m in c.LlamaFileType],
+            "ggml_types": [[int(m.value), m.name] for m in c.GGMLQuantizationType]}
+
+
+_SHAPE = {"key_types": dict, "tokenizer_keys": dict, "arch_names": list, "arch_tensors": dict, "file_types": list,
+          "ggml_types": list}
+
+
+@lru_cache(maxsize=1)
+def _facts() -> dict:
+    """``_compute_facts()``, read from the cache file when one is there (see the module)."""
+    where = _cache_file("facts")
+    if where is not None:
+        try:
+            with open(where[0], encoding="utf-8") as fh:
+                got = json.load(fh)
+            facts = got.get("facts") if isinstance(got, dict) and got.get("stamp") == where[1] else None
+            if isinstance(facts, dict) and all(isinstance(facts.get(k), t) for k, t in _SHAPE.items()):
+                return facts
+        except (OSError, ValueError):
+            pass
+    out = _compute_facts()
+    if where is not None:
+        path = where[0]
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump({"stamp": where[1], "facts": out}, fh)
+                os.replace(tmp, path)           # whole or not at all, for a parallel process
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        except OSError:
+            pass
+    return out
+
+
+@lru_cache(maxsize=1)
+def tokenizer_keys() -> dict[str, str]:
+    return dict(_facts()["tokenizer_keys"])
+
+
 @lru_cache(maxsize=1)
 def key_types() -> dict[str, str]:
+    return dict(_facts()["key_types"])
+
+
+def _key_types() -> dict[str, str]:
     import gguf.gguf_writer as gw
     keys = _all_keys()
     tree = ast.parse(inspect.getsource(gw))
@@ -163,27 +270,13 @@ def expected_key_type(key: str, arch: str | None = None) -> str | None:
 
 @lru_cache(maxsize=None)
 def arch_tensors(arch: str) -> tuple[frozenset[str], frozenset[str]] | None:
-    c = _constants()
-    by_name = {v: k for k, v in c.MODEL_ARCH_NAMES.items()}
-    member = by_name.get(arch)
-    if member is None:
-        return None
-    base, block = set(), set()
-    for t in c.MODEL_TENSORS.get(member, ()):
-        name = c.TENSOR_NAMES.get(t)
-        if name is None:
-            continue
-        if name.startswith("blk.{bid}."):
-            block.add(name[len("blk.{bid}."):])
-        elif "{" not in name:
-            base.add(name)
-    return frozenset(base), frozenset(block)
+    entry = _facts()["arch_tensors"].get(arch)
+    return None if entry is None else (frozenset(entry[0]), frozenset(entry[1]))
 
 
 @lru_cache(maxsize=1)
 def file_types() -> dict[int, str]:
-    c = _constants()
-    out = {int(m.value): m.name for m in c.LlamaFileType}
+    out = {int(v): str(n) for v, n in _facts()["file_types"]}
     for v, n in overlay.FILE_TYPES.items():
         out.setdefault(v, n)
     return out
@@ -191,8 +284,7 @@ def file_types() -> dict[int, str]:
 
 @lru_cache(maxsize=1)
 def ggml_type_names() -> dict[int, str]:
-    c = _constants()
-    out = {int(m.value): m.name for m in c.GGMLQuantizationType}
+    out = {int(v): str(n) for v, n in _facts()["ggml_types"]}
     for v, n in overlay.GGML_TYPES.items():
         out.setdefault(v, n)
     return out

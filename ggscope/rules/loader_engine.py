@@ -16,17 +16,18 @@ Contract: ``predict(mf)`` returns a ``Prediction`` (cached in ``mf.extra``): ``a
 node path)`` with kind one of ``unknown-arch``, ``missing-key``, ``key-type``, ``hparam``,
 ``vocab``, ``missing-tensor``, ``tensor-shape``, ``unexpected-tensor``, ``tensor-type``,
 ``abort`` (a GGML_ASSERT at load or context creation).
-Nothing here reads tensor data; token texts are read only to look for duplicates.
+Nothing here reads tensor data; token bytes are read only to look for duplicates
+(``ggscope.rules.vocab_bytes``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ggscope.core.escape import llama_quoted
-from ggscope.facts import llama_arch as gen
+from ggscope.facts import llama_arch as gen, upstream
 from ggscope.facts.llama_loader import key as llama_key
 from ggscope.model.split import open_model, shard_paths
-from ggscope.rules import loader_generated as generated
+from ggscope.rules import loader_generated as generated, vocab_bytes
 
 __all__ = ["Issue", "Prediction", "predict", "LOADER_KEYS"]
 
@@ -149,25 +150,20 @@ class _Run:
                          f"{self.types.get('tokenizer.ggml.merges')}", self.node("tokenizer.ggml.merges"))
                 raise _Stop
         self.special_token_types()
-        seen: dict[str, int] = {}
-        texts = tokens.tolist() if hasattr(tokens, "tolist") else tokens
-        if len(set(texts)) == len(texts):
-            return len(tokens)                # the common case, without a Python loop
-        for i, text in enumerate(texts):
-            if text in seen:
-                self.add("vocab", f"token {i} has the same text as token {seen[text]} ({_short(text)}): "
-                         "GGML_ASSERT(id_to_token.size() == token_to_id.size()) fails",
-                         self.node("tokenizer.ggml.tokens"))
-                raise _Stop
-            seen[text] = i
+        dup = vocab_bytes.first_duplicate(tokens, vocab_bytes.memo_of(self.mf))
+        if dup is not None:
+            i, j = dup
+            self.add("vocab", f"token {i} has the same text as token {j} ({_short(tokens[i])}): "
+                     "GGML_ASSERT(id_to_token.size() == token_to_id.size()) fails",
+                     self.node("tokenizer.ggml.tokens"))
+            raise _Stop
         return len(tokens)
 
     def special_token_types(self) -> None:
         """get_key's typed reads: the pre-tokenizer (str), token_type_count and special
         token ids (u32), the add_* flags (bool)."""
-        import gguf.constants as c
-        for attr, key in vars(c.Keys.Tokenizer).items():
-            if not isinstance(key, str) or "{" in key or key not in self.md:
+        for attr, key in upstream.tokenizer_keys().items():      # gguf-py's Keys.Tokenizer
+            if "{" in key or key not in self.md:
                 continue
             want = ("uint32" if attr.endswith("_ID") or attr == "TOKEN_TYPE_COUNT" else "bool" if attr.startswith("ADD_")
                     else "string" if attr == "PRE" else None)

@@ -18,6 +18,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ggscope.ksy.strings import StringArray
+from ggscope.rules import vocab_bytes
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_field, tensor_node, tensor_rows
 
@@ -116,8 +118,8 @@ class StringNotUtf8(Rule):
                     yield ctx.at(data, f"key {quoted(key)}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
                 continue
             strings = node.value
-            if hasattr(strings, "invalid_utf8"):          # bulk check on the raw bytes
-                bad = strings.invalid_utf8()
+            if isinstance(strings, StringArray):          # bulk check on the raw bytes
+                bad = vocab_bytes.invalid_utf8(strings, vocab_bytes.memo_of(ctx.mf))  # the loader's pass, if it ran
             else:
                 bad = [i for i, s in enumerate(strings or ()) if _bad_utf8(s)]
             if not bad:

@@ -6,7 +6,8 @@ and pre-commit hook.  Flags given on the command line override these defaults.
 
 Contract: ``find_pyproject(start)`` walks from ``start`` (default: the current
 directory) upward and returns the nearest ``pyproject.toml`` that has a
-``[tool.ggscope]`` table, as ruff does; ``load(start)`` returns its ``Config`` (all
+``[tool.ggscope]`` table, as ruff does (a file without the word "ggscope" is not parsed:
+validate's start-up pays for TOML only where the table can be); ``load(start)`` returns its ``Config`` (all
 defaults when there is none).  A file that is not valid TOML, an unknown key or a
 value of the wrong type raises ``ConfigError``; the CLI reports it and exits 2.
 
@@ -22,11 +23,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    tomllib = None  # type: ignore[assignment]
 
 __all__ = ["Config", "ConfigError", "FORMATS", "find_pyproject", "load", "parse"]
 
@@ -48,8 +44,10 @@ class Config:
 
 
 def _read_toml(path: Path) -> dict:
-    if tomllib is None:
-        raise ConfigError(f"{path}: reading [tool.ggscope] needs Python 3.11 or newer (tomllib)")
+    try:
+        import tomllib    # start-up: only for a pyproject.toml that names ggscope
+    except ModuleNotFoundError:  # Python 3.10
+        raise ConfigError(f"{path}: reading [tool.ggscope] needs Python 3.11 or newer (tomllib)") from None
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -65,8 +63,11 @@ def find_pyproject(start: str | os.PathLike | None = None) -> tuple[Path, dict] 
     for d in (here, *here.parents):
         candidate = d / "pyproject.toml"
         if candidate.is_file():
-            if tomllib is None and "tool.ggscope" not in candidate.read_text("utf-8", "replace"):
-                continue           # Python 3.10: only a file that has the table needs tomllib
+            try:
+                if b"ggscope" not in candidate.read_bytes():
+                    continue       # no [tool.ggscope] table can be in it: not parsed (nor tomllib imported)
+            except OSError as exc:
+                raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
             table = _read_toml(candidate).get("tool", {}).get("ggscope")
             if table is not None:
                 return candidate, table

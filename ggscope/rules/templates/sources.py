@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ggscope.facts import upstream
+from ggscope.rules import vocab_bytes
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
 
 if TYPE_CHECKING:
@@ -61,10 +63,9 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
     """bos_token, eos_token, ... as a runtime passes them: the text of the token the
     matching gguf-py key (``Keys.Tokenizer.BOS_ID``: ``tokenizer.ggml.bos_token_id``,
     ...) names; empty when absent or out of range."""
-    from gguf.constants import Keys
-    k = Keys.Tokenizer
-    id_keys = {"bos_token": k.BOS_ID, "eos_token": k.EOS_ID, "unk_token": k.UNK_ID, "sep_token": k.SEP_ID,
-               "pad_token": k.PAD_ID, "mask_token": k.MASK_ID}
+    k = upstream.tokenizer_keys()      # gguf-py's Keys.Tokenizer, without importing gguf-py each run
+    id_keys = {"bos_token": k["BOS_ID"], "eos_token": k["EOS_ID"], "unk_token": k["UNK_ID"], "sep_token": k["SEP_ID"],
+               "pad_token": k["PAD_ID"], "mask_token": k["MASK_ID"]}
     tokens = mf.metadata.get(_TOKENS)
     out = {}
     for name in SPECIAL_TOKEN_NAMES:
@@ -120,8 +121,7 @@ def special_tokens(mf: "ModelFile") -> list[tuple[int, str]]:
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
     out = []
-    for i in sorted(ids):
-        text = tokens[i]
+    for i, text in zip(sorted(ids), vocab_bytes.texts(tokens, sorted(ids))):   # positions in one pass
         out.append((i, text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")))
     return out
 

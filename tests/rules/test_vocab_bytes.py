@@ -1,0 +1,249 @@
+"""ggscope.rules.vocab_bytes: the first duplicate and the non-UTF-8 strings of a string array.
+
+Every answer is held to the definition computed independently here: a dict from each
+string's bytes to its first index, filled in id order (what llama.cpp's token_to_id meets),
+and Python's strict UTF-8 codec on each string.  Both routes run - the compiled scan
+(csrc/_cvocab.c) and numpy - over the layouts the parser produces: contiguous strings
+with 8-byte prefixes, with fixed-size fields after each string, and strings placed at
+explicit offsets in any order; and end to end through ``validate`` on GGUF files.
+"""
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from ggscope.ksy.strings import StringArray, narrow_unsigned
+from ggscope.rules import vocab_bytes
+
+ROUTES = ["compiled", "numpy"]
+
+
+@pytest.fixture(params=ROUTES)
+def route(request, monkeypatch):
+    if request.param == "compiled":
+        if vocab_bytes._cvocab is None:
+            pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
+    else:
+        monkeypatch.setattr(vocab_bytes, "_cvocab", None)
+    return request.param
+
+
+def contiguous(strings: list[bytes], tail: int = 0, lead: bytes = b"junk") -> StringArray:
+    """A GGUF-style array: 8-byte little-endian length, the bytes, ``tail`` field bytes."""
+    body = b"".join(struct.pack("<Q", len(s)) + s + b"\xee" * tail for s in strings)
+    arr = np.frombuffer(lead + body + b"trailing", dtype=np.uint8)
+    lens = np.array([len(s) for s in strings], dtype=np.int64)
+    lens = lens.astype(narrow_unsigned(int(lens.max()) if len(lens) else 0))
+    return StringArray(arr, len(lead), lens, 8, "utf-8", tail=tail)
+
+
+def placed(strings: list[bytes], seed: int = 1) -> StringArray:
+    """The same strings stored in a shuffled order and located by explicit offsets."""
+    order = np.random.default_rng(seed).permutation(len(strings))
+    buf, starts = bytearray(b"xx"), [0] * len(strings)
+    for k in order:
+        starts[k] = len(buf)
+        buf += struct.pack("<Q", len(strings[k])) + strings[k]
+    return StringArray.placed(np.frombuffer(bytes(buf), dtype=np.uint8), np.array(starts),
+                              np.array([len(s) for s in strings]), 8, "utf-8")
+
+
+def layouts(strings: list[bytes]) -> list[StringArray]:
+    return [contiguous(strings), contiguous(strings, tail=12), placed(strings)]
+
+
+def want_dup(strings: list[bytes]):
+    seen: dict[bytes, int] = {}
+    for i, s in enumerate(strings):
+        if s in seen:
+            return i, seen[s]
+        seen[s] = i
+    return None
+
+
+def want_bad(strings: list[bytes]) -> list[int]:
+    bad = []
+    for i, s in enumerate(strings):
+        try:
+            s.decode("utf-8")
+        except UnicodeDecodeError:
+            bad.append(i)
+    return bad
+
+
+def check(strings: list[bytes]) -> None:
+    for sa in layouts(strings):
+        assert vocab_bytes.first_duplicate(sa) == want_dup(strings)
+        assert vocab_bytes.invalid_utf8(sa) == want_bad(strings)
+
+
+CASES = {
+    "empty tokens": [b"a", b"", b"b", b""],
+    "one empty token": [b""],
+    "no tokens": [],
+    "common prefix, differ at the end": [b"abcdefghijklmnop1", b"abcdefghijklmnop2", b"abcdefghijklmnop3",
+                                         b"abcdefghijklmnop2"],
+    "prefix of another": [b"abc", b"abcd", b"ab", b"abcd"],
+    "same length, differ in the middle": [b"aaaaXaaaa", b"aaaaYaaaa", b"aaaaZaaaa"],
+    "non-UTF-8 duplicates": [b"\xff", b"\xfe", b"ok", b"\xff\xfe", b"\xfe"],
+    "NUL inside": [b"a\0b", b"a\0c", b"a", b"a\0b"],
+    "distinct only by a NUL": [b"a", b"a\0", b"\0a", b"\0"],
+    "the last is the first again": [b"x%d" % i for i in range(1000)] + [b"x0"],
+    "two pairs: the earlier second wins": [b"p", b"q", b"r", b"q", b"p"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cases_against_the_definition(route, name):
+    check(CASES[name])
+
+
+UTF8 = [b"\xc0\x80", b"\xc1\xbf", b"\xc2\x80", b"\xdf\xbf", b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xe0\xa0\x80",
+        b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xed\xbf\xbf", b"\xee\x80\x80", b"\xef\xbf\xbf", b"\xf0\x8f\xbf\xbf",
+        b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80", b"\xff", b"\x80",
+        b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xe2\x28\xa1", b"\xc3\x28",
+        b"abcdefgh\xff", b"abcdefghijklmnop\xc3", b"abcdefghijklmno\xc3\xa9", b"\xc3\xa9abcdefghijklmnop",
+        "ünïcødé and ascii past eight bytes".encode(), b"\xffabcdefghijklmno", b"abcdefg\xff", b"abcdefgh\xc3",
+        b"\xc3abcdefghijklmno", b"abcdefghijklmnopqrstuvw\xed\xa0\x80"]
+
+
+def test_utf8_edges_as_pythons_codec(route):
+    check(UTF8)
+
+
+def test_random_bytes_as_the_definition(route):
+    rng = np.random.default_rng(27)
+    alphabet = np.array([0x00, 0x41, 0x7F, 0x80, 0xBF, 0xC2, 0xC3, 0xA9, 0xE0, 0xA0, 0xED, 0x9F, 0xF0, 0x90, 0xF4,
+                         0x8F, 0xFF], dtype=np.uint8)
+    strings = [bytes(rng.choice(alphabet, size=int(rng.integers(0, 6)))) for _ in range(3000)]
+    check(strings)                       # short strings over a small alphabet: many duplicates
+    distinct = list(dict.fromkeys(strings))
+    check(distinct)                      # none
+
+
+def test_long_mostly_ascii_strings_as_the_definition(route):
+    """Strings past the eight-byte ASCII stride, one stray byte anywhere in them."""
+    rng = np.random.default_rng(3)
+    strings = []
+    for _ in range(2000):
+        s = bytearray(rng.integers(0x20, 0x7F, size=int(rng.integers(0, 40)), dtype=np.uint8).tobytes())
+        if s and rng.random() < 0.5:
+            s[int(rng.integers(0, len(s)))] = int(rng.choice([0x80, 0xC3, 0xE2, 0xF0, 0xFF]))
+        strings.append(bytes(s))
+    check(strings)
+
+
+def test_262k_tokens(route):
+    """A vocabulary of Gemma 3's size: none alike, then one token repeated at the end."""
+    toks = [b"\xe2\x96\x81tok%06d" % i for i in range(262_144)]
+    sa = contiguous(toks)
+    assert vocab_bytes.first_duplicate(sa) is None
+    assert vocab_bytes.invalid_utf8(sa) == []
+    toks[262_143] = toks[131_072]
+    toks[200_000] = b"\xff" + toks[200_000]
+    sa = contiguous(toks)
+    assert vocab_bytes.first_duplicate(sa) == (262_143, 131_072)
+    assert vocab_bytes.invalid_utf8(sa) == [200_000]
+
+
+def test_long_strings_and_many_blocks(route, monkeypatch):
+    """Strings past the numpy route's one-by-one length among short ones, and blocks cut
+    by bytes: the answer does not depend on where a block ends."""
+    monkeypatch.setattr(vocab_bytes, "_BUDGET", 64)
+    long = b"L" * 5000
+    strings = [b"a", long, b"b" * 100, long + b"x", b"c", b"b" * 100, long]
+    check(strings)
+    check([b"k%d" % i for i in range(500)] + [b"k250"])
+
+
+def test_hash_collisions_are_settled_exactly(monkeypatch):
+    """The numpy route compares the bytes of every candidate its hash proposes: with every
+    hash equal it still names the true first duplicate, or none."""
+    monkeypatch.setattr(vocab_bytes, "_cvocab", None)
+    monkeypatch.setattr(vocab_bytes, "_block_hashes", lambda sa: np.zeros(len(sa), dtype=np.uint64))
+    for strings in ([b"a", b"b", b"c"], [b"a", b"b", b"c", b"b"], [b"", b"x", b""]):
+        assert vocab_bytes.first_duplicate(contiguous(strings)) == want_dup(strings)
+
+
+def test_python_lists_take_the_definition():
+    assert vocab_bytes.first_duplicate(["a", "b", "a"]) == (2, 0)
+    assert vocab_bytes.first_duplicate(["a", "b"]) is None
+    assert vocab_bytes.invalid_utf8(["ok", b"\xff", "\udcff"]) == [1, 2]
+
+
+def test_outside_the_buffer_is_refused():
+    if vocab_bytes._cvocab is None:
+        pytest.skip("ggscope.rules._cvocab is not built")
+    arr = np.frombuffer(struct.pack("<Q", 5) + b"abc", dtype=np.uint8)     # claims 5 bytes, has 3
+    with pytest.raises(ValueError):
+        vocab_bytes._cvocab.scan(arr, 0, np.array([5], np.uint8), 1, b"", 0, 8, 0, True, True)
+
+
+# --- end to end: the loader's GG1106 and the values rule's GG202 on a GGUF file ----------
+
+def _s(b: bytes) -> bytes:
+    return struct.pack("<Q", len(b)) + b
+
+
+def vocab_file(path, tokens: list[bytes]):
+    kvs = [_s(b"general.architecture") + struct.pack("<I", 8) + _s(b"llama"),
+           _s(b"tokenizer.ggml.model") + struct.pack("<I", 8) + _s(b"llama"),
+           _s(b"tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, len(tokens)) + b"".join(map(_s, tokens))]
+    path.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs)) + b"".join(kvs))
+    return path
+
+
+@pytest.mark.parametrize("tokens, dup", [
+    ([b"<unk>", b"", b"abcdefghij1", b"abcdefghij2", b"", b"x"], (4, 1)),
+    ([b"<unk>", b"\xff\xfe", b"ab", b"\xff\xfe"], (3, 1)),
+    ([b"<unk>", b"abcdefghij1", b"abcdefghij2"], None),
+])
+def test_validate_reports_the_first_duplicate(route, tmp_path, tokens, dup):
+    from _helpers import findings
+    found = [f for f in findings(vocab_file(tmp_path / "v.gguf", tokens), select=["GG1106", "GG202"])]
+    vocab = [f.message for f in found if f.code == "GG1106"]
+    if dup is None:
+        assert vocab == []
+    else:
+        assert len(vocab) == 1 and vocab[0].startswith(f"token {dup[0]} has the same text as token {dup[1]} ("), vocab
+    utf8 = [f.message for f in found if f.code == "GG202"]
+    bad = want_bad(tokens)
+    assert len(utf8) == (1 if bad else 0)
+    if bad:
+        assert f"{len(bad)} string element(s) are not UTF-8: element {bad[0]} " in utf8[0]
+
+
+def test_texts_are_what_indexing_gives():
+    strings = [b"t%d" % i for i in range(20_000)] + [b"", b"\xff\xfe", "ünï".encode()]
+    ids = [0, 1, 4095, 4096, 4097, 19_999, 20_000, 20_001, 20_002] + list(range(100, 140))
+    for sa in layouts(strings):
+        assert vocab_bytes.texts(sa, ids) == [sa[i] for i in ids]
+        assert vocab_bytes.texts(sa, ids) == [strings[i].decode("utf-8", "surrogateescape") for i in ids]
+    assert vocab_bytes.texts(["a", "b"], [1, 0]) == ["b", "a"]
+
+
+def test_one_pass_gives_both_through_the_memo(route):
+    """The loader's pass over the tokens also judges their UTF-8 and GG202 reads it from
+    the memo: the same answer as its own scan."""
+    strings = [b"a", b"\xff", b"b", b"\xff", b"c", b"b"]
+    for sa in layouts(strings):
+        memo: dict = {}
+        assert vocab_bytes.first_duplicate(sa, memo) == want_dup(strings) == (3, 1)
+        assert vocab_bytes.invalid_utf8(sa, memo) == want_bad(strings)
+        other = contiguous([b"x", b"\xfe"])
+        assert vocab_bytes.invalid_utf8(other, memo) == [1]                # another array: its own scan
+
+
+def test_validate_walks_a_vocabulary_once(tmp_path, monkeypatch):
+    if vocab_bytes._cvocab is None:
+        pytest.skip("ggscope.rules._cvocab is not built")
+    from _helpers import findings
+    calls = []
+    real = vocab_bytes._scan
+    monkeypatch.setattr(vocab_bytes, "_scan", lambda sa, d, u: calls.append((len(sa), d, u)) or real(sa, d, u))
+    tokens = [b"<unk>", b"a", b"b", b"a"]
+    found = findings(vocab_file(tmp_path / "v.gguf", tokens), select=["GG1106", "GG202"])
+    assert [f.message.split(" (")[0] for f in found if f.code == "GG1106"] == ["token 3 has the same text as token 1"]
+    assert calls == [(4, True, True)]
