@@ -55,15 +55,18 @@ ZI __m512i zbin(const zctx_t *C, __m512 v) {
     return _mm512_max_epi32(_mm512_min_epi32(t, C->top), _mm512_setzero_si512());
 }
 
-/* A group of 32 values whose codes (bytes below 32) index the value table val0 (codes
-   0-15) / val1 (16-31): moments into S0/S1, 16 pairs (value l with value l + 16). */
-ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, zacc_t *S0, zacc_t *S1, uint16_t *pairs) {
+/* A group of 32 values whose codes (bytes below 32, or below 16 unless ``wide``) index
+   the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, 16 pairs (value
+   l with value l + 16). */
+ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, zacc_t *S0, zacc_t *S1,
+               uint16_t *pairs) {
     const __m512 v0 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes)), val1);
     const __m512 v1 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1)), val1);
     zmom(S0, v0, C->shift);
     zmom(S1, v1, C->shift);
-    const __m256i bins = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi32_epi8(zbin(C, val0))),
-                                                 _mm512_cvtepi32_epi8(zbin(C, val1)), 1);
+    const __m128i b0 = _mm512_cvtepi32_epi8(zbin(C, val0));
+    const __m256i bins = _mm256_inserti128_si256(_mm256_castsi128_si256(b0),
+                                                 wide ? _mm512_cvtepi32_epi8(zbin(C, val1)) : b0, 1);
     const __m256i b = _mm256_permutexvar_epi8(codes, bins);
     const __m256i lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
     const __m256i hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
@@ -91,7 +94,7 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
             const __m512 a = _mm512_set1_ps(dl), m = _mm512_set1_ps(ml);
             const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
             const __m512 val1 = five ? _mm512_sub_ps(_mm512_mul_ps(C->k1, a), m) : val0;
-            zgroup(C, c, val0, val1, S0, S1, pairs + 16 * g);
+            zgroup(C, c, val0, val1, five, S0, S1, pairs + 16 * g);
         }
     }
 }
@@ -113,7 +116,7 @@ ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_a
         val0 = _mm512_add_ps(val0, m);
         val1 = _mm512_add_ps(val1, m);
     }
-    zgroup(C, c, val0, val1, S0, S1, pairs);
+    zgroup(C, c, val0, val1, qh_at >= 0, S0, S1, pairs);
 }
 
 /* Q8_0 (dec_int8, f16 scale, 32 values): (float) q * d per value */
