@@ -15,7 +15,7 @@
      ggscope.fused_specs, the one layout table; the C side only knows the families.
    * ggscope.kernels (moments, bin_pairs, count_codes) for decoded float32 arrays and
      16-bit codes.
-   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K and Q8_0 on
+   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K, IQ4_NL/IQ4_XS and Q8_0 on
      AVX-512, each group of 32 values decoded once into registers (its values and bins
      from the group's code tables), picked at run time where the CPU has it.
 

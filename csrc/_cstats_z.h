@@ -5,7 +5,7 @@
    and sums its moments in two more loops; each value is computed in float32 and binned
    in float32 even where a block group has only 16 or 32 distinct values.  Here a group
    of 32 values is handled in registers: its code bytes are extracted once; for the
-   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K) the group's value of every possible
+   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS) the group's value of every possible
    code is computed once -- with the decoder's own float32 operations, so every value is
    bit for bit the decoder's -- and each value is then one permute from that table, its
    bin one byte permute from the table of the codes' bins (the bin formula of
@@ -14,8 +14,8 @@
    and the zeros, in vector lanes; the bins go to the same pair counting
    (count_pair_lanes).  So the histogram is identical to the portable pass's and the
    moments differ only in the order of float32 additions within a piece (the contract:
-   float32 within a piece, float64 across).  Every variant here reads an f16 scale, so
-   |v| < 65504 * 63 * 32 * 2 < 2^28 and a piece's float32 sum of (v - shift)^2 (shift
+   float32 within a piece, float64 across).  Every variant here reads an f16 scale and
+   multiplies it by at most 64 * 32 (K-quants) or 32 * 127 (IQ4_XS), so |v| < 2^28 and a piece's float32 sum of (v - shift)^2 (shift
    lies inside the tensor's range) stays below 2048 * 2^58 -- far from float32's limit:
    the portable drivers' float64 retry of an overflowed piece has no counterpart.
 
@@ -119,6 +119,32 @@ ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_a
     zgroup(C, c, val0, val1, qh_at >= 0, S0, S1, pairs);
 }
 
+/* IQ4_NL and IQ4_XS (dec_table4 modes 0 and 1: groups of 32 whose halves are a byte's
+   nibbles): value dl * kv[c], kv the 16-value table */
+ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int mode, int groups, zacc_t *S0,
+                zacc_t *S1, uint16_t *pairs) {
+    const __m512 kv = _mm512_loadu_ps(J->g1);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int ib = 0; ib < groups; ib++) {
+        float dl;
+        int at;
+        if (mode == 0) {
+            dl = f16(b, 0, J->big, J->lut);
+            at = 2;
+        } else {
+            const uint32_t h = u16(b, 2, J->big);
+            const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
+            dl = f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
+            at = 8 + 16 * ib;
+        }
+        const __m128i q = _mm_loadu_si128((const __m128i *) (b + at));
+        const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                                  _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+        const __m512 val = _mm512_mul_ps(_mm512_set1_ps(dl), kv);
+        zgroup(C, c, val, val, 0, S0, S1, pairs + 16 * ib);
+    }
+}
+
 /* Q8_0 (dec_int8, f16 scale, 32 values): (float) q * d per value */
 ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int qs_at, zacc_t *S0,
               zacc_t *S1, uint16_t *pairs) {
@@ -189,6 +215,8 @@ ZBINS(nib_10, 32, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp))
 ZBINS(nib_01, 32, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp))
 ZBINS(nib_11, 32, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp))
 ZBINS(int8_32, 32, zint8(J, C, b, A(0), A(2), &S0, &S1, pp))
+ZBINS(table4_0, J->n, ztable4(J, C, b, 0, A(1), &S0, &S1, pp))
+ZBINS(table4_1, J->n, ztable4(J, C, b, 1, A(1), &S0, &S1, pp))
 #undef A
 
 /* by variant name: a target_clones function's address is not the same everywhere */
@@ -197,7 +225,8 @@ static const struct {
     zbins_fn_t z;
 } ZVARIANTS[] = {
     {"q4_k", binsz_q4_k},     {"q5_k", binsz_q5_k},     {"nib_00", binsz_nib_00}, {"nib_10", binsz_nib_10},
-    {"nib_01", binsz_nib_01}, {"nib_11", binsz_nib_11}, {"int8_32", binsz_int8_32},
+    {"nib_01", binsz_nib_01}, {"nib_11", binsz_nib_11}, {"int8_32", binsz_int8_32}, {"table4_0", binsz_table4_0},
+    {"table4_1", binsz_table4_1},
 };
 
 static int z_cpu(void) {
