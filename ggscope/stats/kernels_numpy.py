@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE", "weighted_sum"]
+__all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE", "weighted_sum", "piece_sums"]
 
 # elements per float32 partial sum: L1-sized, accurate.  The one Python place of this
 # number; the C kernels take it from csrc/_ctargets.h and export it as _cstats.PIECE
@@ -24,7 +24,8 @@ __all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE", "weigh
 PIECE = 2048
 
 
-def _piece_sums(y: np.ndarray) -> float:
+def piece_sums(y: np.ndarray) -> float:
+    """The sum of ``y``: float32 within pieces of ``PIECE`` values, float64 across."""
     m = y.size - y.size % PIECE
     total = float(y[:m].reshape(-1, PIECE).sum(axis=1, dtype=np.float32).sum(dtype=np.float64)) if m else 0.0
     return total + float(y[m:].sum(dtype=np.float32))
@@ -32,7 +33,7 @@ def _piece_sums(y: np.ndarray) -> float:
 
 def moments(x: np.ndarray, shift: np.float32) -> tuple[float, float, float, int]:
     d = x - np.float32(shift)
-    return (_piece_sums(d), _piece_sums(d * d), _piece_sums(np.abs(x)),
+    return (piece_sums(d), piece_sums(d * d), piece_sums(np.abs(x)),
             int(x.size - np.count_nonzero(x)))
 
 
