@@ -159,10 +159,11 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
 }
 
 /* The driver: pieces of whole blocks as bins_NAME, each block's groups through GROUPS
-   (a statement on J, C, b, S0, S1 and pp, the block's n / 2 pairs). */
-#define ZBINS(NAME, N, GROUPS)                                                                            \
+   (a statement on J, C, b, S0, S1 and pp, the block's n / 2 pairs); FITS, on J, says
+   whether the variant's arguments are the groups of 32 GROUPS handles. */
+#define ZBINS(NAME, N, FITS, GROUPS)                                                                      \
     ZT static void binsz_##NAME(const job_t *J, const binargs_t *A, bins_t *R) {                          \
-        if (A->lanes == NULL || A->top >= SMALL_BINS) {                                                   \
+        if (A->lanes == NULL || A->top >= SMALL_BINS || !(FITS)) {                                        \
             bins_##NAME(J, A, R);                                                                         \
             return;                                                                                       \
         }                                                                                                 \
@@ -208,15 +209,15 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
     }
 
 #define A(i) (J->a[i])
-ZBINS(q4_k, 256, zq45_k(J, C, b, 0, &S0, &S1, pp))
-ZBINS(q5_k, 256, zq45_k(J, C, b, 1, &S0, &S1, pp))
-ZBINS(nib_00, 32, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_10, 32, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_01, 32, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_11, 32, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp))
-ZBINS(int8_32, 32, zint8(J, C, b, A(0), A(2), &S0, &S1, pp))
-ZBINS(table4_0, J->n, ztable4(J, C, b, 0, A(1), &S0, &S1, pp))
-ZBINS(table4_1, J->n, ztable4(J, C, b, 1, A(1), &S0, &S1, pp))
+ZBINS(q4_k, 256, 1, zq45_k(J, C, b, 0, &S0, &S1, pp))
+ZBINS(q5_k, 256, 1, zq45_k(J, C, b, 1, &S0, &S1, pp))
+ZBINS(nib_00, 32, 1, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp))
+ZBINS(nib_10, 32, 1, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp))
+ZBINS(nib_01, 32, 1, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp))
+ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp))
+ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp))
+ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp))
+ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp))
 #undef A
 
 /* by variant name: a target_clones function's address is not the same everywhere */
