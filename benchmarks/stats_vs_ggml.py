@@ -273,6 +273,9 @@ def main() -> None:
     before += f"{'C before':>9} " if old else ""
     from ggscope.stats import cstats
     engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
+    if cstats.available():
+        engine += (", pass two of Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/IQ4_NL/IQ4_XS/Q8_0 on AVX-512"
+                   if getattr(cstats._cstats, "vector_bins", lambda: False)() else ", portable pass two")
     log(f"ggscope column: {engine}")
     print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
           f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "

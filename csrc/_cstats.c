@@ -15,6 +15,9 @@
      ggscope.fused_specs, the one layout table; the C side only knows the families.
    * ggscope.kernels (moments, bin_pairs, count_codes) for decoded float32 arrays and
      16-bit codes.
+   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K, IQ4_NL/IQ4_XS and Q8_0 on
+     AVX-512, each group of 32 values decoded once into registers (its values and bins
+     from the group's code tables), picked at run time where the CPU has it.
 
    Every entry point releases the GIL, so ggscope.stats runs chunks on all cores. */
 #define PY_SSIZE_T_CLEAN
@@ -956,6 +959,7 @@ DECODED(iq3_1, 256, dec_iq3(J, b, o, 1))
 DECODED(iq1_0, 256, dec_iq1(J, b, o, 0))
 DECODED(iq1_1, 256, dec_iq1(J, b, o, 1))
 #undef A
+#include "_cstats_z.h"
 
 typedef void (*range_fn)(const job_t *, range_t *);
 typedef void (*bins_fn)(const job_t *, const binargs_t *, bins_t *);
@@ -980,14 +984,14 @@ static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
 #define USE(NAME)                    \
     do {                             \
         *rf = range_##NAME;          \
-        *bf = bins_##NAME;           \
+        *bf = z_bins(#NAME, bins_##NAME); \
         picked_decode = decto_##NAME; \
         return 1;                    \
     } while (0)
 #define USEB(NAME)                   \
     do {                             \
         *rf = rangeb_##NAME;         \
-        *bf = bins_##NAME;           \
+        *bf = z_bins(#NAME, bins_##NAME); \
         picked_decode = decto_##NAME; \
         return 1;                    \
     } while (0)
@@ -1292,6 +1296,25 @@ fail:
     return NULL;
 }
 
+/* vector_bins([on]): whether pass two runs on the AVX-512 drivers (_cstats_z.h); with an
+   argument, turns them on or off first (tests compare them with the portable drivers). */
+static PyObject *vector_bins(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc > 1) {
+        PyErr_SetString(PyExc_TypeError, "vector_bins([on])");
+        return NULL;
+    }
+    if (argc == 1) {
+        const int on = PyObject_IsTrue(argv[0]);
+        if (on < 0) return NULL;
+        z_enabled = on;
+    }
+#ifdef HAVE_Z
+    return PyBool_FromLong(z_enabled && z_cpu());
+#else
+    Py_RETURN_FALSE;
+#endif
+}
+
 static PyObject *families(PyObject *self, PyObject *unused) {
     PyObject *d = PyDict_New();
     if (d == NULL) return NULL;
@@ -1480,6 +1503,8 @@ static PyMethodDef METHODS[] = {
     {"fused_supports", (PyCFunction) (void (*)(void)) fused_supports, METH_FASTCALL,
      "Whether a family and its constant arguments have a compiled variant."},
     {"families", families, METH_NOARGS, "Decoder family name -> id."},
+    {"vector_bins", (PyCFunction) (void (*)(void)) vector_bins, METH_FASTCALL,
+     "vector_bins([on]): whether pass two uses the AVX-512 drivers; turns them on or off first when given."},
     {"moments", moments, METH_VARARGS, "kernels.moments"},
     {"bin_pairs", bin_pairs, METH_VARARGS, "kernels.bin_pairs"},
     {"count_codes", count_codes, METH_VARARGS, "kernels.count_codes"},

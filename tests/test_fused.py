@@ -331,3 +331,43 @@ def test_diff_decode_is_dequantize(monkeypatch, kernels, layout):
     with pytest.raises(ValueError) as ours:
         decode(lay, raw.reshape(-1)[:-1], n)
     assert str(ours.value) == str(theirs.value)
+
+
+VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS"]
+
+
+@C_ONLY
+@pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
+@pytest.mark.parametrize("layout", VECTOR_LAYOUTS)
+def test_the_vector_pass_two_is_the_portable_one(layout, big):
+    """Pass two on AVX-512 (csrc/_cstats_z.h) against the portable drivers and numpy, at
+    the default 64 bins (the vector drivers' case) over many pieces of random blocks with
+    scales of both signs and every magnitude: the same histogram exactly (each value's
+    bin by piece_pairs' float32 formula), the same zeros, sums within float32-per-piece
+    rounding of float64 ones."""
+    if not cstats._cstats.vector_bins():
+        pytest.skip("this CPU has no AVX-512 BW/VL/DQ/VBMI: the portable drivers run")
+    rng = np.random.default_rng(sum(map(ord, layout)) + 7 * big)
+    blocks = finite_blocks(layout, 40 * 256 // LAYOUTS[layout].block_elems + 3, rng, big)
+    x = reference(layout, blocks, big).reshape(-1)
+    lo, hi, bins = x.min(), x.max(), 64
+    scale = np.float32(bins / (np.float64(hi) - np.float64(lo)))
+    shift = np.float32(x.astype(np.float64).mean())
+    want = np.bincount(np.clip(((x - np.float32(lo)) * scale).astype(np.int32), 0, bins - 1), minlength=256)
+    d = x.astype(np.float64) - np.float64(shift)
+    got = {}
+    try:
+        for on in (True, False):
+            cstats._cstats.vector_bins(on)
+            table = np.zeros(1 << 16, np.int64)
+            s1, s2, sa, z = cstats.bin_pass(layout, blocks, big, np.float32(lo), scale, np.int32(bins - 1), shift,
+                                            table, np.empty(2048, np.uint8))
+            square = table.reshape(256, 256)
+            got[on] = (square.sum(axis=0) + square.sum(axis=1), z)
+            assert np.array_equal(got[on][0], want), on
+            assert z == (x == 0).sum(), on
+            assert abs(s1 - d.sum()) <= 3e-5 * np.abs(d).sum(), on
+            assert s2 == pytest.approx((d * d).sum(), rel=3e-5), on
+            assert sa == pytest.approx(np.abs(x.astype(np.float64)).sum(), rel=3e-5), on
+    finally:
+        cstats._cstats.vector_bins(True)

@@ -164,6 +164,18 @@ def test_sixteen_bit_types_are_exact_numpy(tmp_path, endian):
             assert np.array_equal(s["histogram"]["edges"], want["edges"])
 
 
+@pytest.mark.parametrize("name", ["F16", "BF16", "Q4_K", "Q8_0", "F32", "bad"])
+def test_statistics_make_no_blas_call(model, monkeypatch, name):
+    """No ``np.dot`` on any route (codes, fused, numpy-decoded, non-finite values):
+    OpenBLAS threads spin after a call and take a core from the statistics threads on a
+    small machine."""
+    def no_blas(*args, **kwargs):
+        raise AssertionError("np.dot called by the statistics")
+    monkeypatch.setattr(np, "dot", no_blas)
+    t = model.tensor(f"t.{name}")
+    assert tensor_stats(t, threads=2)["count"] == t.n_elements
+
+
 def test_bf16_codes_match_gguf_py(model):
     t = model.tensor("t.BF16")
     s = t.stats()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ggscope.facts.ggml_types import Layout
+from ggscope.stats.kernels_numpy import weighted_sum
 from ggscope.stats.scales import code_values64
 
 if TYPE_CHECKING:
@@ -97,13 +98,13 @@ def from_value_counts(t: "TensorInfo", values: np.ndarray, counts: np.ndarray, b
     n = int(c.sum())
     if not n:
         return result(t, 0, nan, inf, 0, 0.0, 0.0, 0.0, 0.0, 0.0, np.zeros(0), np.zeros(bins, np.int64), None)
-    mean = float(np.dot(v, c)) / n
-    m2 = float(np.dot((v - mean) ** 2, c))
+    mean = weighted_sum(v, c) / n
+    m2 = weighted_sum((v - mean) ** 2, c)
     lo, hi = float(v.min()), float(v.max())
     _, _, edges = hist_edges(lo, hi, bins)
     b = np.clip(np.searchsorted(edges, v, side="right") - 1, 0, bins - 1)
     hist = np.bincount(b, weights=c, minlength=bins).astype(np.int64)
-    return result(t, n, nan, inf, int(c[v == 0].sum()), lo, hi, mean, m2, float(np.dot(np.abs(v), c)),
+    return result(t, n, nan, inf, int(c[v == 0].sum()), lo, hi, mean, m2, weighted_sum(np.abs(v), c),
                    edges, hist, None)
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ggscope.facts.ggml_types import Layout
 from ggscope.quant import decode_into
 from ggscope.stats.counted import hist_edges, result
-from ggscope.stats.kernels_numpy import PIECE
+from ggscope.stats.kernels_numpy import PIECE, piece_sums
 from ggscope.stats.scales import Scales
 
 if TYPE_CHECKING:
@@ -50,10 +50,10 @@ class _Pass1:
         return bool(self.nan or self.inf)
 
 
-def _first_pass(x: np.ndarray, ones: np.ndarray | None) -> _Pass1:
+def _first_pass(x: np.ndarray) -> _Pass1:
     lo, hi = float(x.min()), float(x.max())
     if math.isfinite(lo) and math.isfinite(hi):
-        total = np.dot(x, ones[:x.size]) if ones is not None else x.sum(dtype=np.float64)
+        total = piece_sums(x)               # not np.dot: OpenBLAS threads spin after it (weighted_sum)
         return _Pass1(x.size, float(total), lo, hi, 0, 0)
     good = np.isfinite(x)
     nan = int(np.count_nonzero(np.isnan(x)))
@@ -99,10 +99,6 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
             decode_into(t.layout, part, out, byteorder)
         return out.reshape(-1)
 
-    # ones for BLAS sums on the numpy route; a fused layout's chunk only falls back to
-    # it with non-finite values, which are summed without them
-    ones = None if fusable else np.ones(rows * lay.block_elems, np.float32)
-
     def first(i: int) -> _Pass1:
         if fusable:
             part = ch.raw(i)
@@ -112,7 +108,7 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
                 if not table:
                     scales.add(part)
                 return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, fused=True)
-        return _first_pass(decode(i, True), ones)
+        return _first_pass(decode(i, True))
 
     firsts: list[_Pass1] = ch.run(first, 0)
     n = sum(p.n for p in firsts)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
+__all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE", "weighted_sum", "piece_sums"]
 
 # elements per float32 partial sum: L1-sized, accurate.  The one Python place of this
 # number; the C kernels take it from csrc/_ctargets.h and export it as _cstats.PIECE
@@ -24,7 +24,8 @@ __all__ = ["moments", "bin_pairs", "count_pairs", "count_codes", "PIECE"]
 PIECE = 2048
 
 
-def _piece_sums(y: np.ndarray) -> float:
+def piece_sums(y: np.ndarray) -> float:
+    """The sum of ``y``: float32 within pieces of ``PIECE`` values, float64 across."""
     m = y.size - y.size % PIECE
     total = float(y[:m].reshape(-1, PIECE).sum(axis=1, dtype=np.float32).sum(dtype=np.float64)) if m else 0.0
     return total + float(y[m:].sum(dtype=np.float32))
@@ -32,7 +33,7 @@ def _piece_sums(y: np.ndarray) -> float:
 
 def moments(x: np.ndarray, shift: np.float32) -> tuple[float, float, float, int]:
     d = x - np.float32(shift)
-    return (_piece_sums(d), _piece_sums(d * d), _piece_sums(np.abs(x)),
+    return (piece_sums(d), piece_sums(d * d), piece_sums(np.abs(x)),
             int(x.size - np.count_nonzero(x)))
 
 
@@ -56,3 +57,12 @@ def bin_pairs(x: np.ndarray, lo: np.float32, scale: np.float32, top: np.int32,
 def count_codes(codes: np.ndarray, counts: np.ndarray) -> None:
     size = counts.shape[-1]
     counts[0] += np.bincount(codes, minlength=size)[:size]
+
+
+def weighted_sum(values: np.ndarray, counts: np.ndarray) -> float:
+    """``sum(values * counts)`` in float64, summed pairwise by numpy -- never ``np.dot``:
+    a dot product goes to OpenBLAS, whose threads then spin for a while after the call
+    and, on a two-core machine, take a core from the statistics threads (measured: 13 ms
+    per 65,536-value dot under load against 0.3 ms for this, and a spinning BLAS thread
+    in a quarter of an F16 ``stats`` profile)."""
+    return float(np.sum(values * counts))

@@ -20,6 +20,7 @@ import numpy as np
 
 from ggscope.facts.ggml_types import Layout
 from ggscope.quant import code_values
+from ggscope.stats.kernels_numpy import weighted_sum
 
 if TYPE_CHECKING:
     from ggscope.stats.chunks import Chunks
@@ -56,7 +57,7 @@ def _value_summary(values: np.ndarray, counts: np.ndarray) -> dict[str, Any]:
     v, c = values[good], counts[good]
     return {"field": "d", "count": count,
             "min": float(v.min()) if n else None, "max": float(v.max()) if n else None,
-            "mean": float(np.dot(v, c) / n) if n else None,
+            "mean": weighted_sum(v, c) / n if n else None,
             "zeros": int(c[v == 0].sum()), "nonfinite": count - n}
 
 

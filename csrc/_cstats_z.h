@@ -1,0 +1,256 @@
+/* Pass two of the statistics in one decode, on AVX-512 (included by _cstats.c after its
+   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI keeps those drivers, chosen at run time).
+
+   Why: the portable pass two decodes a piece of blocks into an L1 buffer, then bins it
+   and sums its moments in two more loops; each value is computed in float32 and binned
+   in float32 even where a block group has only 16 or 32 distinct values.  Here a group
+   of 32 values is handled in registers: its code bytes are extracted once; for the
+   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS) the group's value of every possible
+   code is computed once -- with the decoder's own float32 operations, so every value is
+   bit for bit the decoder's -- and each value is then one permute from that table, its
+   bin one byte permute from the table of the codes' bins (the bin formula of
+   piece_pairs applied to the table); Q8_0's 256 codes are converted and binned per
+   value.  The moments are the same float32-per-piece sums of v - shift, its square, |v|
+   and the zeros, in vector lanes; the bins go to the same pair counting
+   (count_pair_lanes).  So the histogram is identical to the portable pass's and the
+   moments differ only in the order of float32 additions within a piece (the contract:
+   float32 within a piece, float64 across).  Every variant here reads an f16 scale and
+   multiplies it by at most 64 * 32 (K-quants) or 32 * 127 (IQ4_XS), so |v| < 2^28 and a piece's float32 sum of (v - shift)^2 (shift
+   lies inside the tensor's range) stays below 2048 * 2^58 -- far from float32's limit:
+   the portable drivers' float64 retry of an overflowed piece has no counterpart.
+
+   Contract: binsz_NAME(J, A, R) as bins_NAME; with more than SMALL_BINS bins (no
+   lanes) it calls bins_NAME.  z_bins(name, bf) -> the AVX-512 variant of the portable bins
+   driver bf of variant name when the CPU has it and it is not turned off (z_enabled), else bf. */
+typedef void (*zbins_fn_t)(const job_t *, const binargs_t *, bins_t *);
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 12
+#include <immintrin.h>
+#define HAVE_Z 1
+#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi")))
+#define ZI static inline __attribute__((always_inline)) ZT
+
+typedef struct {
+    __m512 a1, a2, aa;
+    __m512i z;
+} zacc_t;
+
+typedef struct {
+    __m512 lo, scale, shift, k0, k1;   /* k0/k1: the codes 0-15 / 16-31 as floats */
+    __m512i top;
+} zctx_t;
+
+ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
+    const __m512 d = _mm512_sub_ps(v, shift);
+    S->a1 = _mm512_add_ps(S->a1, d);
+    S->a2 = _mm512_add_ps(S->a2, _mm512_mul_ps(d, d));
+    S->aa = _mm512_add_ps(S->aa, _mm512_abs_ps(v));
+    const __mmask16 zm = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ);
+    S->z = _mm512_mask_sub_epi32(S->z, zm, S->z, _mm512_set1_epi32(-1));
+}
+
+/* piece_pairs' bin formula on 16 values: clamp(int((v - lo) * scale), 0, top) */
+ZI __m512i zbin(const zctx_t *C, __m512 v) {
+    const __m512i t = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v, C->lo), C->scale));
+    return _mm512_max_epi32(_mm512_min_epi32(t, C->top), _mm512_setzero_si512());
+}
+
+/* A group of 32 values whose codes (bytes below 32, or below 16 unless ``wide``) index
+   the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, 16 pairs (value
+   l with value l + 16). */
+ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, zacc_t *S0, zacc_t *S1,
+               uint16_t *pairs) {
+    const __m512 v0 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes)), val1);
+    const __m512 v1 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1)), val1);
+    zmom(S0, v0, C->shift);
+    zmom(S1, v1, C->shift);
+    const __m128i b0 = _mm512_cvtepi32_epi8(zbin(C, val0));
+    const __m256i bins = _mm256_inserti128_si256(_mm256_castsi128_si256(b0),
+                                                 wide ? _mm512_cvtepi32_epi8(zbin(C, val1)) : b0, 1);
+    const __m256i b = _mm256_permutexvar_epi8(codes, bins);
+    const __m256i lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
+    const __m256i hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
+    _mm256_storeu_si256((__m256i *) pairs, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 6)));
+}
+
+/* Q4_K / Q5_K (dec_q45_k): eight groups of 32, value (float) c * dl - ml */
+ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int five, zacc_t *S0, zacc_t *S1,
+               uint16_t *pairs) {
+    const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
+    const int qs_at = five ? 48 : 16;
+    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i qh = five ? _mm256_loadu_si256((const __m256i *) (b + 16)) : _mm256_setzero_si256();
+    for (int i = 0; i < 4; i++) {
+        const __m256i q = _mm256_loadu_si256((const __m256i *) (b + qs_at + 32 * i));
+        for (int h = 0; h < 2; h++) {
+            const int g = 2 * i + h;
+            __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(q, 4) : q, m4);
+            if (five) {
+                const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(g)), one);
+                c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 4));
+            }
+            float dl, ml;
+            k4_scale(b, g, d, dmin, &dl, &ml);
+            const __m512 a = _mm512_set1_ps(dl), m = _mm512_set1_ps(ml);
+            const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
+            const __m512 val1 = five ? _mm512_sub_ps(_mm512_mul_ps(C->k1, a), m) : val0;
+            zgroup(C, c, val0, val1, five, S0, S1, pairs + 16 * g);
+        }
+    }
+}
+
+/* The upstream nibble layouts (dec_nibbles with an f16 scale, plain halves, no
+   outlier): one group, value (float) (c - bias) * d [+ m] */
+ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int m_at, int qh_at, int qs_at,
+             int bias, zacc_t *S0, zacc_t *S1, uint16_t *pairs) {
+    const float d = f16(b, d_at, J->big, J->lut);
+    const __m128i q = _mm_loadu_si128((const __m128i *) (b + qs_at)), m4 = _mm_set1_epi8(0x0F);
+    __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                        _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+    if (qh_at >= 0) c = _mm256_or_si256(c, _mm256_maskz_set1_epi8((__mmask32) u32le(b, qh_at), 0x10));
+    const __m512 a = _mm512_set1_ps(d), bs = _mm512_set1_ps((float) bias);
+    /* (float) (k - bias) is exact for these small integers, so k - bias in float is too */
+    __m512 val0 = _mm512_mul_ps(_mm512_sub_ps(C->k0, bs), a), val1 = _mm512_mul_ps(_mm512_sub_ps(C->k1, bs), a);
+    if (m_at >= 0) {
+        const __m512 m = _mm512_set1_ps(f16(b, m_at, J->big, J->lut));
+        val0 = _mm512_add_ps(val0, m);
+        val1 = _mm512_add_ps(val1, m);
+    }
+    zgroup(C, c, val0, val1, qh_at >= 0, S0, S1, pairs);
+}
+
+/* IQ4_NL and IQ4_XS (dec_table4 modes 0 and 1: groups of 32 whose halves are a byte's
+   nibbles): value dl * kv[c], kv the 16-value table */
+ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int mode, int groups, zacc_t *S0,
+                zacc_t *S1, uint16_t *pairs) {
+    const __m512 kv = _mm512_loadu_ps(J->g1);
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    for (int ib = 0; ib < groups; ib++) {
+        float dl;
+        int at;
+        if (mode == 0) {
+            dl = f16(b, 0, J->big, J->lut);
+            at = 2;
+        } else {
+            const uint32_t h = u16(b, 2, J->big);
+            const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
+            dl = f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
+            at = 8 + 16 * ib;
+        }
+        const __m128i q = _mm_loadu_si128((const __m128i *) (b + at));
+        const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
+                                                  _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
+        const __m512 val = _mm512_mul_ps(_mm512_set1_ps(dl), kv);
+        zgroup(C, c, val, val, 0, S0, S1, pairs + 16 * ib);
+    }
+}
+
+/* Q8_0 (dec_int8, f16 scale, 32 values): (float) q * d per value */
+ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int qs_at, zacc_t *S0,
+              zacc_t *S1, uint16_t *pairs) {
+    const __m512 a = _mm512_set1_ps(f16(b, d_at, J->big, J->lut));
+    const __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + qs_at)))), a);
+    const __m512 v1 = _mm512_mul_ps(
+        _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + qs_at + 16)))), a);
+    zmom(S0, v0, C->shift);
+    zmom(S1, v1, C->shift);
+    const __m512i p = _mm512_or_si512(zbin(C, v0), _mm512_slli_epi32(zbin(C, v1), 6));
+    _mm256_storeu_si256((__m256i *) pairs, _mm512_cvtepi32_epi16(p));
+}
+
+/* The driver: pieces of whole blocks as bins_NAME, each block's groups through GROUPS
+   (a statement on J, C, b, S0, S1 and pp, the block's n / 2 pairs); FITS, on J, says
+   whether the variant's arguments are the groups of 32 GROUPS handles. */
+#define ZBINS(NAME, N, FITS, GROUPS)                                                                      \
+    ZT static void binsz_##NAME(const job_t *J, const binargs_t *A, bins_t *R) {                          \
+        if (A->lanes == NULL || A->top >= SMALL_BINS || !(FITS)) {                                        \
+            bins_##NAME(J, A, R);                                                                         \
+            return;                                                                                       \
+        }                                                                                                 \
+        const int n = (N);                                                                                \
+        const int per = PIECE / n > 0 ? PIECE / n : 1;                                                    \
+        uint16_t pairs[PIECE / 2 + 128] __attribute__((aligned(64)));                                     \
+        const zctx_t C0 = {_mm512_set1_ps(A->lo), _mm512_set1_ps(A->scale), _mm512_set1_ps(A->shift),     \
+                           _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),          \
+                           _mm512_setr_ps(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31), \
+                           _mm512_set1_epi32(A->top)};                                                    \
+        const zctx_t *C = &C0;                                                                            \
+        double s1 = 0.0, s2 = 0.0, sa = 0.0;                                                              \
+        int64_t zeros = 0, pending = 0;                                                                   \
+        for (Py_ssize_t p = 0; p < J->nb; p += per) {                                                     \
+            const Py_ssize_t end = p + per < J->nb ? p + per : J->nb;                                     \
+            prefetch_next(J, end, per);                                                                   \
+            zacc_t S0 = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_si512()}; \
+            zacc_t S1 = S0;                                                                               \
+            uint16_t *pp = pairs;                                                                         \
+            for (Py_ssize_t bi = p; bi < end; bi++, pp += n / 2) {                                        \
+                const uint8_t *restrict b = J->blocks + bi * J->bb;                                       \
+                GROUPS;                                                                                   \
+            }                                                                                             \
+            const int e = (int) (end - p) * n;                                                            \
+            const float a1 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a1, S1.a1));                           \
+            const float a2 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a2, S1.a2));                           \
+            const float aa = _mm512_reduce_add_ps(_mm512_add_ps(S0.aa, S1.aa));                           \
+            zeros += _mm512_reduce_add_epi32(_mm512_add_epi32(S0.z, S1.z));                               \
+            count_pair_lanes(pairs, e / 2, A->lanes);                                                     \
+            if ((pending += e) > (1 << 30)) {                                                             \
+                flush_lanes(A->lanes, A->table);                                                          \
+                pending = 0;                                                                              \
+            }                                                                                             \
+            s1 += a1; /* float32 cannot overflow here: (module docstring) */                            \
+            s2 += a2;                                                                                     \
+            sa += aa;                                                                                     \
+        }                                                                                                 \
+        flush_lanes(A->lanes, A->table);                                                                  \
+        R->s1 = s1;                                                                                       \
+        R->s2 = s2;                                                                                       \
+        R->sa = sa;                                                                                       \
+        R->zeros = zeros;                                                                                 \
+    }
+
+#define A(i) (J->a[i])
+ZBINS(q4_k, 256, 1, zq45_k(J, C, b, 0, &S0, &S1, pp))
+ZBINS(q5_k, 256, 1, zq45_k(J, C, b, 1, &S0, &S1, pp))
+ZBINS(nib_00, 32, 1, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp))
+ZBINS(nib_10, 32, 1, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp))
+ZBINS(nib_01, 32, 1, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp))
+ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp))
+ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp))
+ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp))
+ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp))
+#undef A
+
+/* by variant name: a target_clones function's address is not the same everywhere */
+static const struct {
+    const char *name;
+    zbins_fn_t z;
+} ZVARIANTS[] = {
+    {"q4_k", binsz_q4_k},     {"q5_k", binsz_q5_k},     {"nib_00", binsz_nib_00}, {"nib_10", binsz_nib_10},
+    {"nib_01", binsz_nib_01}, {"nib_11", binsz_nib_11}, {"int8_32", binsz_int8_32}, {"table4_0", binsz_table4_0},
+    {"table4_1", binsz_table4_1},
+};
+
+static int z_cpu(void) {
+    static int ok = -1;
+    if (ok < 0) {
+        __builtin_cpu_init();
+        ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
+             && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi");
+    }
+    return ok;
+}
+#endif
+
+/* 1: the AVX-512 pass two where the CPU has it; 0: the portable drivers (tests compare) */
+static int z_enabled = 1;
+
+static zbins_fn_t z_bins(const char *name, zbins_fn_t bf) {
+#ifdef HAVE_Z
+    if (z_enabled && z_cpu())
+        for (size_t i = 0; i < sizeof ZVARIANTS / sizeof ZVARIANTS[0]; i++)
+            if (strcmp(ZVARIANTS[i].name, name) == 0) return ZVARIANTS[i].z;
+#else
+    (void) name;
+#endif
+    return bf;
+}
