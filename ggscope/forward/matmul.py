@@ -13,8 +13,11 @@ multiplies by it in its own encoding.  ``StreamedRows`` does the same: the table
 in the file's memory map, rows are decoded on lookup, and the product decodes bounded
 chunks of rows into one reused float32 buffer.
 
+A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed``: its
+blocks in memory, decoded whole through the compiled decoders for each product.
+
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
-``Mat``, a plain array or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
+``Mat``, a plain array, ``Packed`` or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
 weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
 ``round_activations(x, kind)`` is the conversion alone.
 """
@@ -24,10 +27,11 @@ import numpy as np
 
 from ggscope.core.errors import GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
-from ggscope.quant import decode_into, dequantizer
+from ggscope.forward.loading import decode_blocks
+from ggscope.quant import dequantizer
 
-__all__ = ["Mat", "StreamedRows", "linear", "typed", "round_activations", "q8_1_sum_correction",
-           "CHUNK_ELEMS"]
+__all__ = ["Mat", "Packed", "StreamedRows", "linear", "typed", "block_mins", "round_activations",
+           "q8_1_sum_correction", "CHUNK_ELEMS"]
 
 CHUNK_ELEMS = 1 << 22          # rows decoded per step of a streamed product: 16 MiB of float32
 
@@ -69,13 +73,21 @@ def typed(arr: np.ndarray, ggml_type: str, raw: np.ndarray | None = None) -> np.
         return arr
     out = arr.view(Mat)
     out.vec_dot = kind
-    block = _WITH_MIN.get(ggml_type)
-    if block is not None and raw is not None and arr.ndim == 2 and arr.shape[1] % 32 == 0:
-        blocks = np.frombuffer(np.ascontiguousarray(raw).tobytes(), np.uint8).reshape(-1, block)
-        if blocks.shape[0] == arr.size // 32:
-            out.mins = blocks[:, 2:4].copy().view("<f2").astype(np.float32).reshape(
-                arr.shape[0], arr.shape[1] // 32)
+    if raw is not None and arr.ndim == 2:
+        out.mins = block_mins(raw, ggml_type, arr.shape)
     return out
+
+
+def block_mins(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The block mins [out, in/32] of a Q4_1 / Q5_1 matrix of numpy ``shape`` from its
+    bytes ``raw``; None for another type or bytes that are not its blocks."""
+    block = _WITH_MIN.get(ggml_type)
+    if block is None or len(shape) != 2 or shape[1] % 32:
+        return None
+    blocks = np.frombuffer(np.ascontiguousarray(raw).tobytes(), np.uint8).reshape(-1, block)
+    if blocks.shape[0] != shape[0] * shape[1] // 32:
+        return None
+    return blocks[:, 2:4].copy().view("<f2").astype(np.float32).reshape(shape[0], shape[1] // 32)
 
 
 def q8_1_sum_correction(x: np.ndarray, mins: np.ndarray) -> np.ndarray:
@@ -126,6 +138,35 @@ def round_activations(x: np.ndarray, kind: str | None) -> np.ndarray:
     return out.reshape(x.shape).astype(np.float32)
 
 
+class Packed:
+    """A weight matrix kept in the file's encoding: its blocks in memory (``loading``
+    reads them), about one byte a parameter for Q8_0 where float32 takes four.
+
+    ``values()`` decodes it whole, through the compiled decoders, into a fresh float32
+    array of ``shape`` -- tagged with the type's activation rounding (and a Q4_1 / Q5_1
+    matrix's block mins, read once here) unless ``rounded`` is False (``--exact``).
+    ``linear`` calls it for every product, so the product is the one of the matrix
+    decoded at load, bit for bit, and only one matrix is expanded at a time.
+    """
+
+    def __init__(self, blocks: np.ndarray, layout: str, ggml_type: str, shape: tuple[int, ...],
+                 byteorder: str = "little", rounded: bool = True) -> None:
+        self.blocks, self.layout, self.type, self.byteorder = blocks, layout, ggml_type, byteorder
+        self.shape = tuple(int(d) for d in shape)
+        self.ndim = len(self.shape)
+        self.vec_dot = _VEC_DOT.get(ggml_type) if rounded and self.ndim >= 2 else None
+        self.mins = block_mins(blocks, ggml_type, self.shape) if self.vec_dot else None
+
+    def values(self) -> np.ndarray:
+        out = np.empty(self.shape, np.float32)
+        decode_blocks(self.layout, self.blocks, out, self.byteorder)
+        if self.vec_dot is None:
+            return out
+        arr = out.view(Mat)
+        arr.vec_dot, arr.mins = self.vec_dot, self.mins
+        return arr
+
+
 class StreamedRows:
     """A [rows, cols] weight kept in the file's encoding (llama.cpp's token_embd).
 
@@ -155,10 +196,7 @@ class StreamedRows:
         self.chunk_rows = max(1, CHUNK_ELEMS // max(1, cols))
 
     def _decode(self, raw_rows: np.ndarray, out: np.ndarray) -> np.ndarray:
-        lay = self.layout
-        blocks = np.ascontiguousarray(raw_rows).reshape(-1, lay.block_bytes)
-        decode_into(self.info.layout, blocks, out.reshape(-1, lay.block_elems), self.byteorder)
-        return out
+        return decode_blocks(self.info.layout, np.ascontiguousarray(raw_rows), out, self.byteorder)
 
     def rows(self, ids) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
@@ -180,6 +218,8 @@ class StreamedRows:
 def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
     """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
     llama.cpp's CPU backend rounds it for w's type."""
+    if isinstance(w, Packed):
+        w = w.values()
     if isinstance(w, StreamedRows):
         y = w.project(x)
     else:
