@@ -43,10 +43,11 @@ from ggscope.stats import cstats
 __all__ = ["decode", "read_blocks", "decode_blocks", "Budget", "DECODED_BUDGET", "WINDOW_BYTES"]
 
 WINDOW_BYTES = 8 << 20          # bytes read and decoded per work item
-# float32 bytes of weight matrices a load keeps decoded: every model up to ~250 M parameters
-# in its layers (gemma-3-270m's 100 M, tiny test models) pays no decoding per forward call;
-# past it a 1.26 G-parameter Q8_0 model holds ~1.3 GB of blocks instead of 5 GB of float32.
-DECODED_BUDGET = 1 << 30
+# float32 bytes of weight matrices a load keeps decoded: a model with up to ~130 M parameters
+# in its layers (gemma-3-270m's 100 M, the tiny test models) pays no decoding per forward
+# call (``run --generate`` decodes nothing per token); past it a 1.26 G-parameter Q8_0 model
+# holds ~1.2 GB of blocks and 0.5 GB of float32 instead of 5 GB of float32.
+DECODED_BUDGET = 1 << 29
 
 
 class Budget:

@@ -23,6 +23,8 @@ weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ggscope.core.errors import GGScopeError
@@ -138,6 +140,9 @@ def round_activations(x: np.ndarray, kind: str | None) -> np.ndarray:
     return out.reshape(x.shape).astype(np.float32)
 
 
+_scratch = threading.local()
+
+
 class Packed:
     """A weight matrix kept in the file's encoding: its blocks in memory (``loading``
     reads them), about one byte a parameter for Q8_0 where float32 takes four.
@@ -157,8 +162,19 @@ class Packed:
         self.vec_dot = _VEC_DOT.get(ggml_type) if rounded and self.ndim >= 2 else None
         self.mins = block_mins(blocks, ggml_type, self.shape) if self.vec_dot else None
 
-    def values(self) -> np.ndarray:
-        out = np.empty(self.shape, np.float32)
+    def values(self, reuse: bool = False) -> np.ndarray:
+        """The matrix as float32; ``reuse`` decodes into this thread's scratch buffer
+        (kept at the largest packed matrix: no fresh pages to fault in per product),
+        valid until the thread's next ``values(reuse=True)``."""
+        n = int(np.prod(self.shape, dtype=np.int64))
+        if reuse:
+            buf = getattr(_scratch, "buf", None)
+            if buf is None or buf.size < n:
+                _scratch.buf = buf = None          # the old buffer goes before the new one comes
+                _scratch.buf = buf = np.empty(n, np.float32)
+            out = buf[:n].reshape(self.shape)
+        else:
+            out = np.empty(self.shape, np.float32)
         decode_blocks(self.layout, self.blocks, out, self.byteorder)
         if self.vec_dot is None:
             return out
@@ -219,7 +235,7 @@ def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
     """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
     llama.cpp's CPU backend rounds it for w's type."""
     if isinstance(w, Packed):
-        w = w.values()
+        w = w.values(reuse=True)                 # used only for this product
     if isinstance(w, StreamedRows):
         y = w.project(x)
     else:
