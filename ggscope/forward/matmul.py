@@ -30,6 +30,7 @@ import numpy as np
 from ggscope.core.errors import GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.forward.loading import decode_blocks
+from ggscope.source.ranges import RangeReader
 from ggscope.quant import dequantizer
 
 __all__ = ["Mat", "Packed", "StreamedRows", "linear", "typed", "block_mins", "round_activations",
@@ -184,11 +185,15 @@ class Packed:
 
 
 class StreamedRows:
-    """A [rows, cols] weight kept in the file's encoding (llama.cpp's token_embd).
+    """A [rows, cols] weight kept in the file's encoding (llama.cpp's token_embd), and in
+    the file: nothing of it is read at load.
 
-    ``rows(ids)`` decodes only the rows asked for; ``project(x)`` is ``x @ self.T``,
-    decoding ``CHUNK_ELEMS`` elements at a time into one buffer, with x rounded as
-    ggml-cpu rounds it for this type.  The source file must stay open.
+    ``rows(ids)`` reads and decodes only the rows asked for; ``project(x)`` is
+    ``x @ self.T``, reading ``CHUNK_ELEMS`` elements' worth of rows at a time into one
+    reused buffer (``ggscope.source.ranges.RangeReader``: page cache, not the process's
+    memory, and a file that shrinks meanwhile is ``FileChanged``) and decoding them into
+    another, with x rounded as ggml-cpu rounds it for this type.  The source file must
+    stay in place; one thread uses an instance at a time.
     """
 
     def __init__(self, info, shape: tuple[int, int], what: str) -> None:
@@ -202,22 +207,35 @@ class StreamedRows:
         if cols % lay.block_elems:
             raise GGScopeError(f"{what}: rows of {cols} are not whole {info.layout} blocks")
         self.row_bytes = cols // lay.block_elems * lay.block_bytes
-        raw = info.raw()
-        if raw.size != rows * self.row_bytes:
-            raise GGScopeError(f"{what}: the file holds {raw.size} of its "
+        size = info.file.source.size if info.file is not None else 0
+        held = max(0, min(rows * self.row_bytes, size - int(info.offset)))
+        if held != rows * self.row_bytes:
+            raise GGScopeError(f"{what}: the file holds {held} of its "
                                f"{rows * self.row_bytes} data bytes")
-        self.raw = raw.reshape(rows, self.row_bytes)
         self.byteorder = getattr(info.file, "endian", "little") or "little"
         self.vec_dot = _VEC_DOT.get(info.type)
         self.chunk_rows = max(1, CHUNK_ELEMS // max(1, cols))
+        self._reader: RangeReader | None = None
+
+    def _read(self, r0: int, r1: int) -> np.ndarray:
+        """Rows [r0, r1) as they are stored: (r1 - r0, row_bytes) uint8, valid until the next read."""
+        if self._reader is None:
+            self._reader = RangeReader(self.info.file)
+        raw = self._reader.read(int(self.info.offset) + r0 * self.row_bytes, (r1 - r0) * self.row_bytes)
+        return raw.reshape(r1 - r0, self.row_bytes)
 
     def _decode(self, raw_rows: np.ndarray, out: np.ndarray) -> np.ndarray:
         return decode_blocks(self.info.layout, np.ascontiguousarray(raw_rows), out, self.byteorder)
 
     def rows(self, ids) -> np.ndarray:
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.shape[0]):
+            raise IndexError(f"row ids must lie in 0..{self.shape[0] - 1}")
+        raw = np.empty((ids.size, self.row_bytes), np.uint8)
+        for j, r in enumerate(ids.tolist()):
+            raw[j] = self._read(r, r + 1)[0]
         out = np.empty((ids.size, self.shape[1]), dtype=np.float32)
-        return self._decode(self.raw[ids], out)
+        return self._decode(raw, out)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         x = round_activations(np.asarray(x, dtype=np.float32), self.vec_dot)
@@ -226,7 +244,7 @@ class StreamedRows:
         buf = np.empty((min(self.chunk_rows, rows), cols), dtype=np.float32)
         for r0 in range(0, rows, self.chunk_rows):
             r1 = min(rows, r0 + self.chunk_rows)
-            w = self._decode(self.raw[r0:r1], buf[:r1 - r0])
+            w = self._decode(self._read(r0, r1), buf[:r1 - r0])
             np.matmul(x, w.T, out=out[:, r0:r1])
         return out
 
