@@ -6,8 +6,9 @@ than transformers does from the same GGUF file, in at most half its peak memory,
 sides run in fresh interpreters, one file at a time, so each peak RSS (``ru_maxrss``)
 is that side's alone:
 
-* ggscope: ``ggscope.open`` + the architecture's ``load`` (every weight dequantized
-  once, to float32) + one ``forward`` over the prompt;
+* ggscope: ``ggscope.open`` + the architecture's ``load`` (weights decoded by the
+  compiled decoders, up to ``forward.loading.DECODED_BUDGET`` of them kept as float32, the
+  rest packed and decoded per product) + one ``forward`` over the prompt;
 * transformers: ``AutoModelForCausalLM.from_pretrained(folder, gguf_file=...)`` + one
   forward over the same prompt under ``torch.no_grad``.
 

@@ -154,3 +154,22 @@ def test_a_cut_file_fails_the_load_with_one_line(arch_dir, tmp_path, monkeypatch
         with pytest.raises(WeightError, match=f"{last.name}.*the file holds {last.nbytes - 1}") as err:
             load_weights(ggscope.open(cut))
         assert "\n" not in str(err.value)
+
+
+def test_the_embedding_stays_in_the_file(arch_dir):
+    """token_embd is not read at load (no copy of the table in the process); rows and the
+    tied output's product read it from the file, to ggml's values."""
+    mf = ggscope.open(arch_dir / "Tiny-Gemma3-317K-v1.0-Q8_0.gguf")
+    _, w = load_weights(mf)
+    assert w.output is w.embed                                   # tied: the product streams it
+    held = [k for k, v in vars(w.embed).items() if isinstance(v, np.ndarray) and v.size > 1024]
+    assert not held, f"the embedding holds arrays: {held}"
+    table = loading.decode(mf.tensor("token_embd.weight"))
+    ids = [5, 0, w.embed.shape[0] - 1, 5]
+    assert np.array_equal(w.embed.rows(ids).view(np.uint32), table[ids].view(np.uint32))
+    x = np.random.default_rng(1).standard_normal((3, w.embed.shape[1])).astype(np.float32)
+    from ggscope.forward.matmul import round_activations
+    want = round_activations(x, "q8_0") @ table.T
+    assert np.allclose(w.embed.project(x), want, rtol=1e-5, atol=1e-5)
+    with pytest.raises(IndexError):
+        w.embed.rows([w.embed.shape[0]])
