@@ -12,7 +12,8 @@ Every module has the same two functions::
 
 This package keeps the one table of those modules (``ARCHITECTURES``), tells which
 architecture a parsed file has (``architecture``), and gives the modules one way of
-mapping tensor names to float32 arrays (``WeightMapper``).  A file whose architecture
+mapping tensor names to float32 arrays (``WeightMapper``, which decodes through
+``loading``: the compiled decoders, no page of the file's map kept).  A file whose architecture
 has no module raises ``UnsupportedArchitecture`` naming the supported ones; a file
 missing a weight, or carrying one of the wrong shape, raises ``WeightError``.  Both are
 ``GGScopeError``s with one-line messages, never tracebacks from deep in numpy.
