@@ -292,10 +292,11 @@ class WeightMapper:
         blocks = self._decoding(name, info, read_blocks)
         return Packed(blocks, info.layout, info.type, shape, _byteorder(info), rounded)
 
-    def take(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
-        from ggscope.forward.loading import decode  # lazy: the loading engine only when used
+    def take(self, name: str, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
+        from ggscope.forward import loading  # lazy: the loading engine only when used
         info = self._shaped(name, shape)
-        data = self._decoding(name, info, decode)
+        data = self._decoding(name, info, lambda i: loading.decode(i, out) if out is not None
+                              else loading.decode(i))
         # decode() fills one fresh float32 array through the compiled decoders, never a
         # view of the file's memory map, so it outlives the file without a second copy.
         if data.size != int(np.prod(shape, dtype=np.int64)):

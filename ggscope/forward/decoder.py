@@ -111,19 +111,23 @@ def load(model, exact: bool = False) -> Weights:
         c = replace(c, exact=True)
     C, V, H, Hkv = c.n_embd, c.n_vocab, c.n_head, c.n_head_kv
 
-    budget = Budget(loading.DECODED_BUDGET)
+    # the arena holds at most the file's matrices (an alignment's slack each); a small
+    # model reserves no more than it uses
+    budget = Budget(loading.DECODED_BUDGET,
+                    sum(4 * (t.n_elements + Budget.ALIGN) for t in model.tensors if len(t.shape) == 2))
 
     def take(full: str, shape, gguf: str = "") -> np.ndarray:
         """``full`` decoded (tagged with llama.cpp's rounding unless ``exact``), or packed
         when ``gguf`` names a matrix only multiplied by and the budget is spent."""
         stem = gguf.split(".")[-2:-1]
         product = len(shape) == 2 and bool(stem) and stem[0] in _PRODUCTS
+        slot = budget.take(math.prod(shape)) if product else None
         try:
-            if product and not budget.take(4 * math.prod(shape)):   # decoded for each product
+            if product and slot is None:                             # decoded for each product
                 return m.packed(full, shape, rounded=not exact)
             if exact:
-                return m.take(full, shape)                           # plain float32: no rounding
-            values, info = m.take(full, shape), model.tensor(full)
+                return m.take(full, shape, slot)                     # plain float32: no rounding
+            values, info = m.take(full, shape, slot), model.tensor(full)
             raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
             return _typed(values, info.type, raw)
         except ValueError as exc:       # blocks that do not tile the claimed shape: the file's fault
