@@ -6,8 +6,9 @@ than transformers does from the same GGUF file, in at most half its peak memory,
 sides run in fresh interpreters, one file at a time, so each peak RSS (``ru_maxrss``)
 is that side's alone:
 
-* ggscope: ``ggscope.open`` + the architecture's ``load`` (every weight dequantized
-  once, to float32) + one ``forward`` over the prompt;
+* ggscope: ``ggscope.open`` + the architecture's ``load`` (weights decoded by the
+  compiled decoders, up to ``forward.loading.DECODED_BUDGET`` of them kept as float32, the
+  rest packed and decoded per product) + one ``forward`` over the prompt;
 * transformers: ``AutoModelForCausalLM.from_pretrained(folder, gguf_file=...)`` + one
   forward over the same prompt under ``torch.no_grad``.
 
@@ -236,20 +237,23 @@ def write_gemma3_270m(path: Path, seed: int = 0) -> int:
 # ---- the 234M llama-shaped F16 / Q8_0 files (for --baseline) ---------------------------------
 
 LLAMA_234M = dict(n_vocab=32000, n_embd=1024, n_layer=15, n_head=16, n_head_kv=4, n_ff=2816, n_ctx=4096)
+# Issue 27 item 5's load goal: a llama with 1.26 G parameters (TinyLlama's width and heads,
+# 24 layers, FFN 6016, a 36000-token untied vocabulary), Q8_0 matrices.
+LLAMA_1260M = dict(n_vocab=36000, n_embd=2048, n_layer=24, n_head=32, n_head_kv=4, n_ff=6016, n_ctx=4096)
 
 
-def write_llama_234m(path: Path, encoding: str = "Q8_0", seed: int = 0) -> int:
+def write_llama_234m(path: Path, encoding: str = "Q8_0", seed: int = 0, shape: dict = LLAMA_234M) -> int:
     """A llama-shaped model every ggscope tree since the first llama forward pass loads (the
-    gemma3 one is newer), its matrices ``encoding`` ("Q8_0" or "F16"); returns its
-    parameter count."""
+    gemma3 one is newer), its matrices ``encoding`` ("Q8_0" or "F16"), of ``shape``
+    (LLAMA_234M, or LLAMA_1260M for the load goal); returns its parameter count."""
     import gguf
     from gguf import GGMLQuantizationType as Q
-    g = LLAMA_234M
+    g = shape
     rng = np.random.default_rng(seed)
     C, H, Hkv, F, L, V = g["n_embd"], g["n_head"], g["n_head_kv"], g["n_ff"], g["n_layer"], g["n_vocab"]
     D = C // H
     w = gguf.GGUFWriter(str(path), "llama")
-    w.add_name("Random Llama 234M-shaped")
+    w.add_name(f"Random Llama {'1.26B' if shape is LLAMA_1260M else '234M'}-shaped")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0 if encoding == "Q8_0" else gguf.LlamaFileType.MOSTLY_F16)
     w.add_context_length(g["n_ctx"])
     w.add_embedding_length(C)

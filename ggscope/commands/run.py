@@ -132,8 +132,10 @@ def _run(args) -> int:
     top = [{"id": int(i), "token": names.piece(int(i)) if names is not None else None,
             "logit": float(logits[i]), "prob": float(probs[i])} for i in order]
     entropy = sanity.entropy_nats
-    out = {"architecture": F.architecture(mf), "tokens": ids,
-           "logits": [float(x) if np.isfinite(x) else None for x in logits.tolist()], "top": top}
+    out = {"architecture": F.architecture(mf), "tokens": ids}
+    if args.json:                      # n_vocab floats as Python objects: only when printed
+        out["logits"] = [float(x) if np.isfinite(x) else None for x in logits.tolist()]
+    out["top"] = top
     if args.generate:
         out["generated"] = generated
         if tok is not None:

@@ -13,7 +13,8 @@ functions::
 
 This package keeps the one table of those modules (``ARCHITECTURES``), tells which
 architecture a parsed file has (``architecture``), and gives the modules one way of
-mapping tensor names to float32 arrays (``WeightMapper``).  A file whose architecture
+mapping tensor names to float32 arrays (``WeightMapper``, which decodes through
+``loading``: the compiled decoders, no page of the file's map kept).  A file whose architecture
 has no module raises ``UnsupportedArchitecture`` naming the supported ones; a file
 missing a weight, or carrying one of the wrong shape, raises ``WeightError``.  Both are
 ``GGScopeError``s with one-line messages, never tracebacks from deep in numpy.
@@ -188,14 +189,20 @@ def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for d in shape if d != 1)
 
 
+def _byteorder(info) -> str:
+    return getattr(info.file, "endian", "little") or "little"
+
+
 class WeightMapper:
     """Maps tensor names of one file to float32 arrays, checking names and shapes.
 
     ``take(name, shape)`` wants ``shape`` in numpy order (ggml's ``ne`` reversed) and
     accepts a stored tensor whose dimensions equal it once size-1 axes are dropped
     (converters disagree on those: rwkv.cpp writes v7 ``w0`` as ne [C, 1, 1]).  The
-    array comes back as the one float32 array the decoder filled (it outlives the file;
-    no second copy is made) reshaped to exactly ``shape``.
+    array comes back as the one float32 array the compiled decoders filled
+    (``loading.decode``: it outlives the file; no second copy is made) reshaped to
+    exactly ``shape``.  ``packed(name, shape)`` checks the same and keeps the tensor in
+    its encoding instead (``matmul.Packed``), for the matrices a load does not expand.
     """
 
     # True: matrices come back tagged with the activation rounding ggml-cpu applies
@@ -264,22 +271,41 @@ class WeightMapper:
                 f"{self.model.path}: {self.arch} needs tensor {name!r}, which the file "
                 f"does not have{why}") from None
 
-    def take(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    def _shaped(self, name: str, shape: tuple[int, ...]):
         info = self._info(name)
         stored = tuple(reversed(tuple(info.shape)))
         if _squeezed(stored) != _squeezed(shape):
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} has numpy shape {stored} "
                 f"(ggml ne {list(info.shape)}), {self.arch} expects {shape}")
+        return info
+
+    def _decoding(self, name: str, info, how: Callable[[Any], Any]) -> Any:
+        """``how(info)`` with its failures as one-line ``WeightError``s naming the tensor."""
         try:
-            data = info.dequantize()
+            return how(info)
         except FileChanged:                 # the file on disk, not this tensor: one line, exit 2
             raise
         except (GGScopeError, ValueError, KeyError, NotImplementedError, OSError) as exc:
             raise WeightError(
                 f"{self.model.path}: tensor {name!r} ({info.type}) could not be "
                 f"decoded: {exc}") from None
-        # dequantize() decodes into a fresh float32 array in bounded work units, never a
+
+    def packed(self, name: str, shape: tuple[int, ...], rounded: bool = True):
+        """``name`` checked as ``take`` checks it but left in the file's encoding
+        (``matmul.Packed``: its blocks read into memory, decoded on each use)."""
+        from ggscope.forward.loading import read_blocks  # lazy: the loading engine only when used
+        from ggscope.forward.matmul import Packed  # lazy: the loading engine only when used
+        info = self._shaped(name, shape)
+        blocks = self._decoding(name, info, read_blocks)
+        return Packed(blocks, info.layout, info.type, shape, _byteorder(info), rounded)
+
+    def take(self, name: str, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
+        from ggscope.forward import loading  # lazy: the loading engine only when used
+        info = self._shaped(name, shape)
+        data = self._decoding(name, info, lambda i: loading.decode(i, out) if out is not None
+                              else loading.decode(i))
+        # decode() fills one fresh float32 array through the compiled decoders, never a
         # view of the file's memory map, so it outlives the file without a second copy.
         if data.size != int(np.prod(shape, dtype=np.int64)):
             raise WeightError(

@@ -23,7 +23,10 @@ module maps the tensors to weights and runs the blocks; what a block computes is
 Numerics follow llama.cpp's CPU backend: activations are rounded as ggml-cpu rounds
 them for each weight's type (``matmul.py``), GELU goes through ggml's fp16 table, and
 the token embedding stays in the file's encoding (rows decoded on lookup; a tied output
-streams it).  Every other weight is dequantized once, at load, to one float32 array.
+streams it).  Every other weight is decoded once, at load, by the compiled decoders
+(``loading``) to one float32 array -- up to ``loading.DECODED_BUDGET`` bytes of matrices;
+the matrices past it stay in the file's encoding (``matmul.Packed``) and are decoded for
+each product, to the same values.
 
 Contract: ``load(model, exact=False) -> Weights`` (``exact``: no ggml rounding, the
 dequantized model as transformers computes it); ``forward(weights, tokens, state=None,
@@ -42,6 +45,8 @@ import numpy as np
 
 from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.forward import WeightError, WeightMapper, architecture, check_tokens
+from ggscope.forward import loading
+from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
 from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _moe, _norm, gelu, rms_norm, rope
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
@@ -78,6 +83,12 @@ class State:
 
 # ---- loading --------------------------------------------------------------------------------
 
+# The matrices the blocks only multiply by (``linear``): past the load's decoded budget they
+# stay in the file's encoding (``matmul.Packed``), decoded for each product.
+_PRODUCTS = frozenset({"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "attn_q_a",
+                       "attn_q_b", "attn_kv_a_mqa", "attn_kv_b", "ffn_gate", "ffn_up", "ffn_down",
+                       "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "output"})
+
 def load(model, exact: bool = False) -> Weights:
     """Map a decoder file's tensors to float32 arrays, checking names and shapes.
 
@@ -100,17 +111,28 @@ def load(model, exact: bool = False) -> Weights:
         c = replace(c, exact=True)
     C, V, H, Hkv = c.n_embd, c.n_vocab, c.n_head, c.n_head_kv
 
-    def take(full: str, shape) -> np.ndarray:
-        if exact:
-            return m.take(full, shape)                               # plain float32: no rounding
-        info = model.tensor(full)
-        raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
-        values = m.take(full, shape)
+    # the arena holds at most the file's matrices (an alignment's slack each); a small
+    # model reserves no more than it uses
+    budget = Budget(loading.DECODED_BUDGET,
+                    sum(4 * (t.n_elements + Budget.ALIGN) for t in model.tensors if len(t.shape) == 2))
+
+    def take(full: str, shape, gguf: str = "") -> np.ndarray:
+        """``full`` decoded (tagged with llama.cpp's rounding unless ``exact``), or packed
+        when ``gguf`` names a matrix only multiplied by and the budget is spent."""
+        stem = gguf.split(".")[-2:-1]
+        product = len(shape) == 2 and bool(stem) and stem[0] in _PRODUCTS
+        slot = budget.take(math.prod(shape)) if product else None
         try:
+            if product and slot is None:                             # decoded for each product
+                return m.packed(full, shape, rounded=not exact)
+            if exact:
+                return m.take(full, shape, slot)                     # plain float32: no rounding
+            values, info = m.take(full, shape, slot), model.tensor(full)
+            raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
             return _typed(values, info.type, raw)
         except ValueError as exc:       # blocks that do not tile the claimed shape: the file's fault
-            raise WeightError(f"{model.path}: tensor {full!r} ({info.type}): its blocks do not fit its "
-                              f"shape: {exc}") from None
+            raise WeightError(f"{model.path}: tensor {full!r} ({model.tensor(full).type}): its blocks do "
+                              f"not fit its shape: {exc}") from None
 
     def opt(gguf: str, i: int | None, shape) -> np.ndarray | None:
         """The tensor if the file has it; ``shape`` None takes the stored one (a width
@@ -118,14 +140,14 @@ def load(model, exact: bool = False) -> Weights:
         full = name(gguf, i)
         if not (full and m.has(full)):
             return None
-        return take(full, tuple(reversed(m.ne(full))) if shape is None else shape)
+        return take(full, tuple(reversed(m.ne(full))) if shape is None else shape, gguf)
 
     def req(gguf: str, i: int | None, shape) -> np.ndarray:
         full = name(gguf, i)
         if not full:
             raise WeightError(f"{model.path}: {arch} needs tensor {gguf!r}, which a "
                               f"{model.format} file cannot hold")
-        return take(full, shape)
+        return take(full, shape, gguf)
 
     def width(gguf: str, i: int, axis: int = -1) -> int:
         """A dimension read from a stored tensor (ggml order: ne[-1] = rows)."""
@@ -176,7 +198,7 @@ def load(model, exact: bool = False) -> Weights:
     if exact:
         embed.vec_dot = None                                         # a tied output: x unrounded
     out_name = name("output.weight")
-    output = take(out_name, (V, C)) if out_name and m.has(out_name) else embed   # tied
+    output = take(out_name, (V, C), "output.weight") if out_name and m.has(out_name) else embed   # tied
     norm = req("output_norm.weight", None, (C,))
     norm_b = opt("output_norm.bias", None, (C,))
     positions = req("position_embd.weight", None, (c.n_ctx, C)) if c.traits.rope is None else None

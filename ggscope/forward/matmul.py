@@ -13,21 +13,28 @@ multiplies by it in its own encoding.  ``StreamedRows`` does the same: the table
 in the file's memory map, rows are decoded on lookup, and the product decodes bounded
 chunks of rows into one reused float32 buffer.
 
+A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed``: its
+blocks in memory, decoded whole through the compiled decoders for each product.
+
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
-``Mat``, a plain array or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
+``Mat``, a plain array, ``Packed`` or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
 weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
 ``round_activations(x, kind)`` is the conversion alone.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ggscope.core.errors import GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
-from ggscope.quant import decode_into, dequantizer
+from ggscope.forward.loading import decode_blocks
+from ggscope.source.ranges import RangeReader
+from ggscope.quant import dequantizer
 
-__all__ = ["Mat", "StreamedRows", "linear", "typed", "round_activations", "q8_1_sum_correction",
-           "CHUNK_ELEMS"]
+__all__ = ["Mat", "Packed", "StreamedRows", "linear", "typed", "block_mins", "round_activations",
+           "q8_1_sum_correction", "CHUNK_ELEMS"]
 
 CHUNK_ELEMS = 1 << 22          # rows decoded per step of a streamed product: 16 MiB of float32
 
@@ -69,13 +76,21 @@ def typed(arr: np.ndarray, ggml_type: str, raw: np.ndarray | None = None) -> np.
         return arr
     out = arr.view(Mat)
     out.vec_dot = kind
-    block = _WITH_MIN.get(ggml_type)
-    if block is not None and raw is not None and arr.ndim == 2 and arr.shape[1] % 32 == 0:
-        blocks = np.frombuffer(np.ascontiguousarray(raw).tobytes(), np.uint8).reshape(-1, block)
-        if blocks.shape[0] == arr.size // 32:
-            out.mins = blocks[:, 2:4].copy().view("<f2").astype(np.float32).reshape(
-                arr.shape[0], arr.shape[1] // 32)
+    if raw is not None and arr.ndim == 2:
+        out.mins = block_mins(raw, ggml_type, arr.shape)
     return out
+
+
+def block_mins(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.ndarray | None:
+    """The block mins [out, in/32] of a Q4_1 / Q5_1 matrix of numpy ``shape`` from its
+    bytes ``raw``; None for another type or bytes that are not its blocks."""
+    block = _WITH_MIN.get(ggml_type)
+    if block is None or len(shape) != 2 or shape[1] % 32:
+        return None
+    blocks = np.frombuffer(np.ascontiguousarray(raw).tobytes(), np.uint8).reshape(-1, block)
+    if blocks.shape[0] != shape[0] * shape[1] // 32:
+        return None
+    return blocks[:, 2:4].copy().view("<f2").astype(np.float32).reshape(shape[0], shape[1] // 32)
 
 
 def q8_1_sum_correction(x: np.ndarray, mins: np.ndarray) -> np.ndarray:
@@ -134,12 +149,59 @@ def round_activations(x: np.ndarray, kind: str | None) -> np.ndarray:
     return out.reshape(x.shape).astype(np.float32)
 
 
-class StreamedRows:
-    """A [rows, cols] weight kept in the file's encoding (llama.cpp's token_embd).
+_scratch = threading.local()
 
-    ``rows(ids)`` decodes only the rows asked for; ``project(x)`` is ``x @ self.T``,
-    decoding ``CHUNK_ELEMS`` elements at a time into one buffer, with x rounded as
-    ggml-cpu rounds it for this type.  The source file must stay open.
+
+class Packed:
+    """A weight matrix kept in the file's encoding: its blocks in memory (``loading``
+    reads them), about one byte a parameter for Q8_0 where float32 takes four.
+
+    ``values()`` decodes it whole, through the compiled decoders, into a fresh float32
+    array of ``shape`` -- tagged with the type's activation rounding (and a Q4_1 / Q5_1
+    matrix's block mins, read once here) unless ``rounded`` is False (``--exact``).
+    ``linear`` calls it for every product, so the product is the one of the matrix
+    decoded at load, bit for bit, and only one matrix is expanded at a time.
+    """
+
+    def __init__(self, blocks: np.ndarray, layout: str, ggml_type: str, shape: tuple[int, ...],
+                 byteorder: str = "little", rounded: bool = True) -> None:
+        self.blocks, self.layout, self.type, self.byteorder = blocks, layout, ggml_type, byteorder
+        self.shape = tuple(int(d) for d in shape)
+        self.ndim = len(self.shape)
+        self.vec_dot = _VEC_DOT.get(ggml_type) if rounded and self.ndim >= 2 else None
+        self.mins = block_mins(blocks, ggml_type, self.shape) if self.vec_dot else None
+
+    def values(self, reuse: bool = False) -> np.ndarray:
+        """The matrix as float32; ``reuse`` decodes into this thread's scratch buffer
+        (kept at the largest packed matrix: no fresh pages to fault in per product),
+        valid until the thread's next ``values(reuse=True)``."""
+        n = int(np.prod(self.shape, dtype=np.int64))
+        if reuse:
+            buf = getattr(_scratch, "buf", None)
+            if buf is None or buf.size < n:
+                _scratch.buf = buf = None          # the old buffer goes before the new one comes
+                _scratch.buf = buf = np.empty(n, np.float32)
+            out = buf[:n].reshape(self.shape)
+        else:
+            out = np.empty(self.shape, np.float32)
+        decode_blocks(self.layout, self.blocks, out, self.byteorder)
+        if self.vec_dot is None:
+            return out
+        arr = out.view(Mat)
+        arr.vec_dot, arr.mins = self.vec_dot, self.mins
+        return arr
+
+
+class StreamedRows:
+    """A [rows, cols] weight kept in the file's encoding (llama.cpp's token_embd), and in
+    the file: nothing of it is read at load.
+
+    ``rows(ids)`` reads and decodes only the rows asked for; ``project(x)`` is
+    ``x @ self.T``, reading ``CHUNK_ELEMS`` elements' worth of rows at a time into one
+    reused buffer (``ggscope.source.ranges.RangeReader``: page cache, not the process's
+    memory, and a file that shrinks meanwhile is ``FileChanged``) and decoding them into
+    another, with x rounded as ggml-cpu rounds it for this type.  The source file must
+    stay in place; one thread uses an instance at a time.
     """
 
     def __init__(self, info, shape: tuple[int, int], what: str) -> None:
@@ -153,25 +215,35 @@ class StreamedRows:
         if cols % lay.block_elems:
             raise GGScopeError(f"{what}: rows of {cols} are not whole {info.layout} blocks")
         self.row_bytes = cols // lay.block_elems * lay.block_bytes
-        raw = info.raw()
-        if raw.size != rows * self.row_bytes:
-            raise GGScopeError(f"{what}: the file holds {raw.size} of its "
+        size = info.file.source.size if info.file is not None else 0
+        held = max(0, min(rows * self.row_bytes, size - int(info.offset)))
+        if held != rows * self.row_bytes:
+            raise GGScopeError(f"{what}: the file holds {held} of its "
                                f"{rows * self.row_bytes} data bytes")
-        self.raw = raw.reshape(rows, self.row_bytes)
         self.byteorder = getattr(info.file, "endian", "little") or "little"
         self.vec_dot = _VEC_DOT.get(info.type)
         self.chunk_rows = max(1, CHUNK_ELEMS // max(1, cols))
+        self._reader: RangeReader | None = None
+
+    def _read(self, r0: int, r1: int) -> np.ndarray:
+        """Rows [r0, r1) as they are stored: (r1 - r0, row_bytes) uint8, valid until the next read."""
+        if self._reader is None:
+            self._reader = RangeReader(self.info.file)
+        raw = self._reader.read(int(self.info.offset) + r0 * self.row_bytes, (r1 - r0) * self.row_bytes)
+        return raw.reshape(r1 - r0, self.row_bytes)
 
     def _decode(self, raw_rows: np.ndarray, out: np.ndarray) -> np.ndarray:
-        lay = self.layout
-        blocks = np.ascontiguousarray(raw_rows).reshape(-1, lay.block_bytes)
-        decode_into(self.info.layout, blocks, out.reshape(-1, lay.block_elems), self.byteorder)
-        return out
+        return decode_blocks(self.info.layout, np.ascontiguousarray(raw_rows), out, self.byteorder)
 
     def rows(self, ids) -> np.ndarray:
-        ids = np.asarray(ids, dtype=np.int64)
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.shape[0]):
+            raise IndexError(f"row ids must lie in 0..{self.shape[0] - 1}")
+        raw = np.empty((ids.size, self.row_bytes), np.uint8)
+        for j, r in enumerate(ids.tolist()):
+            raw[j] = self._read(r, r + 1)[0]
         out = np.empty((ids.size, self.shape[1]), dtype=np.float32)
-        return self._decode(self.raw[ids], out)
+        return self._decode(raw, out)
 
     def project(self, x: np.ndarray) -> np.ndarray:
         x = round_activations(np.asarray(x, dtype=np.float32), self.vec_dot)
@@ -180,7 +252,7 @@ class StreamedRows:
         buf = np.empty((min(self.chunk_rows, rows), cols), dtype=np.float32)
         for r0 in range(0, rows, self.chunk_rows):
             r1 = min(rows, r0 + self.chunk_rows)
-            w = self._decode(self.raw[r0:r1], buf[:r1 - r0])
+            w = self._decode(self._read(r0, r1), buf[:r1 - r0])
             np.matmul(x, w.T, out=out[:, r0:r1])
         return out
 
@@ -188,6 +260,8 @@ class StreamedRows:
 def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
     """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
     llama.cpp's CPU backend rounds it for w's type."""
+    if isinstance(w, Packed):
+        w = w.values(reuse=True)                 # used only for this product
     if isinstance(w, StreamedRows):
         y = w.project(x)
     else:

@@ -46,15 +46,13 @@ class SpmVocab:
     @classmethod
     def build(cls, tokens, types, scores, add_space_prefix: bool = True,
               rstrip_user: bool = False) -> "SpmVocab":
-        token_to_id: dict[str, int] = {}
-        max_len = 0
-        for i, t in enumerate(tokens):
-            token_to_id.setdefault(t, i)         # llama.cpp's map keeps the first
-            if len(t) > max_len:
-                max_len = len(t)
+        tokens = list(tokens)
+        # llama.cpp's map keeps the first of equal pieces: filled last to first, the first wins
+        token_to_id = dict(zip(reversed(tokens), range(len(tokens) - 1, -1, -1)))
+        max_len = max(map(len, tokens), default=0)
         user = [t for t, ty in zip(tokens, types) if ty == _USER_DEFINED and t]
         user.sort(key=len, reverse=True)         # cache_special_tokens: longest text first
-        padded = tuple(float(s) for s in scores) + (0.0,) * max(0, len(tokens) - len(scores))
+        padded = tuple(map(float, scores)) + (0.0,) * max(0, len(tokens) - len(scores))
         return cls(token_to_id, padded, tuple(user), max_len, add_space_prefix, rstrip_user)
 
     # --- tokenizer_st_partition with parse_special = false: user-defined pieces only --------

@@ -297,7 +297,7 @@ def load(model: "ModelFile") -> Tokenizer:
     meta = model.metadata
     if model.format == "rwkv.cpp":
         return Tokenizer("bytes", None, None, False, 256)
-    tokens = [str(t) for t in _meta_list(meta, "tokenizer.ggml.tokens")]
+    tokens = list(map(str, _meta_list(meta, "tokenizer.ggml.tokens")))
     kind = meta.get("tokenizer.ggml.model")
     legacy = kind is None and bool(tokens) and model.format in ("ggml", "ggmf", "ggjt")
     if legacy:
@@ -305,7 +305,7 @@ def load(model: "ModelFile") -> Tokenizer:
     if not tokens:
         raise TokenizerError(f"{model.path}: the file has no vocabulary "
                              f"(tokenizer.ggml.tokens); pass token ids with --tokens")
-    types = [int(t) for t in _meta_list(meta, "tokenizer.ggml.token_type")] or [1] * len(tokens)
+    types = list(map(int, _meta_list(meta, "tokenizer.ggml.token_type"))) or [1] * len(tokens)
     if legacy and kind == "llama":
         tokens, types = _legacy_pieces(tokens)
     elif model.format == "gguf":

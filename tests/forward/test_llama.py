@@ -217,17 +217,16 @@ def test_unsupported_architecture_names_supported_ones(tmp_path):
 
 def test_weights_are_not_copied_after_decoding(repo_fixtures, monkeypatch):
     """The decoded float32 array is the weight: no second float32 copy (issue 18 item 7)."""
-    from ggscope.forward import WeightMapper
-    from ggscope.model.modelfile import TensorInfo
+    from ggscope.forward import WeightMapper, loading
     mf = ggscope.open(repo_fixtures / "TinyLlama-Test-164K-v1.0-Q8_0.gguf")
     decoded = []
-    original = TensorInfo.dequantize
+    original = loading.decode
 
-    def spy(self):
-        decoded.append(original(self))
+    def spy(info):
+        decoded.append(original(info))
         return decoded[-1]
 
-    monkeypatch.setattr(TensorInfo, "dequantize", spy)
+    monkeypatch.setattr(loading, "decode", spy)
     info = mf.tensor("blk.0.attn_q.weight")
     w = WeightMapper(mf, "llama").take(info.name, info.np_shape)
     assert np.shares_memory(w, decoded[-1]) and w.dtype == np.float32
