@@ -1,9 +1,13 @@
 """``GGScopeApp``: browse one model file.
 
-The window comes up before the file is parsed: ``GGScopeApp(path)`` paints its frame
-at once and a thread worker opens the file (detection, the spec engine, the view),
-then the panes are filled in (``FileLoaded``).  ``GGScopeApp(modelfile)`` shows an
-already parsed file directly (tests, the API).
+The first screen's facts come first (issue 26.9): ``GGScopeApp(path)`` composes only
+the window - the summary line, the tabs with the overview, the footer - while the file
+is parsed on a thread (``jobs.start_opening``, started by ``run_app`` before Textual is
+imported, or the loader worker); ``FileLoaded`` fills the summary and the overview, and
+only once the footer is drawn (``_after_window``) are the hex view, the detail pane and
+the other tabs' tables and tree mounted and the validator started, so none of that
+work or its imports delay the first frames.  ``GGScopeApp(modelfile)`` composes an
+already parsed file whole (tests, the API).
 
 Left, switchable tabs (1-5): the overview (what the file is), metadata, tensors,
 findings and the structure tree.  Right: the hex view over the whole file and a detail
@@ -19,6 +23,7 @@ worker runs.
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +84,8 @@ class GGScopeApp(HashesOnDemand, App):
         *(Binding(str(i + 1), f"tab('{t}')", t.title(), show=False) for i, t in enumerate(TABS)),
     ]
 
-    def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None) -> None:
+    def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None,
+                 opening: Future | None = None) -> None:
         super().__init__()
         if isinstance(mf, (str, os.PathLike)):
             self.path, self.mf = os.fspath(mf), None
@@ -93,15 +99,20 @@ class GGScopeApp(HashesOnDemand, App):
         self.last_query = ""
         self.shift = 0                  # +/- moves the pane border by this much
         self.load_error = ""            # why the loader could not open the file
+        self.panes_ready = False        # the panes of a parsed file are composed or mounted
         self.meta_by_path: dict[str, str] = {}
         self.tensor_by_path: dict[str, Any] = {}
         self.sub_title = file_text(Path(self.path).name)
+        self._opening = opening         # the parse already under way (jobs.start_opening), if any
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
         return summary_line(self.mf, Path(self.path).name)
 
     def compose(self) -> ComposeResult:
+        """The window: the summary line, the tabs with the overview, the footer.  The other
+        panes need a parsed file; given one (tests, the API) they are composed here,
+        otherwise ``_mount_panes`` adds them once the facts are on the screen."""
         yield Static(plain(self._summary()), id="summary")
         panes = self._panes(self.mf) if self.mf is not None else {}
         with Horizontal(id="main"):
@@ -110,16 +121,10 @@ class GGScopeApp(HashesOnDemand, App):
                     with TabPane(TAB_LABELS[tab], id=tab):
                         if tab == "overview":
                             yield OverviewPane(self.path, id="overview")
-                        elif tab in panes:
-                            yield from panes[tab]
                         else:
-                            yield Static("parsing …", classes="placeholder")
+                            yield from panes.get(tab, ())
             with Vertical(id="right"):
-                if "hex" in panes:
-                    yield from panes["hex"]
-                else:
-                    yield Static("", id="hex-placeholder", classes="placeholder")
-                yield DetailPane(id="detail")
+                yield from panes.get("hex", ())
         yield Footer()
 
     def _panes(self, mf: ModelFile) -> dict[str, list]:
@@ -127,6 +132,7 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
         from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
         from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable  # start-up: numpy, textual only when used
+        self.panes_ready = True         # set before mounting: the actions' widgets exist from here on
         self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
         self.tensor_by_path = {t.node_path: t for t in mf.tensors      # the tree's own: a split
                                if t.node_path and (t.file is None or t.file.path == mf.path)}
@@ -140,40 +146,54 @@ class GGScopeApp(HashesOnDemand, App):
                                  id="tensors-box")],
             "findings": [FindingsTable(self.findings, id="findings-table")],
             "structure": [NodeTree(mf.root, names, id="tree")],
-            "hex": [HexView(mf.source, Regions.from_tree(mf.root), id="hex")],
+            "hex": [HexView(mf.source, Regions.from_tree(mf.root), id="hex"), DetailPane(id="detail")],
         }
 
     def on_mount(self) -> None:
         self.query_one("#left").styles.width = left_width(self.size.width, self.shift)
         self.query_one("#overview").focus()
         if self.mf is not None:
+            self.query_one(OverviewPane).show_file(self.mf)
             self._file_ready()
         else:
-            self.call_after_refresh(self.load_file)
+            self.load_file()
 
     def on_resize(self, event) -> None:
         self.query_one("#left").styles.width = left_width(event.size.width, self.shift)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_file(self) -> None:
-        mf, error = open_path(self.path)
+        mf, error = self._opening.result() if self._opening is not None else open_path(self.path)
         self.post_message(FileLoaded(mf, error))
 
-    async def on_file_loaded(self, message: FileLoaded) -> None:
+    def on_file_loaded(self, message: FileLoaded) -> None:
         if message.mf is None:
             self.load_error = message.error      # printed by run_app once the screen is restored
             self.exit(return_code=2)
             return
         self.mf = message.mf
-        self.query_one("#summary", Static).update(plain(self._summary()))   # the facts first, then the panes
+        self.query_one("#summary", Static).update(plain(self._summary()))   # the first screen's facts,
         self.query_one(OverviewPane).show_file(self.mf)
+        self._after_window(self._mount_panes)                            # painted before any other pane
+
+    def _after_window(self, callback, refreshes: int = 20) -> None:
+        """Run ``callback`` once the window is complete on the screen - the footer has
+        drawn its keys - or after ``refreshes`` screen refreshes, whichever comes first:
+        a parse that beat Textual's start-up must not hold the first frames up."""
+        keys = self.query_one(Footer).children
+        if refreshes <= 0 or (keys and keys[0].region.width):          # laid out: in this frame
+            self.call_after_refresh(callback)
+        else:
+            self.call_after_refresh(self._after_window, callback, refreshes - 1)
+
+    async def _mount_panes(self) -> None:
+        """The panes a parsed file fills, mounted once the window and the facts are on the
+        screen: the hex view and the detail pane first (they are visible), then the other
+        tabs' tables and tree."""
         panes = self._panes(self.mf)
+        await self.query_one("#right").mount_all(panes["hex"])
         for tab in ("metadata", "tensors", "findings", "structure"):
-            pane = self.query_one(f"#{tab}", TabPane)
-            await pane.query(".placeholder").remove()
-            await pane.mount_all(panes[tab])
-        await self.query(".placeholder").remove()
-        await self.query_one("#right").mount_all(panes["hex"], before=0)
+            await self.query_one(f"#{tab}", TabPane).mount_all(panes[tab])
         self._file_ready()
 
     def _file_ready(self) -> None:
@@ -181,8 +201,7 @@ class GGScopeApp(HashesOnDemand, App):
         total = sum(t.nbytes for t in mf.tensors)
         self.auto_stats = total <= AUTO_STATS_BYTES if self._auto_stats is None else self._auto_stats
         self.set_class(mf.damage is not None, "-damaged")
-        self.refresh_bindings()
-        self.query_one(OverviewPane).show_file(mf)
+        self.refresh_bindings()                 # the file's keys in the footer (check_action)
         if mf.damage is not None:       # after the hex view's first cursor report
             from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
             self.call_after_refresh(self.show_node, mf.damage)
@@ -240,8 +259,8 @@ class GGScopeApp(HashesOnDemand, App):
 
     # --- actions --------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        # before the file is parsed only quitting, tabs, zoom and resizing make sense
-        if self.mf is None and action not in ("quit", "tab", "resize", "toggle_maximize", "command_palette"):
+        # before the file's panes are up only quitting, tabs, zoom and resizing make sense
+        if not self.panes_ready and action not in ("quit", "tab", "resize", "toggle_maximize", "command_palette"):
             return False
         return True
 
