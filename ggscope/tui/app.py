@@ -31,16 +31,15 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from ggscope.tui.format import file_text, plain, short_value, summary_line
 from ggscope.tui.hashes import HashesOnDemand
+from ggscope.tui.stats_worker import StatsOnDemand
 from ggscope.tui.jobs import file_findings, open_path
 from ggscope.tui.layout import left_width
-from ggscope.tui.messages import (CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
-                                  StatsFinished, StatsProgressed, TensorSelected)
-from ggscope.tui.screens.prompt import PromptScreen
+from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, TensorSelected
+from ggscope.tui.shards import ShardView, shard_of, shard_views
 from ggscope.tui.widgets.detail import DetailPane
 from ggscope.tui.widgets.overview import OverviewPane
 from ggscope.ksy.node import deepest_at
@@ -62,7 +61,7 @@ FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-t
          "tensors": "#tensor-table", "findings": "#findings-table"}
 
 
-class GGScopeApp(HashesOnDemand, App):
+class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
     """The browser; ``GGScopeApp(path_or_modelfile).run()``."""
 
     CSS_PATH = "ggscope.tcss"
@@ -100,8 +99,8 @@ class GGScopeApp(HashesOnDemand, App):
         self.shift = 0                  # +/- moves the pane border by this much
         self.load_error = ""            # why the loader could not open the file
         self.panes_ready = False        # the panes of a parsed file are composed or mounted
-        self.meta_by_path: dict[str, str] = {}
-        self.tensor_by_path: dict[str, Any] = {}
+        self.shards: tuple[ShardView, ...] = ()     # tui.shards: one view per file shown
+        self.shown = 0                  # the index of the shard whose bytes the hex view shows
         self.sub_title = file_text(Path(self.path).name)
         self._opening = opening         # the parse already under way (jobs.start_opening), if any
 
@@ -132,11 +131,11 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
         from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
         from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable  # start-up: numpy, textual only when used
+        from textual.widgets import ProgressBar
         self.panes_ready = True         # set before mounting: the actions' widgets exist from here on
-        self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
-        self.tensor_by_path = {t.node_path: t for t in mf.tensors      # the tree's own: a split
-                               if t.node_path and (t.file is None or t.file.path == mf.path)}
-        names = {**self.meta_by_path, **{p: t.name for p, t in self.tensor_by_path.items()}}
+        self.shards = shard_views(mf)   # the files whose bytes the hex view and the tree show
+        trees = [(v.label, v.mf.root, {**v.meta_by_path, **{p: t.name for p, t in v.tensor_by_path.items()}})
+                 for v in self.shards]
         return {
             "metadata": [MetadataTable(mf, id="metadata-table")],
             "tensors": [Vertical(TensorTable(mf, id="tensor-table"),
@@ -145,7 +144,7 @@ class GGScopeApp(HashesOnDemand, App):
                                             id="stats-progress"),
                                  id="tensors-box")],
             "findings": [FindingsTable(self.findings, id="findings-table")],
-            "structure": [NodeTree(mf.root, names, id="tree")],
+            "structure": [NodeTree(mf.root, trees[0][2], id="tree", shards=trees)],
             "hex": [HexView(mf.source, Regions.from_tree(mf.root), id="hex"), DetailPane(id="detail")],
         }
 
@@ -215,47 +214,69 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
         return self.query_one(HexView)
 
-    def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None) -> None:
-        """Highlight ``node``'s bytes and describe it: a metadata entry by its key and
-        whole value, a tensor by its facts and statistics."""
+    def _show_shard(self, shard: int) -> Any:
+        """The hex view, showing shard ``shard``'s bytes (switched to them if need be)."""
+        hexview = self._hex()
+        if shard != self.shown and 0 <= shard < len(self.shards):
+            from ggscope.tui.regions import Regions  # lazy: 1 more module only when used
+            view = self.shards[shard]
+            hexview.show_source(view.mf.source, Regions.from_tree(view.mf.root), view.label)
+            self.shown = shard
+        return hexview
+
+    def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None, shard: int = 0) -> None:
+        """Highlight ``node``'s bytes (in shard ``shard``'s file) and describe it: a metadata
+        entry by its key and whole value, a tensor by its facts and statistics."""
         self.selected = node
-        self._hex().select_range(node.start, node.end, move_cursor=move_cursor)
-        detail = self.query_one(DetailPane)
-        key = self.meta_by_path.get(node.path)
-        t = self.tensor_by_path.get(node.path)
+        self._show_shard(shard).select_range(node.start, node.end, move_cursor=move_cursor)
+        self._describe(node, finding)
+
+    def _describe(self, node: Node, finding: Any = None) -> None:
+        detail, view = self.query_one(DetailPane), self.shards[self.shown]
+        key = view.meta_by_path.get(node.path)
+        t = view.tensor_by_path.get(node.path)
         if key is not None and finding is None:
-            detail.show_node(node, key=key, value=self.mf.metadata.get(key),
-                             vtype=self.mf.metadata_types.get(key, ""))
+            detail.show_node(node, key=key, value=view.mf.metadata.get(key),
+                             vtype=view.mf.metadata_types.get(key, ""))
         elif t is not None and finding is None:
-            detail.show_tensor(t, self.stats.get(t.name), self._stats_note(t))
+            detail.show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=view.label)
         else:
             detail.show_node(node, finding=finding)
 
     def on_node_selected(self, message: NodeSelected) -> None:
-        self.show_node(message.node)
+        self.show_node(message.node, shard=message.shard)
 
     def on_tensor_selected(self, message: TensorSelected) -> None:
-        t, shards = message.tensor, self.mf.extra.get("shards") or []
-        where = f"shard {shards.index(t.file.path) + 1} of {len(shards)}, {t.file.path.rsplit('/', 1)[-1]}"
-        self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=where)
+        from ggscope.ksy.node import find  # lazy: loaded with the tree already
+        t = message.tensor
+        shard = shard_of(self.shards, t.file.path if t.file is not None else None)
+        node = find(self.shards[shard].mf.root, t.node_path) if t.node_path else None
+        if node is not None:
+            self.show_node(node, shard=shard)
+        else:
+            self._show_shard(shard).select_range(t.offset, t.offset + t.nbytes)
+            self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t),
+                                                   where=self.shards[shard].label)
 
     def on_range_requested(self, message: RangeRequested) -> None:
         if self.mf is None:
             return
-        start = message.start
-        node = deepest_at(self.mf.root, start) if start < self.mf.source.size else None
-        self._hex().select_range(start, message.end)
+        finding = message.finding
+        shard = shard_of(self.shards, getattr(finding, "path", None))
+        root, start = self.shards[shard].mf.root, message.start
+        node = deepest_at(root, start) if start < self.shards[shard].mf.source.size else None
+        self._show_shard(shard).select_range(start, message.end)
         if node is not None:
             self.selected = node
-            self.query_one(DetailPane).show_node(node, finding=message.finding)
+            self.query_one(DetailPane).show_node(node, finding=finding)
         if message.label:
             self.notify(file_text(message.label), timeout=2, markup=False)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
-        node = deepest_at(self.mf.root, message.offset)
+        node = deepest_at(self.shards[self.shown].mf.root, message.offset)
         self.selected = node
         self._hex().select_range(node.start, node.end, move_cursor=False)
-        self.query_one(DetailPane).show_node(node)
+        self._describe(node)
 
     # --- actions --------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
@@ -290,11 +311,12 @@ class GGScopeApp(HashesOnDemand, App):
 
     def action_goto(self) -> None:
         from ggscope.tui.search import parse_offset  # start-up: numpy only when used
+        from ggscope.tui.screens.prompt import PromptScreen  # start-up: textual's Input only when used
 
         def done(answer: str | None) -> None:
             if answer is None:
                 return
-            off = parse_offset(answer, self.mf.source.size)
+            off = parse_offset(answer, self.shards[self.shown].mf.source.size)   # in the file shown
             if off is None:
                 self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning", markup=False)
                 return
@@ -304,6 +326,8 @@ class GGScopeApp(HashesOnDemand, App):
         self.push_screen(PromptScreen("Go to offset", "0x1c8, 456, -16 (from the end), end"), done)
 
     def action_search(self) -> None:
+        from ggscope.tui.screens.prompt import PromptScreen  # start-up: textual's Input only when used
+
         def done(answer: str | None) -> None:
             if answer:
                 self.last_query = answer
@@ -328,8 +352,9 @@ class GGScopeApp(HashesOnDemand, App):
         node = self.selected
         if node is None:
             return
-        key = self.meta_by_path.get(node.path)
-        value = self.mf.metadata.get(key) if key is not None else node.value
+        view = self.shards[self.shown]
+        key = view.meta_by_path.get(node.path)
+        value = view.mf.metadata.get(key) if key is not None else node.value
         if isinstance(value, str):
             text = value                       # the text itself, for pasting elsewhere
         else:
@@ -350,56 +375,3 @@ class GGScopeApp(HashesOnDemand, App):
         self.query_one(FindingsTable).set_findings(self.findings)
         self.query_one(OverviewPane).set_findings(self.findings)
         self.query_one(TabbedContent).get_tab("findings").label = f"4 Findings ({len(message.findings)})"
-
-    # --- statistics worker ---------------------------------------------------------------
-    def _stats_note(self, t) -> str:
-        return getattr(self, "_stats_errors", {}).get(t.name, "")
-
-    def action_stats(self) -> None:
-        self.compute_stats()
-
-    def action_cancel_stats(self) -> None:
-        self.workers.cancel_group(self, "stats")
-
-    @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
-    def compute_stats(self) -> None:
-        worker = get_current_worker()
-        tensors = list(self.mf.tensors)
-        self.call_from_thread(self.add_class, "-stats-running")
-        cancelled = False
-        for i, t in enumerate(tensors):
-            if worker.is_cancelled:
-                cancelled = True
-                break
-            if t.name in self.stats:
-                continue
-            try:
-                stats, err = t.stats(), ""
-            except Exception as exc:  # noqa: BLE001 - damaged data must not kill the app
-                stats, err = None, f"no statistics: {exc}"
-            self.post_message(StatsComputed(t.name, stats, err))
-            self.post_message(StatsProgressed(i + 1, len(tensors)))
-        self.post_message(StatsFinished(cancelled))
-
-    def on_stats_computed(self, message: StatsComputed) -> None:
-        if message.stats is not None:
-            self.stats[message.name] = message.stats
-        else:
-            self.__dict__.setdefault("_stats_errors", {})[message.name] = message.error
-        from ggscope.tui.widgets.tables import TensorTable  # start-up: numpy, textual only when used
-        table = self.query_one(TensorTable)
-        for i, t in enumerate(self.mf.tensors):
-            if t.name == message.name:
-                table.set_stats(i, message.stats, message.error)
-        detail = self.query_one(DetailPane)
-        if detail.tensor is not None and detail.tensor.name == message.name:   # the pane follows its row
-            detail.show_tensor(detail.tensor, message.stats, message.error, where=detail.where)
-
-    def on_stats_progressed(self, message: StatsProgressed) -> None:
-        self.query_one("#stats-progress ProgressBar", ProgressBar).update(total=message.total, progress=message.done)
-        self.query_one("#stats-count", Static).update(f"statistics {message.done:,}/{message.total:,}")
-
-    def on_stats_finished(self, message: StatsFinished) -> None:
-        self.remove_class("-stats-running")
-        if message.cancelled:
-            self.notify("statistics cancelled", timeout=2)

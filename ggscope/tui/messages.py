@@ -23,12 +23,14 @@ __all__ = ["NodeSelected", "TensorSelected", "CursorMoved", "RangeRequested", "S
 
 
 class NodeSelected(Message):
-    """A pane selected a node of the tree: show and highlight its bytes."""
+    """A pane selected a node of the tree: show and highlight its bytes; ``shard`` is the
+    index of the file the node is in (a split model's shard, ``tui.shards``)."""
 
-    def __init__(self, node: Node, source: str = "") -> None:
+    def __init__(self, node: Node, source: str = "", shard: int = 0) -> None:
         super().__init__()
         self.node = node
         self.source = source
+        self.shard = shard
 
 
 class RangeRequested(Message):
@@ -66,8 +68,8 @@ class StatsProgressed(Message):
 
 
 class TensorSelected(Message):
-    """A pane selected a tensor that has no node in the tree shown (a tensor of a later
-    shard of a split model): show its facts, not bytes of another file."""
+    """A pane selected a tensor of a later shard of a split model: show its shard's
+    bytes and its node in that shard's tree."""
 
     def __init__(self, tensor: Any) -> None:
         super().__init__()

@@ -13,7 +13,7 @@ __all__ = ["run_app"]
 
 
 def run_app(path: str) -> int:
-    from ggscope.tui.jobs import start_opening
+    from ggscope.tui.jobs import start_opening  # start-up: the parse begins before textual is imported
     opening = start_opening(path)         # the parse runs while Textual is imported and paints
     from ggscope.tui.app import GGScopeApp  # start-up: rich, textual, asyncio only when used
     app = GGScopeApp(path, opening=opening)
