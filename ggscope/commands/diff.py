@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
+from ggscope.commands.common import add_color_argument, console, error, forward_module, open_or_report, use_rich
 
 HELP = "compare two model files: metadata, tensor set, and numeric error per tensor"
 DESCRIPTION = """\
@@ -128,11 +128,10 @@ def _run_tui(a, b) -> int:
 
 def _logits(args, a, b):
     """The --logits comparison: architectures checked first, then tokens, then both runs."""
-    from ggscope.forward import module_for  # start-up: numpy only when this command needs it
     from ggscope.forward.logits import compare_logits, tokens_for  # start-up: numpy only when this command needs it
     from ggscope.commands.run import parse_ids  # start-up: one-shot commands load only what they use
-    module_for(a)                       # an unsupported architecture is named before tokenizing
-    module_for(b)
+    forward_module(a)                   # an unsupported architecture is named before tokenizing
+    forward_module(b)
     if args.logits is not None:
         ids, notes = tokens_for(a, b, args.logits)
     else:
