@@ -19,7 +19,7 @@ if TYPE_CHECKING:          # the browser must paint before numpy-heavy modules l
 
 __all__ = ["NodeSelected", "TensorSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
            "StatsComputed", "StatsFinished", "FindingsReady", "FileLoaded",
-           "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected"]
+           "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected", "KldProgressed", "KldEvaluated"]
 
 
 class NodeSelected(Message):
@@ -153,3 +153,25 @@ class DiffRowSelected(Message):
         self.kind = kind
         self.entry = entry
         self.change = change
+
+
+class KldProgressed(Message):
+    """The --corpus evaluation started chunk ``done`` of ``total``."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, KldProgressed)
+
+
+class KldEvaluated(Message):
+    """The --corpus evaluation ended: ``report`` (a ``forward.perplexity.KLDReport``),
+    or None with ``error`` saying why there is none."""
+
+    def __init__(self, report: Any, error: str = "") -> None:
+        super().__init__()
+        self.report = report
+        self.error = error
