@@ -17,7 +17,8 @@ from ggscope.core.escape import escape_text
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["expand_files", "open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error"]
+__all__ = ["expand_files", "open_or_report", "damage_message", "add_color_argument", "use_rich", "console", "error",
+           "forward_module"]
 
 
 def error(msg: str) -> None:
@@ -87,3 +88,18 @@ def console(args: Any):
     from rich.console import Console
     return Console(force_terminal=getattr(args, "color", "auto") == "always" or None,
                    no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+
+
+def forward_module(mf: ModelFile):
+    """``forward.module_for(mf)`` for ``run`` and ``diff --logits``; a file the forward
+    pass has no name for is refused under the architecture it states (``model.summary``:
+    chatglm2, not 'unknown')."""
+    from ggscope import forward as F  # start-up: numpy only when a forward pass is asked for
+    from ggscope.model.summary import summarize  # start-up: one-shot commands load only what they use
+    try:
+        return F.module_for(mf)
+    except F.UnsupportedArchitecture as exc:
+        stated = summarize(mf).architecture if exc.arch == "unknown" else None
+        if not stated:
+            raise
+        raise F.UnsupportedArchitecture(mf.path, stated, mf.format) from None

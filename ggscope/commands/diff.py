@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
+from ggscope.commands.common import add_color_argument, console, error, forward_module, open_or_report, use_rich
 
 HELP = "compare two model files: metadata, tensor set, and numeric error per tensor"
 DESCRIPTION = """\
@@ -50,7 +50,9 @@ log-probabilities to FILE; without --corpus it reads them from FILE (written by
 of evaluating A.  The per-tensor comparison is skipped.  Below the block: each layer's
 output error on the first chunk (relative error and cosine against A's), and with
 --attribute every weight matrix of B ranked by how much of the first chunk's KLD goes
-away when that one tensor is given A's weights.
+away when that one tensor is given A's weights.  With --tui the per-tensor comparison
+is shown as without a text and the report in the screen's tab 3 ("Attribution"),
+evaluated while the screen is up.
 
 Arithmetic: by default --logits and --corpus compute what llama.cpp computes on a CPU
 (activations rounded to each weight type's dot-product format as ggml-cpu rounds them;
@@ -117,22 +119,28 @@ def add_arguments(p) -> None:
     p.add_argument("--exact", action="store_true",
                    help="with --logits/--corpus: the dequantized models as transformers computes "
                         "them (float32, nothing rounded); default: llama.cpp's CPU arithmetic")
-    p.add_argument("--tui", action="store_true", help="show the diff in the interactive browser")
+    p.add_argument("--tui", action="store_true",
+                   help="show the diff in the interactive browser; with --corpus its tab 3 shows the "
+                        "KL-divergence report, each layer's error and (--attribute) the ranked tensors")
     add_color_argument(p)
 
 
-def _run_tui(a, b) -> int:
+def _run_tui(args, a, b) -> int:
     from ggscope.tui.diff_app import run as run_diff_screen     # textual loads only for --tui
-    return int(run_diff_screen(a, b) or 0)
+    kld = None
+    if args.corpus is not None or args.kl_divergence_base is not None:
+        kld = _kld_job(args, a, b)          # evaluated by the screen's worker, shown in its tab 3
+        if kld is None:
+            return 2
+    return int(run_diff_screen(a, b, kld=kld, attribute=args.attribute) or 0)
 
 
 def _logits(args, a, b):
     """The --logits comparison: architectures checked first, then tokens, then both runs."""
-    from ggscope.forward import module_for  # start-up: numpy only when this command needs it
     from ggscope.forward.logits import compare_logits, tokens_for  # start-up: numpy only when this command needs it
     from ggscope.commands.run import parse_ids  # start-up: one-shot commands load only what they use
-    module_for(a)                       # an unsupported architecture is named before tokenizing
-    module_for(b)
+    forward_module(a)                   # an unsupported architecture is named before tokenizing
+    forward_module(b)
     if args.logits is not None:
         ids, notes = tokens_for(a, b, args.logits)
     else:
@@ -145,24 +153,32 @@ def _logits(args, a, b):
         return result
 
 
+def _kld_job(args, a, b):
+    """The --corpus / --kl-divergence-base evaluation as a callable of a progress callback,
+    or None when the text cannot be read (said on stderr)."""
+    from ggscope.forward.perplexity import evaluate  # start-up: one-shot commands load only what they use
+    if args.corpus is None:
+        return lambda progress=None: evaluate(b, base_file=args.kl_divergence_base, chunks=args.chunks,
+                                              exact=args.exact, progress=progress)
+    try:
+        with open(args.corpus, "rb") as f:
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        error(f"cannot read {args.corpus}: {exc.strerror or exc}")
+        return None
+    return lambda progress=None: evaluate(b, base=a, text=text, n_ctx=args.ctx, chunks=args.chunks,
+                                          write_base=args.kl_divergence_base, exact=args.exact,
+                                          attribute=args.attribute, progress=progress)
+
+
 def _corpus(args, a, b) -> int:
     """--corpus / --kl-divergence-base: the KL-divergence report alone."""
-    from ggscope.forward.perplexity import evaluate  # start-up: one-shot commands load only what they use
     from ggscope.report import perplexity as render  # start-up: one-shot commands load only what they use
+    job = _kld_job(args, a, b)
+    if job is None:
+        return 2
     try:
-        if args.corpus is not None:
-            try:
-                with open(args.corpus, "rb") as f:
-                    text = f.read().decode("utf-8", errors="replace")
-            except OSError as exc:
-                error(f"cannot read {args.corpus}: {exc.strerror or exc}")
-                return 2
-            rep = evaluate(b, base=a, text=text, n_ctx=args.ctx, chunks=args.chunks,
-                           write_base=args.kl_divergence_base, exact=args.exact,
-                           attribute=args.attribute)
-        else:
-            rep = evaluate(b, base_file=args.kl_divergence_base, chunks=args.chunks,
-                           exact=args.exact)
+        rep = job()
     except GGScopeError as exc:
         error(str(exc))
         return 2
@@ -187,7 +203,7 @@ def run(args) -> int:
     if b is None:
         return 2
     if args.tui:
-        return _run_tui(a, b)
+        return _run_tui(args, a, b)
     if args.corpus is not None or args.kl_divergence_base is not None:
         return _corpus(args, a, b)
     logits = None

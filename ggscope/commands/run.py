@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, console, error, open_or_report, use_rich
+from ggscope.commands.common import add_color_argument, console, error, forward_module, open_or_report, use_rich
 from ggscope.core.escape import escape_text
 
 HELP = "run a reference forward pass: next-token distribution, greedy generation"
@@ -104,7 +104,7 @@ def _run(args) -> int:
     mf = open_or_report(args.file)
     if mf is None:
         return 2
-    module = F.module_for(mf)
+    module = forward_module(mf)
     refused = loader_refusal(mf)
     if refused is not None:          # before anything is built from the file's claims
         raise GGScopeError(f"{mf.path}: {refused}; the reference forward pass is not run")

@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ggscope.facts.ggml_types import GGML_FTYPE, LLAMA_FTYPE
+from ggscope.facts.ggml_types import GGML_FTYPE, LLAMA_FTYPE, type_by_id
 from ggscope.facts.legacy_tensors import LEGACY_FORMATS
 
 if TYPE_CHECKING:
@@ -83,7 +83,39 @@ def file_type_name(code: Any, table: dict[int, str] = LLAMA_FTYPE) -> str | None
     return name.removeprefix("MOSTLY_")
 
 
+def _own_architecture(mf: "ModelFile") -> str | None:
+    """What an rwkv.cpp or chatglm.cpp file says it is, in ggscope's spelling.
+
+    rwkv.cpp: "rwkv" + the version its loader derives from the tensors (``extra
+    ["arch_version"]``, rwkv.cpp's rwkv_model_loading.inc): rwkv4, rwkv5.1, rwkv5.2,
+    rwkv6, rwkv7 - the names ``ggscope run`` knows them by.  chatglm.cpp: its header's
+    model type (enum ModelType in chatglm.h: CHATGLM, CHATGLM2, CHATGLM3, BAICHUAN7B,
+    ...) in lower case; a file of the first header generation (no model type) was
+    written by convert.py of the first commit, which converted ChatGLM-6B only."""
+    if mf.format == "rwkv.cpp":
+        version = str(mf.extra.get("arch_version") or mf.metadata.get("rwkv_cpp.arch_version") or "")
+        major, _, minor = version.partition(".")
+        if not major:
+            return None
+        return f"rwkv{major}" if minor in ("", "0") else f"rwkv{major}.{minor}"
+    if mf.format == "chatglm.cpp":
+        name = mf.extra.get("model_type_name")
+        if isinstance(name, str) and name:
+            return name.lower()
+        return "chatglm" if "chatglm_cpp.model_type" not in mf.metadata else None
+    return None
+
+
 def _file_type(mf: "ModelFile") -> str | None:
+    if mf.format == "rwkv.cpp":              # rwkv.cpp's own name of its data type: FP16, Q5_1 ...
+        name = mf.extra.get("data_type_name")
+        return name if isinstance(name, str) and name else None
+    if mf.format == "chatglm.cpp":           # the header's dtype is a ggml_type
+        code = mf.metadata.get("chatglm_cpp.dtype")
+        try:
+            return type_by_id(code).name if isinstance(code, int) else None
+        except (KeyError, ValueError, IndexError):
+            return None
     if "general.file_type" in mf.metadata:
         return file_type_name(mf.metadata["general.file_type"])
     if is_legacy_llama(mf):
@@ -127,6 +159,8 @@ def summarize(mf: "ModelFile") -> Summary:
     arch = mf.metadata.get("general.architecture")
     if arch is None and is_legacy_llama(mf):
         arch = "llama"
+    if arch is None:
+        arch = _own_architecture(mf)
     if arch is None:
         arch = mf.extra.get("architecture") if isinstance(mf.extra.get("architecture"), str) else None
     name = mf.metadata.get("general.name")

@@ -1,9 +1,13 @@
 """``GGScopeApp``: browse one model file.
 
-The window comes up before the file is parsed: ``GGScopeApp(path)`` paints its frame
-at once and a thread worker opens the file (detection, the spec engine, the view),
-then the panes are filled in (``FileLoaded``).  ``GGScopeApp(modelfile)`` shows an
-already parsed file directly (tests, the API).
+The first screen's facts come first (issue 26.9): ``GGScopeApp(path)`` composes only
+the window - the summary line, the tabs with the overview, the footer - while the file
+is parsed on a thread (``jobs.start_opening``, started by ``run_app`` before Textual is
+imported, or the loader worker); ``FileLoaded`` fills the summary and the overview, and
+only once the footer is drawn (``_after_window``) are the hex view, the detail pane and
+the other tabs' tables and tree mounted and the validator started, so none of that
+work or its imports delay the first frames.  ``GGScopeApp(modelfile)`` composes an
+already parsed file whole (tests, the API).
 
 Left, switchable tabs (1-5): the overview (what the file is), metadata, tensors,
 findings and the structure tree.  Right: the hex view over the whole file and a detail
@@ -19,6 +23,7 @@ worker runs.
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,16 +31,15 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
-from textual.worker import get_current_worker
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from ggscope.tui.format import file_text, plain, short_value, summary_line
 from ggscope.tui.hashes import HashesOnDemand
+from ggscope.tui.stats_worker import StatsOnDemand
 from ggscope.tui.jobs import file_findings, open_path
 from ggscope.tui.layout import left_width
-from ggscope.tui.messages import (CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, StatsComputed,
-                                  StatsFinished, StatsProgressed, TensorSelected)
-from ggscope.tui.screens.prompt import PromptScreen
+from ggscope.tui.messages import CursorMoved, FileLoaded, FindingsReady, NodeSelected, RangeRequested, TensorSelected
+from ggscope.tui.shards import ShardView, shard_of, shard_views
 from ggscope.tui.widgets.detail import DetailPane
 from ggscope.tui.widgets.overview import OverviewPane
 from ggscope.ksy.node import deepest_at
@@ -57,7 +61,7 @@ FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-t
          "tensors": "#tensor-table", "findings": "#findings-table"}
 
 
-class GGScopeApp(HashesOnDemand, App):
+class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
     """The browser; ``GGScopeApp(path_or_modelfile).run()``."""
 
     CSS_PATH = "ggscope.tcss"
@@ -79,7 +83,8 @@ class GGScopeApp(HashesOnDemand, App):
         *(Binding(str(i + 1), f"tab('{t}')", t.title(), show=False) for i, t in enumerate(TABS)),
     ]
 
-    def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None) -> None:
+    def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None,
+                 opening: Future | None = None) -> None:
         super().__init__()
         if isinstance(mf, (str, os.PathLike)):
             self.path, self.mf = os.fspath(mf), None
@@ -93,15 +98,20 @@ class GGScopeApp(HashesOnDemand, App):
         self.last_query = ""
         self.shift = 0                  # +/- moves the pane border by this much
         self.load_error = ""            # why the loader could not open the file
-        self.meta_by_path: dict[str, str] = {}
-        self.tensor_by_path: dict[str, Any] = {}
+        self.panes_ready = False        # the panes of a parsed file are composed or mounted
+        self.shards: tuple[ShardView, ...] = ()     # tui.shards: one view per file shown
+        self.shown = 0                  # the index of the shard whose bytes the hex view shows
         self.sub_title = file_text(Path(self.path).name)
+        self._opening = opening         # the parse already under way (jobs.start_opening), if any
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
         return summary_line(self.mf, Path(self.path).name)
 
     def compose(self) -> ComposeResult:
+        """The window: the summary line, the tabs with the overview, the footer.  The other
+        panes need a parsed file; given one (tests, the API) they are composed here,
+        otherwise ``_mount_panes`` adds them once the facts are on the screen."""
         yield Static(plain(self._summary()), id="summary")
         panes = self._panes(self.mf) if self.mf is not None else {}
         with Horizontal(id="main"):
@@ -110,16 +120,10 @@ class GGScopeApp(HashesOnDemand, App):
                     with TabPane(TAB_LABELS[tab], id=tab):
                         if tab == "overview":
                             yield OverviewPane(self.path, id="overview")
-                        elif tab in panes:
-                            yield from panes[tab]
                         else:
-                            yield Static("parsing …", classes="placeholder")
+                            yield from panes.get(tab, ())
             with Vertical(id="right"):
-                if "hex" in panes:
-                    yield from panes["hex"]
-                else:
-                    yield Static("", id="hex-placeholder", classes="placeholder")
-                yield DetailPane(id="detail")
+                yield from panes.get("hex", ())
         yield Footer()
 
     def _panes(self, mf: ModelFile) -> dict[str, list]:
@@ -127,10 +131,11 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
         from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
         from ggscope.tui.widgets.tables import FindingsTable, MetadataTable, TensorTable  # start-up: numpy, textual only when used
-        self.meta_by_path = {path: key for key, path in mf.metadata_nodes.items()}
-        self.tensor_by_path = {t.node_path: t for t in mf.tensors      # the tree's own: a split
-                               if t.node_path and (t.file is None or t.file.path == mf.path)}
-        names = {**self.meta_by_path, **{p: t.name for p, t in self.tensor_by_path.items()}}
+        from textual.widgets import ProgressBar
+        self.panes_ready = True         # set before mounting: the actions' widgets exist from here on
+        self.shards = shard_views(mf)   # the files whose bytes the hex view and the tree show
+        trees = [(v.label, v.mf.root, {**v.meta_by_path, **{p: t.name for p, t in v.tensor_by_path.items()}})
+                 for v in self.shards]
         return {
             "metadata": [MetadataTable(mf, id="metadata-table")],
             "tensors": [Vertical(TensorTable(mf, id="tensor-table"),
@@ -139,41 +144,55 @@ class GGScopeApp(HashesOnDemand, App):
                                             id="stats-progress"),
                                  id="tensors-box")],
             "findings": [FindingsTable(self.findings, id="findings-table")],
-            "structure": [NodeTree(mf.root, names, id="tree")],
-            "hex": [HexView(mf.source, Regions.from_tree(mf.root), id="hex")],
+            "structure": [NodeTree(mf.root, trees[0][2], id="tree", shards=trees)],
+            "hex": [HexView(mf.source, Regions.from_tree(mf.root), id="hex"), DetailPane(id="detail")],
         }
 
     def on_mount(self) -> None:
         self.query_one("#left").styles.width = left_width(self.size.width, self.shift)
         self.query_one("#overview").focus()
         if self.mf is not None:
+            self.query_one(OverviewPane).show_file(self.mf)
             self._file_ready()
         else:
-            self.call_after_refresh(self.load_file)
+            self.load_file()
 
     def on_resize(self, event) -> None:
         self.query_one("#left").styles.width = left_width(event.size.width, self.shift)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def load_file(self) -> None:
-        mf, error = open_path(self.path)
+        mf, error = self._opening.result() if self._opening is not None else open_path(self.path)
         self.post_message(FileLoaded(mf, error))
 
-    async def on_file_loaded(self, message: FileLoaded) -> None:
+    def on_file_loaded(self, message: FileLoaded) -> None:
         if message.mf is None:
             self.load_error = message.error      # printed by run_app once the screen is restored
             self.exit(return_code=2)
             return
         self.mf = message.mf
-        self.query_one("#summary", Static).update(plain(self._summary()))   # the facts first, then the panes
+        self.query_one("#summary", Static).update(plain(self._summary()))   # the first screen's facts,
         self.query_one(OverviewPane).show_file(self.mf)
+        self._after_window(self._mount_panes)                            # painted before any other pane
+
+    def _after_window(self, callback, refreshes: int = 20) -> None:
+        """Run ``callback`` once the window is complete on the screen - the footer has
+        drawn its keys - or after ``refreshes`` screen refreshes, whichever comes first:
+        a parse that beat Textual's start-up must not hold the first frames up."""
+        keys = self.query_one(Footer).children
+        if refreshes <= 0 or (keys and keys[0].region.width):          # laid out: in this frame
+            self.call_after_refresh(callback)
+        else:
+            self.call_after_refresh(self._after_window, callback, refreshes - 1)
+
+    async def _mount_panes(self) -> None:
+        """The panes a parsed file fills, mounted once the window and the facts are on the
+        screen: the hex view and the detail pane first (they are visible), then the other
+        tabs' tables and tree."""
         panes = self._panes(self.mf)
+        await self.query_one("#right").mount_all(panes["hex"])
         for tab in ("metadata", "tensors", "findings", "structure"):
-            pane = self.query_one(f"#{tab}", TabPane)
-            await pane.query(".placeholder").remove()
-            await pane.mount_all(panes[tab])
-        await self.query(".placeholder").remove()
-        await self.query_one("#right").mount_all(panes["hex"], before=0)
+            await self.query_one(f"#{tab}", TabPane).mount_all(panes[tab])
         self._file_ready()
 
     def _file_ready(self) -> None:
@@ -181,8 +200,7 @@ class GGScopeApp(HashesOnDemand, App):
         total = sum(t.nbytes for t in mf.tensors)
         self.auto_stats = total <= AUTO_STATS_BYTES if self._auto_stats is None else self._auto_stats
         self.set_class(mf.damage is not None, "-damaged")
-        self.refresh_bindings()
-        self.query_one(OverviewPane).show_file(mf)
+        self.refresh_bindings()                 # the file's keys in the footer (check_action)
         if mf.damage is not None:       # after the hex view's first cursor report
             from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
             self.call_after_refresh(self.show_node, mf.damage)
@@ -196,52 +214,74 @@ class GGScopeApp(HashesOnDemand, App):
         from ggscope.tui.widgets.hex_view import HexView  # start-up: numpy only when used
         return self.query_one(HexView)
 
-    def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None) -> None:
-        """Highlight ``node``'s bytes and describe it: a metadata entry by its key and
-        whole value, a tensor by its facts and statistics."""
+    def _show_shard(self, shard: int) -> Any:
+        """The hex view, showing shard ``shard``'s bytes (switched to them if need be)."""
+        hexview = self._hex()
+        if shard != self.shown and 0 <= shard < len(self.shards):
+            from ggscope.tui.regions import Regions  # lazy: 1 more module only when used
+            view = self.shards[shard]
+            hexview.show_source(view.mf.source, Regions.from_tree(view.mf.root), view.label)
+            self.shown = shard
+        return hexview
+
+    def show_node(self, node: Node, *, move_cursor: bool = True, finding: Any = None, shard: int = 0) -> None:
+        """Highlight ``node``'s bytes (in shard ``shard``'s file) and describe it: a metadata
+        entry by its key and whole value, a tensor by its facts and statistics."""
         self.selected = node
-        self._hex().select_range(node.start, node.end, move_cursor=move_cursor)
-        detail = self.query_one(DetailPane)
-        key = self.meta_by_path.get(node.path)
-        t = self.tensor_by_path.get(node.path)
+        self._show_shard(shard).select_range(node.start, node.end, move_cursor=move_cursor)
+        self._describe(node, finding)
+
+    def _describe(self, node: Node, finding: Any = None) -> None:
+        detail, view = self.query_one(DetailPane), self.shards[self.shown]
+        key = view.meta_by_path.get(node.path)
+        t = view.tensor_by_path.get(node.path)
         if key is not None and finding is None:
-            detail.show_node(node, key=key, value=self.mf.metadata.get(key),
-                             vtype=self.mf.metadata_types.get(key, ""))
+            detail.show_node(node, key=key, value=view.mf.metadata.get(key),
+                             vtype=view.mf.metadata_types.get(key, ""))
         elif t is not None and finding is None:
-            detail.show_tensor(t, self.stats.get(t.name), self._stats_note(t))
+            detail.show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=view.label)
         else:
             detail.show_node(node, finding=finding)
 
     def on_node_selected(self, message: NodeSelected) -> None:
-        self.show_node(message.node)
+        self.show_node(message.node, shard=message.shard)
 
     def on_tensor_selected(self, message: TensorSelected) -> None:
-        t, shards = message.tensor, self.mf.extra.get("shards") or []
-        where = f"shard {shards.index(t.file.path) + 1} of {len(shards)}, {t.file.path.rsplit('/', 1)[-1]}"
-        self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t), where=where)
+        from ggscope.ksy.node import find  # lazy: loaded with the tree already
+        t = message.tensor
+        shard = shard_of(self.shards, t.file.path if t.file is not None else None)
+        node = find(self.shards[shard].mf.root, t.node_path) if t.node_path else None
+        if node is not None:
+            self.show_node(node, shard=shard)
+        else:
+            self._show_shard(shard).select_range(t.offset, t.offset + t.nbytes)
+            self.query_one(DetailPane).show_tensor(t, self.stats.get(t.name), self._stats_note(t),
+                                                   where=self.shards[shard].label)
 
     def on_range_requested(self, message: RangeRequested) -> None:
         if self.mf is None:
             return
-        start = message.start
-        node = deepest_at(self.mf.root, start) if start < self.mf.source.size else None
-        self._hex().select_range(start, message.end)
+        finding = message.finding
+        shard = shard_of(self.shards, getattr(finding, "path", None))
+        root, start = self.shards[shard].mf.root, message.start
+        node = deepest_at(root, start) if start < self.shards[shard].mf.source.size else None
+        self._show_shard(shard).select_range(start, message.end)
         if node is not None:
             self.selected = node
-            self.query_one(DetailPane).show_node(node, finding=message.finding)
+            self.query_one(DetailPane).show_node(node, finding=finding)
         if message.label:
             self.notify(file_text(message.label), timeout=2, markup=False)
 
     def on_cursor_moved(self, message: CursorMoved) -> None:
-        node = deepest_at(self.mf.root, message.offset)
+        node = deepest_at(self.shards[self.shown].mf.root, message.offset)
         self.selected = node
         self._hex().select_range(node.start, node.end, move_cursor=False)
-        self.query_one(DetailPane).show_node(node)
+        self._describe(node)
 
     # --- actions --------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        # before the file is parsed only quitting, tabs, zoom and resizing make sense
-        if self.mf is None and action not in ("quit", "tab", "resize", "toggle_maximize", "command_palette"):
+        # before the file's panes are up only quitting, tabs, zoom and resizing make sense
+        if not self.panes_ready and action not in ("quit", "tab", "resize", "toggle_maximize", "command_palette"):
             return False
         return True
 
@@ -271,11 +311,12 @@ class GGScopeApp(HashesOnDemand, App):
 
     def action_goto(self) -> None:
         from ggscope.tui.search import parse_offset  # start-up: numpy only when used
+        from ggscope.tui.screens.prompt import PromptScreen  # start-up: textual's Input only when used
 
         def done(answer: str | None) -> None:
             if answer is None:
                 return
-            off = parse_offset(answer, self.mf.source.size)
+            off = parse_offset(answer, self.shards[self.shown].mf.source.size)   # in the file shown
             if off is None:
                 self.notify(f"not an offset in this file: {file_text(answer)}", severity="warning", markup=False)
                 return
@@ -285,6 +326,8 @@ class GGScopeApp(HashesOnDemand, App):
         self.push_screen(PromptScreen("Go to offset", "0x1c8, 456, -16 (from the end), end"), done)
 
     def action_search(self) -> None:
+        from ggscope.tui.screens.prompt import PromptScreen  # start-up: textual's Input only when used
+
         def done(answer: str | None) -> None:
             if answer:
                 self.last_query = answer
@@ -309,8 +352,9 @@ class GGScopeApp(HashesOnDemand, App):
         node = self.selected
         if node is None:
             return
-        key = self.meta_by_path.get(node.path)
-        value = self.mf.metadata.get(key) if key is not None else node.value
+        view = self.shards[self.shown]
+        key = view.meta_by_path.get(node.path)
+        value = view.mf.metadata.get(key) if key is not None else node.value
         if isinstance(value, str):
             text = value                       # the text itself, for pasting elsewhere
         else:
@@ -331,56 +375,3 @@ class GGScopeApp(HashesOnDemand, App):
         self.query_one(FindingsTable).set_findings(self.findings)
         self.query_one(OverviewPane).set_findings(self.findings)
         self.query_one(TabbedContent).get_tab("findings").label = f"4 Findings ({len(message.findings)})"
-
-    # --- statistics worker ---------------------------------------------------------------
-    def _stats_note(self, t) -> str:
-        return getattr(self, "_stats_errors", {}).get(t.name, "")
-
-    def action_stats(self) -> None:
-        self.compute_stats()
-
-    def action_cancel_stats(self) -> None:
-        self.workers.cancel_group(self, "stats")
-
-    @work(thread=True, exclusive=True, group="stats", exit_on_error=False)
-    def compute_stats(self) -> None:
-        worker = get_current_worker()
-        tensors = list(self.mf.tensors)
-        self.call_from_thread(self.add_class, "-stats-running")
-        cancelled = False
-        for i, t in enumerate(tensors):
-            if worker.is_cancelled:
-                cancelled = True
-                break
-            if t.name in self.stats:
-                continue
-            try:
-                stats, err = t.stats(), ""
-            except Exception as exc:  # noqa: BLE001 - damaged data must not kill the app
-                stats, err = None, f"no statistics: {exc}"
-            self.post_message(StatsComputed(t.name, stats, err))
-            self.post_message(StatsProgressed(i + 1, len(tensors)))
-        self.post_message(StatsFinished(cancelled))
-
-    def on_stats_computed(self, message: StatsComputed) -> None:
-        if message.stats is not None:
-            self.stats[message.name] = message.stats
-        else:
-            self.__dict__.setdefault("_stats_errors", {})[message.name] = message.error
-        from ggscope.tui.widgets.tables import TensorTable  # start-up: numpy, textual only when used
-        table = self.query_one(TensorTable)
-        for i, t in enumerate(self.mf.tensors):
-            if t.name == message.name:
-                table.set_stats(i, message.stats, message.error)
-        detail = self.query_one(DetailPane)
-        if detail.tensor is not None and detail.tensor.name == message.name:   # the pane follows its row
-            detail.show_tensor(detail.tensor, message.stats, message.error, where=detail.where)
-
-    def on_stats_progressed(self, message: StatsProgressed) -> None:
-        self.query_one("#stats-progress ProgressBar", ProgressBar).update(total=message.total, progress=message.done)
-        self.query_one("#stats-count", Static).update(f"statistics {message.done:,}/{message.total:,}")
-
-    def on_stats_finished(self, message: StatsFinished) -> None:
-        self.remove_class("-stats-running")
-        if message.cancelled:
-            self.notify("statistics cancelled", timeout=2)

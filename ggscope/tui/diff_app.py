@@ -10,7 +10,11 @@ rel RMSE, cosine, SNR dB) and "2 Metadata" (header fields and added / removed /
 changed keys, A and B values side by side), and a detail pane for the highlighted
 row.  Keys: ``o`` cycles the sort (``widgets.diff_tables.SORTS``), ``f`` hides
 identical/equal tensors, ``x`` stops the comparison (rows computed so far stay), ``q``
-quits.
+quits.  Asked with a text (``diff --corpus T [--attribute] --tui``), a tab "3
+Attribution" shows the KL-divergence report's headline, each layer's hidden-state
+error and cosine against A and the tensors ranked by the KLD their A weights recover
+(``widgets.attribution``); the evaluation runs in a worker of its own (``kld``: a
+callable taking a progress callback and returning ``forward.perplexity.KLDReport``).
 
 The screen paints at once: every tensor has a *pending* row built from the two
 indexes.  A thread worker compares header and metadata first, then each tensor with
@@ -20,13 +24,15 @@ State is the CSS class ``-diff-running`` while the worker runs.
 
 Contract: ``run(a, b) -> int`` shows the screen until the user quits and returns the
 diff(1)-style status of what was compared, as ``ggscope diff`` does without ``--tui``:
-2 when any tensor's data could not be read (or the worker failed), else 1 when a
-difference was found (also when the comparison was stopped early), else 0 when the
+2 when any tensor's data could not be read (or a worker failed), else 1 when a
+difference was found (also when the comparison was stopped early; with a text, also
+when the report's KL divergence is not 0, as ``diff --corpus`` answers), else 0 when the
 comparison finished and found none, and 2 when it was stopped before finishing and
 found none (the answer is unknown).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +44,13 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 from textual.worker import get_current_worker
 
+from ggscope.core.errors import GGScopeError
 from ggscope.diff import compare as diffmod
 from ggscope.diff.compare import DiffCancelled, HeaderChange, MetadataDiff, TensorDiff
 from ggscope.model.modelfile import ModelFile
 from ggscope.report.diff import STATUS_STYLE, display_status
-from ggscope.tui.messages import DiffFinished, DiffRowSelected, MetadataDiffed, TensorDiffed
+from ggscope.tui.messages import DiffFinished, DiffRowSelected, KldEvaluated, KldProgressed, MetadataDiffed, TensorDiffed
+from ggscope.tui.widgets.attribution import AttributionPane
 from ggscope.tui.format import file_text, human_bytes
 from ggscope.tui.widgets.diff_detail import DiffDetail
 from ggscope.tui.widgets.diff_tables import PENDING, DiffMetadataTable, DiffTensorTable, pending_diffs
@@ -50,7 +58,11 @@ from ggscope.model.summary import summarize
 
 __all__ = ["DiffApp", "run"]
 
-TABS = ("tensors", "metadata")
+
+class _Stopped(Exception):
+    """The --corpus evaluation was cancelled between two chunks."""
+
+TABS = ("tensors", "metadata", "attribution")
 
 
 def _side(label: str, mf: ModelFile) -> Text:
@@ -78,12 +90,17 @@ class DiffApp(App):
         Binding("o", "sort", "Sort"),
         Binding("1", "tab('tensors')", "Tensors"),
         Binding("2", "tab('metadata')", "Metadata"),
+        Binding("3", "tab('attribution')", "Attribution"),
         Binding("z", "toggle_maximize", "Zoom"),
     ]
 
-    def __init__(self, a: ModelFile, b: ModelFile) -> None:
+    def __init__(self, a: ModelFile, b: ModelFile, *, kld: Callable[[Callable[[int, int], None]], Any] | None = None,
+                 attribute: bool = False) -> None:
         super().__init__()
         self.a, self.b = a, b
+        self.kld, self.attribute = kld, attribute
+        self.kld_report: Any = None    # the --corpus report once evaluated
+        self.kld_error = ""
         self.diffs: dict[str, TensorDiff] = pending_diffs(a, b)
         self.by_a = diffmod.tensors_by_name(a, b)
         self.by_b = diffmod.tensors_by_name(b, a)
@@ -109,6 +126,9 @@ class DiffApp(App):
                     yield ProgressBar(total=max(1, len(self.diffs)), id="diff-progress", show_eta=False)
             with TabPane("2 Metadata", id="metadata"):
                 yield DiffMetadataTable(id="diff-metadata")
+            if self.kld is not None:
+                with TabPane("3 Attribution", id="attribution"):
+                    yield AttributionPane(self.attribute, id="kld")
         yield DiffDetail(id="diff-detail")
         yield Footer()
 
@@ -116,6 +136,8 @@ class DiffApp(App):
         self.query_one(DiffTensorTable).focus()
         self._update_labels()
         self.compare()
+        if self.kld is not None:
+            self.evaluate_kld()
 
     # --- the worker ------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="diff", exit_on_error=False)
@@ -136,6 +158,35 @@ class DiffApp(App):
             self.post_message(DiffFinished(False, f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(DiffFinished(worker.is_cancelled))
+
+    @work(thread=True, exclusive=True, group="kld", exit_on_error=False)
+    def evaluate_kld(self) -> None:
+        worker = get_current_worker()
+
+        def progress(done: int, total: int) -> None:
+            if worker.is_cancelled:           # the app is closing: stop at the next chunk
+                raise _Stopped
+            self.post_message(KldProgressed(done, total))
+        try:
+            self.post_message(KldEvaluated(self.kld(progress)))
+        except _Stopped:
+            return
+        except MemoryError:
+            self.post_message(KldEvaluated(None, "not enough memory to hold both files' weights"))
+        except Exception as exc:  # noqa: BLE001 - the screen stays up and says why (GGScopeError: its message)
+            self.post_message(KldEvaluated(None, str(exc) if isinstance(exc, GGScopeError)
+                                           else f"{type(exc).__name__}: {exc}"))
+
+    def on_kld_progressed(self, message: KldProgressed) -> None:
+        self.query_one(AttributionPane).show_progress(message.done, message.total)
+
+    def on_kld_evaluated(self, message: KldEvaluated) -> None:
+        self.kld_report, self.kld_error = message.report, message.error
+        pane = self.query_one(AttributionPane)
+        if message.report is not None:
+            pane.show_report(message.report)
+        else:
+            pane.show_error(message.error)
 
     def on_metadata_diffed(self, message: MetadataDiffed) -> None:
         self.header, self.metadata = message.header, message.metadata
@@ -184,8 +235,14 @@ class DiffApp(App):
         self.query_one(DiffTensorTable).cycle_sort()
         self._update_labels()
 
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        return self.kld is not None or parameters != ("attribution",)   # the tab exists with a text
+
     def action_tab(self, tab: str) -> None:
         self.query_one(TabbedContent).active = tab
+        if tab == "attribution":
+            self.query_one("#kld-tensors").focus()
+            return
         table = self.query_one(DiffTensorTable if tab == "tensors" else DiffMetadataTable)
         table.focus()
         if table.row_count:         # show what the cursor is on in the detail pane
@@ -254,16 +311,18 @@ class DiffApp(App):
     def exit_status(self) -> int:
         """diff(1)'s answer for what was compared; see the module contract."""
         computed = [td for td in self.diffs.values() if td.status != PENDING]
-        if self.failed or any(td.status == "error" for td in computed):
+        if self.failed or self.kld_error or any(td.status == "error" for td in computed):
             return 2
         if self.header or (self.metadata is not None and not self.metadata.empty) \
-                or any(not td.same for td in computed):
+                or any(not td.same for td in computed) \
+                or (self.kld_report is not None and not self.kld_report.identical):
             return 1
         return 0 if self.finished else 2
 
 
-def run(a: ModelFile, b: ModelFile) -> int:
+def run(a: ModelFile, b: ModelFile, *, kld: Callable[[Callable[[int, int], None]], Any] | None = None,
+        attribute: bool = False) -> int:
     """Show the diff screen until the user quits; the exit status of the module contract."""
-    app = DiffApp(a, b)
+    app = DiffApp(a, b, kld=kld, attribute=attribute)
     app.run()
     return app.exit_status()

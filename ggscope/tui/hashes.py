@@ -13,7 +13,8 @@ __all__ = ["HashesOnDemand"]
 
 class HashesOnDemand:
     def action_hashes(self) -> None:
-        t = self.tensor_by_path.get(self.selected.path) if self.selected is not None else None
+        shown = self.shards[self.shown].tensor_by_path if self.shards else {}     # the file the selection is in
+        t = shown.get(self.selected.path) if self.selected is not None else None
         if t is None:
             self.notify("select a tensor to hash (tensors tab)", timeout=3)
         else:

@@ -4,15 +4,19 @@ Why apart from ``app.py``: this is the work, not the window - no Textual here, e
 plain function returning what the app posts (``FileLoaded``, ``FindingsReady``), and
 neither raises: a file that cannot be opened is one paragraph, a validator that breaks
 is a GG000 finding, so the browser opens whatever the file or the rules do.
+``start_opening`` runs ``open_path`` on a thread of its own from the moment it is
+called, so ``run_app`` has the file parsed while Textual is still being imported.
 """
 from __future__ import annotations
 
+import threading
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["file_findings", "open_path"]
+__all__ = ["file_findings", "open_path", "start_opening"]
 
 
 def file_findings(mf: ModelFile) -> list:
@@ -52,3 +56,19 @@ def open_path(path: str) -> tuple[Any, str]:
             return None, f"ggscope: cannot read {exc}"
     except GGScopeError as exc:
         return None, f"ggscope: {exc}"
+
+
+def start_opening(path: str) -> Future:
+    """``open_path(path)`` started now on a daemon thread; the future's result is its
+    pair.  The first screen's facts wait on the parse, not on Textual's start-up: the
+    parse (numpy, the spec engine) runs while the interpreter imports Textual and the
+    window paints."""
+    future: Future = Future()
+
+    def opening() -> None:
+        try:
+            future.set_result(open_path(path))
+        except BaseException as exc:  # noqa: BLE001 - handed to the app, which shows one line
+            future.set_exception(exc)
+    threading.Thread(target=opening, name="ggscope-open", daemon=True).start()
+    return future

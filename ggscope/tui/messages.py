@@ -19,16 +19,18 @@ if TYPE_CHECKING:          # the browser must paint before numpy-heavy modules l
 
 __all__ = ["NodeSelected", "TensorSelected", "CursorMoved", "RangeRequested", "StatsProgressed",
            "StatsComputed", "StatsFinished", "FindingsReady", "FileLoaded",
-           "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected"]
+           "MetadataDiffed", "TensorDiffed", "DiffFinished", "DiffRowSelected", "KldProgressed", "KldEvaluated"]
 
 
 class NodeSelected(Message):
-    """A pane selected a node of the tree: show and highlight its bytes."""
+    """A pane selected a node of the tree: show and highlight its bytes; ``shard`` is the
+    index of the file the node is in (a split model's shard, ``tui.shards``)."""
 
-    def __init__(self, node: Node, source: str = "") -> None:
+    def __init__(self, node: Node, source: str = "", shard: int = 0) -> None:
         super().__init__()
         self.node = node
         self.source = source
+        self.shard = shard
 
 
 class RangeRequested(Message):
@@ -66,8 +68,8 @@ class StatsProgressed(Message):
 
 
 class TensorSelected(Message):
-    """A pane selected a tensor that has no node in the tree shown (a tensor of a later
-    shard of a split model): show its facts, not bytes of another file."""
+    """A pane selected a tensor of a later shard of a split model: show its shard's
+    bytes and its node in that shard's tree."""
 
     def __init__(self, tensor: Any) -> None:
         super().__init__()
@@ -151,3 +153,25 @@ class DiffRowSelected(Message):
         self.kind = kind
         self.entry = entry
         self.change = change
+
+
+class KldProgressed(Message):
+    """The --corpus evaluation started chunk ``done`` of ``total``."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__()
+        self.done = done
+        self.total = total
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, KldProgressed)
+
+
+class KldEvaluated(Message):
+    """The --corpus evaluation ended: ``report`` (a ``forward.perplexity.KLDReport``),
+    or None with ``error`` saying why there is none."""
+
+    def __init__(self, report: Any, error: str = "") -> None:
+        super().__init__()
+        self.report = report
+        self.error = error

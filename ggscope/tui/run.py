@@ -1,7 +1,8 @@
 """Open the browser on one path: the entry point ``commands/tui.py`` calls.
 
 The app is started with the path, not a parsed file, so its window is up before the
-spec engine runs; the file is parsed in the app's loader worker.
+spec engine has finished; the file is parsed on a thread started before Textual is
+even imported (``jobs.start_opening``), and the app shows it when it is ready.
 """
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ __all__ = ["run_app"]
 
 
 def run_app(path: str) -> int:
+    from ggscope.tui.jobs import start_opening  # start-up: the parse begins before textual is imported
+    opening = start_opening(path)         # the parse runs while Textual is imported and paints
     from ggscope.tui.app import GGScopeApp  # start-up: rich, textual, asyncio only when used
-    app = GGScopeApp(path)
+    app = GGScopeApp(path, opening=opening)
     app.run()
     if app.load_error:
         print(escape_text(app.load_error), file=sys.stderr)

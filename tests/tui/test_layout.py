@@ -236,9 +236,15 @@ def test_a_shard_opens_the_whole_split_model_with_validates_findings(tmp_path, c
     want = sorted((f["code"], f["message"]) for f in json.loads(capsys.readouterr().out))
 
     async def flow(path):
-        app = GGScopeApp(str(path), auto_stats=False)
-        async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot)
+        from ggscope.tui.messages import FindingsReady
+        app, validated = GGScopeApp(str(path), auto_stats=False), []
+        async with app.run_test(size=(140, 40), message_hook=lambda m: validated.append(m)
+                                if isinstance(m, FindingsReady) else None) as pilot:
+            for _ in range(1000):     # turns, not time: the validator starts once the window is up
+                await settle(pilot)
+                if validated:
+                    break
+            await pilot.pause()
             return len(app.mf.tensors), sorted((f.code, f.message) for f in app.findings)
     n_shard2 = len(gguf.GGUFReader(shards[1]).tensors)
     n, found = run(flow(shards[1]))

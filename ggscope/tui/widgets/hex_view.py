@@ -9,7 +9,9 @@ whole rows instead of a horizontal scroll.  Rendered rows are cached in an ``LRU
 changes their look (row, selection, cursor).  Bytes are coloured by region kind
 (``hexview--<kind>`` component classes), the selected node's range by
 ``hexview--selection`` and the cursor byte by ``hexview--cursor``.  Moving the cursor
-posts ``CursorMoved``; the app maps the offset to the deepest node.
+posts ``CursorMoved``; the app maps the offset to the deepest node.  ``show_source``
+switches the view to another file (a later shard of a split model), its label then the
+view's border subtitle.
 """
 from __future__ import annotations
 
@@ -77,9 +79,19 @@ class HexView(ScrollView, can_focus=True):
         self.regions = regions or Regions(())
         self.selection: tuple[int, int] = (0, 0)
         self._cache: LRUCache[tuple, Strip] = LRUCache(1024)
-        self._offset_digits = max(8, len(f"{max(source.size - 1, 0):x}"))
         self.bytes_per_row = BYTES_PER_ROW
+        self._offset_digits = max(8, len(f"{max(source.size - 1, 0):x}"))
         self._set_rows(BYTES_PER_ROW)
+
+    def show_source(self, source: ByteSource, regions: Regions, label: str = "") -> None:
+        """Show another file's bytes from its start; ``label`` names it on the bottom border."""
+        self.source, self.regions = source, regions
+        self.selection = (0, 0)
+        self._offset_digits = max(8, len(f"{max(source.size - 1, 0):x}"))
+        self._set_rows(self.bytes_per_row)
+        self.border_subtitle = label or None
+        self.set_cursor(0, post=False)
+        self.refresh()
 
     def _set_rows(self, per_row: int) -> None:
         self.bytes_per_row = per_row

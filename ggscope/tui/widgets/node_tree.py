@@ -6,9 +6,13 @@ so a 150k-token vocabulary costs nothing until someone scrolls into it.  Each la
 shows the field name, then what a reader looks for -- a metadata entry's key and
 value, a tensor's name (``names``: node path -> name, from the ModelFile), a leaf's
 value -- and last, dimmed, its offset and size.  Error nodes show the error.  Highlighting a node posts ``NodeSelected``.
+A split model's tree has one top-level entry per shard (``shards``: label, root, names),
+each that shard's own structure; a highlighted node's ``NodeSelected.shard`` says
+whose bytes it describes.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -64,21 +68,41 @@ class NodeTree(Tree):
     DEFAULT_CSS = "NodeTree { width: 1fr; height: 1fr; }"
 
     def __init__(self, root: Node, names: dict[str, str] | None = None, *, id: str | None = None,
-                 classes: str | None = None) -> None:
+                 classes: str | None = None, shards: Sequence[tuple[str, Node, dict[str, str]]] = ()) -> None:
         super().__init__(root.name or "file", data=root, id=id, classes=classes)
-        self.names = names or {}
         self.show_root = False
         self.guide_depth = 2
-        self._add_children(self.root, root, 0)
+        self.shard_names = [names or {}] if len(shards) < 2 else [n for _, _, n in shards]
+        if len(shards) < 2:
+            self._add_children(self.root, root, 0)
+        else:                      # one entry per shard file, the first one open
+            for i, (label, shard_root, _) in enumerate(shards):
+                top = self.root.add(Text(label, style="bold magenta"), data=shard_root)
+                if i == 0:
+                    self._add_children(top, shard_root, 0)
+                    top.expand()
         self.root.expand()
+
+    @property
+    def names(self) -> dict[str, str]:
+        return self.shard_names[0]
+
+    def shard_at(self, tnode: TreeNode) -> int:
+        """The index of the shard whose tree ``tnode`` is in (0 for a file not split)."""
+        if len(self.shard_names) < 2:
+            return 0
+        while tnode.parent is not None and tnode.parent is not self.root:
+            tnode = tnode.parent
+        return self.root.children.index(tnode) if tnode in self.root.children else 0
 
     def _add_children(self, parent: TreeNode, node: Node, start: int) -> None:
         kids = node.children
         stop = min(len(kids), start + PAGE)
+        names = self.shard_names[self.shard_at(parent)] if parent is not self.root else self.names
         for i in range(start, stop):
             kid = kids[i]
             leaf = not kid.children
-            parent.add(node_label(kid, self.names), data=kid, allow_expand=not leaf)
+            parent.add(node_label(kid, names), data=kid, allow_expand=not leaf)
         if stop < len(kids):
             parent.add_leaf(Text(f"… {len(kids) - stop} more (Enter)", style="italic"), data=_More(node, stop))
 
@@ -99,14 +123,18 @@ class NodeTree(Tree):
 
     def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
         if isinstance(event.node.data, Node) and self.has_focus:
-            self.post_message(NodeSelected(event.node.data, "tree"))
+            self.post_message(NodeSelected(event.node.data, "tree", shard=self.shard_at(event.node)))
         event.stop()
 
-    def reveal(self, target: Node) -> None:
-        """Expand down to ``target`` (by path) and move the tree cursor onto it."""
-        tnode = self.root
+    def reveal(self, target: Node, shard: int = 0) -> None:
+        """Expand down to ``target`` (by path, in shard ``shard``'s tree) and move the tree
+        cursor onto it."""
+        tnode = self.root if len(self.shard_names) < 2 else self.root.children[shard]
+        if not tnode.children:
+            self._add_children(tnode, tnode.data, 0)
+            tnode.expand()
         chain: list[Node] = []
-        cur = self.root.data     # walk down from the root along the target's path
+        cur = tnode.data         # walk down from the root along the target's path
         while cur is not None and cur is not target:
             nxt = None
             for kid in _children_containing(cur, target):

@@ -97,7 +97,7 @@ class TensorTable(PlainTable):
 
     def _post(self, key) -> None:
         t = self.mf.tensors[int(key)]
-        if t.file is not None and t.file.path != self.mf.path:     # another shard's tensor
+        if t.file is not None and t.file.path != self.mf.path:     # another shard's tensor: its own bytes
             self.post_message(TensorSelected(t))
             return
         node = find(self.mf.root, t.node_path) if t.node_path else None
