@@ -187,14 +187,27 @@ def _lfm2_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, 
     return ts
 
 
+def _moe_ffn(i: int, n_embd: int, n_ff_exp: int, n_expert: int, n_ff_shexp: int) -> list:
+    """src/models/qwen3next.cpp load_block_trunk: the router, the experts (separate gate and
+    up, create_tensor_gate_up_exps) and the gated shared expert."""
+    b = f"blk.{i}."
+    return [(b + "ffn_gate_inp.weight", (n_embd, n_expert)), (b + "ffn_down_exps.weight", (n_ff_exp, n_embd, n_expert)),
+            (b + "ffn_gate_exps.weight", (n_embd, n_ff_exp, n_expert)),
+            (b + "ffn_up_exps.weight", (n_embd, n_ff_exp, n_expert)),
+            (b + "ffn_gate_inp_shexp.weight", (n_embd,)), (b + "ffn_gate_shexp.weight", (n_embd, n_ff_shexp)),
+            (b + "ffn_up_shexp.weight", (n_embd, n_ff_shexp)), (b + "ffn_down_shexp.weight", (n_ff_shexp, n_embd))]
+
+
 def _qwen35_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: int, head: int,
-                    kv: int, ssm: dict) -> list:
+                    kv: int, ssm: dict, arch: str = "qwen35") -> list:
     """src/models/qwen35.cpp load_arch_tensors (no MTP block): gated-delta-net layers, with
-    every full_attention_interval-th layer a gated-query attention layer."""
+    every full_attention_interval-th layer a gated-query attention layer.  qwen3next
+    (src/models/qwen3next.cpp) is the same trunk with beta and alpha in one projection
+    (``ssm_ba``, 2 x dt_rank rows) and a mixture of experts with a shared expert."""
     d_state, n_group, dt_rank, d_conv = (ssm["ssm.state_size"], ssm["ssm.group_count"], ssm["ssm.time_step_rank"],
                                          ssm["ssm.conv_kernel"])
     key_dim, value_dim = d_state * n_group, d_state * dt_rank
-    interval = md.get("qwen35.full_attention_interval", (4,))[0]
+    interval = md.get(f"{arch}.full_attention_interval", (4,))[0]
     ts = [("token_embd.weight", (n_embd, n_vocab)), ("output_norm.weight", (n_embd,))]
     for i in range(n_layer):
         b = f"blk.{i}."
@@ -206,10 +219,68 @@ def _qwen35_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int
         else:
             ts += [(b + "attn_qkv.weight", (n_embd, 2 * key_dim + value_dim)), (b + "attn_gate.weight", (n_embd, value_dim)),
                    (b + "ssm_conv1d.weight", (d_conv, 2 * key_dim + value_dim)), (b + "ssm_dt.bias", (dt_rank,)),
-                   (b + "ssm_a", (dt_rank,)), (b + "ssm_beta.weight", (n_embd, dt_rank)),
-                   (b + "ssm_alpha.weight", (n_embd, dt_rank)), (b + "ssm_norm.weight", (d_state,)),
-                   (b + "ssm_out.weight", (value_dim, n_embd))]
-        ts += _ffn(i, n_embd, n_ff)
+                   (b + "ssm_a", (dt_rank,))]
+            ts += ([(b + "ssm_ba.weight", (n_embd, 2 * dt_rank))] if arch == "qwen3next" else
+                   [(b + "ssm_beta.weight", (n_embd, dt_rank)), (b + "ssm_alpha.weight", (n_embd, dt_rank))])
+            ts += [(b + "ssm_norm.weight", (d_state,)), (b + "ssm_out.weight", (value_dim, n_embd))]
+        if arch == "qwen3next":
+            ts += _moe_ffn(i, n_embd, md["qwen3next.expert_feed_forward_length"][0], md["qwen3next.expert_count"][0],
+                           md["qwen3next.expert_shared_feed_forward_length"][0])
+        else:
+            ts += _ffn(i, n_embd, n_ff)
+    return ts
+
+
+def _plamo2_tensors(n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: list, kv: list, head: int,
+                    ssm: dict) -> list:
+    """src/models/plamo2.cpp load_arch_tensors: a Mamba mixer (head_count_kv 0) or a fused-QKV
+    attention mixer, then the post-mixer norm and a fused gate/up FFN in every layer (the
+    norms without a ``.weight`` suffix where load_arch_tensors names them so)."""
+    d_conv, d_state, n_heads, d_inner = (ssm["ssm.conv_kernel"], ssm["ssm.state_size"], ssm["ssm.time_step_rank"],
+                                         ssm["ssm.inner_size"])
+    dt_dim = max(64, n_embd // 16)
+    ts = [("token_embd.weight", (n_embd, n_vocab)), ("output_norm.weight", (n_embd,))]
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        ts += [(b + "attn_norm.weight", (n_embd,))]
+        if kv[i] == 0:
+            ts += [(b + "ssm_in.weight", (n_embd, 2 * d_inner)), (b + "ssm_conv1d.weight", (d_conv, d_inner)),
+                   (b + "ssm_x.weight", (d_inner, dt_dim + 2 * d_state)), (b + "ssm_dt.weight", (dt_dim, n_heads)),
+                   (b + "ssm_dt.bias", (n_heads,)), (b + "ssm_a", (n_heads,)), (b + "ssm_d", (n_heads,)),
+                   (b + "ssm_out.weight", (d_inner, n_embd)), (b + "ssm_dt_norm", (dt_dim,)),
+                   (b + "ssm_b_norm", (d_state,)), (b + "ssm_c_norm", (d_state,))]
+        else:
+            ts += [(b + "attn_qkv.weight", (n_embd, (n_head[i] + 2 * kv[i]) * head)),
+                   (b + "attn_q_norm.weight", (head, n_head[i])), (b + "attn_k_norm.weight", (head, kv[i])),
+                   (b + "attn_output.weight", (n_head[i] * head, n_embd))]
+        ts += [(b + "post_attention_norm", (n_embd,)), (b + "ffn_norm.weight", (n_embd,)),
+               (b + "ffn_down.weight", (n_ff, n_embd)), (b + "ffn_up.weight", (n_embd, 2 * n_ff)),
+               (b + "post_ffw_norm", (n_embd,))]
+    return ts
+
+
+def _minimax01_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: int, kv: int,
+                       head: int) -> list:
+    """src/models/minimax-01.cpp load_arch_tensors: lightning-attention layers (fused QKV, an
+    output gate and a norm over the heads) with every full_attention_interval-th layer a
+    softmax-attention one, a mixture of experts in every layer."""
+    interval = md["minimax-01.full_attention_interval"][0]
+    n_expert = md["minimax-01.expert_count"][0]
+    ts = [("token_embd.weight", (n_embd, n_vocab)), ("output_norm.weight", (n_embd,)),
+          ("output.weight", (n_embd, n_vocab))]
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        ts += [(b + "attn_norm.weight", (n_embd,))]
+        if (i + 1) % interval == 0:
+            ts += [(b + "attn_q.weight", (n_embd, head * n_head)), (b + "attn_k.weight", (n_embd, head * kv)),
+                   (b + "attn_v.weight", (n_embd, head * kv))]
+        else:
+            ts += [(b + "attn_norm_2.weight", (head * n_head,)), (b + "attn_qkv.weight", (n_embd, 3 * head * n_head)),
+                   (b + "attn_gate.weight", (n_embd, head * n_head))]
+        ts += [(b + "attn_output.weight", (head * n_head, n_embd)), (b + "ffn_norm.weight", (n_embd,)),
+               (b + "ffn_gate_inp.weight", (n_embd, n_expert)), (b + "ffn_gate_exps.weight", (n_embd, n_ff, n_expert)),
+               (b + "ffn_down_exps.weight", (n_ff, n_embd, n_expert)),
+               (b + "ffn_up_exps.weight", (n_embd, n_ff, n_expert))]
     return ts
 
 
@@ -228,15 +299,32 @@ def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_em
         over["attention.head_count_kv"] = (list(head_count_kv), "array[int32]")
     for k, v in {**(ssm or {}), **(extra or {})}.items():
         over[k] = v if isinstance(v, tuple) else ((list(v), "array[int32]") if isinstance(v, list) else (v, u))
-    if arch == "qwen35":
+    if arch in ("qwen35", "qwen3next"):
         head = (extra or {}).get("attention.key_length", n_embd // n_head)
         md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
-              "qwen35.context_length": (131072, u), "qwen35.attention.layer_norm_rms_epsilon": (1e-6, "float32"),
-              "qwen35.rope.dimension_count": (head // 4, u),
-              "qwen35.rope.dimension_sections": ([head // 16, head // 16, head // 16, 0], "array[int32]"),
-              **{f"qwen35.{k}": v for k, v in over.items()}}
+              f"{arch}.context_length": (131072, u), f"{arch}.attention.layer_norm_rms_epsilon": (1e-6, "float32"),
+              f"{arch}.rope.dimension_count": (head // 4, u),
+              **({"qwen35.rope.dimension_sections": ([head // 16, head // 16, head // 16, 0], "array[int32]")}
+                 if arch == "qwen35" else {}),
+              **{f"{arch}.{k}": v for k, v in over.items()}}
         ts = _qwen35_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, head, (extra or {})["attention.head_count_kv"],
-                             ssm)
+                             ssm, arch)
+    elif arch == "minimax-01":
+        head = (extra or {})["attention.key_length"]
+        md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
+              "minimax-01.context_length": (131072, u), "minimax-01.attention.layer_norm_rms_epsilon": (1e-5, "float32"),
+              "minimax-01.residual_scale": (1.0, "float32"),
+              **{f"minimax-01.{k}": v for k, v in over.items()}}
+        ts = _minimax01_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, (extra or {})["attention.head_count_kv"],
+                                head)
+    elif arch == "plamo2":
+        head = (extra or {})["attention.key_length"]
+        n_heads = [n_head if k else 0 for k in head_count_kv]
+        over["attention.head_count"] = (n_heads, "array[int32]")
+        md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
+              "plamo2.context_length": (131072, u), "plamo2.attention.layer_norm_rms_epsilon": (1e-6, "float32"),
+              **{f"plamo2.{k}": v for k, v in over.items()}}
+        ts = _plamo2_tensors(n_layer, n_embd, n_ff, n_vocab, n_heads, head_count_kv, head, ssm)
     elif arch == "lfm2":
         md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
               "lfm2.context_length": (131072, u), "lfm2.attention.layer_norm_rms_epsilon": (1e-5, "float32"),
@@ -266,7 +354,7 @@ def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_em
                  "tokenizer.ggml.tokens": {"type": "vocab", "n": n_vocab},
                  "tokenizer.ggml.scores": {"type": "vocab", "n": n_vocab},
                  "tokenizer.ggml.token_type": {"type": "vocab", "n": n_vocab}})
-    flat = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "ssm_dt.weight")
+    flat = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "ssm_dt.weight", "_norm")
     tensors = [[n, wtype if len(ne) >= 2 and ne[0] % 32 == 0 and not any(f in n for f in flat) else "F32", list(ne)]
                for n, ne in ts]
     return {"metadata": meta, "tensors": tensors, "alignment": 32}

@@ -94,6 +94,31 @@ HYBRID = {
                                          "ssm.group_count": 16, "ssm.time_step_rank": 16},
                                     extra={"attention.head_count_kv": 2, "attention.key_length": 256,
                                            "attention.value_length": 256, "full_attention_interval": 4}),
+    # Qwen3-Next-80B-A3B's widths with 32 of its 512 experts (the router's logits are the
+    # only compute tensor the expert count sizes: 512 x n_ubatch floats, 1 MiB)
+    "synthetic-qwen3next-widths": dict(arch="qwen3next", n_layer=4, n_embd=2048, n_head=16, n_ff=5120,
+                                       n_vocab=151936,
+                                       ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 128,
+                                            "ssm.group_count": 16, "ssm.time_step_rank": 32},
+                                       extra={"attention.head_count_kv": 2, "attention.key_length": 256,
+                                              "attention.value_length": 256, "full_attention_interval": 4,
+                                              "expert_count": 32, "expert_used_count": 10,
+                                              "expert_feed_forward_length": 512,
+                                              "expert_shared_feed_forward_length": 512}),
+    # PLaMo-2-1B's widths (conversion/plamo.py: ssm.group_count 0, inner = mamba heads x 128,
+    # attention in every other layer)
+    "synthetic-plamo2-widths": dict(arch="plamo2", n_layer=4, head_count_kv=[0, 1, 0, 1], n_embd=2048, n_head=16,
+                                    n_ff=8192, n_vocab=100000,
+                                    ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 64,
+                                         "ssm.group_count": 0, "ssm.time_step_rank": 32},
+                                    extra={"attention.key_length": 128, "attention.value_length": 128}),
+    # MiniMax-Text-01's widths with 4 of its 32 experts, softmax attention in every second
+    # layer instead of every eighth (full_attention_interval), so four layers hold both kinds
+    "synthetic-minimax-01-widths": dict(arch="minimax-01", n_layer=4, n_embd=6144, n_head=64, n_ff=9216,
+                                        n_vocab=200064,
+                                        extra={"attention.head_count_kv": 8, "attention.key_length": 128,
+                                               "attention.value_length": 128, "full_attention_interval": 2,
+                                               "expert_count": 4, "expert_used_count": 2}),
     "synthetic-lfm2-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
                                   n_ff=8192, n_vocab=65536, extra={"shortconv.l_cache": 3}),
     # a sliding window on lfm2's attention layers: llama_memory_hybrid_iswa
