@@ -114,4 +114,5 @@ def _tolerance(arch: str, pa: dict) -> float:
 
 def test_every_modelled_hybrid_family_is_recorded():
     archs = {load(p)["recipe"]["metadata"]["general.architecture"]["value"] for p in RECORDS}
-    assert {"jamba", "granitehybrid", "nemotron_h", "falcon-h1", "lfm2", "qwen35"} <= archs
+    assert {"jamba", "granitehybrid", "nemotron_h", "falcon-h1", "lfm2", "qwen35", "qwen3next", "plamo2",
+            "minimax-01"} <= archs
