@@ -203,7 +203,8 @@ def _qwen35_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int
     """src/models/qwen35.cpp load_arch_tensors (no MTP block): gated-delta-net layers, with
     every full_attention_interval-th layer a gated-query attention layer.  qwen3next
     (src/models/qwen3next.cpp) is the same trunk with beta and alpha in one projection
-    (``ssm_ba``, 2 x dt_rank rows) and a mixture of experts with a shared expert."""
+    (``ssm_ba``, 2 x dt_rank rows) and a mixture of experts with a shared expert;
+    qwen35moe (src/models/qwen35moe.cpp) is qwen35 with that mixture of experts."""
     d_state, n_group, dt_rank, d_conv = (ssm["ssm.state_size"], ssm["ssm.group_count"], ssm["ssm.time_step_rank"],
                                          ssm["ssm.conv_kernel"])
     key_dim, value_dim = d_state * n_group, d_state * dt_rank
@@ -223,9 +224,9 @@ def _qwen35_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int
             ts += ([(b + "ssm_ba.weight", (n_embd, 2 * dt_rank))] if arch == "qwen3next" else
                    [(b + "ssm_beta.weight", (n_embd, dt_rank)), (b + "ssm_alpha.weight", (n_embd, dt_rank))])
             ts += [(b + "ssm_norm.weight", (d_state,)), (b + "ssm_out.weight", (value_dim, n_embd))]
-        if arch == "qwen3next":
-            ts += _moe_ffn(i, n_embd, md["qwen3next.expert_feed_forward_length"][0], md["qwen3next.expert_count"][0],
-                           md["qwen3next.expert_shared_feed_forward_length"][0])
+        if arch in ("qwen3next", "qwen35moe"):
+            ts += _moe_ffn(i, n_embd, md[f"{arch}.expert_feed_forward_length"][0], md[f"{arch}.expert_count"][0],
+                           md[f"{arch}.expert_shared_feed_forward_length"][0])
         else:
             ts += _ffn(i, n_embd, n_ff)
     return ts
@@ -284,6 +285,58 @@ def _minimax01_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: 
     return ts
 
 
+def _kimi_linear_tensors(md: dict, n_layer: int, n_embd: int, n_ff: int, n_vocab: int, n_head: int, kv: list,
+                        a: str = "kimi-linear") -> list:
+    """src/models/kimi-linear.cpp load_arch_tensors: KDA layers (head_count_kv 0: q/k/v with
+    their short convolutions, the f/g low-rank gates, beta, A, the gated output norm) and MLA
+    layers with the split K/V up-projections (the MLA KV cache), a dense FFN in the leading
+    layers and experts with a shared expert after.  bailingmoe3 (src/models/bailingmoe3.cpp)
+    is the same with full-rank f/g gates, 4-D convolutions and a per-head gate on MLA."""
+    kda, d_conv, lora = md[f"{a}.kda.head_dim"][0], md[f"{a}.ssm.conv_kernel"][0], md[f"{a}.attention.kv_lora_rank"][0]
+    k_mla, v_mla, rope = (md[f"{a}.attention.key_length_mla"][0], md[f"{a}.attention.value_length_mla"][0],
+                          md[f"{a}.rope.dimension_count"][0])
+    n_expert, n_ff_exp, dense = (md[f"{a}.expert_count"][0], md[f"{a}.expert_feed_forward_length"][0],
+                                 md[f"{a}.leading_dense_block_count"][0])
+    n_ff_sh = n_ff_exp * max(1, md[f"{a}.expert_shared_count"][0])
+    ts = [("token_embd.weight", (n_embd, n_vocab)), ("output_norm.weight", (n_embd,)),
+          ("output.weight", (n_embd, n_vocab))]
+    for i in range(n_layer):
+        b = f"blk.{i}."
+        ts += [(b + "attn_norm.weight", (n_embd,))]
+        if kv[i] == 0:
+            bm = a == "bailingmoe3"
+            ts += [(b + f"ssm_conv1d_{x}.weight", (d_conv, 1, kda * n_head) + ((1,) if bm else ())) for x in "qkv"]
+            ts += [(b + f"attn_{x}.weight", (n_embd, kda * n_head)) for x in "qkv"]
+            if bm:
+                ts += [(b + "ssm_f_a.weight", (n_embd, kda * n_head)), (b + "ssm_beta.weight", (n_embd, n_head)),
+                       (b + "ssm_a", (1, n_head)), (b + "ssm_dt.bias", (kda * n_head,)),
+                       (b + "ssm_g_a.weight", (n_embd, kda * n_head))]
+            else:
+                ts += [(b + "ssm_f_a.weight", (n_embd, kda)), (b + "ssm_f_b.weight", (kda, kda * n_head)),
+                       (b + "ssm_beta.weight", (n_embd, n_head)), (b + "ssm_a", (1, n_head)),
+                       (b + "ssm_dt.bias", (kda * n_head,)), (b + "ssm_g_a.weight", (n_embd, kda)),
+                       (b + "ssm_g_b.weight", (kda, kda * n_head))]
+            ts += [(b + "ssm_norm.weight", (kda,)), (b + "attn_output.weight", (kda * n_head, n_embd))]
+        else:
+            ts += [(b + "attn_kv_a_norm.weight", (lora,)), (b + "attn_q.weight", (n_embd, n_head * k_mla)),
+                   (b + "attn_kv_a_mqa.weight", (n_embd, lora + rope)),
+                   (b + "attn_k_b.weight", (k_mla - rope, lora, n_head)), (b + "attn_v_b.weight", (lora, v_mla, n_head)),
+                   (b + "attn_output.weight", (n_head * v_mla, n_embd))]
+            if a == "bailingmoe3":
+                ts += [(b + "attn_gate.weight", (n_embd, n_head))]
+        ts += [(b + "ffn_norm.weight", (n_embd,))]
+        if i < dense:
+            ts += _ffn(i, n_embd, n_ff)
+        else:
+            ts += [(b + "ffn_gate_inp.weight", (n_embd, n_expert)),
+                   (b + "ffn_gate_exps.weight", (n_embd, n_ff_exp, n_expert)),
+                   (b + "ffn_down_exps.weight", (n_ff_exp, n_embd, n_expert)),
+                   (b + "ffn_up_exps.weight", (n_embd, n_ff_exp, n_expert)),
+                   (b + "ffn_gate_shexp.weight", (n_embd, n_ff_sh)), (b + "ffn_down_shexp.weight", (n_ff_sh, n_embd)),
+                   (b + "ffn_up_shexp.weight", (n_embd, n_ff_sh)), (b + "exp_probs_b.bias", (n_expert,))]
+    return ts
+
+
 def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_embd: int = 64, n_head: int = 4,
            n_ff: int = 96, n_vocab: int = 300, ssm: dict | None = None, extra: dict | None = None,
            wtype: str = "Q8_0") -> dict:
@@ -299,13 +352,13 @@ def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_em
         over["attention.head_count_kv"] = (list(head_count_kv), "array[int32]")
     for k, v in {**(ssm or {}), **(extra or {})}.items():
         over[k] = v if isinstance(v, tuple) else ((list(v), "array[int32]") if isinstance(v, list) else (v, u))
-    if arch in ("qwen35", "qwen3next"):
+    if arch in ("qwen35", "qwen35moe", "qwen3next"):
         head = (extra or {}).get("attention.key_length", n_embd // n_head)
         md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
               f"{arch}.context_length": (131072, u), f"{arch}.attention.layer_norm_rms_epsilon": (1e-6, "float32"),
               f"{arch}.rope.dimension_count": (head // 4, u),
-              **({"qwen35.rope.dimension_sections": ([head // 16, head // 16, head // 16, 0], "array[int32]")}
-                 if arch == "qwen35" else {}),
+              **({f"{arch}.rope.dimension_sections": ([head // 16, head // 16, head // 16, 0], "array[int32]")}
+                 if arch != "qwen3next" else {}),
               **{f"{arch}.{k}": v for k, v in over.items()}}
         ts = _qwen35_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, head, (extra or {})["attention.head_count_kv"],
                              ssm, arch)
@@ -317,6 +370,11 @@ def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_em
               **{f"minimax-01.{k}": v for k, v in over.items()}}
         ts = _minimax01_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, (extra or {})["attention.head_count_kv"],
                                 head)
+    elif arch in ("kimi-linear", "bailingmoe3"):
+        md = {"general.architecture": (arch, "string"), "general.name": (f"tiny {arch}", "string"),
+              f"{arch}.context_length": (131072, u), f"{arch}.attention.layer_norm_rms_epsilon": (1e-5, "float32"),
+              **{f"{arch}.{k}": v for k, v in over.items()}}
+        ts = _kimi_linear_tensors(md, n_layer, n_embd, n_ff, n_vocab, n_head, head_count_kv, arch)
     elif arch == "plamo2":
         head = (extra or {})["attention.key_length"]
         n_heads = [n_head if k else 0 for k in head_count_kv]

@@ -105,6 +105,37 @@ HYBRID = {
                                               "expert_count": 32, "expert_used_count": 10,
                                               "expert_feed_forward_length": 512,
                                               "expert_shared_feed_forward_length": 512}),
+    # Qwen3.5-35B-A3B's widths with 32 of its 256 experts
+    "synthetic-qwen35moe-widths": dict(arch="qwen35moe", n_layer=4, n_embd=2048, n_head=16, n_ff=512,
+                                       n_vocab=248320,
+                                       ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 128,
+                                            "ssm.group_count": 16, "ssm.time_step_rank": 32},
+                                       extra={"attention.head_count_kv": 2, "attention.key_length": 256,
+                                              "attention.value_length": 256, "full_attention_interval": 4,
+                                              "expert_count": 32, "expert_used_count": 8,
+                                              "expert_feed_forward_length": 512,
+                                              "expert_shared_feed_forward_length": 512}),
+    # Kimi-Linear-48B-A3B's widths (conversion/kimi_linear.py: MQA-form MLA, key_length =
+    # kv_lora_rank + rope) with 8 of its 256 experts, MLA in every fourth layer
+    "synthetic-kimi-linear-widths": dict(arch="kimi-linear", n_layer=4, head_count_kv=[0, 0, 0, 1], n_embd=2304,
+                                         n_head=32, n_ff=9216, n_vocab=163840,
+                                         ssm={"ssm.conv_kernel": 4, "kda.head_dim": 128},
+                                         extra={"attention.kv_lora_rank": 512, "attention.key_length": 576,
+                                                "attention.key_length_mla": 192, "attention.value_length_mla": 128,
+                                                "rope.dimension_count": 64, "expert_count": 8, "expert_used_count": 4,
+                                                "expert_feed_forward_length": 1024, "expert_shared_count": 1,
+                                                "leading_dense_block_count": 1, "expert_gating_func": 2}),
+    # bailingmoe3 at the 7.9B-A1.3B's n_embd (src/models/bailingmoe3.cpp's type table; the
+    # other widths assumed, Kimi-Linear-like) with 8 of its 128 experts
+    "synthetic-bailingmoe3-widths": dict(arch="bailingmoe3", n_layer=4, head_count_kv=[0, 0, 0, 1], n_embd=1536,
+                                         n_head=16, n_ff=4608, n_vocab=157184,
+                                         ssm={"ssm.conv_kernel": 4, "kda.head_dim": 128},
+                                         extra={"attention.kv_lora_rank": 512, "attention.key_length": 576,
+                                                "attention.key_length_mla": 192, "attention.value_length_mla": 128,
+                                                "rope.dimension_count": 64, "expert_count": 8, "expert_used_count": 4,
+                                                "expert_feed_forward_length": 512, "expert_shared_count": 1,
+                                                "leading_dense_block_count": 1, "expert_gating_func": 2,
+                                                "kda.gate_lower_bound": (-5.0, "float32")}),
     # PLaMo-2-1B's widths (conversion/plamo.py: ssm.group_count 0, inner = mamba heads x 128,
     # attention in every other layer)
     "synthetic-plamo2-widths": dict(arch="plamo2", n_layer=4, head_count_kv=[0, 1, 0, 1], n_embd=2048, n_head=16,

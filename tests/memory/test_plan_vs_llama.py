@@ -115,4 +115,4 @@ def _tolerance(arch: str, pa: dict) -> float:
 def test_every_modelled_hybrid_family_is_recorded():
     archs = {load(p)["recipe"]["metadata"]["general.architecture"]["value"] for p in RECORDS}
     assert {"jamba", "granitehybrid", "nemotron_h", "falcon-h1", "lfm2", "qwen35", "qwen3next", "plamo2",
-            "minimax-01"} <= archs
+            "minimax-01", "qwen35moe", "kimi-linear", "bailingmoe3"} <= archs
