@@ -412,7 +412,7 @@ def hybrid(arch: str, n_layer: int, head_count_kv: list[int] | None = None, n_em
                  "tokenizer.ggml.tokens": {"type": "vocab", "n": n_vocab},
                  "tokenizer.ggml.scores": {"type": "vocab", "n": n_vocab},
                  "tokenizer.ggml.token_type": {"type": "vocab", "n": n_vocab}})
-    flat = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "ssm_dt.weight", "_norm")
+    flat = ("ssm_conv1d", "shortconv.conv", "ssm_a", "ssm_d", "ssm_dt.weight", "attn_q_norm", "attn_k_norm")
     tensors = [[n, wtype if len(ne) >= 2 and ne[0] % 32 == 0 and not any(f in n for f in flat) else "F32", list(ne)]
                for n, ne in ts]
     return {"metadata": meta, "tensors": tensors, "alignment": 32}

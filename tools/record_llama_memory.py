@@ -25,6 +25,9 @@ With ``--rpc HOST:PORT --ngl 0 1 ...`` (a ``ggml-rpc-server`` running, LLAMA_CPP
 build with GGML_RPC=ON) the loads offload layers to that RPC device and the records, with
 each buffer per device (``kv_dev``, ``rs_dev``, ``compute_dev``), go to ``<model>-rpc.json``.
 
+With ``--append`` the runs are added to an existing record of the same model (same recipe,
+same CPU features), so a record can grow by new contexts or micro-batch sizes.
+
 Each load runs in a child process: a llama.cpp abort loses that run, not the script.
 """
 from __future__ import annotations
@@ -328,6 +331,8 @@ def main(argv=None) -> int:
                     "ggml-rpc-server (LLAMA_CPP_LIB_PATH: a GGML_RPC=ON build); records go to <model>-rpc.json")
     ap.add_argument("--ngl", nargs="+", type=int, default=[0], help="with --rpc: layers offloaded (llama.cpp's -ngl)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--append", action="store_true", help="keep the runs of an existing record of the same model "
+                    "(same recipe and CPU features) and add these, replacing runs with the same parameters")
     a = ap.parse_args(argv)
     if not os.environ.get("LLAMA_CPP_LIB_PATH"):
         ap.error("set LLAMA_CPP_LIB_PATH to the directory holding libllama.so")
@@ -362,7 +367,14 @@ def main(argv=None) -> int:
                             if got["status"] == 0 and got["output"] is not None:
                                 rec["runs"].append({"params": params, "llama": got})
         stem = model.stem + ("-rpc" if a.rpc else "")
-        (a.out / (stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+        out = a.out / (stem + ".json")
+        if a.append and out.exists():
+            old = json.loads(out.read_text())
+            if (old["recipe"], old["cpu"]) != (rec["recipe"], rec["cpu"]):
+                sys.exit(f"{out.name}: the existing record is of another model or CPU; not appending")
+            new = {json.dumps(r["params"], sort_keys=True) for r in rec["runs"]}
+            rec["runs"] = [r for r in old["runs"] if json.dumps(r["params"], sort_keys=True) not in new] + rec["runs"]
+        out.write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
     tmp.cleanup()
     return 0
 

@@ -38,7 +38,8 @@ llama.cpp adds Hadamard rotations of Q, K and V, ``attn_inp_k_rot``, which moves
 residual: falcon-h1 at context 32768 with flash attention is exact with an f16 cache and
 larger by the 32 MiB mask and a 4 MiB row with q8_0; llama-70b's widths likewise at 16384).
 Only a replay of ggml_gallocr over the real graph (every node, view and in-place reuse)
-could say which; 8 of the 537 recorded CPU runs keep the hole, all within ``hole_bytes``.
+could say which; 18 of the 597 recorded CPU runs keep the hole (micro-batches of 256, 512 and
+1024 tokens), all within ``hole_bytes``.
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
 about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four rows of
