@@ -122,3 +122,23 @@ def test_every_modelled_hybrid_family_is_recorded():
     archs = {load(p)["recipe"]["metadata"]["general.architecture"]["value"] for p in RECORDS}
     assert {"jamba", "granitehybrid", "nemotron_h", "falcon-h1", "lfm2", "qwen35", "qwen3next", "plamo2",
             "minimax-01", "qwen35moe", "kimi-linear", "bailingmoe3"} <= archs
+
+
+def test_refuses_what_llama_cpp_refuses(tmp_path):
+    """llama_init_from_model (src/llama-context.cpp) refuses these configurations; checked
+    against llama.cpp on the recorded kimi-linear widths (72-wide V heads: the recorder's q8_0
+    runs there all failed) and on the 16-wide TinyLlama example.  Every recorded run (one
+    llama.cpp accepted) is planned without refusal by the test above."""
+    rec = next(load(p) for p in RECORDS if p.stem == "synthetic-kimi-linear-widths")
+    mf = ggscope.open(str(build(rec, tmp_path / "k.gguf")))
+    with pytest.raises(ValueError, match="V head size 72"):
+        plan(mf, Options(ctx=256, flash_attn=True, cache_type_k="q8_0", cache_type_v="q8_0"))
+    with pytest.raises(ValueError, match="without flash attention"):
+        plan(mf, Options(ctx=256, flash_attn=False, cache_type_k="q8_0", cache_type_v="q8_0"))
+    with pytest.raises(ValueError, match="MLA"):
+        plan(mf, Options(ctx=256, flash_attn=True, cache_type_k="q8_0", cache_type_v="f16"))
+    assert plan(mf, Options(ctx=256, flash_attn=True)).kv_bytes > 0
+    tiny = ggscope.open(str(Path(ggscope.__file__).parent / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"))
+    with pytest.raises(ValueError, match="K head size 16"):
+        plan(tiny, Options(ctx=8192, flash_attn=True, cache_type_k="q8_0", cache_type_v="q8_0"))
+    assert plan(tiny, Options(ctx=8192, flash_attn=False, cache_type_k="q8_0")).k_bytes > 0
