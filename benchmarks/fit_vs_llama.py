@@ -79,7 +79,7 @@ def main() -> int:
                 err = (p.compute_bytes / MiB - lcompute) / lcompute
                 worst["model"] = max(worst["model"], abs(round(p.model_bytes / MiB, 2) - lm))
                 worst["kv"] = max(worst["kv"], abs(round(gkv, 2) - lkv))
-                hole = hole_bytes(hp, p.caches, p.n_ubatch, pa["flash_attn"]) / MiB
+                hole = hole_bytes(hp, p.caches, p.n_ubatch, pa["flash_attn"], pa.get("parallel", 1)) / MiB
                 if abs(err) > 0.10 and "compute_dev" not in ll and 1 < lcompute - p.compute_bytes / MiB <= hole + 1:
                     in_hole.append(f"{rp.stem} ctx {pa['ctx']} ubatch {pa['ubatch']} {pa['type_k']} "
                                    f"np {pa.get('parallel', 1)}: "

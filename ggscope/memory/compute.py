@@ -12,7 +12,8 @@ the buffer is the high-water mark.  Three moments set that mark (per token, f32 
 said):
 
 * attention in a layer: the KQ masks, one per cache (``n_kv``, f16 with flash
-  attention), each live until the last layer that reads it; without flash attention the score matrix
+  attention), each live until the last layer that reads it (so are minimax-01's
+  lightning-attention decay inputs, ``n_ubatch^2 x n_head / n_seq`` floats); without flash attention the score matrix
   ``n_kv x n_head`` (soft-max in place); and the layer's activations around it - the
   residual, the normed input, Q, K, V, their roped copies and the attention output, about
   seven rows of ``max(n_embd, n_head x head_dim)``;
@@ -40,6 +41,7 @@ larger by the 32 MiB mask and a 4 MiB row with q8_0; llama-70b's widths likewise
 Only a replay of ggml_gallocr over the real graph (every node, view and in-place reuse)
 could say which; 18 of the 597 recorded CPU runs keep the hole (micro-batches of 256, 512 and
 1024 tokens), all within ``hole_bytes``.
+
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
 about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four rows of
@@ -80,12 +82,23 @@ def _masks(caches, n_ubatch: int, flash_attn: bool) -> int:
     return sum(c.cells * n_ubatch * (2 if flash_attn else 4) for c in caches if c.layers)
 
 
-def hole_bytes(hp, caches, n_ubatch: int, flash_attn: bool) -> int:
+def _decay_inputs(hp, n_ubatch: int, n_seq: int) -> int:
+    """minimax-01's lightning-attention inputs (src/models/minimax-01.cpp: ``inp_diag_decay``
+    [n_seq_tokens, n_seq_tokens, n_head, n_seqs] and the q/k decays [1, n_head, n_seq_tokens,
+    n_seqs], f32), read by every lightning layer, for the reserve micro-batch of ``n_seq``
+    sequences of ``n_ubatch / n_seq`` tokens (llama_context::graph_reserve); 0 elsewhere."""
+    if hp.arch != "minimax-01":
+        return 0
+    nst = n_ubatch // max(1, n_seq)
+    return 4 * max(hp.n_head, default=0) * n_seq * (nst * nst + 2 * nst)
+
+
+def hole_bytes(hp, caches, n_ubatch: int, flash_attn: bool, n_seq: int = 1) -> int:
     """How much larger than ``compute_bytes`` llama.cpp's buffer can be when ggml-alloc keeps
-    the freed masks' space below the logits (see the module docstring): the masks and one
-    row of ``n_embd`` live above them."""
-    masks = _masks(caches, n_ubatch, flash_attn)
-    return masks + 4 * n_ubatch * hp.n_embd if masks else 0
+    the freed inputs' space (the masks, minimax-01's decays) below the logits (see the module
+    docstring): those inputs and one row of ``n_embd`` live above them."""
+    inputs = _masks(caches, n_ubatch, flash_attn) + _decay_inputs(hp, n_ubatch, n_seq)
+    return inputs + 4 * n_ubatch * hp.n_embd if inputs else 0
 
 
 def _recurrent_layer(hp, ub: int, n_seq: int, n_ff: int) -> int:
@@ -111,6 +124,9 @@ def peaks(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool, layers=None) 
     uses = ["kv (swa)" if hp.is_swa[il] and "kv (swa)" in live else "kv" for il in range(hp.n_layer)]
     last = {name: max((il for il, u in enumerate(uses) if u == name), default=-1) for name in live}
     mask = {name: c.cells * ub * (2 if flash_attn else 4) for name, c in live.items()}
+    if _decay_inputs(hp, ub, n_seq):           # live like a mask until the last layer reading them
+        mask["decay"] = _decay_inputs(hp, ub, n_seq)
+        last["decay"] = max((il for il in range(hp.n_layer) if hp.recr[il]), default=-1)
     q = max(hp.head_k, hp.head_k_swa) * n_head
     kv = max((hp.n_embd_k_gqa(il) + hp.n_embd_v_gqa(il) for il in range(hp.n_layer)), default=0)
     act_attn = 4 * ub * (4 * hp.n_embd + q + kv)

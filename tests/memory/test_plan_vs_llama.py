@@ -115,7 +115,7 @@ def test_offload_records_cover_none_partial_and_all_layers():
 def _hole(mf, p, pa) -> int:
     from ggscope.memory.hparams import read
     hp = read(mf.metadata, {t.name: tuple(t.shape) for t in mf.tensors})
-    return hole_bytes(hp, p.caches, p.n_ubatch, pa["flash_attn"])
+    return hole_bytes(hp, p.caches, p.n_ubatch, pa["flash_attn"], pa.get("parallel", 1))
 
 
 def test_every_modelled_hybrid_family_is_recorded():
