@@ -49,7 +49,8 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    head = ["model", "ctx", "ubatch", "cache", "fa", "np", "ngl", "llama model", "ggscope model", "llama KV", "ggscope KV",
+    head = ["model", "ctx", "ubatch", "cache", "fa", "np", "ngl", "llama model", "ggscope model", "llama KV",
+            "ggscope KV",
             "llama compute", "ggscope compute", "compute err"]
     if a.hf_gguf:
         head += ["hf/gguf K+V", "hf/gguf total", "llama total"]
@@ -101,7 +102,8 @@ def main() -> int:
                             if peer else ["-", "-"]) + [f"{total:.2f}"]
                 print("| " + " | ".join(row) + " |")
     print(f"\nlargest error: model {worst['model']:.2f} MiB, KV+RS {worst['kv']:.2f} MiB (at llama.cpp's two "
-          f"decimals), compute {worst['compute']:.1%} (where more than 1 MiB apart; apart from {len(in_hole)} runs where llama.cpp kept the "
+          f"decimals), compute {worst['compute']:.1%} (where more than 1 MiB apart; apart from {len(in_hole)} "
+          f"runs where llama.cpp kept the "
           f"masks' hole below the logits, ggscope.memory.compute.hole_bytes)")
     for line in in_hole:
         print("  " + line)

@@ -72,7 +72,7 @@ SYNTHETIC = {
 }
 
 # Hybrid attention + recurrent models with real widths and a few layers of each kind
-# (tools/llama_memory_recipe.hybrid): head_count_kv 0 marks a recurrent layer.
+# (tools/llama_memory_hybrid.hybrid): head_count_kv 0 marks a recurrent layer.
 _MAMBA2 = {"ssm.conv_kernel": 4}
 HYBRID = {
     "synthetic-jamba-widths": dict(arch="jamba", n_layer=4, head_count_kv=[0, 8, 0, 0], n_embd=2048, n_head=32,
@@ -338,7 +338,8 @@ def main(argv=None) -> int:
         ap.error("set LLAMA_CPP_LIB_PATH to the directory holding libllama.so")
     a.out.mkdir(parents=True, exist_ok=True)
     import tempfile
-    from tools.llama_memory_recipe import build, decoder, hybrid
+    from tools.llama_memory_hybrid import hybrid
+    from tools.llama_memory_recipe import build, decoder
     tmp = tempfile.TemporaryDirectory()
     models = list(a.models)
     for name in a.synthetic:
