@@ -25,6 +25,9 @@ With ``--rpc HOST:PORT --ngl 0 1 ...`` (a ``ggml-rpc-server`` running, LLAMA_CPP
 build with GGML_RPC=ON) the loads offload layers to that RPC device and the records, with
 each buffer per device (``kv_dev``, ``rs_dev``, ``compute_dev``), go to ``<model>-rpc.json``.
 
+With ``--append`` the runs are added to an existing record of the same model (same recipe,
+same CPU features), so a record can grow by new contexts or micro-batch sizes.
+
 Each load runs in a child process: a llama.cpp abort loses that run, not the script.
 """
 from __future__ import annotations
@@ -69,7 +72,7 @@ SYNTHETIC = {
 }
 
 # Hybrid attention + recurrent models with real widths and a few layers of each kind
-# (tools/llama_memory_recipe.hybrid): head_count_kv 0 marks a recurrent layer.
+# (tools/llama_memory_hybrid.hybrid): head_count_kv 0 marks a recurrent layer.
 _MAMBA2 = {"ssm.conv_kernel": 4}
 HYBRID = {
     "synthetic-jamba-widths": dict(arch="jamba", n_layer=4, head_count_kv=[0, 8, 0, 0], n_embd=2048, n_head=32,
@@ -94,6 +97,62 @@ HYBRID = {
                                          "ssm.group_count": 16, "ssm.time_step_rank": 16},
                                     extra={"attention.head_count_kv": 2, "attention.key_length": 256,
                                            "attention.value_length": 256, "full_attention_interval": 4}),
+    # Qwen3-Next-80B-A3B's widths with 32 of its 512 experts (the router's logits are the
+    # only compute tensor the expert count sizes: 512 x n_ubatch floats, 1 MiB)
+    "synthetic-qwen3next-widths": dict(arch="qwen3next", n_layer=4, n_embd=2048, n_head=16, n_ff=5120,
+                                       n_vocab=151936,
+                                       ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 128,
+                                            "ssm.group_count": 16, "ssm.time_step_rank": 32},
+                                       extra={"attention.head_count_kv": 2, "attention.key_length": 256,
+                                              "attention.value_length": 256, "full_attention_interval": 4,
+                                              "expert_count": 32, "expert_used_count": 10,
+                                              "expert_feed_forward_length": 512,
+                                              "expert_shared_feed_forward_length": 512}),
+    # Qwen3.5-35B-A3B's widths with 32 of its 256 experts
+    "synthetic-qwen35moe-widths": dict(arch="qwen35moe", n_layer=4, n_embd=2048, n_head=16, n_ff=512,
+                                       n_vocab=248320,
+                                       ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 128,
+                                            "ssm.group_count": 16, "ssm.time_step_rank": 32},
+                                       extra={"attention.head_count_kv": 2, "attention.key_length": 256,
+                                              "attention.value_length": 256, "full_attention_interval": 4,
+                                              "expert_count": 32, "expert_used_count": 8,
+                                              "expert_feed_forward_length": 512,
+                                              "expert_shared_feed_forward_length": 512}),
+    # Kimi-Linear-48B-A3B's widths (conversion/kimi_linear.py: MQA-form MLA, key_length =
+    # kv_lora_rank + rope) with 8 of its 256 experts, MLA in every fourth layer
+    "synthetic-kimi-linear-widths": dict(arch="kimi-linear", n_layer=4, head_count_kv=[0, 0, 0, 1], n_embd=2304,
+                                         n_head=32, n_ff=9216, n_vocab=163840,
+                                         ssm={"ssm.conv_kernel": 4, "kda.head_dim": 128},
+                                         extra={"attention.kv_lora_rank": 512, "attention.key_length": 576,
+                                                "attention.key_length_mla": 192, "attention.value_length_mla": 128,
+                                                "rope.dimension_count": 64, "expert_count": 8, "expert_used_count": 4,
+                                                "expert_feed_forward_length": 1024, "expert_shared_count": 1,
+                                                "leading_dense_block_count": 1, "expert_gating_func": 2}),
+    # bailingmoe3 at the 7.9B-A1.3B's n_embd (src/models/bailingmoe3.cpp's type table; the
+    # other widths assumed, Kimi-Linear-like) with 8 of its 128 experts
+    "synthetic-bailingmoe3-widths": dict(arch="bailingmoe3", n_layer=4, head_count_kv=[0, 0, 0, 1], n_embd=1536,
+                                         n_head=16, n_ff=4608, n_vocab=157184,
+                                         ssm={"ssm.conv_kernel": 4, "kda.head_dim": 128},
+                                         extra={"attention.kv_lora_rank": 512, "attention.key_length": 576,
+                                                "attention.key_length_mla": 192, "attention.value_length_mla": 128,
+                                                "rope.dimension_count": 64, "expert_count": 8, "expert_used_count": 4,
+                                                "expert_feed_forward_length": 512, "expert_shared_count": 1,
+                                                "leading_dense_block_count": 1, "expert_gating_func": 2,
+                                                "kda.gate_lower_bound": (-5.0, "float32")}),
+    # PLaMo-2-1B's widths (conversion/plamo.py: ssm.group_count 0, inner = mamba heads x 128,
+    # attention in every other layer)
+    "synthetic-plamo2-widths": dict(arch="plamo2", n_layer=4, head_count_kv=[0, 1, 0, 1], n_embd=2048, n_head=16,
+                                    n_ff=8192, n_vocab=100000,
+                                    ssm={"ssm.conv_kernel": 4, "ssm.inner_size": 4096, "ssm.state_size": 64,
+                                         "ssm.group_count": 0, "ssm.time_step_rank": 32},
+                                    extra={"attention.key_length": 128, "attention.value_length": 128}),
+    # MiniMax-Text-01's widths with 4 of its 32 experts, softmax attention in every second
+    # layer instead of every eighth (full_attention_interval), so four layers hold both kinds
+    "synthetic-minimax-01-widths": dict(arch="minimax-01", n_layer=4, n_embd=6144, n_head=64, n_ff=9216,
+                                        n_vocab=200064,
+                                        extra={"attention.head_count_kv": 8, "attention.key_length": 128,
+                                               "attention.value_length": 128, "full_attention_interval": 2,
+                                               "expert_count": 4, "expert_used_count": 2}),
     "synthetic-lfm2-widths": dict(arch="lfm2", n_layer=4, head_count_kv=[0, 8, 0, 8], n_embd=2048, n_head=32,
                                   n_ff=8192, n_vocab=65536, extra={"shortconv.l_cache": 3}),
     # a sliding window on lfm2's attention layers: llama_memory_hybrid_iswa
@@ -272,12 +331,15 @@ def main(argv=None) -> int:
                     "ggml-rpc-server (LLAMA_CPP_LIB_PATH: a GGML_RPC=ON build); records go to <model>-rpc.json")
     ap.add_argument("--ngl", nargs="+", type=int, default=[0], help="with --rpc: layers offloaded (llama.cpp's -ngl)")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--append", action="store_true", help="keep the runs of an existing record of the same model "
+                    "(same recipe and CPU features) and add these, replacing runs with the same parameters")
     a = ap.parse_args(argv)
     if not os.environ.get("LLAMA_CPP_LIB_PATH"):
         ap.error("set LLAMA_CPP_LIB_PATH to the directory holding libllama.so")
     a.out.mkdir(parents=True, exist_ok=True)
     import tempfile
-    from tools.llama_memory_recipe import build, decoder, hybrid
+    from tools.llama_memory_hybrid import hybrid
+    from tools.llama_memory_recipe import build, decoder
     tmp = tempfile.TemporaryDirectory()
     models = list(a.models)
     for name in a.synthetic:
@@ -306,7 +368,14 @@ def main(argv=None) -> int:
                             if got["status"] == 0 and got["output"] is not None:
                                 rec["runs"].append({"params": params, "llama": got})
         stem = model.stem + ("-rpc" if a.rpc else "")
-        (a.out / (stem + ".json")).write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
+        out = a.out / (stem + ".json")
+        if a.append and out.exists():
+            old = json.loads(out.read_text())
+            if (old["recipe"], old["cpu"]) != (rec["recipe"], rec["cpu"]):
+                sys.exit(f"{out.name}: the existing record is of another model or CPU; not appending")
+            new = {json.dumps(r["params"], sort_keys=True) for r in rec["runs"]}
+            rec["runs"] = [r for r in old["runs"] if json.dumps(r["params"], sort_keys=True) not in new] + rec["runs"]
+        out.write_text(json.dumps(rec, indent=None, separators=(",", ":")) + "\n")
     tmp.cleanup()
     return 0
 

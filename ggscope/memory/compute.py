@@ -12,7 +12,8 @@ the buffer is the high-water mark.  Three moments set that mark (per token, f32 
 said):
 
 * attention in a layer: the KQ masks, one per cache (``n_kv``, f16 with flash
-  attention), each live until the last layer that reads it; without flash attention the score matrix
+  attention), each live until the last layer that reads it (so are minimax-01's
+  lightning-attention decay inputs, ``n_ubatch^2 x n_head / n_seq`` floats); without flash attention the score matrix
   ``n_kv x n_head`` (soft-max in place); and the layer's activations around it - the
   residual, the normed input, Q, K, V, their roped copies and the attention output, about
   seven rows of ``max(n_embd, n_head x head_dim)``;
@@ -22,11 +23,25 @@ said):
   running in place);
 * the output: the logits (``n_vocab``) beside the last hidden state and its norm.
 
-Hybrid models (jamba, granitehybrid, nemotron_h, falcon-h1, lfm2) are planned as attention
+Hybrid models (jamba, granitehybrid, nemotron_h, falcon-h1, lfm2, plamo2, the qwen3.5 /
+qwen3-next / kimi-linear / bailingmoe3 / minimax-01 families) are planned as attention
 models over their attention layers (their recurrent layers' activations are below the
-output's on the recorded widths).  On 4 of the recorded hybrid runs (flash attention at
-context 32768) llama.cpp's buffer is 13-21 % larger: ggml-alloc could not reuse the
-mask's space for the logits, a placement effect this plan of peaks does not model.
+output's on the recorded widths).
+
+The output moment has a placement effect this plan of peaks does not decide: the masks
+are graph inputs, allocated first at the bottom of the buffer and freed after the last
+layer that reads them.  If a tensor that lives on to the output (the residual stream,
+``result_norm``) was placed above them, their space stays a hole that the logits (always
+larger) cannot use, and the logits start above it: the buffer is then larger by up to the
+masks plus one row of ``n_embd`` (``hole_bytes``).  Whether that happens depends on every
+earlier placement - llama.cpp's graph details decide it (with a quantized cache this
+llama.cpp adds Hadamard rotations of Q, K and V, ``attn_inp_k_rot``, which moves the
+residual: falcon-h1 at context 32768 with flash attention is exact with an f16 cache and
+larger by the 32 MiB mask and a 4 MiB row with q8_0; llama-70b's widths likewise at 16384).
+Only a replay of ggml_gallocr over the real graph (every node, view and in-place reuse)
+could say which; 18 of the 597 recorded CPU runs keep the hole (micro-batches of 256, 512 and
+1024 tokens), all within ``hole_bytes``.
+
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
 about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four rows of
@@ -34,7 +49,7 @@ about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four r
 tiny model each, not derived).  This is a plan of the peaks, not a
 replay of the allocator on the real graph: ``tests/memory`` holds it to within 10 % of
 llama.cpp's printed size on every recorded architecture and context (within 1 MiB for the
-tiny models whose whole graph is a few MiB).
+tiny models whose whole graph is a few MiB), or below it by at most ``hole_bytes``.
 
 With ``--ngl`` llama.cpp reserves one compute buffer per backend (measured through the
 RPC device, fixtures/llama_memory/*-rpc.json): the device's holds the output (logits and
@@ -42,11 +57,12 @@ one row of ``n_embd``) and, when blocks are offloaded, the layers' peak; the CPU
 the layers' peak while any block stays on the CPU, else only the graph inputs.
 
 Contract: ``compute_bytes(hp, caches, n_ubatch, n_seq, flash_attn) -> int``; ``peaks(...)
--> (layers, output)``; ``inputs_bytes(hp, caches, n_ubatch, flash_attn) -> int``.
+-> (layers, output)``; ``inputs_bytes(hp, caches, n_ubatch, flash_attn) -> int``;
+``hole_bytes(hp, caches, n_ubatch, flash_attn) -> int``.
 """
 from __future__ import annotations
 
-__all__ = ["compute_bytes", "peaks", "inputs_bytes"]
+__all__ = ["compute_bytes", "peaks", "inputs_bytes", "hole_bytes"]
 
 
 def compute_bytes(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool) -> int:
@@ -58,8 +74,31 @@ def inputs_bytes(hp, caches, n_ubatch: int, flash_attn: bool) -> int:
     """The CPU's compute buffer when every block is offloaded: the graph inputs the CPU
     keeps (the masks, the looked-up embeddings and their copy for the device) - measured
     through the RPC device, exact with flash attention, low by up to 16 MiB without."""
-    masks = sum(c.cells * n_ubatch * (2 if flash_attn else 4) for c in caches if c.layers)
-    return masks + 4 * n_ubatch * 2 * hp.n_embd
+    return _masks(caches, n_ubatch, flash_attn) + 4 * n_ubatch * 2 * hp.n_embd
+
+
+def _masks(caches, n_ubatch: int, flash_attn: bool) -> int:
+    # one KQ mask per cache: n_kv x n_ubatch, f16 with flash attention (src/llama-graph.cpp)
+    return sum(c.cells * n_ubatch * (2 if flash_attn else 4) for c in caches if c.layers)
+
+
+def _decay_inputs(hp, n_ubatch: int, n_seq: int) -> int:
+    """minimax-01's lightning-attention inputs (src/models/minimax-01.cpp: ``inp_diag_decay``
+    [n_seq_tokens, n_seq_tokens, n_head, n_seqs] and the q/k decays [1, n_head, n_seq_tokens,
+    n_seqs], f32), read by every lightning layer, for the reserve micro-batch of ``n_seq``
+    sequences of ``n_ubatch / n_seq`` tokens (llama_context::graph_reserve); 0 elsewhere."""
+    if hp.arch != "minimax-01":
+        return 0
+    nst = n_ubatch // max(1, n_seq)
+    return 4 * max(hp.n_head, default=0) * n_seq * (nst * nst + 2 * nst)
+
+
+def hole_bytes(hp, caches, n_ubatch: int, flash_attn: bool, n_seq: int = 1) -> int:
+    """How much larger than ``compute_bytes`` llama.cpp's buffer can be when ggml-alloc keeps
+    the freed inputs' space (the masks, minimax-01's decays) below the logits (see the module
+    docstring): those inputs and one row of ``n_embd`` live above them."""
+    inputs = _masks(caches, n_ubatch, flash_attn) + _decay_inputs(hp, n_ubatch, n_seq)
+    return inputs + 4 * n_ubatch * hp.n_embd if inputs else 0
 
 
 def _recurrent_layer(hp, ub: int, n_seq: int, n_ff: int) -> int:
@@ -85,6 +124,9 @@ def peaks(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool, layers=None) 
     uses = ["kv (swa)" if hp.is_swa[il] and "kv (swa)" in live else "kv" for il in range(hp.n_layer)]
     last = {name: max((il for il, u in enumerate(uses) if u == name), default=-1) for name in live}
     mask = {name: c.cells * ub * (2 if flash_attn else 4) for name, c in live.items()}
+    if _decay_inputs(hp, ub, n_seq):           # live like a mask until the last layer reading them
+        mask["decay"] = _decay_inputs(hp, ub, n_seq)
+        last["decay"] = max((il for il in range(hp.n_layer) if hp.recr[il]), default=-1)
     q = max(hp.head_k, hp.head_k_swa) * n_head
     kv = max((hp.n_embd_k_gqa(il) + hp.n_embd_v_gqa(il) for il in range(hp.n_layer)), default=0)
     act_attn = 4 * ub * (4 * hp.n_embd + q + kv)

@@ -68,6 +68,8 @@ RECR_RULE: dict[str, str | int] = {
     "jamba": "kv0", "plamo2": "kv0", "granitehybrid": "kv0", "lfm2": "kv0", "lfm2moe": "kv0", "kimi-linear": "kv0",
     "bailingmoe3": "kv0", "nemotron_h": "kv0ff0", "nemotron_h_moe": "kv0ff0", "falcon-h1": "all",
     "qwen3next": 4, "qwen35": 4, "qwen35moe": 4, "minimax-01": 8}
+# load_arch_hparams re-reads attention.key_length/value_length (src/models/plamo2.cpp)
+KEY_LENGTH_ALWAYS = frozenset({"plamo2"})
 # Architectures whose memory is llama_memory_recurrent alone (llm_arch_is_recurrent).
 RECURRENT = frozenset({"mamba", "mamba2", "rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7"})
 # llama_model::create_memory returns nullptr: encoders and diffusion models keep no cache.
@@ -172,7 +174,9 @@ def read(meta: dict, tensors: dict[str, tuple[int, ...]] | None = None) -> HPara
     n_head_kv = _per_layer(meta, k("attention.head_count_kv"), n_layer, n_head)
     h0 = n_head[0] if n_head else 0
     head_k = head_v = n_embd // h0 if h0 else 0
-    if h0:
+    # load_hparams reads the head sizes only when layer 0 has heads; plamo2's
+    # load_arch_hparams reads them again whatever layer 0 is (its layer 0 is a Mamba layer)
+    if h0 or arch in KEY_LENGTH_ALWAYS:
         head_k = _int(meta.get(k("attention.key_length"), head_k), "key_length")
         head_v = _int(meta.get(k("attention.value_length"), head_v), "value_length")
     head_k_swa = _int(meta.get(k("attention.key_length_swa"), head_k), "key_length_swa")

@@ -31,7 +31,10 @@ nbytes, cache)``), ``kv`` (per cache: cells, layers, K and V bytes), the byte to
 ``model_bytes``, ``kv_bytes``/``k_bytes``/``v_bytes``, ``recurrent_bytes``,
 ``output_bytes``, ``compute_bytes``, ``total_bytes``.  ``max_context(mf, Options, budget)``
 and ``max_layers(...)`` answer the converse.  Raises ``ValueError`` (one sentence) for a
-header llama.cpp could not size.  Never reads tensor data.
+header llama.cpp could not size, and for a cache configuration ``llama_init_from_model``
+refuses (src/llama-context.cpp: K and V types differing on an MLA model, a quantized V
+cache without flash attention, a quantized cache whose blocks do not divide a head size).
+Never reads tensor data.
 """
 from __future__ import annotations
 
@@ -165,6 +168,30 @@ def _cache(hp: _hp.HParams, layers: list[int], cells: int, streams: int, o: Opti
     return Cache(name, cells, len(layers), kb, vb, buf)
 
 
+# the cache types ggml_is_quantized, all with 32-value blocks (ggml_blck_size)
+_QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
+
+
+def _refusals(hp: _hp.HParams, o: Options) -> None:
+    """The cache configurations llama_init_from_model refuses (src/llama-context.cpp):
+    different K and V types for an MLA model, a quantized V cache without flash attention,
+    and with flash attention a quantized cache whose 32-value blocks do not divide a
+    layer's head size."""
+    if hp.mla and o.cache_type_k != o.cache_type_v:
+        raise ValueError(f"llama.cpp refuses different K ({o.cache_type_k}) and V ({o.cache_type_v}) cache types "
+                         "for this MLA model")
+    if o.cache_type_v in _QUANTIZED and not o.flash_attn:
+        raise ValueError(f"llama.cpp refuses a quantized V cache ({o.cache_type_v}) without flash attention")
+    if o.flash_attn:
+        for kind, type_, heads in (("K", o.cache_type_k, (hp.head_k, hp.head_k_swa)),
+                                   ("V", o.cache_type_v, (hp.head_v, hp.head_v_swa))):
+            used = {heads[1] if hp.is_swa[il] else heads[0] for il in range(hp.n_layer)}
+            bad = sorted(h for h in used if h % 32)
+            if type_ in _QUANTIZED and bad:
+                raise ValueError(f"llama.cpp refuses a {type_} {kind} cache: its 32-value blocks do not divide "
+                                 f"the {kind} head size {bad[0]}")
+
+
 def _header(mf):
     meta = mf.metadata
     shapes = {t.name: tuple(t.shape) for t in mf.tensors}
@@ -178,6 +205,7 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
     if min(o.batch, o.ubatch, o.parallel) < 1 or o.ctx < 0 or o.ngl < 0:
         raise ValueError("batch, ubatch and parallel must be positive, ctx and ngl not negative")
     hp = hp or _header(mf)
+    _refusals(hp, o)
     n_seq = max(1, o.parallel)
     n_ctx = _pad256(o.ctx or hp.n_ctx_train or DEFAULT_CTX)
     if o.kv_unified:
