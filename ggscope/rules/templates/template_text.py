@@ -167,8 +167,7 @@ class PlantedInstruction(Rule):
 
     def check(self, ctx):
         for t in src.templates(ctx.mf):
-            from ggscope.rules.templates.analysis import literals    # Jinja2: only for a file with templates
-            phrase = instruction(literals(t.text), in_template=True)
+            phrase = instruction(src.literals_of(t.text), in_template=True)
             if phrase:
                 yield ctx.at(src.node_of(ctx, t.key), f"{t.key} tells the model {quoted(phrase)}")
         for key, text in src.prose(ctx.mf):
