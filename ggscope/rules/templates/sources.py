@@ -33,6 +33,7 @@ __all__ = ["Template", "Study", "study", "templates", "issues_of", "literals_of"
            "special_texts", "in_vocabulary", "prose", "special_tokens", "node_of", "MAX_ITEMS"]
 
 MAX_ITEMS = 1000
+_DECODE_ALL = 1 << 20            # vocabularies up to this size are decoded in one pass
 _TOKENS = "tokenizer.ggml.tokens"
 _CONTROL, _USER_DEFINED = 3, 4         # llama_token_type (gguf-py TokenType)
 
@@ -141,30 +142,35 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     return {t: t in have for t in texts}
 
 
-def special_tokens(mf: "ModelFile") -> list[tuple[int, str]]:
-    """(id, text) of the control and user-defined tokens and of every token a
-    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``."""
+def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
+    """The ids and texts of the control and user-defined tokens and of every token a
+    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``: two lists, not a list of
+    pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
+    which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None:
-        return []
+        return [], []
     ids: set[int] = set()
     types = mf.metadata.get("tokenizer.ggml.token_type")
     if types is not None and not isinstance(types, (str, bytes)):
         import numpy as np
         try:
             arr = np.asarray(types)[: len(tokens)]
-            ids.update(int(i) for i in np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100])
+            ids.update(np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100].tolist())
         except (TypeError, ValueError):
             pass
     for k, v in mf.metadata.items():
         if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int) \
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
-    out = []
-    for i in sorted(ids):
-        text = tokens[i]
-        out.append((i, text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")))
-    return out
+    # one element of a compact StringArray costs a walk of up to 4096 lengths; the decoded
+    # list is made in one pass and cached on the array, shared with the loader's rules
+    # (GG1101 decodes it anyway) - up to a million entries, past that element by element
+    if len(ids) > 64 and hasattr(tokens, "tolist") and len(tokens) <= _DECODE_ALL:
+        tokens = tokens.tolist()
+    order = sorted(ids)
+    texts = [tokens[i] for i in order]
+    return order, [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace") for t in texts]
 
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:

@@ -136,7 +136,12 @@ class HiddenCharacters(Rule):
             if invisible(text):
                 yield ctx.at(src.node_of(ctx, key), f"{key}: {_hidden_message(text)[1]}")
         node = src.node_of(ctx, "tokenizer.ggml.tokens")
-        for tid, text in src.special_tokens(ctx.mf):
+        ids, texts = src.special_tokens(ctx.mf)
+        # one scan of all of them first (a newline between two texts is neither a pictograph
+        # nor a joiner, so each character keeps the verdict it has in its own text)
+        if not invisible("\n".join(texts)):
+            return
+        for tid, text in zip(ids, texts):
             if invisible(text):
                 yield ctx.at(node, f"special token {tid} {quoted(text)}: {_hidden_message(text)[1]}")
 
