@@ -96,6 +96,9 @@ HOSTILE = {
     "string method width": "{{ 'x'.ljust(messages|length * 1000000) }}",
     "method replace from input": "{{ (messages[0].content * 1000).replace('', 'y' * 1000) }}",
     "unknown callable": "{{ lipsum(5) }}",
+    # constants only: Jinja2's optimizer would compute this while compiling, before any budget
+    "constant folding": "{% set s = '" + "a" * 15000 + "' %}{{ ('" + "a" * 15000 + "'|replace('a', '" + "a" * 15000
+                        + "'))|replace('a', '" + "a" * 15000 + "')|length }}",
 }
 
 
