@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ggscope.rules.templates.phrases import PHRASES
+
 __all__ = ["invisible", "instruction", "instructions", "describe"]
 
 _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
@@ -77,6 +79,11 @@ _ANCHORS: dict[str, list[tuple[str, ...]]] = {
     "markup": [("<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "[inst]", "##")],
     "payment": [("account",), ("percent", "%"), ("key", "password", "credential", "seed phrase")],
 }
+
+# the same families in Chinese, Spanish, French, German and Russian
+for _kind, _rows in PHRASES.items():
+    _KINDS[_kind] += [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p, _ in _rows]
+    _ANCHORS[_kind] += [words for _, words in _rows]
 
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind

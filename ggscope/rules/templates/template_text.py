@@ -152,7 +152,8 @@ class PlantedInstruction(Rule):
     ``general.license.link``) and template text read as instructions planted for a
     model or an agent: overriding earlier instructions, addressing "AI agents reading
     this", steering every answer ("always recommend"), acting on a URL ("fetch
-    https://..."), moving money; in a template, where instructions to the model are
+    https://..."), moving money - phrased in English, Chinese, Spanish, French, German
+    or Russian; in a template, where instructions to the model are
     normal, keeping something from the user counts only beside one of those, and a web
     address the template writes into every prompt counts on its own.
 
