@@ -7,7 +7,8 @@ its text checks over the 262,144-token vocabulary and the prose keys).  ``--temp
 FILE.jinja`` adds a copy of the bundled example carrying that template (e.g. one of
 llama.cpp's ``models/templates``), written to a temporary folder.
 
-Three measurements, each interleaved round by round and reported as medians:
+Three measurements, each interleaved round by round (each round starting with another
+variant; in one process, a garbage collection before each run) and reported as medians:
 
 * where the time goes, for each template: importing Jinja2 (a fresh interpreter that has
   already imported what ``validate`` imports without templates), one parse, the
@@ -29,6 +30,7 @@ Run: python benchmarks/templates_cost.py [FILE ...] [--template FILE.jinja ...] 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -107,13 +109,20 @@ def in_process(path: str, runs: int) -> tuple[float, float, float]:
     for f in variants.values():                          # warm: imports, numba caches
         f()
     times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(runs):
-        for k, f in variants.items():
+    for i in range(runs):
+        for k in _rotated(list(variants), i):
             sources.clear_caches()
+            gc.collect()                 # no variant pays for the garbage of the one before
             t = time.perf_counter()
-            f()
+            variants[k]()
             times[k].append(time.perf_counter() - t)
     return statistics.median(times["on"]), statistics.median(times["off"]), statistics.median(times["fork"])
+
+
+def _rotated(keys: list[str], i: int) -> list[str]:
+    """Round ``i`` starts with another variant: no variant always runs first or last."""
+    i %= len(keys)
+    return keys[i:] + keys[:i]
 
 
 def cli(path: str, runs: int) -> tuple[float, float, float]:
@@ -123,10 +132,10 @@ def cli(path: str, runs: int) -> tuple[float, float, float]:
                 "off": [sys.executable, "-m", "ggscope", "validate", "--ignore", "templates", path],
                 "fork": [sys.executable, "-c", FORK_ONLY + main, "validate", path]}
     times: dict[str, list[float]] = {k: [] for k in variants}
-    for _ in range(runs):
-        for k, argv in variants.items():
+    for i in range(runs):
+        for k in _rotated(list(variants), i):
             t = time.perf_counter()
-            subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(variants[k], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             times[k].append(time.perf_counter() - t)
     return statistics.median(times["on"]), statistics.median(times["off"]), statistics.median(times["fork"])
 
