@@ -136,6 +136,18 @@ def test_in_process_rows_equal_the_forked_childs(case):
     _same(case.template)
 
 
+@pytest.mark.parametrize("text", [
+    "{{ nothing() }}",                                              # an undefined callable
+    "{{ messages[0].content.upper().split()|join('-') }}",          # methods and filters
+    "{% for m in messages recursive %}{{ m.role }}{{ loop([]) }}{% endfor %}",   # loop() in a recursive loop
+    "{{ '%s=%d'|format('a', 1) }}{{ '{}:{}'.format('b', 2) }}{{ 'x' ~ 1 ~ [1, 2] }}",
+    "{{ dict(a=1)|items|list }}{{ namespace(n=1).n }}{{ range(3)|sum }}{{ (messages|map(attribute='role'))|join }}",
+    "{% set ns = namespace(s='') %}{% for m in messages %}{% set ns.s = ns.s ~ m.content %}{% endfor %}{{ ns.s }}",
+])
+def test_in_process_rows_equal_the_forked_childs_on_edge_cases(text):
+    _same(text)
+
+
 @pytest.mark.skipif(not sorted(TEMPLATES.glob("*.jinja")),
                     reason=f"no templates in {TEMPLATES}: run python -m tools.fetch_llama_templates")
 def test_real_templates_render_in_process_as_in_the_child():

@@ -243,9 +243,10 @@ def call(env, call_next, context, obj, args, kwargs):
     name = getattr(obj, "__name__", "")
     if name == "join" and args and not hasattr(args[0], "__len__"):
         args = (_listed(args[0], b), *args[1:])
-    if isinstance(obj, (LoopContext, Undefined)):
-        args = (_ticking(args[0], b), *args[1:]) if args and isinstance(obj, LoopContext) else args
-        args = (_ticking(args[0], b), *args[1:])
+    if isinstance(obj, LoopContext):            # loop(children): its items count like a loop's
+        args = (_ticking(args[0], b), *args[1:]) if args else args
+    elif isinstance(obj, Undefined):             # calling it raises UndefinedError, as in the child
+        pass
     elif isinstance(holder, (str, list, tuple, dict)):
         small(holder)
         if name in METHOD_BOUNDS:
