@@ -265,12 +265,23 @@ def call(env, call_next, context, obj, args, kwargs):
 
 
 def _literal_chars(body: list) -> int:
-    """Characters of template text and string constants in a body: what one pass over it
-    writes at most besides its ``{{ }}`` values (which ``finalize`` counts)."""
-    total = 0
-    for node in body:
-        for x in node.find_all((n.TemplateData, n.Const)):
-            total += len(x.data) if isinstance(x, n.TemplateData) else len(x.value) if isinstance(x.value, str) else 0
+    """Characters of template text and string constants one pass over a body writes at
+    most besides its ``{{ }}`` values (which ``finalize`` counts).  A nested loop's,
+    macro's or call block's body is not counted here: it is charged on each of its own
+    passes (one walk of the tree in all, not one per enclosing body)."""
+    total, todo = 0, list(body)
+    while todo:
+        x = todo.pop()
+        if isinstance(x, n.TemplateData):
+            total += len(x.data)
+        elif isinstance(x, n.Const):
+            total += len(x.value) if isinstance(x.value, str) else 0
+        elif isinstance(x, n.For):
+            todo += [x.iter, *([x.test] if x.test else []), *x.else_]
+        elif isinstance(x, n.CallBlock):
+            todo.append(x.call)
+        elif not isinstance(x, n.Macro):
+            todo.extend(x.iter_child_nodes())
     return total
 
 
