@@ -60,6 +60,10 @@ _CLOCK_EVERY = 64
 _ITER, _WRITE = "ggscope_budget_iter", "ggscope_budget_write"
 _CONCAT, _CHECK = "ggscope_budget_concat", "ggscope_budget_check"
 _state = threading.local()
+# Jinja2 before 3.1.6 let ``|attr('format')`` out of its sandbox (CVE-2025-27516): with
+# such a Jinja2 (pyproject asks for 3.1.6, an environment may hold another) nothing
+# renders in this process
+_SANDBOX_FIXED = tuple(int(x) for x in jinja2.__version__.split(".")[:3] if x.isdigit()) >= (3, 1, 6)
 
 
 class _Budget:
@@ -322,7 +326,7 @@ def eligible(text: str, issues) -> bool:
     """A template rendered here first: not large, and the analysis found nothing but
     undocumented variables (an escape step, a computed attribute, an engine internal or
     unbounded work sends it straight to the child)."""
-    return len(text) <= MAX_TEXT and all(i.kind == "extra-name" for i in issues)
+    return _SANDBOX_FIXED and len(text) <= MAX_TEXT and all(i.kind == "extra-name" for i in issues)
 
 
 def compile_bounded(env, tree: n.Template):
