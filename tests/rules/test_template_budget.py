@@ -196,3 +196,10 @@ def test_budget_is_cleared_after_a_trip():
     assert bounded_rows(HOSTILE["computed width"]) is None
     assert budget.active() is None
     assert sys.getrecursionlimit() > 0
+
+
+def test_an_old_jinja2_renders_nothing_here(monkeypatch):
+    """Before 3.1.6 ``|attr('format')`` left Jinja2's sandbox (CVE-2025-27516)."""
+    assert budget.eligible("{{ messages[0].content }}", ())
+    monkeypatch.setattr(budget, "_SANDBOX_FIXED", False)
+    assert not budget.eligible("{{ messages[0].content }}", ())
