@@ -88,12 +88,16 @@ def literals_of(text: str) -> str:
 
 def special_texts(mf: "ModelFile") -> dict[str, str]:
     """bos_token, eos_token, ... as a runtime passes them: the text of the token the
-    matching gguf-py key (``Keys.Tokenizer.BOS_ID``: ``tokenizer.ggml.bos_token_id``,
-    ...) names; empty when absent or out of range."""
-    from gguf.constants import Keys
-    k = Keys.Tokenizer
-    id_keys = {"bos_token": k.BOS_ID, "eos_token": k.EOS_ID, "unk_token": k.UNK_ID, "sep_token": k.SEP_ID,
-               "pad_token": k.PAD_ID, "mask_token": k.MASK_ID}
+    matching key of llama.cpp's loader (``LLM_KV_TOKENIZER_BOS_ID``:
+    ``tokenizer.ggml.bos_token_id``, ...; llama.cpp as vendored in llama-cpp-python
+    0.3.36, src/llama-arch.cpp, the same names as gguf-py's ``Keys.Tokenizer``) names;
+    empty when absent or out of range."""
+    # ggscope.facts holds llama.cpp's key names already loaded for the loader's rules;
+    # importing gguf-py for six names cost validate 40 ms
+    from ggscope.facts.llama_arch import KV_NAMES  # only for a file with a template
+    k = {name: KV_NAMES[f"TOKENIZER_{name}_ID"] for name in ("BOS", "EOS", "UNK", "SEP", "PAD", "MASK")}
+    id_keys = {"bos_token": k["BOS"], "eos_token": k["EOS"], "unk_token": k["UNK"], "sep_token": k["SEP"],
+               "pad_token": k["PAD"], "mask_token": k["MASK"]}
     tokens = mf.metadata.get(_TOKENS)
     out = {}
     for name in SPECIAL_TOKEN_NAMES:
