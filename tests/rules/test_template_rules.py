@@ -143,3 +143,11 @@ def test_double_bos_inside_the_prompt_is_a_warning(tmp_path):
     mf = ggscope.open(str(write_case(EXAMPLE, case, tmp_path / "b.gguf")))
     sev = {f.severity.value for f in validate(mf, TEMPLATE_RULES) if f.code == "GG1309"}
     assert sev == {"warning"}
+
+
+def test_special_tokens_scanned_together_keep_their_own_verdicts():
+    """GG1310 scans all special-token texts joined by newlines first: a variation
+    selector or joiner at a text's edge must stay hidden, as it is in its own text."""
+    from ggscope.rules.templates.hidden import invisible
+    for texts in (["\U0001F600", "\ufe0fx"], ["\U0001F600\u200d", "\U0001F600"], ["a\u200b", "b"]):
+        assert bool(invisible("\n".join(texts))) == any(invisible(t) for t in texts), texts

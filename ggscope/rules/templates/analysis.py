@@ -27,7 +27,8 @@ What is reported (``Issue.kind``):
   that doubles itself inside a loop, and recursion through macros or call blocks that
   does not descend into its argument.
 
-Contract: ``analyse(text)`` never renders, never raises; issues carry 1-based line, column.
+Contract: ``parse(text)`` gives the tree or the issue that stops it; ``analyse(text,
+tree)`` never renders, never raises; issues carry 1-based line, column.
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ from ggscope.rules.templates.engine import environment
 from ggscope.rules.templates.fold import UNKNOWN, Folder
 from ggscope.rules.templates.macros import loop_calls_that_restart, param_values, unbounded_recursion
 
-__all__ = ["Issue", "analyse", "literals", "unsafe_reason", "MAX_SIZE", "MAX_STEPS"]
+__all__ = ["Issue", "parse", "analyse", "literals", "unsafe_reason", "MAX_SIZE", "MAX_STEPS"]
 
 MAX_RANGE = sandbox.MAX_RANGE        # the sandbox refuses range() longer than this (100000)
 MAX_SIZE = 100_000                   # characters one constant repetition/padding may produce
@@ -92,16 +93,23 @@ def unsafe_reason(name: str) -> str | None:
     return None
 
 
-def analyse(text: str) -> list[Issue]:
+def parse(text: str) -> "n.Template | Issue":
+    """The syntax tree in transformers' environment, or the issue that stops it."""
     if len(text) > MAX_TEMPLATE:
-        return [Issue("unbounded", 1, 1, f"a template of {len(text):,} characters (ggscope analyses up to "
-                      f"{MAX_TEMPLATE:,}; real chat templates are under 100,000): not checked, not trusted")]
+        return Issue("unbounded", 1, 1, f"a template of {len(text):,} characters (ggscope analyses up to "
+                     f"{MAX_TEMPLATE:,}; real chat templates are under 100,000): not checked, not trusted")
     try:
-        tree = environment().parse(text)
+        return environment().parse(text)
     except jinja2.TemplateSyntaxError as exc:
-        return [Issue("syntax", exc.lineno or 1, 1, f"syntax error: {exc.message}")]
+        return Issue("syntax", exc.lineno or 1, 1, f"syntax error: {exc.message}")
     except (RecursionError, MemoryError):
-        return [Issue("syntax", 1, 1, "the template nests too deeply for Jinja2's parser")]
+        return Issue("syntax", 1, 1, "the template nests too deeply for Jinja2's parser")
+
+
+def analyse(text: str, tree: "n.Template | Issue | None" = None) -> list[Issue]:
+    """The issues of ``text`` (``tree``: its ``parse``, when already made)."""
+    if isinstance(tree := parse(text) if tree is None else tree, Issue):
+        return [tree]
     walker = _Walker(text)
     try:
         walker.visit(tree, 1)
@@ -111,18 +119,13 @@ def analyse(text: str) -> list[Issue]:
     return walker.issues
 
 
-def literals(text: str) -> str:
+def literals(text: str, tree: "n.Template | Issue | None" = None) -> str:
     """The text a template can write: its template data and string constants, escapes
     decoded (``'\\n'`` is a newline), one per line; the raw text when it does not parse."""
-    if len(text) > MAX_TEMPLATE:
+    if isinstance(tree := parse(text) if tree is None else tree, Issue):
         return text[:MAX_TEMPLATE]
-    try:
-        tree = environment().parse(text)
-    except (jinja2.TemplateSyntaxError, RecursionError, MemoryError):
-        return text
-    parts = [x.data for x in tree.find_all(n.TemplateData)]
-    parts += [x.value for x in tree.find_all(n.Const) if isinstance(x.value, str)]
-    return "\n".join(parts)
+    return "\n".join([*(x.data for x in tree.find_all(n.TemplateData)),
+                      *(x.value for x in tree.find_all(n.Const) if isinstance(x.value, str))])
 
 
 class _Walker:
@@ -305,12 +308,8 @@ class _Walker:
                      f"|{node.name} reads an attribute whose name is computed at render time")
 
     def _format_widths(self, fmt, node: n.Node, pattern: re.Pattern = _WIDTH) -> None:
-        if isinstance(fmt, str):
-            for m in pattern.finditer(fmt):
-                for g in m.groups():
-                    if g:
-                        self._size(int(g), node.lineno, "%" if pattern is _WIDTH else "{",
-                                   "a format width or precision of")
+        for g in (g for m in pattern.finditer(fmt) for g in m.groups() if g) if isinstance(fmt, str) else ():
+            self._size(int(g), node.lineno, "%" if pattern is _WIDTH else "{", "a format width or precision of")
 
     def _call(self, node: n.Call) -> None:
         callee = node.node

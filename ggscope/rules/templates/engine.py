@@ -11,8 +11,12 @@ globals ``raise_exception``, ``strftime_now``, ``dict``, ``namespace`` plus its
 ``tojson`` filter.  Built here once, without importing transformers (seconds of import
 for four small functions).
 
+The environment carries the hooks of ``budget`` (calls, operators, attribute and item
+access, filters, output): pass-throughs unless a budgeted render is active.
+
 Contract: ``environment()`` is cached; parsing never renders; rendering is done only by
-``ggscope.rules.templates.sandbox`` in a child process under resource limits.
+``ggscope.rules.templates.sandbox`` (in a child process under resource limits) and
+``budget`` (in this process, under a budget, for templates the analysis passed).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import jinja2.utils
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ggscope.core.escape import quoted
+from ggscope.rules.templates import budget
 
 __all__ = ["environment", "TemplateRaised"]
 
@@ -89,13 +94,41 @@ class _TemplateNamespace(jinja2.utils.Namespace):
             raise jinja2.exceptions.SecurityError(f"namespace attribute {quoted(name)} starts with an underscore")
 
 
+class _Budgeted(ImmutableSandboxedEnvironment):
+    """transformers' environment with the hooks ``budget`` checks a render against
+    (each a pass-through when no budget is active: the forked child renders with it too)."""
+    intercepted_binops = frozenset({"+", "-", "*", "/", "//", "%", "**"})
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja2's own signature
+        return budget.call(__self, __self._sandboxed_call, __context, __obj, args, kwargs)
+
+    def _sandboxed_call(self, context, obj, *args, **kwargs):
+        return ImmutableSandboxedEnvironment.call(self, context, obj, *args, **kwargs)
+
+    def call_binop(self, context, operator, left, right):
+        return budget.binop(self, operator, left, right)
+
+    def getattr(self, obj, attribute):
+        budget.step()
+        return super().getattr(obj, attribute)
+
+    def getitem(self, obj, argument):
+        budget.step()
+        return super().getitem(obj, argument)
+
+
 @lru_cache(maxsize=1)
 def environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[_Generation, jinja2.ext.loopcontrols])
+    # optimized=False: Jinja2's optimizer runs filters on constants while compiling - a
+    # ``replace`` of long literals by long literals would be computed then, outside any
+    # budget or rlimit; without it the output is the same (checked on llama.cpp's
+    # templates) and compiling is about a fifth cheaper
+    env = _Budgeted(trim_blocks=True, lstrip_blocks=True, finalize=budget.finalize, optimized=False,
+                    extensions=[_Generation, jinja2.ext.loopcontrols])
     env.filters["tojson"] = _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     env.globals["dict"] = _TemplateDict()
     env.globals["namespace"] = _TemplateNamespace
+    env.filters = budget.guard_filters(env.filters)
     return env

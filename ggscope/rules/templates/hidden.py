@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ggscope.rules.templates.phrases import PHRASES
+
 __all__ = ["invisible", "instruction", "instructions", "describe"]
 
 _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
@@ -77,6 +79,15 @@ _ANCHORS: dict[str, list[tuple[str, ...]]] = {
     "markup": [("<|im_start|>", "<|start_header_id|>", "<start_of_turn>", "[inst]", "##")],
     "payment": [("account",), ("percent", "%"), ("key", "password", "credential", "seed phrase")],
 }
+
+# the same families in Chinese, Spanish, French, German and Russian
+for _kind, _rows in PHRASES.items():
+    _KINDS[_kind] += [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p, _ in _rows]
+    _ANCHORS[_kind] += [words for _, words in _rows]
+
+# every anchor word of every pattern, as one search
+_ANY_ANCHOR = re.compile("|".join(sorted({re.escape(w) for rows in _ANCHORS.values() for words in rows for w in words},
+                                         key=len, reverse=True)))
 
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
@@ -154,7 +165,9 @@ def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
     that reads as an instruction to a model or an agent."""
     plain = _visible(text[:limit])
     low = plain.lower()
-    found = {}
+    found: dict[str, str] = {}
+    if not _ANY_ANCHOR.search(low):          # most prose holds none of the words: one search
+        return found
     for kind, patterns in _KINDS.items():
         for p, words in zip(patterns, _ANCHORS[kind]):
             if not any(w in low for w in words):

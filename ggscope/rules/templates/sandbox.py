@@ -14,8 +14,9 @@ the template mentions tools; each with ``add_generation_prompt`` false and true)
 caller-given messages.  ``Render.outcome`` is "ok", "raised" (the template called
 ``raise_exception``), "security" (the sandbox refused an attribute or call), "error"
 (any other exception), "budget" (killed: time or memory) or "unavailable" (no fork on
-this platform).  The output is cut at ``MAX_OUTPUT`` characters.  Nothing here decides
-safety; the rules do.
+this platform).  The output is cut at ``MAX_OUTPUT`` characters.  ``render_rows`` turns
+a compiled template into those outcomes, here in the child and in ``budget``'s render in
+this process alike.  Nothing here decides safety; the rules do.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-__all__ = ["Render", "render_all", "conversations", "MEMORY_BUDGET", "WALL_BUDGET"]
+__all__ = ["Render", "render_all", "render_rows", "rows_to_renders", "conversations", "MEMORY_BUDGET", "WALL_BUDGET"]
 
 MEMORY_BUDGET = 512 << 20       # bytes the child may add to what it maps at fork
 CPU_BUDGET = 5                  # seconds of CPU
@@ -73,20 +74,28 @@ def conversations(text: str, messages: list | None = None) -> list[tuple[str, li
 
 
 def _render_in_child(text: str, special: dict, convs) -> list[dict]:
-    import jinja2
-
-    from ggscope.rules.templates.engine import TemplateRaised, environment  # Jinja2: only in the child that renders
-    results = []
+    from ggscope.rules.templates.engine import environment  # Jinja2: only in the child that renders
     try:
         template = environment().from_string(text)
     except Exception as exc:      # noqa: BLE001 - reported as data, the parent decides
         return [{"conversation": "(compile)", "agp": False, "outcome": "error", "error": _describe(exc)}]
+    return render_rows(template, special, convs)
+
+
+def render_rows(template, special: dict, convs, render=None) -> list[dict]:
+    """One row per conversation and ``add_generation_prompt``: the outcome of rendering a
+    compiled template (``render(template, **context)``, by default ``template.render``)."""
+    import jinja2
+
+    from ggscope.rules.templates.engine import TemplateRaised  # Jinja2: only where a template renders
+    render = render or (lambda t, **ctx: t.render(**ctx))
+    results = []
     for name, msgs, tools in convs:
         for agp in (False, True):
             try:
                 # as llama.cpp's chat.cpp: ``tools`` only when there are tools
                 extra = {"tools": tools} if tools else {}
-                out = template.render(messages=msgs, add_generation_prompt=agp, **extra, **special)
+                out = render(template, messages=msgs, add_generation_prompt=agp, **extra, **special)
                 results.append({"conversation": name, "agp": agp, "outcome": "ok", "output": out[:MAX_OUTPUT]})
             except TemplateRaised as exc:
                 results.append({"conversation": name, "agp": agp, "outcome": "raised", "error": str(exc)[:500]})
@@ -194,4 +203,8 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
         rows = json.loads(b"".join(chunks))
     except ValueError:
         return [Render("(all)", False, "budget", error="the renderer's report was cut off")]
+    return rows_to_renders(rows)
+
+
+def rows_to_renders(rows: list[dict]) -> list[Render]:
     return [Render(x["conversation"], x["agp"], x["outcome"], x.get("output", ""), x.get("error", "")) for x in rows]

@@ -2,13 +2,18 @@
 
 Why: every template rule needs the same three things - the templates with the bytes of
 their keys, the texts of the special tokens, and the prose keys - and the same parse
-and render of each template.  They are gathered here once, and the analysis and the
-render of a template are cached by its text, so the rules of the family share one parse
-and one (forked, bounded) render per template.
+and render of each template.  They are gathered here once.  ``study`` parses a template
+once (its issues, the text it can write, and - when the analysis passed it - the template
+compiled for ``budget``), cached by the text; a render is cached by the text and the
+special tokens.  So the rules of the family share one parse and one render per template,
+and the files of one model (a folder of its quantizations) share them too.  The render
+runs in this process under ``budget`` when the study compiled it, else - or when that
+budget trips - in ``sandbox``'s forked, rlimit-capped child, whose verdict stands.
 
-Contract: Jinja2 is imported only when a file has a template; nothing here reads more than the metadata already parsed; vocabulary look-ups
-use the token array's joined bytes (one copy, made only when a template emits
-special-token text); string arrays are read up to ``MAX_ITEMS`` entries.
+Contract: Jinja2 is imported only when a file has a template; nothing here reads more
+than the metadata already parsed; vocabulary look-ups use the token array's joined bytes
+(one copy, made only when a template emits special-token text); string arrays are read
+up to ``MAX_ITEMS`` entries.
 """
 from __future__ import annotations
 
@@ -26,8 +31,8 @@ if TYPE_CHECKING:
     from ggscope.rules.templates.analysis import Issue
     from ggscope.rules.templates.sandbox import Render
 
-__all__ = ["Template", "templates", "issues_of", "renders_of", "special_texts", "in_vocabulary",
-           "prose", "special_tokens", "node_of", "MAX_ITEMS"]
+__all__ = ["Template", "Study", "study", "templates", "issues_of", "literals_of", "renders_of", "clear_caches",
+           "special_texts", "in_vocabulary", "prose", "special_tokens", "node_of", "MAX_ITEMS"]
 
 MAX_ITEMS = 1000
 _TOKENS = "tokenizer.ggml.tokens"
@@ -53,10 +58,33 @@ def templates(mf: "ModelFile") -> list[Template]:
     return [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
 
 
-@lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
+@dataclass(frozen=True)
+class Study:
+    """What one parse of a template gives: its issues, the text it can write, and - when
+    the issues allow it - the template compiled for a render in this process."""
+    issues: "tuple[Issue, ...]"
+    literals: str
+    bounded: object = None          # a jinja2.Template with the budget's hooks, or None
+
+
+@lru_cache(maxsize=16)         # keyed by the text: the files of one model share one template
+def study(text: str) -> Study:
+    from ggscope.rules.templates import budget                 # Jinja2 only when a file has a template
+    from ggscope.rules.templates.analysis import analyse, literals, parse  # Jinja2 only when a file has a template
+    from ggscope.rules.templates.engine import environment  # Jinja2 only when a file has a template
+    tree = parse(text)
+    issues = tuple(analyse(text, tree))
+    lit = literals(text, tree)
+    ok = budget.eligible(text, issues)
+    return Study(issues, lit, budget.compile_bounded(environment(), tree) if ok else None)
+
+
 def issues_of(text: str) -> "tuple[Issue, ...]":
-    from ggscope.rules.templates.analysis import analyse     # Jinja2 only when a file has a template
-    return tuple(analyse(text))
+    return study(text).issues
+
+
+def literals_of(text: str) -> str:
+    return study(text).literals
 
 
 def special_texts(mf: "ModelFile") -> dict[str, str]:
@@ -78,10 +106,23 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=8)          # keyed by the text: a few templates, not a corpus of them
+@lru_cache(maxsize=16)         # keyed by the text and the special tokens: shared by a model's files
 def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
-    from ggscope.rules.templates.sandbox import render_all  # Jinja2 and the sandbox: only for a file with a template
-    return tuple(render_all(text, dict(special)))
+    """In this process under the budget when the study compiled the template for it, else
+    (or when the budget trips) in the forked, rlimit-capped child, whose verdict stands."""
+    from ggscope.rules.templates import budget, sandbox  # Jinja2 and the sandbox: only for a file with a template
+    bounded = study(text).bounded
+    if bounded is not None:
+        rows = budget.render_bounded(bounded, dict(special), sandbox.conversations(text), sandbox.render_rows)
+        if rows is not None:
+            return tuple(sandbox.rows_to_renders(rows))
+    return tuple(sandbox.render_all(text, dict(special)))
+
+
+def clear_caches() -> None:
+    """Forget every study and render (benchmarks measure a first look)."""
+    study.cache_clear()
+    _renders.cache_clear()
 
 
 def renders_of(mf: "ModelFile", t: Template) -> "tuple[Render, ...]":
@@ -101,29 +142,30 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     return {t: t in have for t in texts}
 
 
-def special_tokens(mf: "ModelFile") -> list[tuple[int, str]]:
-    """(id, text) of the control and user-defined tokens and of every token a
-    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``."""
+def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
+    """The ids and texts of the control and user-defined tokens and of every token a
+    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``: two lists, not a list of
+    pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
+    which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None:
-        return []
+        return [], []
     ids: set[int] = set()
     types = mf.metadata.get("tokenizer.ggml.token_type")
     if types is not None and not isinstance(types, (str, bytes)):
         import numpy as np
         try:
             arr = np.asarray(types)[: len(tokens)]
-            ids.update(int(i) for i in np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100])
+            ids.update(np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100].tolist())
         except (TypeError, ValueError):
             pass
     for k, v in mf.metadata.items():
         if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int) \
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
-    out = []
-    for i, text in zip(sorted(ids), vocab_bytes.texts(tokens, sorted(ids))):   # positions in one pass
-        out.append((i, text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")))
-    return out
+    order = sorted(ids)
+    texts = vocab_bytes.texts(tokens, order)          # the positions' texts in one pass
+    return order, [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace") for t in texts]
 
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:

@@ -136,7 +136,12 @@ class HiddenCharacters(Rule):
             if invisible(text):
                 yield ctx.at(src.node_of(ctx, key), f"{key}: {_hidden_message(text)[1]}")
         node = src.node_of(ctx, "tokenizer.ggml.tokens")
-        for tid, text in src.special_tokens(ctx.mf):
+        ids, texts = src.special_tokens(ctx.mf)
+        # one scan of all of them first (a newline between two texts is neither a pictograph
+        # nor a joiner, so each character keeps the verdict it has in its own text)
+        if not invisible("\n".join(texts)):
+            return
+        for tid, text in zip(ids, texts):
             if invisible(text):
                 yield ctx.at(node, f"special token {tid} {quoted(text)}: {_hidden_message(text)[1]}")
 
@@ -147,7 +152,8 @@ class PlantedInstruction(Rule):
     ``general.license.link``) and template text read as instructions planted for a
     model or an agent: overriding earlier instructions, addressing "AI agents reading
     this", steering every answer ("always recommend"), acting on a URL ("fetch
-    https://..."), moving money; in a template, where instructions to the model are
+    https://..."), moving money - phrased in English, Chinese, Spanish, French, German
+    or Russian; in a template, where instructions to the model are
     normal, keeping something from the user counts only beside one of those, and a web
     address the template writes into every prompt counts on its own.
 
@@ -167,8 +173,7 @@ class PlantedInstruction(Rule):
 
     def check(self, ctx):
         for t in src.templates(ctx.mf):
-            from ggscope.rules.templates.analysis import literals    # Jinja2: only for a file with templates
-            phrase = instruction(literals(t.text), in_template=True)
+            phrase = instruction(src.literals_of(t.text), in_template=True)
             if phrase:
                 yield ctx.at(src.node_of(ctx, t.key), f"{t.key} tells the model {quoted(phrase)}")
         for key, text in src.prose(ctx.mf):
