@@ -41,5 +41,8 @@ def repo_fixtures() -> Path:
 
 @pytest.fixture(autouse=True)
 def _plain_environment(monkeypatch):
-    """Tests see no CI-provided output switches (GitHub annotations, NO_COLOR)."""
+    """Tests see no CI-provided output switches (GitHub annotations, NO_COLOR), and no
+    results a previous run left in the user cache (``core.stamped``: every test sees a
+    first look; the cache's own tests turn it on)."""
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.setenv("GGSCOPE_CACHE", "0")

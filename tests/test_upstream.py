@@ -79,6 +79,7 @@ def test_facts_cache_holds_what_gguf_py_gives(tmp_path, monkeypatch):
     """What gguf-py gives is kept on disk per installed gguf-py: a second process reads
     the same table, key_types() in the same order (expected_key_type's precedence
     depends on it); a damaged cache file is computed past and rewritten."""
+    monkeypatch.setenv("GGSCOPE_CACHE", "1")
     monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path / "facts"))
     fresh = upstream._compute_facts()
     upstream._facts.cache_clear()
@@ -95,7 +96,7 @@ def test_facts_cache_holds_what_gguf_py_gives(tmp_path, monkeypatch):
         upstream._facts.cache_clear()
         monkeypatch.setattr(upstream, "_compute_facts", lambda: fresh)
         assert upstream._facts() == fresh
-        assert json.loads(files[0].read_text()) == stored and stored["facts"] == fresh
+        assert json.loads(files[0].read_text()) == stored and stored["value"] == fresh
         stored["stamp"] += "another gguf-py"                                  # same name, other files
         files[0].write_text(json.dumps(stored))
         upstream._facts.cache_clear()
@@ -106,6 +107,7 @@ def test_facts_cache_holds_what_gguf_py_gives(tmp_path, monkeypatch):
 
 
 def test_facts_cache_names_the_installed_gguf_py(tmp_path, monkeypatch):
+    monkeypatch.setenv("GGSCOPE_CACHE", "1")
     monkeypatch.setattr(upstream, "_cache_dir", lambda: str(tmp_path))
     before = upstream._cache_file("facts")[0]
     writer = Path(gguf.__file__).with_name("gguf_writer.py")

@@ -25,8 +25,8 @@ Contract (all computed once, lazily):
 
 Computing these parses gguf-py's writer and imports gguf-py (whose package imports yaml):
 tens of milliseconds every ``validate`` process paid.  So what gguf-py gives is read once
-into one table (``_facts``) kept in the user cache directory (``platformdirs``,
-``ggscope/facts``) under a name made of the sizes and modification times of gguf-py's
+into one table (``_facts``) kept by ``core.stamped`` in the user cache directory
+(``ggscope/facts``) under a name made of the sizes and modification times of gguf-py's
 ``constants.py`` and ``gguf_writer.py`` and of this module: another gguf-py or another
 ggscope computes it anew; a cache that cannot be read or written is computed past.
 """
@@ -35,13 +35,12 @@ from __future__ import annotations
 import ast
 import importlib.util
 import inspect
-import json
 import os
 import re
-import tempfile
 import zlib
 from functools import lru_cache
 
+from ggscope.core import stamped
 from ggscope.facts import upstream_overlay as overlay
 
 __all__ = ["arch_names", "tokenizer_keys", "key_types", "expected_key_type", "arch_tensors", "file_types",
@@ -96,27 +95,25 @@ def _key_of(node: ast.AST, keys: dict[str, str]) -> str | None:
 
 
 def _cache_dir() -> str:
-    from platformdirs import user_cache_dir   # start-up: only when key_types() runs
-    return os.path.join(user_cache_dir("ggscope"), "facts")
+    return stamped.area("facts")
 
 
 def _cache_file(name: str) -> tuple[str, str] | None:
-    """Where ``name`` computed from the installed gguf-py is kept and the stamp that file
-    must hold (the files it is computed from, their sizes and times), or None (no gguf-py
-    found).  The stamp is checked on reading: the name's checksum only spreads the files."""
+    """Where ``name`` computed from the installed gguf-py is kept and the stamp that record
+    must hold (gguf-py's ``constants.py`` and ``gguf_writer.py`` and this module), or None
+    (no gguf-py found).  The stamp is checked on reading: the name's checksum only spreads
+    the files."""
     try:
         spec = importlib.util.find_spec("gguf")      # locates the package without importing it
         where = list(spec.submodule_search_locations or []) if spec else []
-        if not where:
-            return None
-        parts = []
-        for f in (os.path.join(where[0], "constants.py"), os.path.join(where[0], "gguf_writer.py"), __file__):
-            st = os.stat(f)
-            parts.append(f"{f}:{st.st_size}:{st.st_mtime_ns}")
-    except (OSError, ImportError, ValueError):
+    except (ImportError, ValueError):
         return None
-    stamp = "\n".join(parts)
-    return os.path.join(_cache_dir(), f"{name}-{zlib.crc32(stamp.encode('utf-8', 'surrogateescape')):08x}.json"), stamp
+    if not where:
+        return None
+    st = stamped.stamp([os.path.join(where[0], "constants.py"), os.path.join(where[0], "gguf_writer.py"), __file__])
+    if st is None:
+        return None
+    return os.path.join(_cache_dir(), f"{name}-{zlib.crc32(st.encode('utf-8', 'surrogateescape')):08x}.json"), st
 
 
 def _compute_facts() -> dict:
@@ -152,29 +149,12 @@ def _facts() -> dict:
     """``_compute_facts()``, read from the cache file when one is there (see the module)."""
     where = _cache_file("facts")
     if where is not None:
-        try:
-            with open(where[0], encoding="utf-8") as fh:
-                got = json.load(fh)
-            facts = got.get("facts") if isinstance(got, dict) and got.get("stamp") == where[1] else None
-            if isinstance(facts, dict) and all(isinstance(facts.get(k), t) for k, t in _SHAPE.items()):
-                return facts
-        except (OSError, ValueError):
-            pass
+        facts = stamped.read(*where)
+        if isinstance(facts, dict) and all(isinstance(facts.get(k), t) for k, t in _SHAPE.items()):
+            return facts
     out = _compute_facts()
     if where is not None:
-        path = where[0]
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"stamp": where[1], "facts": out}, fh)
-                os.replace(tmp, path)           # whole or not at all, for a parallel process
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        except OSError:
-            pass
+        stamped.write(where[0], where[1], out)
     return out
 
 

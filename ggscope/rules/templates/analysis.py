@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 import re
 import string
-from dataclasses import dataclass
 
 import jinja2
 import jinja2.nodes as n
@@ -45,6 +44,7 @@ from ggscope.core.escape import quoted
 from ggscope.rules.templates.context import CONTEXT_NAMES, ENGINE_GLOBALS, GADGET_ROOTS, MAX_TEMPLATE
 from ggscope.rules.templates.engine import environment
 from ggscope.rules.templates.fold import UNKNOWN, Folder
+from ggscope.rules.templates.issue import Issue
 from ggscope.rules.templates.macros import loop_calls_that_restart, param_values, unbounded_recursion
 
 __all__ = ["Issue", "parse", "analyse", "literals", "unsafe_reason", "MAX_SIZE", "MAX_STEPS"]
@@ -71,13 +71,6 @@ _WIDTH = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\d*)(?:\.(\d+))?")           # %-f
 _BRACE_WIDTH = re.compile(r"\{[^{}:]*:[^{}]*?(\d+)(?:\.(\d+))?[^{}]*\}")      # str.format width, precision
 
 
-@dataclass(frozen=True)
-class Issue:
-    kind: str
-    line: int
-    col: int
-    message: str
-    fatal: bool = True       # code execution / refusal / unbounded work (error) vs hiding (warning)
 
 
 def unsafe_reason(name: str) -> str | None:

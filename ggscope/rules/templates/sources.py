@@ -23,12 +23,13 @@ from typing import TYPE_CHECKING
 
 from ggscope.facts import upstream
 from ggscope.rules import vocab_bytes
+from ggscope.rules.templates import kept
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
+from ggscope.rules.templates.issue import Issue
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
     from ggscope.rules.base import CheckContext
-    from ggscope.rules.templates.analysis import Issue
     from ggscope.rules.templates.sandbox import Render
 
 __all__ = ["Template", "Study", "study", "templates", "issues_of", "literals_of", "renders_of", "clear_caches",
@@ -79,12 +80,29 @@ def study(text: str) -> Study:
     return Study(issues, lit, budget.compile_bounded(environment(), tree) if ok else None)
 
 
+@lru_cache(maxsize=16)
+def _static(text: str) -> "tuple[tuple[Issue, ...], str]":
+    """The study's issues and literal text: kept from an earlier process (``kept``) when
+    there is such a record, else studied (and kept)."""
+    got = kept.get("study", text)
+    try:
+        if got is not None:
+            return tuple(Issue(str(k), int(li), int(c), str(m), bool(f)) for k, li, c, m, f in got["issues"]), \
+                str(got["literals"])
+    except (TypeError, ValueError, KeyError):
+        pass
+    st = study(text)
+    kept.put("study", text, {"issues": [[i.kind, i.line, i.col, i.message, i.fatal] for i in st.issues],
+                             "literals": st.literals})
+    return st.issues, st.literals
+
+
 def issues_of(text: str) -> "tuple[Issue, ...]":
-    return study(text).issues
+    return _static(text)[0]
 
 
 def literals_of(text: str) -> str:
-    return study(text).literals
+    return _static(text)[1]
 
 
 def special_texts(mf: "ModelFile") -> dict[str, str]:
@@ -110,6 +128,20 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
 def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
     """In this process under the budget when the study compiled the template for it, else
     (or when the budget trips) in the forked, rlimit-capped child, whose verdict stands."""
+    from ggscope.rules.templates import sandbox  # the Render record: no Jinja2 at import
+    key = "\0".join([text, *(f"{k}={v}" for k, v in special)])
+    got = kept.get("renders", key)
+    try:
+        if got is not None:
+            return tuple(sandbox.Render(str(c), bool(g), str(o), str(out), str(e)) for c, g, o, out, e in got)
+    except (TypeError, ValueError):
+        pass
+    out = _render(text, special)
+    kept.put("renders", key, [[r.conversation, r.add_generation_prompt, r.outcome, r.output, r.error] for r in out])
+    return out
+
+
+def _render(text: str, special: tuple) -> "tuple[Render, ...]":
     from ggscope.rules.templates import budget, sandbox  # Jinja2 and the sandbox: only for a file with a template
     bounded = study(text).bounded
     if bounded is not None:
@@ -122,6 +154,7 @@ def _renders(text: str, special: tuple) -> "tuple[Render, ...]":
 def clear_caches() -> None:
     """Forget every study and render (benchmarks measure a first look)."""
     study.cache_clear()
+    _static.cache_clear()
     _renders.cache_clear()
 
 

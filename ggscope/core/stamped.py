@@ -1,0 +1,83 @@
+"""Results kept across processes in the user cache directory, valid while their sources are.
+
+Why: some answers cost a process more than the work it was asked for - reading gguf-py's
+writer for key types (tens of milliseconds, ``facts.upstream``), importing Jinja2 to
+study a chat template that thousands of files share (``rules.templates``).  Each is a pure
+function of files on disk (gguf-py's, ggscope's own, Jinja2's) and of its input, so it is
+kept once computed, under the user cache directory (``platformdirs``, ``ggscope/<area>``).
+
+Contract: ``stamp(paths)`` names the sources (each path with its size and modification
+time); a record holds the stamp it was made under and is read back only under the same
+stamp - another gguf-py, Jinja2 or ggscope computes anew.  Reading and writing never
+raise: a cache that cannot be read, parsed or written is computed past.  Records are JSON
+(never pickle: a record is data, not code), written whole or not at all (a temporary file
+renamed over, so a parallel process reads the old record or the new one).  Records over
+``MAX_BYTES`` are not kept.  ``GGSCOPE_CACHE=0`` turns every cache off (the test suite
+does, to see first looks).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Iterable
+
+__all__ = ["enabled", "area", "stamp", "read", "write", "MAX_BYTES"]
+
+MAX_BYTES = 1 << 20
+
+
+def enabled() -> bool:
+    return os.environ.get("GGSCOPE_CACHE", "1") not in ("0", "off", "no", "false")
+
+
+def area(name: str) -> str:
+    """The folder of one cache area (``facts``, ``templates``)."""
+    from platformdirs import user_cache_dir   # start-up: only when a cache is consulted
+    return os.path.join(user_cache_dir("ggscope"), name)
+
+
+def stamp(paths: Iterable[str]) -> str | None:
+    """The sources' identity: each path with its size and modification time; None when
+    one cannot be examined (then nothing is cached)."""
+    parts = []
+    try:
+        for p in paths:
+            st = os.stat(p)
+            parts.append(f"{p}:{st.st_size}:{st.st_mtime_ns}")
+    except (OSError, TypeError, ValueError):
+        return None
+    return "\n".join(parts)
+
+
+def read(path: str, stamp_: str) -> Any:
+    """The value recorded at ``path`` under ``stamp_``, or None."""
+    if not enabled():
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            got = json.load(fh)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return got.get("value") if isinstance(got, dict) and got.get("stamp") == stamp_ else None
+
+
+def write(path: str, stamp_: str, value: Any) -> None:
+    """Record ``value`` at ``path`` under ``stamp_`` (whole or not at all; errors ignored)."""
+    if not enabled():
+        return
+    try:
+        text = json.dumps({"stamp": stamp_, "value": value})
+        if len(text) > MAX_BYTES:
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except (OSError, ValueError, TypeError):
+        pass
