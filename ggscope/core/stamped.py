@@ -13,7 +13,7 @@ raise: a cache that cannot be read, parsed or written is computed past.  Records
 (never pickle: a record is data, not code), written whole or not at all (a temporary file
 renamed over, so a parallel process reads the old record or the new one).  Records over
 ``MAX_BYTES`` are not kept.  ``GGSCOPE_CACHE=0`` turns every cache off (the test suite
-does, to see first looks).
+does, to see first looks), ``GGSCOPE_CACHE_OFF=templates`` one area.
 """
 from __future__ import annotations
 
@@ -27,8 +27,12 @@ __all__ = ["enabled", "area", "stamp", "read", "write", "MAX_BYTES"]
 MAX_BYTES = 1 << 20
 
 
-def enabled() -> bool:
-    return os.environ.get("GGSCOPE_CACHE", "1") not in ("0", "off", "no", "false")
+def enabled(name: str | None = None) -> bool:
+    """Whether caches are on (``GGSCOPE_CACHE=0`` turns all off) and area ``name`` is not
+    turned off alone (``GGSCOPE_CACHE_OFF=templates,facts``)."""
+    if os.environ.get("GGSCOPE_CACHE", "1") in ("0", "off", "no", "false"):
+        return False
+    return name is None or name not in os.environ.get("GGSCOPE_CACHE_OFF", "").split(",")
 
 
 def area(name: str) -> str:
@@ -52,7 +56,7 @@ def stamp(paths: Iterable[str]) -> str | None:
 
 def read(path: str, stamp_: str) -> Any:
     """The value recorded at ``path`` under ``stamp_``, or None."""
-    if not enabled():
+    if not enabled(os.path.basename(os.path.dirname(path))):
         return None
     try:
         with open(path, encoding="utf-8") as fh:
@@ -64,7 +68,7 @@ def read(path: str, stamp_: str) -> Any:
 
 def write(path: str, stamp_: str, value: Any) -> None:
     """Record ``value`` at ``path`` under ``stamp_`` (whole or not at all; errors ignored)."""
-    if not enabled():
+    if not enabled(os.path.basename(os.path.dirname(path))):
         return
     try:
         text = json.dumps({"stamp": stamp_, "value": value})

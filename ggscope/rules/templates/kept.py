@@ -10,7 +10,7 @@ ggscope's template modules and of Jinja2's version; so it is kept (``core.stampe
 
 Contract: ``get(kind, key)`` returns what ``put(kind, key, value)`` stored under the
 current stamp, or None; keys are hashed (SHA-256) into file names, records are JSON data
-that ``sources`` validates before use.  ``GGSCOPE_CACHE=0`` turns it off.
+that ``sources`` validates before use.  ``GGSCOPE_CACHE=0`` (every cache) or ``GGSCOPE_CACHE_OFF=templates`` turns it off.
 """
 from __future__ import annotations
 
@@ -48,14 +48,14 @@ def _path(kind: str, key: str) -> str:
 
 
 def get(kind: str, key: str) -> Any:
-    if not stamped.enabled():
+    if not stamped.enabled("templates"):
         return None
     st = _stamp()
     return None if st is None else stamped.read(_path(kind, key), st)
 
 
 def put(kind: str, key: str, value: Any) -> None:
-    if not stamped.enabled():
+    if not stamped.enabled("templates"):
         return
     st = _stamp()
     if st is not None:
