@@ -12,7 +12,8 @@ name, file type; tests/model/test_peek.py compares them on every fixture and on 
 files).  So the peek answers only when the walk meets nothing the parse could read
 otherwise: a file that is no GGUF v1-v3, a shard of a split model (``model.split``
 joins its set), an unknown value type, a nested array, any length or count the file
-cannot back, or a header larger than ``budget`` bytes gives None, and the caller takes
+cannot back, a path that is no regular file (a FIFO would block) or a header larger
+than ``budget`` bytes gives None, and the caller takes
 the full path.  Work is bounded by the bytes read (at most ``budget``, never more than
 the file holds): each entry consumes at least one byte of them.  Keys and strings are
 read as bytes and decoded as the parse does (UTF-8 with surrogateescape).
@@ -20,6 +21,7 @@ read as bytes and decoded as the parse does (UTF-8 with surrogateescape).
 from __future__ import annotations
 
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -57,8 +59,8 @@ def peek(path: str, budget: int = PEEK_BUDGET) -> Peek | None:
     """The header's facts, or None when only the full parse can tell (never raises)."""
     from ggscope.model.split import shard_paths  # light: a regular expression
     try:
-        if shard_paths(path) is not None:
-            return None
+        if shard_paths(path) is not None or not stat.S_ISREG(os.stat(path).st_mode):
+            return None                           # a FIFO or device must not block the start
         with open(path, "rb") as f:               # read-only; never more than the budget
             size = os.fstat(f.fileno()).st_size
             buf = f.read(min(size, budget))

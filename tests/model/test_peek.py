@@ -6,6 +6,7 @@ inflated): wherever the peek answers, its facts are the parse's.
 """
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -58,6 +59,14 @@ def test_not_gguf_gives_none(tmp_path):
         f = tmp_path / "x.gguf"
         f.write_bytes(data)
         assert peek(str(f)) is None
+
+
+def test_fifo_and_missing_paths_give_none_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.gguf"
+    os.mkfifo(fifo)                 # opening it for reading would wait for a writer
+    assert peek(str(fifo)) is None
+    assert peek(str(tmp_path / "gone.gguf")) is None
+    assert peek("hf://org/repo/model.gguf") is None
 
 
 def test_shard_names_take_the_full_path(tmp_path):
