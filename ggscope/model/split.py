@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 from ggscope.core.errors import UnreadableFile
-from ggscope.model.modelfile import ModelFile
+
+if TYPE_CHECKING:      # shard_paths alone (the browser's header peek) loads no numpy
+    from ggscope.model.modelfile import ModelFile
 
 __all__ = ["SHARD_RE", "shard_paths", "open_model"]
 

@@ -3,7 +3,10 @@
 The first screen's facts come first (issue 26.9): ``GGScopeApp(path)`` composes only
 the window - the summary line, the tabs with the overview, the footer - while the file
 is parsed on a thread (``jobs.start_opening``, started by ``run_app`` before Textual is
-imported, or the loader worker); ``FileLoaded`` fills the summary and the overview, and
+imported, or the loader worker).  A GGUF file's header facts come sooner still: given
+``peek`` (``model.peek``, read by ``run_app`` with ``struct`` alone) the first frame
+shows them and the parse - numpy, the spec engine - starts only once that frame is
+drawn, so it does not compete with Textual's start.  ``FileLoaded`` fills the summary and the overview, and
 only once the footer is drawn (``_after_window``) are the hex view, the detail pane and
 the other tabs' tables and tree mounted and the validator started, so none of that
 work or its imports delay the first frames.  ``GGScopeApp(modelfile)`` composes an
@@ -84,7 +87,7 @@ class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
     ]
 
     def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None,
-                 opening: Future | None = None) -> None:
+                 opening: Future | None = None, peek: Any = None) -> None:
         super().__init__()
         if isinstance(mf, (str, os.PathLike)):
             self.path, self.mf = os.fspath(mf), None
@@ -103,10 +106,11 @@ class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
         self.shown = 0                  # the index of the shard whose bytes the hex view shows
         self.sub_title = file_text(Path(self.path).name)
         self._opening = opening         # the parse already under way (jobs.start_opening), if any
+        self.peek = peek                # the header's facts (model.peek), shown until the parse is done
 
     # --- layout -----------------------------------------------------------------------
     def _summary(self) -> str:
-        return summary_line(self.mf, Path(self.path).name)
+        return summary_line(self.mf if self.mf is not None else self.peek, Path(self.path).name)
 
     def compose(self) -> ComposeResult:
         """The window: the summary line, the tabs with the overview, the footer.  The other
@@ -154,6 +158,9 @@ class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
         if self.mf is not None:
             self.query_one(OverviewPane).show_file(self.mf)
             self._file_ready()
+        elif self.peek is not None:     # the facts are in this frame: parse once it is drawn
+            self.query_one(OverviewPane).show_peek(self.peek)
+            self._after_window(self.load_file)
         else:
             self.load_file()
 

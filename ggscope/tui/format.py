@@ -105,10 +105,14 @@ def count(n: int, noun: str) -> str:
 
 def summary_line(mf: Any, name: str) -> str:
     """The browser's top line: the file given, format, byte order, size, keys, tensors;
-    for a split model the shard given and every shard's size (``model.split``)."""
+    for a split model the shard given and every shard's size (``model.split``).  ``mf``
+    may be a ``model.peek.Peek`` (the same facts, read before the parse)."""
     name = file_text(name)
     if mf is None:
         return f" {name}  ·  parsing …"
+    if getattr(mf, "n_tensors", None) is not None:      # a header peek (model.peek) before the parse
+        return (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  {human_bytes(mf.size)}  ·  "
+                f"{count(mf.n_keys, 'key')}  ·  {count(mf.n_tensors, 'tensor')}")
     shards = mf.extra.get("shards")
     name += f" (shard {mf.extra.get('shard_given', 1)} of {len(shards)})" if shards else ""
     text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "

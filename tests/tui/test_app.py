@@ -262,6 +262,38 @@ def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
     assert "llama" in after[1] and "Q8_0" in after[1]
 
 
+
+def test_header_facts_in_the_first_frame_and_the_parse_after_it(q8, monkeypatch):
+    """Given the header peek (model.peek, as run_app passes it), the first frame shows
+    the facts - tensor count, architecture, name, file type - while the parse has not
+    even started: it starts only once that frame is drawn; then the panes fill in."""
+    from ggscope.model.peek import peek
+    started, release = threading.Event(), threading.Event()
+    import ggscope.model.open as model_open
+    real_open = model_open.open
+
+    def gated(path):
+        started.set()
+        release.wait(60)          # a safety net for a broken test, never a measurement
+        return real_open(path)
+    monkeypatch.setattr(model_open, "open", gated)
+    n = len(gguf.GGUFReader(q8).tensors)
+
+    async def flow():
+        app = GGScopeApp(str(q8), auto_stats=False, peek=peek(str(q8)))
+        async with app.run_test(size=SIZE) as pilot:
+            first = (text_of(app, "#summary"), text_of(app, "#overview-text"), started.is_set())
+            assert await asyncio.to_thread(started.wait, 60)
+            release.set()
+            await _settle(pilot, lambda: len(app.query(HexView)) == 1)
+            await pilot.pause()
+            return first, text_of(app, "#overview-text")
+    (summary, overview, parse_started), after = run(flow())
+    assert not parse_started
+    assert f"{n} tensors" in summary and "parsing" not in summary
+    assert "llama" in overview and "TinyLlama" in overview and "Q8_0" in overview
+    assert "parameters" in after and "…" not in after.split("parameters")[1].splitlines()[0]
+
 async def _settle(pilot, done) -> None:
     """Let the loader finish: its worker starts at mount and its FileLoaded message is
     handled a turn later, so wait for ``done()`` over a bounded number of turns (no

@@ -3,7 +3,8 @@
 Format and version, architecture, name, parameter count, file type (llama.cpp's
 name), size, bits per weight, the tensor types with their counts and bytes, and the
 validator's findings counted by severity.  The facts come from ``ggscope.model.summary``;
-this pane only lays them out.  Before the file is parsed it says so.
+this pane only lays them out.  Before the file is parsed it says so, or shows what the
+header peek (``model.peek``) read, with "…" where the parse has still to tell.
 """
 from __future__ import annotations
 
@@ -45,6 +46,23 @@ class OverviewPane(VerticalScroll, can_focus=True):
     def compose(self):
         yield Static(Text(f"parsing {file_text(Path(self.path).name)} …", style="italic"), id="overview-text")
 
+    def show_peek(self, p) -> None:
+        """The header's facts (``model.peek``) while the parse runs: the same lines
+        ``show_file`` gives them, the rest said to follow."""
+        from ggscope.model.summary import file_type_name  # light: the ggml type tables only
+        ftype = file_type_name(p.file_type)
+        self.facts = [
+            ("format", f"{p.format} v{p.version}, {p.endian}-endian"),
+            ("architecture", file_text(p.architecture) if p.architecture else Text("…", style="dim")),
+            ("name", file_text(p.name) if p.name else Text("…", style="dim")),
+            ("parameters", Text("…", style="dim")),
+            ("file type", file_text(ftype) if ftype else Text("…", style="dim")),
+            ("size", f"{human_bytes(p.size)} ({p.size:,} B)"),
+            ("contents", f"{p.n_keys} metadata key{'s' * (p.n_keys != 1)}, "
+                         f"{p.n_tensors} tensor{'s' * (p.n_tensors != 1)}"),
+        ]
+        self._redraw(validating="reading the tensors …")
+
     def show_file(self, mf) -> None:
         from ggscope.model.summary import human_count, summarize  # lazy: 6 more modules only when used
         s = summarize(mf)
@@ -76,7 +94,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
         self.findings = findings
         self._redraw()
 
-    def _redraw(self) -> None:
+    def _redraw(self, validating: str = "validating …") -> None:
         grid = Table.grid(padding=(0, 2))
         grid.add_column(style="bold cyan", no_wrap=True)
         grid.add_column(overflow="fold")
@@ -95,7 +113,7 @@ class OverviewPane(VerticalScroll, can_focus=True):
         parts.append(Text(""))
         line = Text("findings  ", style="bold cyan")
         if self.findings is None:
-            line.append("validating …", style="italic")
+            line.append(validating, style="italic")
         elif not self.findings:
             line.append("none", style="green")
         else:
