@@ -39,6 +39,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import load_average  # noqa: E402
 
 READ = """
 import json, os, resource, sys, time
@@ -118,13 +120,6 @@ def child(code: str, path: Path, threads: int, tree: Path = REPO, cache: Path | 
 
 def cell(r) -> str:
     return f"{'n/a: ' + r:<22.22}" if isinstance(r, str) else f"{r['load']:7.2f} s {r['rss']:8.0f} MiB"
-
-
-def load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def main() -> int:

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import medians_s  # noqa: E402
 
 
 def main() -> None:
@@ -42,15 +45,7 @@ def main() -> None:
              "without loader": lambda: validate_file(a.model, ignore=("loader",)),
              "loader only": lambda: validate_file(a.model, select=("loader",)),
              "generated engine": generated}
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for f in cases.values():
-        f()                                   # warm: imports, compiled specs
-    for _ in range(a.runs):
-        for k, f in cases.items():
-            t = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = medians_s(cases, a.runs)
     print(f"load average {os.getloadavg()[0]:.2f} ({os.cpu_count()} cpus), median of {a.runs}")
     for k, v in med.items():
         print(f"  {k:18s} {v * 1000:8.1f} ms")

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import medians_s  # noqa: E402
 
 CODES = ("GG1112", "GG1113", "GG1114")
 
@@ -40,16 +40,8 @@ def main() -> None:
              "without release rules": lambda: validate_file(a.model, ignore=CODES),
              "release rules only": lambda: validate_file(a.model, select=CODES),
              "checks alone": lambda: validate(mf, rules)}
-    times: dict[str, list[float]] = {k: [] for k in cases}
-    for f in cases.values():
-        f()                                   # warm: imports, compiled specs
     load = os.getloadavg()[0]
-    for _ in range(a.runs):
-        for k, f in cases.items():
-            t = time.perf_counter()
-            f()
-            times[k].append(time.perf_counter() - t)
-    med = {k: statistics.median(v) for k, v in times.items()}
+    med = medians_s(cases, a.runs)
     print(f"load average {load:.2f} -> {os.getloadavg()[0]:.2f} ({os.cpu_count()} cpus), median of {a.runs}")
     for k, v in med.items():
         print(f"  {k:22s} {v * 1000:8.2f} ms")

@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import load_average  # noqa: E402
 PROMPT = "The capital of France is"
 TOKENS = "2,818,5279,529,7001,563"          # the prompt's ids in Gemma 3's vocabulary
 
@@ -112,13 +114,6 @@ def child(tree: Path, argv: list[str], cache: Path) -> dict | str:
     res["total"] = wall
     res["cpu"]["total"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return res
-
-
-def load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
 
 
 def main() -> int:

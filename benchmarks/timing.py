@@ -24,3 +24,27 @@ def median_s(fn: Callable[[], object], runs: int) -> float:
 def median_ms(fn: Callable[[], object], runs: int) -> float:
     """The same in milliseconds."""
     return median_s(fn, runs) * 1e3
+
+
+def medians_s(cases: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
+    """Each case run once to warm up (imports, compiled specs), then ``runs`` interleaved
+    rounds: the median seconds per case.  Interleaving puts a change in the machine's load
+    on every case alike."""
+    for f in cases.values():
+        f()
+    times: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(max(1, runs)):
+        for k, f in cases.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages as /proc/loadavg gives them, or "unknown"."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            return " ".join(fh.read().split()[:3])
+    except OSError:
+        return "unknown"
