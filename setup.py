@@ -16,12 +16,15 @@ from setuptools import Extension, setup
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
 HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h"]
+STRINGS = ["csrc/_strarray.h"]          # the string-array layout _cjson.c and _cvocab.c read
 
 setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
                    Extension("ggscope.diff._cpairs", ["csrc/_cpairs.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
-                   Extension("ggscope.report._cjson", ["csrc/_cjson.c"], extra_compile_args=FLAGS, optional=True),
+                   Extension("ggscope.report._cjson", ["csrc/_cjson.c"], depends=STRINGS, extra_compile_args=FLAGS,
+                             optional=True),
                    Extension("ggscope.source._guard", ["csrc/_guard.c"], extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True),
-                   Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"], extra_compile_args=FLAGS, optional=True)])
+                   Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"], depends=STRINGS, extra_compile_args=FLAGS,
+                             optional=True)])

@@ -21,16 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint64_t item(const void *p, Py_ssize_t size, Py_ssize_t i) {
-    switch (size) {
-        case 1: return ((const uint8_t *) p)[i];
-        case 2: return ((const uint16_t *) p)[i];
-        case 4: return ((const uint32_t *) p)[i];
-        default: return ((const uint64_t *) p)[i];
-    }
-}
-
-static int good_size(Py_ssize_t s) { return s == 1 || s == 2 || s == 4 || s == 8; }
+#include "_strarray.h"
 
 static PyObject *join_json(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
