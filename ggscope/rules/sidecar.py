@@ -21,7 +21,7 @@ from ggscope.facts.llama_arch import PINNED, PROJECTOR_TYPES
 from ggscope.model.open import open as open_file
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
-__all__ = ["RULES", "kind_of", "base_model"]
+__all__ = ["RULES", "kind_of", "base_model", "base_hparam"]
 
 _ENCODERS = ("clip.has_vision_encoder", "clip.has_audio_encoder", "clip.has_gen_audio_encoder")
 _PROJ_KEYS = ("clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type",
@@ -206,8 +206,7 @@ class ProjectorMismatch(Rule):
         base = base_model(ctx) if mf.damage is None and kind_of(mf) == "projector" else None
         if base is None:
             return
-        arch = base.metadata.get("general.architecture")
-        n_embd = base.metadata.get(f"{arch}.embedding_length") if isinstance(arch, str) else None
+        n_embd = base_hparam(base, "embedding_length")
         where = _MMPROJ_EMBD.get(mf.metadata.get("clip.projector_type") or mf.metadata.get("clip.vision.projector_type"))
         t = next((x for x in mf.tensors if where and x.name == where[0]), None)
         if t is None or not isinstance(n_embd, int) or n_embd <= 0 or len(t.shape) <= where[1]:
@@ -297,6 +296,13 @@ def base_model(ctx: CheckContext):
     if "base" not in cache:
         cache["base"] = open_file(path)
     return cache["base"]
+
+
+def base_hparam(base, name: str):
+    """``{arch}.{name}`` of the ``--base`` model as stored (``embedding_length``,
+    ``block_count``), or None without a string ``general.architecture``."""
+    arch = base.metadata.get("general.architecture")
+    return base.metadata.get(f"{arch}.{name}") if isinstance(arch, str) else None
 
 
 RULES = [SidecarFile, ProjectorRefused, AdapterRefused, ProjectorMismatch]

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from ggscope.core.escape import llama_quoted
 from ggscope.facts.llama_arch import PINNED
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.sidecar import base_model, kind_of
+from ggscope.rules.sidecar import base_hparam, base_model, kind_of
 
 __all__ = ["RULES", "stoi"]
 
@@ -140,9 +140,7 @@ class ControlVectorMismatch(Rule):
         if base is None:
             return
         problem, n_embd, dirs = _directions(ctx)
-        arch = base.metadata.get("general.architecture")
-        want = base.metadata.get(f"{arch}.embedding_length") if isinstance(arch, str) else None
-        n_layer = base.metadata.get(f"{arch}.block_count") if isinstance(arch, str) else None
+        want, n_layer = base_hparam(base, "embedding_length"), base_hparam(base, "block_count")
         if problem is not None or not isinstance(want, int) or isinstance(want, bool):
             return
         if n_embd != want:
