@@ -244,28 +244,34 @@ INLINE void dec_q6_k(const job_t *J, const uint8_t *restrict b, float *restrict 
     }
 }
 
+/* dec_table4's group ``ib``: its scale, and in ``*at`` where its nibbles start (mode 0
+   IQ4_NL, 1 IQ4_XS, 2 and 3 the byte-scaled tables); the AVX-512 pass reads the same */
+INLINE float table4_scale(const job_t *J, const uint8_t *restrict b, int mode, int ib, int *at) {
+    if (mode == 0) {
+        *at = 2;
+        return f16(b, 0, J->big, J->lut);
+    }
+    if (mode == 1) {
+        const uint32_t h = u16(b, 2, J->big);
+        const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
+        *at = 8 + 16 * ib;
+        return f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
+    }
+    if (mode == 2) {
+        *at = 1;
+        return J->g2[b[0]];
+    }
+    *at = 4 + 8 * ib;
+    return J->g2[b[ib]];
+}
+
 INLINE void dec_table4(const job_t *J, const uint8_t *restrict b, float *restrict out, int mode, int groups, int span) {
     const int half = span / 2;
-    const float *kv = J->g1, *sc = J->g2;
+    const float *kv = J->g1;
     IVDEP
     for (int ib = 0; ib < groups; ib++) {
-        float dl;
         int at;
-        if (mode == 0) {
-            dl = f16(b, 0, J->big, J->lut);
-            at = 2;
-        } else if (mode == 1) {
-            const uint32_t h = u16(b, 2, J->big);
-            const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
-            dl = f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
-            at = 8 + 16 * ib;
-        } else if (mode == 2) {
-            dl = sc[b[0]];
-            at = 1;
-        } else {
-            dl = sc[b[ib]];
-            at = 4 + 8 * ib;
-        }
+        const float dl = table4_scale(J, b, mode, ib, &at);
         IVDEP
         for (int j = 0; j < half; j++) {
             const uint8_t c = b[at + j];

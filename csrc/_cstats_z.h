@@ -126,17 +126,8 @@ ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int 
     const __m512 kv = _mm512_loadu_ps(J->g1);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (int ib = 0; ib < groups; ib++) {
-        float dl;
         int at;
-        if (mode == 0) {
-            dl = f16(b, 0, J->big, J->lut);
-            at = 2;
-        } else {
-            const uint32_t h = u16(b, 2, J->big);
-            const int32_t low = ((int32_t) b[4 + ib / 2] >> (4 * (ib % 2))) & 0xF;
-            dl = f16(b, 0, J->big, J->lut) * (float) ((int32_t) (low | (((h >> (2 * ib)) & 3) << 4)) - 32);
-            at = 8 + 16 * ib;
-        }
+        const float dl = table4_scale(J, b, mode, ib, &at);
         const __m128i q = _mm_loadu_si128((const __m128i *) (b + at));
         const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
                                                   _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
