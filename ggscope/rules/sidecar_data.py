@@ -203,7 +203,8 @@ class ImatrixRefused(Rule):
                 yield ctx.at(ctx.node(nodes.get(key, "")), f"{key} is {types[key]}, not one uint32: "
                              "GGML_ASSERT in gguf_get_val_u32 fails (the process aborts)")
                 return
-        for name, (sums, counts) in _imatrix_pairs(mf).items():
+        pairs = _imatrix_pairs(mf)
+        for name, (sums, counts) in pairs.items():
             t = sums or counts
             if sums is None or counts is None:
                 yield ctx.at(ctx.node(t.node_path), f"mismatched sums and counts for {llama_quoted(name)}")
@@ -216,7 +217,7 @@ class ImatrixRefused(Rule):
             yield ctx.at(ctx.node(nodes.get("general.type", "")),
                          f"missing imatrix metadata ({', '.join(missing)}): llama-quantize exits")
             return
-        for name, (sums, counts) in _imatrix_pairs(mf).items():
+        for name, (sums, counts) in pairs.items():
             if _nelements(counts.shape) == 0:
                 yield ctx.at(ctx.node(counts.node_path), f"{llama_quoted(name)}.counts has no values: "
                              "load_imatrix divides by their number (SIGFPE)")
