@@ -15,7 +15,7 @@ import sys
 
 from ggscope.validate.config import FORMATS, ConfigError, load
 from ggscope.core.errors import GGScopeError
-from ggscope.commands.common import add_color_argument, error, expand_files
+from ggscope.commands.common import add_color_argument, error, expand_files, open_or_report
 from ggscope.core.escape import escape_text
 from ggscope.core import progress
 
@@ -240,6 +240,11 @@ def run(args) -> int:
     if args.base and not os.path.isfile(args.base):
         error(f"--base {args.base}: no such file")
         return 2
+    if args.base:                    # a damaged base judges nothing: say so once, not per file
+        base = open_or_report(args.base)
+        if base is None:
+            return 2
+        base.close()
     files, missing = expand_files(args.files)
     files = _one_per_model(files + listed)
     status = 0

@@ -78,6 +78,12 @@ def test_validate_base_checks_the_adapter_against_its_model(tmp_path, capsys):
     assert main(["validate", "--select", "loader", "--format", "json", "--base", str(wide), str(adapter)]) == 1
     assert "has incorrect shape" in capsys.readouterr().out
     assert main(["validate", "--base", str(tmp_path / "absent.gguf"), str(adapter)]) == 2
+    cut = tmp_path / "cut.gguf"                       # a damaged base: one line, no verdict against it
+    cut.write_bytes(good.read_bytes()[:40])
+    capsys.readouterr()
+    assert main(["validate", "--base", str(cut), str(adapter)]) == 2
+    err = capsys.readouterr().err
+    assert "damaged gguf file: parsing stopped at offset" in err and "Traceback" not in err
 
 
 def test_projector_needs_an_encoder_and_a_known_type(tmp_path):
