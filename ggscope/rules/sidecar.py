@@ -203,7 +203,7 @@ class ProjectorMismatch(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         mf = ctx.mf
-        base = base_model(ctx) if mf.damage is None and kind_of(mf) == "projector" else None
+        base = base_for(ctx, "projector")
         if base is None:
             return
         n_embd = base_hparam(base, "embedding_length")
@@ -296,6 +296,14 @@ def base_model(ctx: CheckContext):
     if "base" not in cache:
         cache["base"] = open_file(path)
     return cache["base"]
+
+
+def base_for(ctx: CheckContext, kind: str):
+    """The ``--base`` model when the file checked is an undamaged sidecar of ``kind``
+    (``projector``, ``control-vector``, ``imatrix``), else None: the guard every rule that
+    judges a sidecar against its base starts with."""
+    mf = ctx.mf
+    return base_model(ctx) if mf.damage is None and kind_of(mf) == kind else None
 
 
 def base_hparam(base, name: str):

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from ggscope.core.escape import llama_quoted
 from ggscope.facts.llama_arch import PINNED
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
-from ggscope.rules.sidecar import base_hparam, base_model, kind_of
+from ggscope.rules.sidecar import base_for, base_hparam, kind_of
 
 __all__ = ["RULES", "stoi"]
 
@@ -136,7 +136,7 @@ class ControlVectorMismatch(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         mf = ctx.mf
-        base = base_model(ctx) if mf.damage is None and kind_of(mf) == "control-vector" else None
+        base = base_for(ctx, "control-vector")
         if base is None:
             return
         problem, n_embd, dirs = _directions(ctx)
@@ -243,7 +243,7 @@ class ImatrixMismatch(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         mf = ctx.mf
-        base = base_model(ctx) if mf.damage is None and kind_of(mf) == "imatrix" else None
+        base = base_for(ctx, "imatrix")
         if base is None:
             return
         weights = {t.name: t for t in base.tensors if _n_dims(t.shape) >= 2}
