@@ -44,7 +44,6 @@ import json
 import os
 import random
 import resource
-import select
 import signal
 import sys
 import tempfile
@@ -53,6 +52,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ggscope.core.confined import confined
 from tools.fuzz_cases import DEFAULT_SHARED, REPO, find_seeds, mutate
 
 MAX_OUTPUT = 64 << 20            # bytes of a command's output checked (JSON beyond it: not parsed)
@@ -226,61 +226,32 @@ def run_case(case: str, seeds: list[Path], limits: Limits, browser: bool = True,
     return [Problem(case, rel, desc, e.get("command", "?"), e["kind"], e.get("detail", "")) for e in events]
 
 
-def _vm_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-
-
 def _fork(path: str, seed_path: str, browser: bool, limits: Limits) -> list[dict]:
-    read_fd, write_fd = os.pipe()
-    address_space = _vm_bytes() + limits.memory
-    pid = os.fork()
-    if pid == 0:                                         # the child
-        os.close(read_fd)
-        try:                                             # nothing may escape: os._exit below
-            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
-            resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu, limits.cpu + 5))
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limits.fsize, limits.fsize))
-            pipe = os.fdopen(write_fd, "w", buffering=1)
-            try:
-                _child(path, seed_path, browser, lambda e: pipe.write(json.dumps(e) + "\n"))
-            except BaseException as exc:  # noqa: BLE001 - the fuzzer's own failure, reported
-                pipe.write(json.dumps({"kind": "fuzzer", "detail": f"{type(exc).__name__}: {exc}"}) + "\n")
-            pipe.flush()
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    events, buf, current = [], b"", "start"
-    deadline = time.monotonic() + limits.wall
-    timed_out = False
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            os.kill(pid, signal.SIGKILL)
-            timed_out = True
-            break
-        ready, _, _ = select.select([read_fd], [], [], min(left, 1.0))
-        if not ready:
+    def work(write) -> None:
+        pipe = lambda e: write((json.dumps(e) + "\n").encode())  # noqa: E731
+        try:
+            _child(path, seed_path, browser, pipe)
+        except BaseException as exc:  # noqa: BLE001 - the fuzzer's own failure, reported
+            pipe({"kind": "fuzzer", "detail": f"{type(exc).__name__}: {exc}"})
+
+    out = confined(work, memory=limits.memory, cpu=limits.cpu, cpu_grace=5, wall=limits.wall, fsize=limits.fsize)
+    events, current = [], "start"
+    for line in out.data.split(b"\n"):
+        if not line.strip():
             continue
-        chunk = os.read(read_fd, 65536)
-        if not chunk:
-            break
-        buf += chunk
-        *lines, buf = buf.split(b"\n")
-        for line in lines:
+        try:
             event = json.loads(line)
-            if "start" in event:
-                current = event["start"]
-            else:
-                events.append(event)
-    os.close(read_fd)
-    _, status = os.waitpid(pid, 0)
-    if timed_out:
+        except ValueError:                               # the last line, cut off by a kill
+            continue
+        if "start" in event:
+            current = event["start"]
+        else:
+            events.append(event)
+    if out.killed:
         events.append({"kind": "timeout", "command": current, "detail": f"over {limits.wall:.0f} s of wall clock"})
-    elif os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        kind = "limit" if sig in (signal.SIGXCPU, signal.SIGXFSZ) else "signal"
-        events.append({"kind": kind, "command": current, "detail": f"killed by {signal.Signals(sig).name}"})
+    elif out.signal is not None:
+        kind = "limit" if out.signal in (signal.SIGXCPU, signal.SIGXFSZ) else "signal"
+        events.append({"kind": kind, "command": current, "detail": f"killed by {signal.Signals(out.signal).name}"})
     for e in events:
         if e["kind"] == "traceback" and "MemoryError" in e.get("detail", ""):
             e["kind"] = "limit"

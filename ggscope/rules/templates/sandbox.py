@@ -3,7 +3,7 @@
 Why: the syntax tree says what a template could do; a render says what it does for the
 conversations every runtime sends.  The render runs in transformers' environment
 (``engine.environment``: Jinja2's ``ImmutableSandboxedEnvironment`` and its globals) in a
-forked child process whose address space (``RLIMIT_AS``: what it already maps plus
+forked child process (``core.confined``) whose address space (``RLIMIT_AS``: what it already maps plus
 ``MEMORY_BUDGET``) and CPU time (``RLIMIT_CPU``) are capped by the kernel, and which the
 parent kills after ``WALL_BUDGET`` seconds: a template that loops, recurses or allocates
 without bound costs ggscope at most that, never a hang or an exhausted machine.
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
-import select
 import signal
 import threading
-import time
 from dataclasses import dataclass
+from functools import lru_cache
+
+from ggscope.core.confined import SETUP_FAILED, confined
 
 __all__ = ["Render", "render_all", "render_rows", "rows_to_renders", "conversations", "MEMORY_BUDGET", "WALL_BUDGET"]
 
@@ -116,25 +116,6 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {str(exc)[:300]}"
 
 
-def _mapped_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def _limit(which: int, value: int, grace: int = 0) -> None:
-    """Lower a resource limit to ``value`` (never above an existing hard limit); the
-    hard limit becomes ``value + grace`` unless one was already set."""
-    import resource
-    _, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        resource.setrlimit(which, (min(value, hard), hard))
-    else:
-        resource.setrlimit(which, (value, value + grace))
-
-
 @lru_cache(maxsize=1)
 def _warm() -> None:
     """Build the environment and render once in this process, so that the forked child
@@ -149,58 +130,24 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
     convs = conversations(text, messages)
     if not hasattr(os, "fork"):
         return [Render("(all)", False, "unavailable", error="no fork() on this platform: render skipped")]
-    import resource
-
     if threading.active_count() > 1:
         _warm()                          # another thread may hold the import lock: import everything first
-    limit = _mapped_bytes() + MEMORY_BUDGET
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                      # the child: limit, render, report, exit
-        code = 3
-        try:
-            os.close(r)
-            _limit(resource.RLIMIT_AS, limit)
-            _limit(resource.RLIMIT_CPU, CPU_BUDGET, grace=1)       # SIGXCPU, then SIGKILL
-            code = 1
-            data = json.dumps(_render_in_child(text, special, convs)).encode()
-            with os.fdopen(w, "wb") as f:
-                f.write(data)
-            code = 0
-        except BaseException:          # noqa: BLE001 - the child never returns into the caller's code
-            pass
-        finally:
-            os._exit(code)
-    os.close(w)
-    chunks, deadline, killed = [], time.monotonic() + WALL_BUDGET, False
-    try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                os.kill(pid, signal.SIGKILL)
-                killed = True
-                break
-            ready, _, _ = select.select([r], [], [], left)
-            if ready:
-                chunk = os.read(r, 1 << 16)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-    finally:
-        os.close(r)
-        _, status, usage = os.wait4(pid, 0)
-    if killed and usage.ru_utime + usage.ru_stime < 0.5:
+
+    def work(write) -> None:
+        write(json.dumps(_render_in_child(text, special, convs)).encode())
+
+    out = confined(work, memory=MEMORY_BUDGET, cpu=CPU_BUDGET, wall=WALL_BUDGET)
+    if out.killed and out.cpu_seconds < 0.5:
         return [Render("(all)", False, "unavailable", error="the renderer stalled without computing: not rendered")]
-    if not killed and not chunks and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 3:
+    if not out.killed and not out.data and out.exit_code == SETUP_FAILED:
         return [Render("(all)", False, "unavailable", error="the renderer could not set its limits: not rendered")]
-    if killed or not chunks:
-        why = (f"time: more than {WALL_BUDGET:g} s" if killed else
-               f"CPU time: more than {CPU_BUDGET} s" if os.WIFSIGNALED(status) and os.WTERMSIG(status) in
-               (signal.SIGXCPU, signal.SIGKILL) else
+    if out.killed or not out.data:
+        why = (f"time: more than {WALL_BUDGET:g} s" if out.killed else
+               f"CPU time: more than {CPU_BUDGET} s" if out.signal in (signal.SIGXCPU, signal.SIGKILL) else
                f"memory: more than {MEMORY_BUDGET >> 20} MiB (the renderer died)")
         return [Render("(all)", False, "budget", error=why)]
     try:
-        rows = json.loads(b"".join(chunks))
+        rows = json.loads(out.data)
     except ValueError:
         return [Render("(all)", False, "budget", error="the renderer's report was cut off")]
     return rows_to_renders(rows)
