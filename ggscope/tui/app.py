@@ -36,6 +36,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from ggscope.tui.first_screen import TAB_LABELS, TABS
 from ggscope.tui.format import file_text, plain, short_value, summary_line
 from ggscope.tui.hashes import HashesOnDemand
 from ggscope.tui.stats_worker import StatsOnDemand
@@ -57,9 +58,6 @@ __all__ = ["GGScopeApp", "AUTO_STATS_BYTES", "TABS", "left_width"]
 # above it (a 20 GB model) the user starts them with `s`.
 AUTO_STATS_BYTES = 64 << 20
 
-TABS = ("overview", "metadata", "tensors", "findings", "structure")
-TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 Tensors",
-              "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
 
@@ -87,8 +85,8 @@ class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
     ]
 
     def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None,
-                 opening: Future | None = None, peek: Any = None) -> None:
-        super().__init__()
+                 opening: Future | None = None, peek: Any = None, driver_class: type | None = None) -> None:
+        super().__init__(driver_class=driver_class)     # tui.driver after the launcher's pre-frame
         if isinstance(mf, (str, os.PathLike)):
             self.path, self.mf = os.fspath(mf), None
         else:
