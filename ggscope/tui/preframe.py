@@ -173,7 +173,7 @@ def frame(peek, name: str, cols: int, rows: int, *, colour: bool) -> str:
         sgr = _STYLE[role][pick]
         out.append(f"\x1b[{row + 1};{col + 1}H" + (f"\x1b[{sgr}m{text}\x1b[0m" if sgr else text))
 
-    summary = clip(summary_line(peek, name), cols)
+    summary = clip(fold(summary_line(peek, name), cols)[0], cols)   # a one-line Static: its first line
     put(0, 0, summary + " " * (cols - cells(summary)), "summary")
     left = left_width(cols)
     inner = left - 1                                  # the pane without its right border
@@ -189,26 +189,33 @@ def frame(peek, name: str, cols: int, rows: int, *, colour: bool) -> str:
         put(2, 0, clip("╸", inner), "dim")
         put(2, 1, clip("━" * active, inner - 1), "border")
         put(2, 1 + active, clip("╺" + "━" * inner, inner - 1 - active), "dim")
-    width = inner - 2                                 # the overview's padding, one column each side
-    facts = peek_facts(peek, limit=max(1, cols * rows))
+    row, last = 3, rows - 2                           # the footer's row stays empty
+    lines = _overview(peek, inner - 2, cols * rows)   # the overview's padding, one column each side
+    if len(lines) > last - row + 1:                   # taller than the pane: a scrollbar takes 2 columns
+        lines = _overview(peek, inner - 4, cols * rows)
+    for line in lines[:max(0, last - row + 1)]:
+        for col, text, role in line:
+            put(row, col, text, role)
+        row += 1
+    return "".join(out)
+
+
+def _overview(peek, width: int, limit: int) -> list[list[tuple[int, str, str]]]:
+    """The overview's lines in a pane ``width`` columns wide, as (column, text, role)
+    pieces: the facts grid (labels, two spaces, values folded in their column), a blank
+    line, the findings line and the pane keys, folded as Rich folds them."""
+    facts = peek_facts(peek, limit=max(1, limit))
     label_w = max(cells(label) for label, _ in facts)
     value_w = max(1, min(width - label_w - 2, max(cells(v or "…") for _, v in facts)))
-    row, last = 3, rows - 2                           # the footer's row stays empty
+    lines: list[list[tuple[int, str, str]]] = []
     for label, value in facts:
         for i, line in enumerate(fold(value if value is not None else "…", value_w)):
-            if row > last:
-                break
-            if i == 0:
-                put(row, 1, clip(label, width), "label")
-            put(row, 1 + label_w + 2, clip(line, max(0, width - label_w - 2)), "" if value is not None else "dim")
-            row += 1
-    row += 1                                          # a blank line, then the findings line
+            lines.append(([(1, clip(label, width), "label")] if i == 0 else [])
+                         + [(1 + label_w + 2, clip(line, max(0, width - label_w - 2)),
+                             "" if value is not None else "dim")])
+    lines.append([])
     for text, role in ((f"findings  {PEEK_PENDING}", "pending"), (PANE_KEYS, "dim")):
-        for i, line in enumerate(fold(text, width)):  # folded as the overview's text is
-            if row > last:
-                break
-            put(row, 1, line, role)
-            if i == 0 and role == "pending":
-                put(row, 1, clip("findings", width), "label")
-            row += 1
-    return "".join(out)
+        for i, line in enumerate(fold(text, width)):
+            lines.append([(1, line, role)] + ([(1, clip("findings", width), "label")]
+                                              if i == 0 and role == "pending" else []))
+    return lines

@@ -31,21 +31,34 @@ CUP = re.compile(r"\x1b\[(\d+);(\d+)H")
 OWN = re.compile(r"\x1b\[\?1049h|\x1b\[\?25l|\x1b\[\?7l|\x1b\[H|\x1b\[2J|\x1b\[\d+;\d+H|\x1b\[(?:[0-9;]*)m")
 
 
+WIDE = "\0"            # the second cell of a wide character
+
+
+def by_cell(line: str) -> str:
+    """A rendered line with a ``WIDE`` mark after each wide character: index = column."""
+    return "".join(ch + WIDE * (preframe.cells(ch) == 2) for ch in line)
+
+
 def screen_of(frame: str, cols: int, rows: int) -> list[str]:
-    """The screen a terminal shows after ``frame`` (cursor moves and text; SGR ignored)."""
+    """The screen a terminal shows after ``frame`` (cursor moves and text; SGR ignored),
+    one cell a character (``WIDE`` after a wide one)."""
     grid = [[" "] * cols for _ in range(rows)]
     pos = 0
     row = col = 0
-    for m in OWN.finditer(frame):
-        for ch in frame[pos:m.start()]:
+
+    def text(chars: str) -> None:
+        nonlocal col
+        for ch in chars:                    # a wide character takes two cells, as in Textual's strips
             grid[row][col] = ch
-            col += 1
+            if preframe.cells(ch) == 2:
+                grid[row][col + 1] = WIDE
+            col += preframe.cells(ch)
+    for m in OWN.finditer(frame):
+        text(frame[pos:m.start()])
         if (cup := CUP.fullmatch(m.group())):
             row, col = int(cup.group(1)) - 1, int(cup.group(2)) - 1
         pos = m.end()
-    for ch in frame[pos:]:
-        grid[row][col] = ch
-        col += 1
+    text(frame[pos:])
     return ["".join(r) for r in grid]
 
 
@@ -57,7 +70,7 @@ def browser_first_frame(path: Path, cols: int, rows: int, monkeypatch) -> list[s
         app = GGScopeApp(str(path), auto_stats=False, peek=peek(str(path)))
         async with app.run_test(size=(cols, rows)) as pilot:
             await pilot.pause()
-            return [s.text for s in app.screen._compositor.render_strips()]
+            return [by_cell(s.text) for s in app.screen._compositor.render_strips()]
     return asyncio.run(flow())
 
 
@@ -79,8 +92,9 @@ def assert_same_where_painted(pre: list[str], browser: list[str], cols: int) -> 
     from ggscope.tui.layout import left_width
     left = left_width(cols)
     assert pre[0] == browser[0]                                   # the summary line, whole
-    for r in range(1, len(pre) - 1):                              # the left pane, to the footer
-        assert pre[r][:left].rstrip() == browser[r][:left].rstrip(), (r, pre[r][:left], browser[r][:left])
+    for r in range(1, len(pre) - 1):        # the left pane to the footer (not the scrollbar's 2 columns)
+        assert pre[r][:left - 3].rstrip() == browser[r][:left - 3].rstrip(), (r, pre[r][:left], browser[r][:left])
+        assert pre[r][left - 1] == browser[r][left - 1] == "▕"
     assert pre[-1].strip() == ""                                  # the footer's row: no keys yet
 
 
@@ -101,9 +115,9 @@ def test_a_long_name_folds_as_the_overview_folds_it(tmp_path, monkeypatch):
 
 
 def test_a_huge_name_costs_a_screenful(tmp_path):
-    """A 4 MiB name: the frame is clipped to the screen, and only a screenful of the
+    """A 6 MiB name (2 Mi characters): the frame is clipped to the screen, and only a screenful of the
     name is escaped (the peek reads it; the pre-frame does not walk it)."""
-    path = long_name_gguf(tmp_path, "\u202e" * (4 << 20))
+    path = long_name_gguf(tmp_path, "\u202e" * (2 << 20))
     frame = preframe.frame(peek(str(path)), path.name, 80, 24, colour=True)
     assert len(frame) < 80 * 24 * 12
     assert "\u202e" not in frame and "\\u202e" in frame
@@ -134,7 +148,11 @@ def _show(env=None, stdin_tty=True) -> tuple[str, str]:
     """``SHOW`` with stdout and stderr on a pseudo-terminal (stdin too, unless told):
     what the terminal received, and what ``show`` answered (on a side pipe)."""
     import pty
+    import fcntl
+    import struct
+    import termios
     master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))    # 80x24
     r, w = os.pipe()
     full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TEXTUAL_DRIVER")}
     full_env.update({"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TERM": "xterm-256color",
