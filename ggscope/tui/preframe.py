@@ -43,7 +43,7 @@ import unicodedata
 from ggscope.tui.first_screen import PANE_KEYS, PEEK_PENDING, TAB_LABELS, TABS, peek_facts, summary_line
 from ggscope.tui.layout import left_width
 
-__all__ = ["show", "withdraw", "frame", "ENTER", "LEAVE"]
+__all__ = ["show", "withdraw", "frame", "cells", "clip", "fold", "ENTER", "LEAVE"]
 
 ENTER = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[H\x1b[2J"   # alternate screen, cursor hidden, no wrap, cleared
 LEAVE = "\x1b[?7h\x1b[?1049l\x1b[?25h"               # wrap on, main screen back, cursor shown (as Textual)
@@ -66,7 +66,7 @@ def _terminal() -> int | None:
     try:
         if (os.name != "posix" or os.environ.get("TEXTUAL_DRIVER")
                 or os.environ.get("TERM", "") in ("dumb", "unknown")
-                or not all(s is not None and s.isatty() for s in (sys.stdin, sys.stdout, out))):
+                or not all(s is not None and s.isatty() for s in (sys.__stdin__, sys.stdout, out))):
             return None
         return out.fileno()
     except (AttributeError, ValueError, OSError):      # a closed or replaced stream
@@ -91,7 +91,7 @@ def show(peek, name: str) -> bool:
     if cols < 1 or rows < 1:
         return False
     data = frame(peek, name, cols, rows, colour=_colour()).encode("utf-8", "replace")
-    return _write(fd, data)
+    return _write(fd, data) > 0         # any byte may have switched the screen: withdraw then
 
 
 def withdraw() -> None:
@@ -101,14 +101,15 @@ def withdraw() -> None:
         _write(fd, LEAVE.encode())
 
 
-def _write(fd: int, data: bytes) -> bool:
+def _write(fd: int, data: bytes) -> int:
+    """Write all of ``data`` (a terminal may take it in parts); the bytes written."""
+    done = 0
     try:
-        while data:
-            n = os.write(fd, data)
-            data = data[n:]
+        while done < len(data):
+            done += os.write(fd, data[done:])
     except OSError:
-        return False
-    return True
+        pass
+    return done
 
 
 def cells(text: str) -> int:
