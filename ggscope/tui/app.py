@@ -9,10 +9,11 @@ shows them and the parse - numpy, the spec engine - starts only once that frame 
 drawn, so it does not compete with Textual's start.  On a terminal the launcher has
 painted those facts before Textual was even imported (``preframe``, in the words of
 ``first_screen``); the app then runs with ``driver.keeping_preframe`` (``driver_class``)
-so that its first frame replaces them without a blank screen between.  ``FileLoaded`` fills the summary and the overview, and
-only once the footer is drawn (``_after_window``) are the hex view, the detail pane and
-the other tabs' tables and tree mounted and the validator started, so none of that
-work or its imports delay the first frames.  ``GGScopeApp(modelfile)`` composes an
+so that its first frame replaces them without a blank screen between.  ``FileLoaded``
+fills the summary and the overview, and only once the footer is drawn
+(``_after_window``) are the hex view, the detail pane and the other tabs' tables and
+tree mounted and the validator started, so none of that work or its imports delay the
+first frames.  ``GGScopeApp(modelfile)`` composes an
 already parsed file whole (tests, the API).
 
 Left, switchable tabs (1-5): the overview (what the file is), metadata, tensors,

@@ -183,8 +183,10 @@ def test_painted_on_a_terminal_and_given_back():
 
 
 @pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals are POSIX")
-@pytest.mark.parametrize("env,stdin_tty", [({}, False), ({"TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"}, True),
-                                           ({"TERM": "dumb"}, True)])
+@pytest.mark.parametrize("env,stdin_tty", [
+    ({}, False),
+    ({"TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"}, True),
+    ({"TERM": "dumb"}, True)])
 def test_nothing_painted_without_a_terminal_to_paint_on(env, stdin_tty):
     out, shown = _show(env, stdin_tty)
     assert shown == "False" and "\x1b" not in out
