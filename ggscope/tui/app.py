@@ -6,10 +6,14 @@ is parsed on a thread (``jobs.start_opening``, started by ``run_app`` before Tex
 imported, or the loader worker).  A GGUF file's header facts come sooner still: given
 ``peek`` (``model.peek``, read by ``run_app`` with ``struct`` alone) the first frame
 shows them and the parse - numpy, the spec engine - starts only once that frame is
-drawn, so it does not compete with Textual's start.  ``FileLoaded`` fills the summary and the overview, and
-only once the footer is drawn (``_after_window``) are the hex view, the detail pane and
-the other tabs' tables and tree mounted and the validator started, so none of that
-work or its imports delay the first frames.  ``GGScopeApp(modelfile)`` composes an
+drawn, so it does not compete with Textual's start.  On a terminal the launcher has
+painted those facts before Textual was even imported (``preframe``, in the words of
+``first_screen``); the app then runs with ``driver.keeping_preframe`` (``driver_class``)
+so that its first frame replaces them without a blank screen between.  ``FileLoaded``
+fills the summary and the overview, and only once the footer is drawn
+(``_after_window``) are the hex view, the detail pane and the other tabs' tables and
+tree mounted and the validator started, so none of that work or its imports delay the
+first frames.  ``GGScopeApp(modelfile)`` composes an
 already parsed file whole (tests, the API).
 
 Left, switchable tabs (1-5): the overview (what the file is), metadata, tensors,
@@ -36,6 +40,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
+from ggscope.tui.first_screen import TAB_LABELS, TABS
 from ggscope.tui.format import file_text, plain, short_value, summary_line
 from ggscope.tui.hashes import HashesOnDemand
 from ggscope.tui.stats_worker import StatsOnDemand
@@ -57,9 +62,6 @@ __all__ = ["GGScopeApp", "AUTO_STATS_BYTES", "TABS", "left_width"]
 # above it (a 20 GB model) the user starts them with `s`.
 AUTO_STATS_BYTES = 64 << 20
 
-TABS = ("overview", "metadata", "tensors", "findings", "structure")
-TAB_LABELS = {"overview": "1 Overview", "metadata": "2 Metadata", "tensors": "3 Tensors",
-              "findings": "4 Findings …", "structure": "5 Structure"}
 FOCUS = {"overview": "#overview", "structure": "#tree", "metadata": "#metadata-table",
          "tensors": "#tensor-table", "findings": "#findings-table"}
 
@@ -87,8 +89,8 @@ class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
     ]
 
     def __init__(self, mf: "ModelFile | str | os.PathLike", *, auto_stats: bool | None = None,
-                 opening: Future | None = None, peek: Any = None) -> None:
-        super().__init__()
+                 opening: Future | None = None, peek: Any = None, driver_class: type | None = None) -> None:
+        super().__init__(driver_class=driver_class)     # tui.driver after the launcher's pre-frame
         if isinstance(mf, (str, os.PathLike)):
             self.path, self.mf = os.fspath(mf), None
         else:

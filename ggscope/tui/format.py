@@ -6,7 +6,9 @@ U+202E and U+200B, separators and bytes that are not UTF-8 become visible escape
 and reaches a widget only as ``rich.text.Text`` (``plain``), never as a markup string:
 ``[/bold]`` or ``[@click=app.quit]`` in a file is shown as written.  Tables use
 ``widgets.plain_table.PlainTable``, which makes every str cell such a ``Text``;
-notifications pass ``markup=False``.
+notifications pass ``markup=False``.  The first screen's words (``file_text``, the
+summary line, the byte and count forms) live in ``first_screen``, which imports no Rich:
+the launcher's pre-frame uses them before Rich loads; they are re-exported here.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 
 from rich.text import Text
 
-from ggscope.core.escape import escape_text
+from ggscope.tui.first_screen import count, file_text, human_bytes, summary_line  # the first screen's words (no rich)
 
 
 def _is_array(value: Any) -> bool:
@@ -26,12 +28,6 @@ def _is_array(value: Any) -> bool:
 __all__ = ["short_value", "human_bytes", "file_text", "plain", "value_pages", "PAGE_CHARS", "count", "summary_line"]
 
 PAGE_CHARS = 2000            # a long string is shown this many characters a page
-
-
-def file_text(text: Any, *, keep_newlines: bool = False) -> str:
-    """``text`` from a file, escaped (``core.escape.escape_text``); ``keep_newlines``
-    keeps line feeds as line breaks (the detail pane's pages) and escapes the rest."""
-    return escape_text(text, keep="\n" if keep_newlines else "")
 
 
 def plain(text: str, style: str = "") -> Text:
@@ -63,14 +59,6 @@ def _num(x: Any) -> str:
     return str(x)
 
 
-def human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def value_pages(value: Any, page_items: int = 64) -> list[list[str]]:
     """A value in full, as pages of lines: a string in pieces of at most ``PAGE_CHARS``
     characters, ended at a line break where one is near (newlines kept, other control
@@ -97,27 +85,3 @@ def value_pages(value: Any, page_items: int = 64) -> list[list[str]]:
             pages.append([f"{lo + i:>8}  {short_value(x, 200)}" for i, x in enumerate(items)])
         return pages or [["(no items)"]]
     return [[short_value(value, 400)]]
-
-
-def count(n: int, noun: str) -> str:
-    return f"{n} {noun}" + ("" if n == 1 else "s")
-
-
-def summary_line(mf: Any, name: str) -> str:
-    """The browser's top line: the file given, format, byte order, size, keys, tensors;
-    for a split model the shard given and every shard's size (``model.split``).  ``mf``
-    may be a ``model.peek.Peek`` (the same facts, read before the parse)."""
-    name = file_text(name)
-    if mf is None:
-        return f" {name}  ·  parsing …"
-    if getattr(mf, "n_tensors", None) is not None:      # a header peek (model.peek) before the parse
-        return (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  {human_bytes(mf.size)}  ·  "
-                f"{count(mf.n_keys, 'key')}  ·  {count(mf.n_tensors, 'tensor')}")
-    shards = mf.extra.get("shards")
-    name += f" (shard {mf.extra.get('shard_given', 1)} of {len(shards)})" if shards else ""
-    text = (f" {name}  ·  {mf.format} v{mf.version}  ·  {mf.endian}-endian  ·  "
-            f"{human_bytes(sum(mf.extra.get('shard_sizes') or [mf.source.size]))}  ·  "
-            f"{count(len(mf.metadata), 'key')}  ·  {count(len(mf.tensors), 'tensor')}")
-    if mf.damage is not None:
-        text += f"  ·  DAMAGED at {mf.damage.start:#x}"
-    return text

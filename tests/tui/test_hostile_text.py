@@ -168,3 +168,25 @@ def test_diff_screen_shows_file_text_literally(tmp_path):
         assert raw_left(text) == [], name
     assert "[@click=app.quit]" in shots["tensors"][0] and "[/bold]" in shots["metadata"][0]
     assert SHOWN in details["tensor"] + details["key"]
+
+
+def test_the_preframe_shows_file_text_as_the_browser_does(tmp_path, monkeypatch):
+    """The launcher's pre-frame (``tui.preframe``, plain ANSI written before Textual
+    loads) over the hostile file: the file name, architecture and name escaped exactly
+    as the browser's first frame shows them (the same characters in the same cells), no
+    raw control left once the pre-frame's own sequences are taken out, and no markup
+    interpreted (there is none: it is not Rich)."""
+    from test_preframe import OWN, assert_same_where_painted, browser_first_frame, screen_of
+    from ggscope.model.peek import peek
+    from ggscope.tui import preframe
+    path = write_hostile(tmp_path)
+    first = peek(str(path))
+    assert first is not None and "\udcff" in first.architecture       # the undecodable bytes reach it
+    cols, rows = SIZE
+    frame = preframe.frame(first, path.name, cols, rows, colour=True)
+    shown = OWN.sub("", frame)
+    assert raw_left(shown) == []
+    assert NAME_SHOWN in shown and SHOWN in shown and "name:" + SHOWN in shown
+    for part in MARKUP:
+        assert part in shown
+    assert_same_where_painted(screen_of(frame, cols, rows), browser_first_frame(path, cols, rows, monkeypatch), cols)

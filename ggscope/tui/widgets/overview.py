@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from ggscope.tui.first_screen import PANE_KEYS, PEEK_PENDING, peek_facts
 from ggscope.tui.format import file_text, human_bytes
 
 __all__ = ["OverviewPane", "severity_counts"]
@@ -48,20 +49,11 @@ class OverviewPane(VerticalScroll, can_focus=True):
 
     def show_peek(self, p) -> None:
         """The header's facts (``model.peek``) while the parse runs: the same lines
-        ``show_file`` gives them, the rest said to follow."""
-        from ggscope.model.summary import file_type_name  # light: the ggml type tables only
-        ftype = file_type_name(p.file_type)
-        self.facts = [
-            ("format", f"{p.format} v{p.version}, {p.endian}-endian"),
-            ("architecture", file_text(p.architecture) if p.architecture else Text("…", style="dim")),
-            ("name", file_text(p.name) if p.name else Text("…", style="dim")),
-            ("parameters", Text("…", style="dim")),
-            ("file type", file_text(ftype) if ftype else Text("…", style="dim")),
-            ("size", f"{human_bytes(p.size)} ({p.size:,} B)"),
-            ("contents", f"{p.n_keys} metadata key{'s' * (p.n_keys != 1)}, "
-                         f"{p.n_tensors} tensor{'s' * (p.n_tensors != 1)}"),
-        ]
-        self._redraw(validating="reading the tensors …")
+        ``show_file`` gives them (in ``first_screen.peek_facts``'s words, which the
+        launcher's pre-frame shows too), the rest said to follow."""
+        self.facts = [(label, value if value is not None else Text("…", style="dim"))
+                      for label, value in peek_facts(p)]
+        self._redraw(validating=PEEK_PENDING)
 
     def show_file(self, mf) -> None:
         from ggscope.model.summary import human_count, summarize  # lazy: 6 more modules only when used
@@ -123,5 +115,5 @@ class OverviewPane(VerticalScroll, can_focus=True):
                             style=_SEVERITY_STYLE.get(sev, ""))
             line.append("  (4 to list them)", style="dim")
         parts.append(line)
-        parts.append(Text("2 metadata · 3 tensors · 4 findings · 5 structure", style="dim"))
+        parts.append(Text(PANE_KEYS, style="dim"))
         self.query_one("#overview-text", Static).update(Group(*parts))
