@@ -63,3 +63,27 @@ def test_prompt_builds_one_encoder(reads, capsys):
     assert main(["run", str(TINYLLAMA), "--prompt", "Hello", "--top-k", "5", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tokens"][0] == 317        # BOS
     assert reads["encoder"] == 1
+
+
+def test_candidates_come_from_a_partition_not_a_sort_of_the_vocabulary(reads, capsys, monkeypatch):
+    import numpy as np
+    sorted_sizes = []
+    real = np.argsort
+    monkeypatch.setattr(np, "argsort", lambda a, *x, **k: (sorted_sizes.append(np.size(a)), real(a, *x, **k))[1])
+    assert main(["run", str(TINYLLAMA), "--tokens", "317,72,101", "--top-k", "5", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["top"]) == 5
+    assert sorted_sizes and max(sorted_sizes) <= 5
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 7, 40, 41, 50])
+def test_top_ids_is_a_stable_sort_of_the_logits(k):
+    """Ties by id, NaN last, +-inf in place: as ``argsort(-logits, kind="stable")[:k]``."""
+    import numpy as np
+    from ggscope.commands.run import top_ids
+    rng = np.random.default_rng(k)
+    x = rng.integers(-3, 4, size=41).astype(np.float32)              # many ties
+    x[[2, 9]] = np.nan
+    x[[5, 30]] = np.inf
+    x[11] = -np.inf
+    want = np.argsort(-np.nan_to_num(x, nan=-np.inf), kind="stable")[:k]
+    assert top_ids(x, k).tolist() == want.tolist()
