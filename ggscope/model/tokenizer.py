@@ -56,7 +56,6 @@ from ggscope.ksy.strings import StringArray
 from ggscope.model.special_tokens import retype, type_reader
 from ggscope.model.spm import SpmEncoder
 from ggscope.model.vocab import Vocab
-from ggscope.model.wpm import WpmVocab
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -294,7 +293,8 @@ def _all_types(model: "ModelFile", vocab: Vocab, legacy: list[int] | None) -> li
     return retype(model.metadata, vocab.texts(), types) if model.format == "gguf" else types
 
 
-def _build_bert(model: "ModelFile", vocab: Vocab, legacy) -> WpmVocab:
+def _build_bert(model: "ModelFile", vocab: Vocab, legacy):
+    from ggscope.model.wpm import WpmVocab  # start-up: WordPiece only for a bert vocabulary
     meta, tokens, types = model.metadata, vocab.texts(), _all_types(model, vocab, legacy)
     unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))    # llama.cpp's WPM default
     lowercase = bool(meta.get("tokenizer.ggml.normalizer.lowercase", True))
