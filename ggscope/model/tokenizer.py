@@ -303,10 +303,22 @@ def _build_bert(model: "ModelFile", vocab: Vocab, legacy):
     return WpmVocab.build(tokens, unk, lowercase, None if strip is None else bool(strip), users)
 
 
+def _numbers(model: "ModelFile", key: str):
+    """``key``'s array of numbers as stored (() when absent), read lazily by id; a value
+    that is not one is ``TokenizerError`` here, not a traceback at the first read."""
+    value = model.metadata.get(key)
+    if value is None:
+        return ()
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("b", "i", "u", "f") and getattr(value, "ndim", 1) == 1 or (
+            isinstance(value, (list, tuple)) and all(isinstance(x, (int, float)) for x in value)):
+        return value
+    raise TokenizerError(f"{model.path}: {key} is not an array of numbers; pass token ids with --tokens")
+
+
 def _build_llama(model: "ModelFile", vocab: Vocab, type_of) -> SpmEncoder:
     meta = model.metadata
-    scores = meta.get("tokenizer.ggml.scores")
-    scores = scores if scores is not None else ()
+    scores = _numbers(model, "tokenizer.ggml.scores")
     name = str(meta.get("general.name", "")).lower()
     return SpmEncoder(
         vocab, type_of, lambda i: float(scores[i]) if i < len(scores) else 0.0,
@@ -338,7 +350,7 @@ def load(model: "ModelFile") -> Tokenizer:
     if legacy_types is not None:
         type_of = lambda i, text: legacy_types[i]          # noqa: E731
     else:                 # llama.cpp's load-time typing, one token at a time (special_tokens)
-        type_of = type_reader(meta, meta.get("tokenizer.ggml.token_type"), model.format == "gguf", len(vocab),
+        type_of = type_reader(meta, _numbers(model, "tokenizer.ggml.token_type"), model.format == "gguf", len(vocab),
                               lambda t: bool(vocab.find([t])), vocab.text)
     bos = meta.get("tokenizer.ggml.bos_token_id")
     bos = int(bos) if bos is not None else None

@@ -19,6 +19,7 @@ from ggscope.ksy.strings import StringArray
 from ggscope.model.special_tokens import retype, type_reader
 from ggscope.model.tokenizer import load
 from ggscope.model.vocab import Vocab
+from gguf_writers import KV, GArray, V, write_gguf_py
 from test_tokenizer_llama_vocab import read_cases
 
 SPACE = "\u2581"
@@ -103,3 +104,21 @@ def test_type_reader_special_cases(meta, texts):
     types = [4] * len(texts)
     type_of = type_reader(meta, types, True, len(texts), lambda t: t in texts, texts.__getitem__)
     assert [type_of(i, t) for i, t in enumerate(texts)] == retype(meta, texts, types)
+
+
+@pytest.mark.parametrize("kvs", [
+    lambda: [KV("tokenizer.ggml.scores", V.ARRAY, GArray(V.STRING, ("a",) * 5))],
+    lambda: [KV("tokenizer.ggml.scores", V.FLOAT32, 1.0)],
+    lambda: [KV("tokenizer.ggml.token_type", V.ARRAY, GArray(V.STRING, ("x",) * 5))],
+], ids=["string-scores", "scalar-scores", "string-types"])
+def test_a_vocabulary_that_is_not_numbers_is_one_error(tmp_path, kvs):
+    """Scores and types are read one token at a time now; a file whose arrays are not
+    numbers is still one TokenizerError naming the key, never a traceback at a read."""
+    from ggscope.model.tokenizer import TokenizerError
+    pieces = ("<unk>", SPACE, "h", "i", SPACE + "h")
+    path = write_gguf_py(tmp_path / "v.gguf", kvs=[KV("tokenizer.ggml.model", V.STRING, "llama"),
+                                                   KV("tokenizer.ggml.tokens", V.ARRAY, GArray(V.STRING, pieces)),
+                                                   *kvs()])
+    with pytest.raises(TokenizerError, match=r"tokenizer\.ggml\.(scores|token_type) is not an array of numbers"):
+        tok = load(ggscope.open(str(path)))
+        tok.encode("hi h")
