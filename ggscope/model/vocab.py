@@ -43,8 +43,9 @@ def utf8_bytes(text: str) -> bytes:
     try:
         return text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
-        return b"".join(c.encode("utf-8", "surrogateescape") if not 0xD800 <= ord(c) < 0xDC80
-                        else c.encode("utf-8", "surrogatepass") for c in text)
+        return b"".join(c.encode("utf-8", "surrogatepass") if 0xD800 <= ord(c) <= 0xDFFF
+                        and not 0xDC80 <= ord(c) <= 0xDCFF else c.encode("utf-8", "surrogateescape")
+                        for c in text)
 
 
 def _runs(data: bytes, prefix: bytes = b"") -> np.ndarray:

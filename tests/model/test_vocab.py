@@ -122,3 +122,24 @@ def test_a_vocabulary_that_is_not_numbers_is_one_error(tmp_path, kvs):
     with pytest.raises(TokenizerError, match=r"tokenizer\.ggml\.(scores|token_type) is not an array of numbers"):
         tok = load(ggscope.open(str(path)))
         tok.encode("hi h")
+
+
+def test_the_encoder_over_a_texts_pieces_is_the_encoder_over_all(shared_fixtures):
+    """Exactness of reading only ``near``'s pieces: the same ids as ``SpmVocab.over`` the
+    whole decoded vocabulary, on llama.cpp's test texts and on texts made to reach the
+    byte fallback, lone surrogates (escaped and not) and the space prefix."""
+    from ggscope.model.spm import SpmVocab
+    tok = load(_spm(shared_fixtures))
+    whole = SpmVocab.over({t: ids for t, ids in _by_text(tok.vocab.texts()).items()}, tok.type_of,
+                          tok.engine.score_of, tok.engine.add_space_prefix, tok.engine.rstrip_user)
+    texts = [t for t, _ in read_cases("llama-spm")] + [
+        "", " ", "  a", "\u00e9\u4e2d\U0001f600", "a\udc80b", "a\ud800b\udd00c\udc9f", "\x00\x01 \t\n", "\u2581\u2581x"]
+    bad = [(t, got, want) for t in texts if (got := tok.engine.encode(t)) != (want := whole.encode(t))]
+    assert not bad, bad[:3]
+
+
+def _by_text(texts):
+    index: dict[str, list[int]] = {}
+    for i, t in enumerate(texts):
+        index.setdefault(t, []).append(i)
+    return index
