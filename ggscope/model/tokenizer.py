@@ -130,7 +130,7 @@ def _byte_decoder() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """A vocabulary and, once used, its encoder: ``build()`` makes an ``_SpmEncoder``, a
+    """A vocabulary and, once used, its encoder: ``build()`` makes an ``spm.SpmEncoder``, a
     ``WpmVocab`` or a ``tokenizers.Tokenizer``; None for byte-level."""
     kind: str                  # "llama", "bert", "gpt2" or "bytes"
     build: Callable[[], Any] | None
@@ -288,7 +288,7 @@ def _all_types(model: "ModelFile", vocab: Vocab, legacy: list[int] | None) -> li
     over the decoded pieces: set look-ups, no call per token)."""
     if legacy is not None:
         return legacy
-    stored = [int(t) for t in _meta_list(model.metadata, "tokenizer.ggml.token_type")]
+    stored = [int(t) for t in _numbers(model, "tokenizer.ggml.token_type")]
     types = stored[:len(vocab)] + [TOKEN_TYPE_NORMAL] * max(0, len(vocab) - len(stored))
     return retype(model.metadata, vocab.texts(), types) if model.format == "gguf" else types
 
