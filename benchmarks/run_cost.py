@@ -31,7 +31,8 @@ implementation could show - so for six tokens, whose forward pass costs about wh
 interpreter and numpy cost to start, 1.3x is out of reach, and the goal is judged where
 the forward pass is the work.
 
-Each side's round with the least CPU is shown.  ``--baseline DIR`` measures another
+Each side's round with the least CPU is shown, and per case the least fixed cost of
+all rounds (a busy machine only adds to it: the steadiest side-by-side figure).  ``--baseline DIR`` measures another
 source tree (e.g. ``git archive`` of main, its extensions built) in the same interleaved
 rounds; the load average is printed before and after.
 
@@ -209,6 +210,13 @@ def main() -> int:
             fwd = d["forward"]
             print(f"{case:<12} {name:<8} {clock:<5}{cells}{d['total']:9.2f}{d['total'] - fwd:8.2f}  "
                   f"{d['total'] / fwd:12.2f}x  {(fl + fwd) / fwd:10.2f}x")
+    print("fixed cost, the least of the rounds (noise only adds to it), CPU seconds:")
+    for case, _ in cases:
+        cells = []
+        for name, _ in trees:
+            ok = [r["cpu"] for r in runs[(case, name)] if isinstance(r, dict)]
+            cells.append(f"{name} {min(r['total'] - r['forward'] for r in ok):.3f}" if ok else f"{name} n/a")
+        print(f"  {case:<12} " + "   ".join(cells) + f"   (floor {floor_cpu:.3f})")
     print(f"load average after: {load_average()}  (seconds; least CPU of {max(1, args.repeat)} rounds; "
           "fixed = total - forward; floor-bound = (floor + forward) / forward, the floor being "
           "python -c pass + import numpy)")
