@@ -18,10 +18,20 @@
    lengths(buf, start, n, width, le, tail, out): the same walk over elements that
    ``scan`` found to fit, writing each length into ``out`` (a writable buffer of n
    unsigned integers of out.len / n bytes: 1, 2, 4 or 8).  ValueError if an element does
-   not fit or a length does not fit the item size. */
+   not fit or a length does not fit the item size.
+
+   heads(buf, first, lens, lsize, width, tail, out): over a contiguous array already
+   scanned, laid out as ggscope.ksy.strings.StringArray holds it (``lens``: n lengths of
+   ``lsize`` bytes, 1, 2, 4 or 8; string i's ``width``-byte prefix right after string
+   i-1's bytes and ``tail`` bytes, the first at ``first``), write each string's first eight
+   bytes (fewer for a shorter string, the rest zero) as a little-endian integer into
+   ``out`` (n uint64): StringArray.heads, the key that finds pieces of a vocabulary by
+   text without decoding them.  ValueError if a string lies outside ``buf``. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+
+#include "_strarray.h"
 
 static inline uint64_t read_len(const unsigned char *p, Py_ssize_t width, int le) {
     uint64_t v = 0;
@@ -118,9 +128,54 @@ done:
     return res;
 }
 
+static PyObject *heads(PyObject *self, PyObject *args) {
+    Py_buffer buf, lens, out;
+    Py_ssize_t first, lsize, width, tail;
+    if (!PyArg_ParseTuple(args, "y*ny*nnnw*", &buf, &first, &lens, &lsize, &width, &tail, &out)) return NULL;
+    PyObject *res = NULL;
+    const Py_ssize_t n = good_size(lsize) ? lens.len / lsize : 0;
+    if (!good_size(lsize) || lens.len % lsize || width < 0 || tail < 0 || first < 0 ||
+        out.len != n * (Py_ssize_t) sizeof(uint64_t)) {
+        PyErr_SetString(PyExc_ValueError, "heads: lengths of 1, 2, 4 or 8 bytes, out n uint64, sizes >= 0");
+        goto done;
+    }
+    const unsigned char *src = buf.buf;
+    uint64_t *dst = out.buf;
+    uint64_t p = (uint64_t) first;
+    const uint64_t size = (uint64_t) buf.len;
+    Py_ssize_t i = 0;
+    int ok = 1;
+    Py_BEGIN_ALLOW_THREADS
+    for (; i < n; i++) {
+        const uint64_t len = item(lens.buf, lsize, i);
+        if (p > size || (uint64_t) width > size - p || len > size - p - (uint64_t) width) {
+            ok = 0;
+            break;
+        }
+        const unsigned char *s = src + p + (uint64_t) width;
+        uint64_t v = 0;
+        for (int j = (len < 8 ? (int) len : 8) - 1; j >= 0; j--) v = (v << 8) | s[j];
+        dst[i] = v;
+        p += (uint64_t) width + len + (uint64_t) tail;
+    }
+    Py_END_ALLOW_THREADS
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "heads: string %zd lies outside the buffer", i);
+        goto done;
+    }
+    res = Py_None;
+    Py_INCREF(res);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&lens);
+    PyBuffer_Release(&out);
+    return res;
+}
+
 static PyMethodDef METHODS[] = {
     {"scan", scan, METH_VARARGS, "Walk length-prefixed strings: (elements that fit, end offset, longest length)."},
     {"lengths", lengths, METH_VARARGS, "Write the lengths of length-prefixed strings into a narrow buffer."},
+    {"heads", heads, METH_VARARGS, "Write the first eight bytes of each length-prefixed string as a uint64."},
     {NULL, NULL, 0, NULL},
 };
 

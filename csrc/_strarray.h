@@ -1,6 +1,6 @@
 /* A string array as ggscope's parser lays it out: a prefix-length (or length) array of
-   1, 2, 4 or 8-byte unsigned integers.  Shared by _cjson.c and _cvocab.c, which read the
-   same layout. */
+   1, 2, 4 or 8-byte unsigned integers.  Shared by _cjson.c, _cvocab.c and _cscan.c, which read
+   the same layout. */
 #ifndef GGSCOPE_STRARRAY_H
 #define GGSCOPE_STRARRAY_H
 #include <Python.h>

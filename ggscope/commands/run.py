@@ -81,6 +81,24 @@ def _labeller(mf, tok):
         return None
 
 
+def top_ids(logits, k: int):
+    """The ids of the ``k`` largest logits, largest first, equal logits by id and NaN
+    last - what a stable sort of all of them gives - from one partition: no sort of the
+    whole vocabulary to list five candidates."""
+    import numpy as np
+    key = -np.nan_to_num(np.asarray(logits), nan=-np.inf)          # ascending: the order wanted
+    k = max(0, min(k, key.size))
+    if k == 0:
+        return np.zeros(0, np.int64)
+    if k < key.size:
+        edge = key[np.argpartition(key, k - 1)[k - 1]]                        # the k-th smallest key
+        less = np.flatnonzero(key < edge)
+        key_ids = np.concatenate([less, np.flatnonzero(key == edge)[:k - len(less)]])
+    else:
+        key_ids = np.arange(key.size)
+    return key_ids[np.argsort(key[key_ids], kind="stable")]
+
+
 def _generate(module, weights, logits, state, n: int, bar) -> tuple[list[int], object]:
     """Greedy continuation for ``n`` tokens (stops at non-finite logits), one bar step each."""
     import numpy as np
@@ -124,14 +142,14 @@ def _run(args) -> int:
         bar.update(2, desc=f"{arch}: generating" if args.generate else None)
         generated, last = _generate(module, weights, logits, state, args.generate, bar)
     names = _labeller(mf, tok)
-    sanity = check_logits(logits, arch=F.architecture(mf), tokens=ids)
-    finite = sanity.finite
-    probs = np.exp(log_softmax(logits)) if finite else np.full(logits.shape, np.nan)
-    k = max(0, min(args.top_k, logits.size))
-    order = np.argsort(-np.nan_to_num(logits, nan=-np.inf), kind="stable")[:k]
+    # the entropy only when asked for (--check): the rest reads k of the n_vocab logits
+    sanity = check_logits(logits, arch=F.architecture(mf), tokens=ids) if args.check else None
+    finite = sanity.finite if sanity is not None else bool(np.isfinite(logits).all())
+    order = top_ids(logits, args.top_k)
+    probs = np.exp(log_softmax(logits)[order]) if finite else np.full(len(order), np.nan)
     top = [{"id": int(i), "token": names.piece(int(i)) if names is not None else None,
-            "logit": float(logits[i]), "prob": float(probs[i])} for i in order]
-    entropy = sanity.entropy_nats
+            "logit": float(logits[i]), "prob": float(p)} for i, p in zip(order, probs)]
+    entropy = sanity.entropy_nats if sanity is not None else None
     out = {"architecture": F.architecture(mf), "tokens": ids}
     if args.json:                      # n_vocab floats as Python objects: only when printed
         out["logits"] = [float(x) if np.isfinite(x) else None for x in logits.tolist()]

@@ -17,7 +17,8 @@ here costs about one byte per short string:
 The contract: ``len``, indexing (one string decoded), ``raw(i)``, ``tolist()`` (all
 decoded in one pass and cached), ``offsets(lo, hi)`` and ``lengths(lo, hi)`` (int64
 arrays made on demand for a range), ``part(lo, hi)`` (a range as a StringArray of its
-own), ``blocks()`` (offsets and lengths, a bounded block at a time:
+own), ``heads()`` (each string's first eight bytes as one uint64: a search key),
+``blocks()`` (offsets and lengths, a bounded block at a time:
 every bulk pass here walks the array that way, so no pass allocates 16 bytes a
 string), ``nbytes`` (what the store itself holds).  It compares equal to the list of its
 strings.  The file's bytes are read, never written.
@@ -27,6 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+
+try:
+    from ggscope.ksy import _cscan            # compiled at install (setup.py); else numpy
+except ImportError:
+    _cscan = None
 
 __all__ = ["StringArray", "narrow_unsigned"]
 
@@ -156,6 +162,31 @@ class StringArray(Sequence):
             raise IndexError(i)
         raw = self.raw(i)
         return raw.decode(self.encoding, "surrogateescape") if self.encoding else raw
+
+    def heads(self) -> np.ndarray:
+        """Each string's first eight bytes as a little-endian uint64, zero past the end of
+        a shorter string: a key that finds strings by their text without decoding any
+        (``ggscope.model.vocab``).  A contiguous array in one compiled walk (``_cscan``);
+        else block by block, a gather through an unaligned view of the store."""
+        n, arr = len(self), self._arr
+        out = np.zeros(n, dtype=np.uint64)
+        if n == 0:
+            return out
+        if _cscan is not None and self.rel is None and arr.flags.c_contiguous:
+            _cscan.heads(arr, self.first, np.ascontiguousarray(self.lens), self.lens.itemsize, self.width,
+                         self.tail, out)
+            return out
+        size = len(arr)
+        masks = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+        win = np.ndarray((size - 7,), dtype="<u8", buffer=arr, strides=(1,)) if size >= 8 else None
+        for lo, hi, offs, lens in self.blocks():
+            starts = offs + self.width
+            if win is not None:
+                out[lo:hi] = win[np.minimum(starts, size - 8)] & masks[np.minimum(lens, 8)]
+            for j in np.flatnonzero((starts > size - 8) & (lens > 0)):   # within 8 bytes of the end
+                s = int(starts[j])
+                out[lo + j] = int.from_bytes(arr[s:s + min(int(lens[j]), 8)].tobytes(), "little")
+        return out
 
     def tolist(self) -> list:
         if self._list is None:

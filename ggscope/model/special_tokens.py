@@ -21,9 +21,14 @@ The rules (llama.cpp as vendored in llama-cpp-python 0.3.36, src/llama-vocab.cpp
   ``<|plamo:eos|>``, ``</s>`` is a normal token instead.
 
 Contract: ``retype(meta, tokens, types) -> list[int]``, a new list of
-llama_token_type values (3 = control, 1 = normal); the input is not changed.
+llama_token_type values (3 = control, 1 = normal); the input is not changed.  The same
+rules one token at a time, for a reader that does not decode the whole vocabulary:
+``type_reader(meta, stored, retyped, n, has, text_at) -> type_of(id, text)``.
 """
 from __future__ import annotations
+
+import operator
+from collections.abc import Callable
 
 CONTROL, NORMAL = 3, 1
 
@@ -58,22 +63,73 @@ ROLE_TEXTS: dict[str, tuple[str, frozenset[str]]] = {
 _S_IS_NORMAL_WITH = frozenset(["<|tool_response>", "<|plamo:eos|>"])
 
 
-def retype(meta: dict, tokens: list[str], types: list[int]) -> list[int]:
-    out = list(types)
-    roles = frozenset().union(*(texts for key, texts in ROLE_TEXTS.values() if meta.get(key) is None))
-    control = EOG_TEXTS | roles
-    eog_s = False
-    normal_s_marker = False
+def as_id(value) -> int | None:
+    """A metadata value as a token id (any integer type), else None."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
+
+
+def control_texts(meta: dict) -> frozenset[str]:
+    """The texts llama.cpp makes control tokens for this file's metadata."""
+    return EOG_TEXTS.union(*(texts for key, texts in ROLE_TEXTS.values() if meta.get(key) is None))
+
+
+def s_is_normal(meta: dict, has, text_at) -> bool:
+    """Whether ``</s>`` is a normal token: the end-of-generation set holds it with
+    ``<|tool_response>`` or ``<|plamo:eos|>`` (a control text, or the EOS id's text).
+    ``has(text)`` says whether a token has that text, ``text_at(id)`` a token's text."""
+    if not has("</s>"):
+        return False
+    control = control_texts(meta)
     eos = meta.get("tokenizer.ggml.eos_token_id")       # in llama.cpp's EOG set by id
-    for i, text in enumerate(tokens):           # set look-ups only: no call per token
-        if text in control:
-            out[i] = CONTROL
-            if text == "</s>":
-                eog_s = True
-        if text in _S_IS_NORMAL_WITH and (text in control or i == eos):
-            normal_s_marker = True
-    if eog_s and normal_s_marker:
-        for i, text in enumerate(tokens):
-            if text == "</s>":
-                out[i] = NORMAL
+    at_eos = text_at(eos)
+    return any((t in control and has(t)) or at_eos == t for t in _S_IS_NORMAL_WITH)
+
+
+def token_type(text: str, stored: int, control: frozenset[str], s_normal: bool) -> int:
+    """One token's type as llama.cpp uses it (``control_texts``, ``s_is_normal``)."""
+    if text in control:
+        return NORMAL if s_normal and text == "</s>" else CONTROL
+    return stored
+
+
+def type_reader(meta: dict, stored, retyped: bool, n: int, has, text_at) -> Callable[[int, str], int]:
+    """``type_of(id, text)`` for a vocabulary of ``n`` tokens read one token at a time:
+    the ``stored`` type (``tokenizer.ggml.token_type``; NORMAL past the end of a short or
+    missing array), with ``retyped`` (a GGUF file) the type ``retype`` gives.  ``has(text)``
+    and ``text_at(id)`` read the vocabulary only for ``</s>`` (``s_is_normal``), once."""
+    stored = stored if stored is not None and len(stored) else ()
+    control = control_texts(meta) if retyped else frozenset()
+    memo: dict[str, bool] = {}
+
+    def stored_at(i: int) -> int:
+        return int(stored[i]) if i < len(stored) else NORMAL
+
+    def at(i) -> str | None:
+        i = as_id(i)
+        return text_at(i) if i is not None and 0 <= i < n else None
+
+    def type_of(i: int, text: str) -> int:
+        if text not in control:
+            return stored_at(i)
+        if "s" not in memo:
+            memo["s"] = s_is_normal(meta, has, at)
+        return token_type(text, stored_at(i), control, memo["s"])
+    return type_of
+
+
+def retype(meta: dict, tokens: list[str], types: list[int]) -> list[int]:
+    control = control_texts(meta)
+    present = set(tokens) & (control | _S_IS_NORMAL_WITH)   # set look-ups only: no call per token
+
+    def text_at(i):
+        i = as_id(i)
+        return tokens[i] if i is not None and 0 <= i < len(tokens) else None
+    s_normal = s_is_normal(meta, present.__contains__, text_at)
+    out = list(types)
+    for i, text in enumerate(tokens):
+        if text in present:
+            out[i] = token_type(text, out[i], control, s_normal)
     return out

@@ -10,11 +10,13 @@ a tie), looking pairs up in ``token_to_id``.  This module is that algorithm (lla
 vendored in llama-cpp-python 0.3.36, src/llama-vocab.cpp: ``llm_tokenizer_spm_session``,
 ``llama_vocab::impl::tokenize`` case SPM, ``tokenizer_st_partition``), so building it is
 one pass over the pieces (a dict and the longest piece's length) and nothing is derived.
+llama.cpp's map keeps the first of equal pieces; so does ``token_to_id`` here.
 
-Contract: ``SpmVocab.build(tokens, types, scores, add_space_prefix, rstrip_user)`` in
-time and memory linear in the vocabulary's bytes; ``encode(text) -> list[int]`` gives the
-ids llama.cpp gives with ``add_special=false, parse_special=false`` (no BOS): user-defined
-pieces (token type 4) are cut out of the text first, longest first, as whole tokens
+Contract: ``SpmVocab.over(pieces, type_of, score_of, add_space_prefix, rstrip_user)``
+in time and memory linear in the bytes of ``pieces`` - the whole vocabulary or only the
+pieces one text can use (``ggscope.model.vocab.Vocab.near``: the rest stays undecoded
+in the file); ``encode(text) -> list[int]`` gives the ids llama.cpp gives with
+``add_special=false, parse_special=false`` (no BOS): user-defined pieces (token type 4) are cut out of the text first, longest first, as whole tokens
 (their right-hand whitespace dropped when ``rstrip_user``, llama.cpp's rule for phi-3);
 each remaining fragment gets a leading space when it starts the text or follows such a
 piece (``add_space_prefix``), spaces become "▁", and characters no piece covers become
@@ -25,9 +27,16 @@ looked up: none can match, and that bounds each lookup by the vocabulary, not th
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-__all__ = ["SpmVocab"]
+from ggscope.model.vocab import utf8_bytes
+
+if TYPE_CHECKING:
+    from ggscope.model.vocab import Vocab
+
+__all__ = ["SpmVocab", "SpmEncoder"]
 
 SPM_SPACE = "\u2581"
 _USER_DEFINED = 4
@@ -37,23 +46,28 @@ _C_SPACE = " \t\n\v\f\r"          # C isspace() in the "C" locale
 @dataclass(frozen=True)
 class SpmVocab:
     token_to_id: dict[str, int]
-    scores: tuple[float, ...]
+    scores: Sequence[float] | Mapping[int, float]      # by id
     user: tuple[str, ...]           # user-defined pieces, longest first
     max_len: int                    # longest piece, in characters
     add_space_prefix: bool
     rstrip_user: bool
 
     @classmethod
-    def build(cls, tokens, types, scores, add_space_prefix: bool = True,
-              rstrip_user: bool = False) -> "SpmVocab":
-        tokens = list(tokens)
-        # llama.cpp's map keeps the first of equal pieces: filled last to first, the first wins
-        token_to_id = dict(zip(reversed(tokens), range(len(tokens) - 1, -1, -1)))
-        max_len = max(map(len, tokens), default=0)
-        user = [t for t, ty in zip(tokens, types) if ty == _USER_DEFINED and t]
-        user.sort(key=len, reverse=True)         # cache_special_tokens: longest text first
-        padded = tuple(map(float, scores)) + (0.0,) * max(0, len(tokens) - len(scores))
-        return cls(token_to_id, padded, tuple(user), max_len, add_space_prefix, rstrip_user)
+    def over(cls, pieces: Mapping[str, list[int]], type_of: Callable[[int, str], int],
+             score_of: Callable[[int], float],
+             add_space_prefix: bool = True, rstrip_user: bool = False) -> "SpmVocab":
+        """The encoder over a vocabulary or part of one: ``pieces`` maps texts to their ids
+        (ascending), ``type_of(id, text)`` and ``score_of(id)`` give a token's type and
+        score.  Over part, it encodes a text exactly as over the whole when ``pieces`` holds every piece that occurs in the text or in it after a space prefix, and the
+        byte pieces of its bytes (``ggscope.model.vocab.Vocab.near``): every lookup the
+        encoder makes is one of those."""
+        token_to_id = {t: ids[0] for t, ids in pieces.items()}
+        user = sorted((i, t) for t, ids in pieces.items() if t for i in ids if type_of(i, t) == _USER_DEFINED)
+        texts = [t for _, t in user]
+        texts.sort(key=len, reverse=True)          # cache_special_tokens: longest text first
+        scores = {i: score_of(i) for i in token_to_id.values()}
+        return cls(token_to_id, scores, tuple(texts), max(map(len, token_to_id), default=0),
+                   add_space_prefix, rstrip_user)
 
     # --- tokenizer_st_partition with parse_special = false: user-defined pieces only --------
     def _partition(self, text: str) -> list[str | int]:
@@ -149,6 +163,30 @@ class SpmVocab:
         if tid is None:
             raise KeyError(f"the vocabulary has no piece for byte 0x{b:02X} (<0x{b:02X}>)")
         return tid
+
+
+@dataclass(frozen=True)
+class SpmEncoder:
+    """``SpmVocab.over`` the pieces each text can use (``Vocab.near``): the pieces it
+    contains, after a space prefix too, and the byte pieces of its bytes.  A vocabulary
+    that comes back whole (a list, a corpus-sized text) is built into one SpmVocab, once."""
+    vocab: "Vocab"
+    type_of: Callable[[int, str], int]
+    score_of: Callable[[int], float]
+    add_space_prefix: bool = True
+    rstrip_user: bool = False
+    _last: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def encode(self, text: str) -> list[int]:
+        """``text`` as llama.cpp's SPM token ids (no BOS), as ``SpmVocab.encode``."""
+        prefix = SPM_SPACE if self.add_space_prefix else ""
+        spaced = prefix + text.replace(" ", SPM_SPACE)
+        raw = set(_utf8(spaced)) | set(utf8_bytes(spaced))      # what _byte can be asked for
+        pieces = self.vocab.near([text, spaced], [f"<0x{b:02X}>" for b in raw], prefix)
+        if self._last.get("pieces") is not pieces:
+            self._last.update(pieces=pieces, spm=SpmVocab.over(pieces, self.type_of, self.score_of,
+                                                               self.add_space_prefix, self.rstrip_user))
+        return self._last["spm"].encode(text)
 
 
 def _utf8(text: str) -> bytes:

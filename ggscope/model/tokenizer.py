@@ -8,9 +8,9 @@ translates GGUF metadata into a ``tokenizers.Tokenizer``, except for SentencePie
 * ``tokenizer.ggml.model == "llama"`` (SentencePiece BPE with scores): llama.cpp's own
   algorithm (``ggscope.model.spm``: the highest-scoring adjacent pair merges first, byte
   fallback to ``<0xXX>`` pieces, spaces turned into "▁" and one "▁" put in front of the
-  text, ``tokenizer.ggml.add_space_prefix``, default true).  It needs no merge table,
-  so building it is linear in the vocabulary's bytes (a merge table derived from the
-  scores is quadratic in a piece's length: issue 23).
+  text, ``tokenizer.ggml.add_space_prefix``, default true).  It needs no merge table
+  (one derived from the scores is quadratic in a piece's length: issue 23), only the
+  pieces the text can contain.
 * ``tokenizer.ggml.model == "gpt2"`` (byte-level BPE with merges): the pre-tokenizer
   regexes llama.cpp picks for ``tokenizer.ggml.pre`` (``PRE_TOKENIZER_REGEXES``, copied
   from llama.cpp's ``src/llama-vocab.cpp``), applied in sequence as llama.cpp's
@@ -30,10 +30,15 @@ llama.cpp gives them at load (``special_tokens.retype``: ``</s>``, ``<end_of_tur
 the like are control tokens even where the file says user-defined).  Anything else
 (Unigram, an unknown ``pre``) raises ``TokenizerError`` saying what is supported.
 
-Contract: ``load(model) -> Tokenizer`` reads the vocabulary arrays and nothing more; the
-encoder (``SpmVocab`` or a ``tokenizers.Tokenizer``) is built on the first ``encode`` or
-``decode``, so listing candidates' text (``ggscope run --tokens``) builds none.  A
-vocabulary the encoder cannot be built from raises ``TokenizerError`` there.
+Contract: ``load(model) -> Tokenizer`` reads no piece of the vocabulary: it is a
+``model.vocab.Vocab`` over the file's string array, read where it lies.  ``piece_bytes``
+reads the one piece it is asked for (``ggscope run --tokens`` decodes its candidates'
+pieces and nothing else); a SentencePiece ``encode`` reads the pieces its text can
+contain (``spm.SpmEncoder``: a six-token prompt decodes about a hundred of Gemma 3's
+262,144); the WordPiece and byte-level BPE encoders are built from the whole vocabulary
+on the first ``encode`` or ``decode``.  Types are llama.cpp's, one token at a time
+(``special_tokens.type_reader``).  A vocabulary the encoder cannot be built from raises
+``TokenizerError`` there.
 ``Tokenizer.encode(text, add_bos=None)`` gives a
 list of ints (``add_bos=None`` follows the file's ``tokenizer.ggml.add_bos_token``),
 ``decode(ids)`` gives text; ``piece_bytes(id)`` is one token's text as llama.cpp's
@@ -47,9 +52,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from ggscope.core.errors import GGScopeError
 from ggscope.core.escape import escape_label, quoted
-from ggscope.model.special_tokens import retype
-from ggscope.model.spm import SpmVocab
-from ggscope.model.wpm import WpmVocab
+from ggscope.ksy.strings import StringArray
+from ggscope.model.special_tokens import retype, type_reader
+from ggscope.model.spm import SpmEncoder
+from ggscope.model.vocab import Vocab
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -124,15 +130,15 @@ def _byte_decoder() -> dict[str, int]:
 
 @dataclass(frozen=True)
 class Tokenizer:
-    """A vocabulary and, once used, its encoder: ``build()`` makes an ``SpmVocab`` or a
-    ``tokenizers.Tokenizer``; None for byte-level."""
+    """A vocabulary and, once used, its encoder: ``build()`` makes an ``spm.SpmEncoder``, a
+    ``WpmVocab`` or a ``tokenizers.Tokenizer``; None for byte-level."""
     kind: str                  # "llama", "bert", "gpt2" or "bytes"
     build: Callable[[], Any] | None
     bos_id: int | None
     add_bos: bool
     n_vocab: int
-    tokens: tuple[str, ...] = ()   # the vocabulary as the tokenizer reads it
-    types: tuple[int, ...] = ()    # llama_token_type of each token
+    vocab: Vocab | None = None     # the pieces as the tokenizer reads them, read lazily
+    type_of: Callable[[int, str], int] | None = None   # llama_token_type of (id, its piece)
     add_space_prefix: bool = True  # SentencePiece: decode drops the first token's space
     _built: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -147,14 +153,15 @@ class Tokenizer:
         """Token ``tid``'s text, as llama.cpp's ``token_to_piece`` with special tokens
         rendered: control, unknown and user-defined tokens as stored; normal tokens
         with "▁" as space (SentencePiece, WordPiece) or through GPT-2's byte table
-        (byte-level BPE); byte tokens as their byte.  b"" for an id it does not know."""
+        (byte-level BPE); byte tokens as their byte.  b"" for an id it does not know.
+        Reads that one piece of the vocabulary, nothing else."""
         tid = int(tid)
-        if self.kind == "bytes" or not self.tokens:
+        if self.kind == "bytes" or self.vocab is None or not len(self.vocab):
             return bytes([tid]) if 0 <= tid < 256 else b""
-        if not 0 <= tid < len(self.tokens):
+        if not 0 <= tid < len(self.vocab):
             return b""
-        text = self.tokens[tid]
-        ttype = self.types[tid] if tid < len(self.types) else TOKEN_TYPE_NORMAL
+        text = self.vocab.text(tid)
+        ttype = self.type_of(tid, text) if self.type_of is not None else TOKEN_TYPE_NORMAL
         if ttype in (TOKEN_TYPE_CONTROL, TOKEN_TYPE_UNKNOWN, TOKEN_TYPE_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if self.kind == "gpt2":
@@ -249,24 +256,8 @@ def _legacy_pieces(tokens: list[str]) -> tuple[list[str], list[int]]:
     return pieces, types
 
 
-def _build_bert(meta: dict, tokens: list[str], types: list[int]) -> WpmVocab:
-    unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))    # llama.cpp's WPM default
-    lowercase = bool(meta.get("tokenizer.ggml.normalizer.lowercase", True))
-    strip = meta.get("tokenizer.ggml.normalizer.strip_accents")
-    users = [(t, i) for i, t in enumerate(tokens) if types[i] == TOKEN_TYPE_USER_DEFINED]
-    return WpmVocab.build(tokens, unk, lowercase, None if strip is None else bool(strip), users)
-
-
-def _build_llama(meta: dict, tokens: list[str], types: list[int]):
-    name = str(meta.get("general.name", "")).lower()
-    return SpmVocab.build(
-        tokens, types, _meta_list(meta, "tokenizer.ggml.scores"),
-        add_space_prefix=bool(meta.get("tokenizer.ggml.add_space_prefix", True)),
-        # llama.cpp's load: every special token of a phi-3 model strips the spaces after it
-        rstrip_user="phi-3" in name or "phi3" in name)
-
-
-def _build_gpt2(meta: dict, tokens: list[str], types: list[int], path: str):
+def _build_gpt2(model: "ModelFile", vocab: Vocab, legacy):
+    meta, tokens, types, path = model.metadata, vocab.texts(), _all_types(model, vocab, legacy), model.path
     from tokenizers import AddedToken, Regex, Tokenizer as HF, decoders, models, pre_tokenizers
     pre = str(meta.get("tokenizer.ggml.pre", "default"))
     regexes = PRE_TOKENIZER_REGEXES.get(pre)
@@ -292,47 +283,98 @@ def _build_gpt2(meta: dict, tokens: list[str], types: list[int], path: str):
     return hf
 
 
+def _all_types(model: "ModelFile", vocab: Vocab, legacy: list[int] | None) -> list[int]:
+    """Every token's type, for the encoders built over the whole vocabulary (``retype``
+    over the decoded pieces: set look-ups, no call per token)."""
+    if legacy is not None:
+        return legacy
+    stored = [int(t) for t in _numbers(model, "tokenizer.ggml.token_type")]
+    types = stored[:len(vocab)] + [TOKEN_TYPE_NORMAL] * max(0, len(vocab) - len(stored))
+    return retype(model.metadata, vocab.texts(), types) if model.format == "gguf" else types
+
+
+def _build_bert(model: "ModelFile", vocab: Vocab, legacy):
+    from ggscope.model.wpm import WpmVocab  # start-up: WordPiece only for a bert vocabulary
+    meta, tokens, types = model.metadata, vocab.texts(), _all_types(model, vocab, legacy)
+    unk = int(meta.get("tokenizer.ggml.unknown_token_id", 100))    # llama.cpp's WPM default
+    lowercase = bool(meta.get("tokenizer.ggml.normalizer.lowercase", True))
+    strip = meta.get("tokenizer.ggml.normalizer.strip_accents")
+    users = [(t, i) for i, t in enumerate(tokens) if types[i] == TOKEN_TYPE_USER_DEFINED]
+    return WpmVocab.build(tokens, unk, lowercase, None if strip is None else bool(strip), users)
+
+
+def _numbers(model: "ModelFile", key: str):
+    """``key``'s array of numbers as stored (() when absent), read lazily by id; a value
+    that is not one is ``TokenizerError`` here, not a traceback at the first read."""
+    value = model.metadata.get(key)
+    if value is None:
+        return ()
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind in ("b", "i", "u", "f") and getattr(value, "ndim", 1) == 1 or (
+            isinstance(value, (list, tuple)) and all(isinstance(x, (int, float)) for x in value)):
+        return value
+    raise TokenizerError(f"{model.path}: {key} is not an array of numbers; pass token ids with --tokens")
+
+
+def _build_llama(model: "ModelFile", vocab: Vocab, type_of) -> SpmEncoder:
+    meta = model.metadata
+    scores = _numbers(model, "tokenizer.ggml.scores")
+    name = str(meta.get("general.name", "")).lower()
+    return SpmEncoder(
+        vocab, type_of, lambda i: float(scores[i]) if i < len(scores) else 0.0,
+        add_space_prefix=bool(meta.get("tokenizer.ggml.add_space_prefix", True)),
+        # llama.cpp's load: every special token of a phi-3 model strips the spaces after it
+        rstrip_user="phi-3" in name or "phi3" in name)
+
+
 def load(model: "ModelFile") -> Tokenizer:
-    """The tokenizer of ``model``, built from its metadata; ``TokenizerError`` if none."""
+    """The tokenizer of ``model``, built from its metadata; ``TokenizerError`` if none.
+    Reads no piece of the vocabulary: ``piece_bytes`` reads the one it is asked for,
+    ``encode`` the ones its text can use."""
     meta = model.metadata
     if model.format == "rwkv.cpp":
         return Tokenizer("bytes", None, None, False, 256)
-    tokens = list(map(str, _meta_list(meta, "tokenizer.ggml.tokens")))
+    raw = meta.get("tokenizer.ggml.tokens")
+    vocab = Vocab(raw if isinstance(raw, StringArray) else _meta_list(meta, "tokenizer.ggml.tokens"))
     kind = meta.get("tokenizer.ggml.model")
-    legacy = kind is None and bool(tokens) and model.format in ("ggml", "ggmf", "ggjt")
+    legacy = kind is None and len(vocab) > 0 and model.format in ("ggml", "ggmf", "ggjt")
     if legacy:
         kind = "llama" if "tokenizer.ggml.scores" in meta else "bytes-vocab"
-    if not tokens:
+    if not len(vocab):
         raise TokenizerError(f"{model.path}: the file has no vocabulary "
                              f"(tokenizer.ggml.tokens); pass token ids with --tokens")
-    types = list(map(int, _meta_list(meta, "tokenizer.ggml.token_type"))) or [1] * len(tokens)
+    legacy_types = None
     if legacy and kind == "llama":
-        tokens, types = _legacy_pieces(tokens)
-    elif model.format == "gguf":
-        types = retype(meta, tokens, types)         # llama.cpp's load-time special-token typing
+        pieces, legacy_types = _legacy_pieces(vocab.texts())
+        vocab = Vocab(pieces)
+    if legacy_types is not None:
+        type_of = lambda i, text: legacy_types[i]          # noqa: E731
+    else:                 # llama.cpp's load-time typing, one token at a time (special_tokens)
+        type_of = type_reader(meta, _numbers(model, "tokenizer.ggml.token_type"), model.format == "gguf", len(vocab),
+                              lambda t: bool(vocab.find([t])), vocab.text)
     bos = meta.get("tokenizer.ggml.bos_token_id")
     bos = int(bos) if bos is not None else None
     space = bool(meta.get("tokenizer.ggml.add_space_prefix", True))
     if kind == "llama":
-        build = _lazy(model.path, _build_llama, meta, tokens, types)
+        build = _lazy(model.path, _build_llama, model, vocab, type_of)
         add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", True))
         if bos is None and model.format != "gguf":
             bos = 1                       # early llama.cpp: <s> is id 1
     elif kind == "gpt2":
-        build = _lazy(model.path, _build_gpt2, meta, tokens, types, model.path)
+        build = _lazy(model.path, _build_gpt2, model, vocab, legacy_types)
         add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
     elif kind == "bert":
-        build = _lazy(model.path, _build_bert, meta, tokens, types)
+        build = _lazy(model.path, _build_bert, model, vocab, legacy_types)
         add_bos = bool(meta.get("tokenizer.ggml.add_bos_token", False))
         if bos is None and meta.get("tokenizer.ggml.cls_token_id") is not None:
             bos = int(meta["tokenizer.ggml.cls_token_id"])    # llama.cpp: BERT's BOS is [CLS]
-    elif kind == "bytes-vocab" and len(tokens) == 256:
+    elif kind == "bytes-vocab" and len(vocab) == 256:
         return Tokenizer("bytes", None, None, False, 256)
     else:
         raise TokenizerError(f"{model.path}: no tokenizer for tokenizer.ggml.model "
                              f"{quoted(kind)}; supported: {supported_models()}; "
                              f"pass token ids with --tokens")
-    return Tokenizer(str(kind), build, bos, add_bos, len(tokens), tuple(tokens), tuple(types), space)
+    return Tokenizer(str(kind), build, bos, add_bos, len(vocab), vocab, type_of, space)
 
 
 def _lazy(path: str, build, *args) -> Callable[[], Any]:

@@ -13,26 +13,36 @@ from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "REDIRECTS", "by_code", "Finding", "Rule", "Severity", "CheckContext"]
 
-RULES: list[type[Rule]] = []
+_CATALOGUE: list[type[Rule]] = []                 # RULES, filled on first use (__getattr__)
 REDIRECTS: dict[str, str] = {"GG603": "GG1103"}   # arch-required-key -> missing-hparam (llama.cpp's own list)
 
 
 def _register(module_name: str) -> None:
-    RULES.extend(importlib.import_module(f"ggscope.rules.{module_name}").RULES)
+    _CATALOGUE.extend(importlib.import_module(f"ggscope.rules.{module_name}").RULES)
 
 
 # the families, in catalogue order; each module exports RULES = [RuleClass, ...]
 FAMILIES: tuple[str, ...] = ("structure", "values", "alignment", "naming", "schema", "tensors",
                              "tokenizer", "filename", "legacy", "deep", "loader", "sidecar", "sidecar_data", "manifest", "templates",
                              "release")
-for _family in FAMILIES:
-    _register(_family)
-RULES.sort(key=lambda r: r.code)
+
+
+def __getattr__(name: str) -> list[type[Rule]]:
+    """``RULES``, the families imported on first use: ``run``'s loader gate imports two
+    rule modules, not the catalogue (start-up)."""
+    if name != "RULES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not _CATALOGUE:
+        for family in FAMILIES:
+            _register(family)
+        _CATALOGUE.sort(key=lambda r: r.code)
+    globals()["RULES"] = _CATALOGUE
+    return _CATALOGUE
 
 
 def by_code(code: str) -> type[Rule] | None:
     code = REDIRECTS.get(code.upper(), code.upper())
-    for r in RULES:
+    for r in __getattr__("RULES"):
         if r.code == code or r.name == code.lower():
             return r
     return None

@@ -107,3 +107,17 @@ def test_version_prints_the_version():
     out = subprocess.run([sys.executable, "-m", "ggscope", "--version"], capture_output=True, text=True, cwd=REPO,
                          env={**__import__("os").environ, "PYTHONPATH": str(REPO)})
     assert (out.returncode, out.stdout) == (0, f"ggscope {__version__}\n")
+
+
+def test_run_loads_the_loader_gate_not_the_rule_catalogue():
+    """``run`` asks llama.cpp's loader verdict (two rule modules), not the catalogue: the
+    families (templates, Jinja2's helpers, sidecars ...) and the terminal UI stay unloaded."""
+    model = REPO / "fixtures" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
+    if not model.exists():
+        pytest.skip(f"{model} missing: run fixtures/make_fixtures.py")
+    mods = loaded_after(f"from ggscope.cli import main\nmain(['run', {str(model)!r}, '--tokens', '1,2', '--top-k', '3'])")
+    assert "ggscope.rules.loader_engine" in mods and "ggscope.forward" in mods
+    rules = sorted(m for m in mods if m.startswith("ggscope.rules."))
+    assert not [m for m in rules if m.split(".")[2] in ("structure", "values", "templates", "sidecar", "release",
+                                                          "deep", "naming", "tensors")], rules
+    assert not [m for m in mods if m.split(".")[0] in ("textual", "rich", "jinja2", "tokenizers")]
