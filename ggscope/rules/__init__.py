@@ -8,11 +8,13 @@ reused.
 from __future__ import annotations
 
 import importlib
+import threading
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
 __all__ = ["RULES", "REDIRECTS", "by_code", "Finding", "Rule", "Severity", "CheckContext"]
 
+_FILLING = threading.Lock()
 _CATALOGUE: list[type[Rule]] = []                 # RULES, filled on first use (__getattr__)
 REDIRECTS: dict[str, str] = {"GG603": "GG1103"}   # arch-required-key -> missing-hparam (llama.cpp's own list)
 
@@ -32,10 +34,11 @@ def __getattr__(name: str) -> list[type[Rule]]:
     rule modules, not the catalogue (start-up)."""
     if name != "RULES":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if not _CATALOGUE:
-        for family in FAMILIES:
-            _register(family)
-        _CATALOGUE.sort(key=lambda r: r.code)
+    with _FILLING:                                # two threads' first use must not register twice
+        if not _CATALOGUE:
+            for family in FAMILIES:
+                _register(family)
+            _CATALOGUE.sort(key=lambda r: r.code)
     globals()["RULES"] = _CATALOGUE
     return _CATALOGUE
 
