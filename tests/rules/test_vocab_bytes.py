@@ -2,10 +2,12 @@
 
 Every answer is held to the definition computed independently here: a dict from each
 string's bytes to its first index, filled in id order (what llama.cpp's token_to_id meets),
-and Python's strict UTF-8 codec on each string.  Both routes run - the compiled scan
-(csrc/_cvocab.c) and numpy - over the layouts the parser produces: contiguous strings
-with 8-byte prefixes, with fixed-size fields after each string, and strings placed at
-explicit offsets in any order; and end to end through ``validate`` on GGUF files.
+and Python's strict UTF-8 codec on each string.  Every route runs - the compiled scan
+(csrc/_cvocab.c) with its hash table, with its sort (at once, and taken over from the
+table midway) and numpy - over the layouts the parser produces: contiguous strings with
+8-byte prefixes, with fixed-size fields after each string (not ASCII: each string judged
+alone; ASCII: the vectorised check over whole runs), and strings placed at explicit
+offsets in any order; and end to end through ``validate`` on GGUF files.
 """
 from __future__ import annotations
 
@@ -17,22 +19,38 @@ import pytest
 from ggscope.ksy.strings import StringArray, narrow_unsigned
 from ggscope.rules import vocab_bytes
 
-ROUTES = ["compiled", "numpy"]
+ROUTES = ["compiled", "compiled, sorted", "compiled, sorted midway", "numpy"]
+
+
+class _Budget:
+    """The compiled module with the duplicate search's probe budget set: 0 sorts at once,
+    1 runs out in the middle of the table (the route a hash that spreads an input badly
+    takes)."""
+
+    def __init__(self, module, budget: int):
+        self.module, self.budget = module, budget
+
+    def scan(self, *args):
+        return self.module.scan(*args, self.budget)
 
 
 @pytest.fixture(params=ROUTES)
 def route(request, monkeypatch):
-    if request.param == "compiled":
+    if request.param.startswith("compiled"):
         if vocab_bytes._cvocab is None:
             pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
+        if request.param != "compiled":
+            monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, 0 if request.param.endswith("sorted")
+                                                                else 1))
     else:
         monkeypatch.setattr(vocab_bytes, "_cvocab", None)
     return request.param
 
 
-def contiguous(strings: list[bytes], tail: int = 0, lead: bytes = b"junk") -> StringArray:
-    """A GGUF-style array: 8-byte little-endian length, the bytes, ``tail`` field bytes."""
-    body = b"".join(struct.pack("<Q", len(s)) + s + b"\xee" * tail for s in strings)
+def contiguous(strings: list[bytes], tail: int = 0, lead: bytes = b"junk", fill: bytes = b"\xee") -> StringArray:
+    """A GGUF-style array: 8-byte little-endian length, the bytes, ``tail`` field bytes
+    (``fill``: not ASCII by default, so the compiled scan judges each string alone)."""
+    body = b"".join(struct.pack("<Q", len(s)) + s + fill * tail for s in strings)
     arr = np.frombuffer(lead + body + b"trailing", dtype=np.uint8)
     lens = np.array([len(s) for s in strings], dtype=np.int64)
     lens = lens.astype(narrow_unsigned(int(lens.max()) if len(lens) else 0))
@@ -51,7 +69,8 @@ def placed(strings: list[bytes], seed: int = 1) -> StringArray:
 
 
 def layouts(strings: list[bytes]) -> list[StringArray]:
-    return [contiguous(strings), contiguous(strings, tail=12), placed(strings)]
+    return [contiguous(strings), contiguous(strings, tail=12), contiguous(strings, tail=3, fill=b"\x01"),
+            placed(strings)]
 
 
 def want_dup(strings: list[bytes]):
@@ -133,6 +152,43 @@ def test_long_mostly_ascii_strings_as_the_definition(route):
             s[int(rng.integers(0, len(s)))] = int(rng.choice([0x80, 0xC3, 0xE2, 0xF0, 0xFF]))
         strings.append(bytes(s))
     check(strings)
+
+
+def test_every_two_byte_string_and_the_three_and_four_byte_edges(route):
+    """Every string of two bytes, and three- and four-byte strings over every lead byte
+    with the second byte's edges, each after a valid string that moves it through a
+    32-byte block: the check over a whole array against Python's codec - alone, so the
+    verdict is that string's - and all of them in one array."""
+    if route != "compiled":
+        pytest.skip("the vectorised check is the compiled route's (the numpy route runs Python's codec itself)")
+    two = [bytes([a, b]) for a in range(256) for b in range(256)]
+    edges = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xF0, 0xFF]
+    three = [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in edges for c in (0x41, 0x80, 0xBF, 0xC3)]
+    four = [bytes([a, b, c, d]) for a in range(0xE0, 0x100) for b in edges for c in (0x80, 0xBF, 0x41)
+            for d in (0x80, 0xBF, 0x41)]
+    for strings in (two, three, four):
+        for i, s in enumerate(strings):
+            pad = "é".encode() * (i % 23)
+            assert vocab_bytes.invalid_utf8(contiguous([pad, s], lead=b"")) == want_bad([pad, s]), s
+        for sa in (contiguous(strings), contiguous(strings, tail=3, fill=b"\x01")):
+            assert vocab_bytes.invalid_utf8(sa) == want_bad(strings)
+
+
+def test_long_strings_among_short_ones_as_the_definition(route):
+    """Strings of 128 bytes and more, whose length prefixes hold a byte past 0x7F, between
+    short ones; invalid bytes at every offset of a 32-byte block, sequences cut at a
+    string's end before a string of continuation bytes."""
+    rng = np.random.default_rng(11)
+    strings = []
+    for k in range(600):
+        n = int(rng.choice([0, 1, 7, 31, 32, 33, 127, 128, 129, 300, 1000]))
+        s = bytearray(("é€😀a" * 400).encode()[:n])
+        if s and k % 3 == 0:
+            s[int(rng.integers(0, len(s)))] = int(rng.choice([0x80, 0xC0, 0xED, 0xF5, 0xFF]))
+        strings.append(bytes(s))
+    strings += [b"\xe2\x82", b"\xac", b"\xf0\x9f\x98", b"\x80", "€".encode() * 50, b"\xe2"]
+    check(strings)
+    check([s for s in strings if not want_bad([s])])           # all valid: the whole-array verdict
 
 
 def test_262k_tokens(route):
