@@ -303,3 +303,52 @@ def test_validate_walks_a_vocabulary_once(tmp_path, monkeypatch):
     found = findings(vocab_file(tmp_path / "v.gguf", tokens), select=["GG1106", "GG202"])
     assert [f.message.split(" (")[0] for f in found if f.code == "GG1106"] == ["token 3 has the same text as token 1"]
     assert calls == [(4, True, True)]
+
+
+def test_joined_texts_are_the_texts_joined():
+    """One decode of the gathered bytes gives what decoding each string and joining them
+    gives: str elements with surrogate escapes, bytes elements with U+FFFD, a cut sequence
+    at a string's end kept to that string."""
+    strings = [b"t%d" % i for i in range(3000)] + [b"", b"\xff\xfe", "ünï".encode(), b"\xe2\x82", b"\xac",
+                                                    b"\xf0\x9f\x98\x80", b"a\nb", b"\0"]
+    ids = list(range(0, 3000, 37)) + list(range(3000, len(strings)))
+    for sa in layouts(strings) + [StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, None),
+                                  StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, "UTF-8")]:
+        want = "\n".join(t if isinstance(t, str) else t.decode("utf-8", "replace") for t in vocab_bytes.texts(sa, ids))
+        assert vocab_bytes.joined_texts(sa, ids) == want
+    assert vocab_bytes.joined_texts(["a", b"\xff"], [1, 0]) == "\ufffd\na"
+    assert vocab_bytes.joined_texts(contiguous(strings), []) == ""
+
+
+def _special_vocab(path, hidden: str | None):
+    """A llama vocabulary of 4,000 tokens, 600 of them control tokens (type 3), one of
+    which holds ``hidden`` when given."""
+    import gguf
+    tokens = [f"<|ctl_{i}|>" if i < 600 else f"tok{i}" for i in range(4000)]
+    if hidden is not None:
+        tokens[321] = f"<|ctl{hidden}_321|>"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_types([3 if i < 600 else 1 for i in range(4000)])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_hidden_characters_reads_special_tokens_without_a_str_each(tmp_path, monkeypatch):
+    """GG1310 judges the 600 control tokens of a vocabulary from their bytes joined and
+    decoded once: no str per token (``texts``) unless one of them hides something, and
+    then the same finding as a per-token read."""
+    from _helpers import findings
+    calls = []
+    real = vocab_bytes.texts
+    monkeypatch.setattr(vocab_bytes, "texts", lambda sa, ids: calls.append(len(ids)) or real(sa, ids))
+    assert findings(_special_vocab(tmp_path / "clean.gguf", None), select=["GG1310"]) == []
+    assert calls == []
+    found = findings(_special_vocab(tmp_path / "hidden.gguf", "\u200b"), select=["GG1310"])
+    assert [f.message for f in found] == ['special token 321 "<|ctl\\u200b_321|>": 1 invisible character '
+                                          "(U+200B ZERO WIDTH SPACE)"]
+    assert calls == [600]

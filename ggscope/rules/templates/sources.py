@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ggscope.rules.templates.sandbox import Render
 
 __all__ = ["Template", "Study", "study", "templates", "issues_of", "literals_of", "renders_of", "clear_caches",
-           "special_texts", "in_vocabulary", "prose", "special_tokens", "node_of", "MAX_ITEMS"]
+           "special_texts", "in_vocabulary", "prose", "special_tokens", "special_text", "node_of", "MAX_ITEMS"]
 
 MAX_ITEMS = 1000
 _TOKENS = "tokenizer.ggml.tokens"
@@ -175,14 +175,12 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     return {t: t in have for t in texts}
 
 
-def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
-    """The ids and texts of the control and user-defined tokens and of every token a
-    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``: two lists, not a list of
-    pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
-    which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
+def _special_ids(mf: "ModelFile") -> list[int]:
+    """The ids of the control and user-defined tokens and of every token a ``*_token_id``
+    key names, in order, at most ``MAX_ITEMS * 100`` of the former."""
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None:
-        return [], []
+        return []
     ids: set[int] = set()
     types = mf.metadata.get("tokenizer.ggml.token_type")
     if types is not None and not isinstance(types, (str, bytes)):
@@ -196,9 +194,25 @@ def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
         if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int) \
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
-    order = sorted(ids)
-    texts = vocab_bytes.texts(tokens, order)          # the positions' texts in one pass
+    return sorted(ids)
+
+
+def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
+    """The ids and texts of the special tokens (``_special_ids``): two lists, not a list of
+    pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
+    which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
+    order = _special_ids(mf)
+    if not order:
+        return [], []
+    texts = vocab_bytes.texts(mf.metadata[_TOKENS], order)          # the positions' texts in one pass
     return order, [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace") for t in texts]
+
+
+def special_text(mf: "ModelFile") -> str:
+    """``"\n".join`` of ``special_tokens``' texts, made from the tokens' bytes in one
+    decode: what a check over all of them reads before it needs any one of them."""
+    order = _special_ids(mf)
+    return vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
 
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:
