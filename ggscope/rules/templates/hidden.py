@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from ggscope.rules.templates.phrases import PHRASES
 
@@ -33,7 +34,9 @@ _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
 _URL = r"(?:https?://|www\.)\S+"
 _URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+", re.IGNORECASE)
-_KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p in pats] for kind, pats in {
+# the patterns' sources: each is compiled the first time its anchor words occur (``_compiled``),
+# so a process whose texts hold none of them never compiles one (about 20 ms of start-up)
+_KINDS: dict[str, list[str]] = {
     "override": [   # overriding what came before
         r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|other|"
         r"system|user'?s?|original)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|requests?|messages?|"
@@ -65,7 +68,7 @@ _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.D
         r"\b(?:transfer|wire|route|send|deposit)\b[^.\n]{0,60}?\baccount\b",
         r"\badd\s+\d+\s*(?:%|percent)",
         r"\b(?:api\s+key|password|credentials?|private\s+key|seed\s+phrase)\b[^.\n]{0,40}?\b(?:send|post|include|append)\b"],
-}.items()}
+}
 # words one of which each pattern needs: a pattern runs only when its words occur, so a
 # long text without them costs a few substring searches, not a regex pass per pattern
 _ANCHORS: dict[str, list[tuple[str, ...]]] = {
@@ -82,12 +85,20 @@ _ANCHORS: dict[str, list[tuple[str, ...]]] = {
 
 # the same families in Chinese, Spanish, French, German and Russian
 for _kind, _rows in PHRASES.items():
-    _KINDS[_kind] += [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p, _ in _rows]
+    _KINDS[_kind] += [p for p, _ in _rows]
     _ANCHORS[_kind] += [words for _, words in _rows]
 
-# every anchor word of every pattern, as one search
-_ANY_ANCHOR = re.compile("|".join(sorted({re.escape(w) for rows in _ANCHORS.values() for words in rows for w in words},
-                                         key=len, reverse=True)))
+
+@lru_cache(maxsize=None)
+def _compiled(source: str) -> re.Pattern:
+    return re.compile(source, re.IGNORECASE | re.DOTALL | re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def _any_anchor() -> re.Pattern:
+    """Every anchor word of every pattern, as one search."""
+    return re.compile("|".join(sorted({re.escape(w) for rows in _ANCHORS.values() for words in rows for w in words},
+                                      key=len, reverse=True)))
 
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
@@ -166,13 +177,13 @@ def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
     plain = _visible(text[:limit])
     low = plain.lower()
     found: dict[str, str] = {}
-    if not _ANY_ANCHOR.search(low):          # most prose holds none of the words: one search
+    if not _any_anchor().search(low):        # most prose holds none of the words: one search
         return found
     for kind, patterns in _KINDS.items():
         for p, words in zip(patterns, _ANCHORS[kind]):
             if not any(w in low for w in words):
                 continue
-            m = p.search(plain)
+            m = _compiled(p).search(plain)
             if m:
                 found[kind] = m.group(0)
                 break

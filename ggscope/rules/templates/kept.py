@@ -14,14 +14,10 @@ that ``sources`` validates before use.  ``GGSCOPE_CACHE=0`` (every cache) or ``G
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import sys
 from functools import lru_cache
 from typing import Any
-
-from ggscope.core import stamped
 
 __all__ = ["get", "put"]
 
@@ -29,6 +25,8 @@ __all__ = ["get", "put"]
 @lru_cache(maxsize=1)
 def _stamp() -> str | None:
     """This package's modules and Jinja2's (found without importing it), and Python's version."""
+    import importlib.util
+    from ggscope.core import stamped
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         spec = importlib.util.find_spec("jinja2")
@@ -43,11 +41,14 @@ def _stamp() -> str | None:
 
 
 def _path(kind: str, key: str) -> str:
+    import hashlib  # start-up: OpenSSL's library loads only for a file with a template
+    from ggscope.core import stamped
     digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
     return os.path.join(stamped.area("templates"), f"{kind}-{digest[:40]}.json")
 
 
 def get(kind: str, key: str) -> Any:
+    from ggscope.core import stamped  # start-up: only for a file with a template
     if not stamped.enabled("templates"):
         return None
     st = _stamp()
@@ -55,6 +56,7 @@ def get(kind: str, key: str) -> Any:
 
 
 def put(kind: str, key: str, value: Any) -> None:
+    from ggscope.core import stamped  # start-up: only for a file with a template
     if not stamped.enabled("templates"):
         return
     st = _stamp()
