@@ -10,6 +10,10 @@
    vectorised pass over its whole span, the duplicate search a compact table whose slots
    are fetched ahead.
 
+   Also ``starts`` (the offsets of the strings at sorted indices, one walk over the
+   lengths) and ``gather`` (those strings joined by newlines): the texts a rule reads of a
+   few thousand tokens without an int64 offset per token of the vocabulary.
+
    scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget])
        -> (dup, of, bad): the layout is ggscope.ksy.strings.StringArray's (as in
    ggscope.report._cjson.join_json): ``lens`` holds n unsigned lengths of ``lsize`` bytes
@@ -511,8 +515,89 @@ done:
     return res;
 }
 
+/* starts(first, lens, lsize, rel, rsize, width, tail, ids) -> bytes: the absolute offset
+   of the prefix of each string ``ids`` names (int64, nondecreasing, each below n), as
+   int64 bytes - one walk over the lengths up to the last id, no array of every offset.
+   Reads no string byte. */
+static PyObject *starts(PyObject *self, PyObject *args) {
+    Py_buffer ln, rl, ids;
+    Py_ssize_t first, lsize, rsize, width, tail;
+    if (!PyArg_ParseTuple(args, "ny*ny*nnny*", &first, &ln, &lsize, &rl, &rsize, &width, &tail, &ids)) return NULL;
+    PyObject *res = NULL;
+    const Py_ssize_t n = good_size(lsize) ? ln.len / lsize : 0, k = ids.len / 8;
+    if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
+        || (!rsize && rl.len) || ids.len % 8 || width < 0 || tail < 0 || first < 0) {
+        PyErr_SetString(PyExc_ValueError, "starts(first, lens, lsize, rel, rsize, width >= 0, tail >= 0, ids)");
+        goto done;
+    }
+    res = PyBytes_FromStringAndSize(NULL, k * 8);
+    if (res == NULL) goto done;
+    int64_t *out = (int64_t *) PyBytes_AS_STRING(res);
+    const int64_t *want = ids.buf;
+    uint64_t at = (uint64_t) first;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (want[j] < 0 || want[j] >= n || (j && want[j] < want[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "starts: ids must be nondecreasing indices of the array");
+            Py_CLEAR(res);
+            goto done;
+        }
+        if (rsize) {
+            out[j] = (int64_t) ((uint64_t) first + item(rl.buf, rsize, want[j]));
+            continue;
+        }
+        for (; i < want[j]; i++) at += (uint64_t) width + item(ln.buf, lsize, i) + (uint64_t) tail;
+        out[j] = (int64_t) at;
+    }
+done:
+    PyBuffer_Release(&ln);
+    PyBuffer_Release(&rl);
+    PyBuffer_Release(&ids);
+    return res;
+}
+
+/* gather(buf, starts, lens, width) -> bytes: the strings whose prefixes are at ``starts``
+   (int64) with ``lens`` (int64) bytes after a ``width``-byte prefix, each followed by a
+   newline but the last.  A string outside ``buf`` raises ValueError. */
+static PyObject *gather(PyObject *self, PyObject *args) {
+    Py_buffer buf, st, ln;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "y*y*y*n", &buf, &st, &ln, &width)) return NULL;
+    PyObject *res = NULL;
+    const Py_ssize_t k = st.len / 8;
+    const int64_t *s = st.buf, *l = ln.buf;
+    uint64_t total = 0;
+    if (st.len % 8 || ln.len != st.len || width < 0) {
+        PyErr_SetString(PyExc_ValueError, "gather(buf, starts, lens, width >= 0): one int64 length per start");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (s[j] < 0 || l[j] < 0 || (uint64_t) s[j] > (uint64_t) buf.len
+            || (uint64_t) width + (uint64_t) l[j] > (uint64_t) buf.len - (uint64_t) s[j]) {
+            PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", j);
+            goto done;
+        }
+        total += (uint64_t) l[j] + (j > 0);
+    }
+    res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t) total);
+    if (res == NULL) goto done;
+    char *out = PyBytes_AS_STRING(res);
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (j) *out++ = '\n';
+        memcpy(out, (const char *) buf.buf + s[j] + width, (size_t) l[j]);
+        out += l[j];
+    }
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&ln);
+    return res;
+}
+
 static PyMethodDef METHODS[] = {
+    {"gather", gather, METH_VARARGS, "Strings at given offsets, joined by newlines."},
     {"scan", scan, METH_VARARGS, "The first duplicate string and the strings that are not UTF-8."},
+    {"starts", starts, METH_VARARGS, "The offsets of the prefixes of the strings at sorted indices."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -195,7 +195,17 @@ def _utf8(raw: bytes) -> bool:
 # --- many texts by index -------------------------------------------------------------
 
 def _starts(strings: StringArray, idx: np.ndarray) -> np.ndarray:
-    """The absolute offsets of the prefixes of the strings at ``idx``, a block at a time."""
+    """The absolute offsets of the prefixes of the strings at ``idx``: one compiled walk
+    over the lengths (``_cvocab.starts``) in the ids' order, else a block at a time."""
+    if _cvocab is not None and hasattr(_cvocab, "starts"):
+        order = np.argsort(idx, kind="stable")
+        rel = strings.rel
+        got = _cvocab.starts(strings.first, np.ascontiguousarray(strings.lens), strings.lens.itemsize,
+                             np.ascontiguousarray(rel) if rel is not None else b"", rel.itemsize if rel is not None else 0,
+                             strings.width, strings.tail, np.ascontiguousarray(idx[order], dtype=np.int64))
+        starts = np.empty(len(idx), dtype=np.int64)
+        starts[order] = np.frombuffer(got, dtype=np.int64)
+        return starts
     starts = np.empty(len(idx), dtype=np.int64)
     for lo, hi, offs, _ in strings.blocks():
         sel = (idx >= lo) & (idx < hi)
@@ -238,6 +248,9 @@ def joined_texts(strings: Sequence, ids: Sequence[int]) -> str:
         return "\n".join(_as_text(t) for t in texts(strings, ids))
     idx = np.asarray(ids, dtype=np.int64)
     lens = strings.lens[idx].astype(np.int64)
+    if _compiled(strings) and hasattr(_cvocab, "gather"):
+        raw = _cvocab.gather(strings._arr, _starts(strings, idx), lens, strings.width)
+        return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")
     at = _starts(strings, idx) + strings.width                 # each string's first byte
     seg = lens + 1                                             # the string and the newline after it
     base = np.cumsum(seg) - seg                                # where each begins in the output

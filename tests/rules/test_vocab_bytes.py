@@ -271,7 +271,7 @@ def test_validate_reports_the_first_duplicate(route, tmp_path, tokens, dup):
         assert f"{len(bad)} string element(s) are not UTF-8: element {bad[0]} " in utf8[0]
 
 
-def test_texts_are_what_indexing_gives():
+def test_texts_are_what_indexing_gives(route):
     strings = [b"t%d" % i for i in range(20_000)] + [b"", b"\xff\xfe", "ünï".encode()]
     ids = [0, 1, 4095, 4096, 4097, 19_999, 20_000, 20_001, 20_002] + list(range(100, 140))
     for sa in layouts(strings):
@@ -305,7 +305,7 @@ def test_validate_walks_a_vocabulary_once(tmp_path, monkeypatch):
     assert calls == [(4, True, True)]
 
 
-def test_joined_texts_are_the_texts_joined():
+def test_joined_texts_are_the_texts_joined(route):
     """One decode of the gathered bytes gives what decoding each string and joining them
     gives: str elements with surrogate escapes, bytes elements with U+FFFD, a cut sequence
     at a string's end kept to that string."""
@@ -352,3 +352,18 @@ def test_hidden_characters_reads_special_tokens_without_a_str_each(tmp_path, mon
     assert [f.message for f in found] == ['special token 321 "<|ctl\\u200b_321|>": 1 invisible character '
                                           "(U+200B ZERO WIDTH SPACE)"]
     assert calls == [600]
+
+
+def test_positions_and_gathering_refuse_what_the_array_cannot_back():
+    if vocab_bytes._cvocab is None:
+        pytest.skip("ggscope.rules._cvocab is not built")
+    cv, sa = vocab_bytes._cvocab, contiguous([b"ab", b"c", b"def"])
+    lens = np.ascontiguousarray(sa.lens)
+    at = np.frombuffer(cv.starts(sa.first, lens, lens.itemsize, b"", 0, 8, 0, np.array([0, 2, 2], np.int64)), np.int64)
+    assert at.tolist() == [4, 23, 23]                      # after "junk"; 8 + 2 and 8 + 1 bytes further
+    for ids in ([2, 0], [3], [-1]):                          # unsorted, past the end, negative
+        with pytest.raises(ValueError):
+            cv.starts(sa.first, lens, lens.itemsize, b"", 0, 8, 0, np.array(ids, np.int64))
+    assert cv.gather(sa._arr, at, np.array([2, 3, 3], np.int64), 8) == b"ab\ndef\ndef"
+    with pytest.raises(ValueError):                          # a length past the buffer's end
+        cv.gather(sa._arr, at[:1], np.array([len(sa._arr)], np.int64), 8)
