@@ -56,7 +56,11 @@ class Template:
 
 
 def templates(mf: "ModelFile") -> list[Template]:
-    return [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
+    """The file's templates (cached in ``mf.extra``: six rules ask)."""
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    if "templates" not in cache:
+        cache["templates"] = [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
+    return cache["templates"]
 
 
 @dataclass(frozen=True)
@@ -220,8 +224,9 @@ def prose(mf: "ModelFile") -> list[tuple[str, str]]:
     strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``),
     and a locator's value when it holds more than one word (a URL is one word)."""
     out = []
+    templated = {t.key for t in templates(mf)}
     for k, v in mf.metadata.items():
-        if not isinstance(k, str) or k.startswith("tokenizer.") or template_keys({k: v}):
+        if not isinstance(k, str) or k.startswith("tokenizer.") or k in templated:
             continue
         if not is_free_text_key(k):       # a locator: only text beside the URL is prose
             if isinstance(v, str) and len(v.split()) > 1:
