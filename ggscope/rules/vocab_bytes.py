@@ -17,8 +17,10 @@ indices of the strings Python's strict UTF-8 codec refuses.  Given a memo (``mem
 surrogateescape, which maps the bytes the parser read back exactly).  ``texts(strings,
 ids)`` is the strings at the given indices, decoded as indexing decodes one, with the
 positions of all of them found in one pass instead of one per index; ``joined_texts``
-the same strings as one newline-joined text, decoded once (no str per string).  Work and
-memory grow with the strings' bytes and count, both backed by the file.
+the same strings as one newline-joined text, decoded once (no str per string);
+``is_token(strings, needles)`` whether each needle is one string, compared only with
+the strings of its length.  Work and memory grow with the strings' bytes and count,
+both backed by the file.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ try:
 except ImportError:                          # pragma: no cover - depends on the build
     _cvocab = None
 
-__all__ = ["first_duplicate", "invalid_utf8", "joined_texts", "memo_of", "texts"]
+__all__ = ["first_duplicate", "invalid_utf8", "is_token", "joined_texts", "memo_of", "texts"]
 
 _CHUNK = 1 << 16                             # strings per block of the numpy route
 _BUDGET = 1 << 20                            # string bytes per block of the numpy route
@@ -260,3 +262,35 @@ def joined_texts(strings: Sequence, ids: Sequence[int]) -> str:
     out[pos == np.repeat(lens, seg)] = 0x0A
     raw = out[:-1].tobytes()
     return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")
+
+
+# --- whole tokens ----------------------------------------------------------------------
+
+def is_token(strings: Sequence, needles: Sequence[bytes]) -> list[bool]:
+    """Whether each of ``needles`` is, byte for byte, one string of ``strings``: each is
+    compared with the strings of its own length only, gathered into one array (no str
+    per string, no copy of the whole vocabulary)."""
+    if not isinstance(strings, StringArray):
+        have = {_as_bytes(s) for s in strings}
+        return [bytes(b) in have for b in needles]
+    out = [False] * len(needles)
+    by_len: dict[int, list[int]] = {}
+    for i, b in enumerate(needles):
+        by_len.setdefault(len(b), []).append(i)
+    lens = strings.lens
+    for size, which in by_len.items():
+        ids = np.flatnonzero(lens == size)
+        if not ids.size:
+            continue
+        if size == 0:
+            for i in which:
+                out[i] = True
+            continue
+        if _compiled(strings) and hasattr(_cvocab, "gather"):
+            raw = _cvocab.gather(strings._arr, _starts(strings, ids), np.full(len(ids), size, np.int64), strings.width)
+            rows = np.frombuffer(raw + b"\n", dtype=np.uint8).reshape(-1, size + 1)[:, :size]
+        else:
+            rows = np.frombuffer(b"".join(strings.raw(int(j)) for j in ids), dtype=np.uint8).reshape(-1, size)
+        for i in which:
+            out[i] = bool((rows == np.frombuffer(bytes(needles[i]), dtype=np.uint8)).all(axis=1).any())
+    return out

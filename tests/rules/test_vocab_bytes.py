@@ -367,3 +367,34 @@ def test_positions_and_gathering_refuse_what_the_array_cannot_back():
     assert cv.gather(sa._arr, at, np.array([2, 3, 3], np.int64), 8) == b"ab\ndef\ndef"
     with pytest.raises(ValueError):                          # a length past the buffer's end
         cv.gather(sa._arr, at[:1], np.array([len(sa._arr)], np.int64), 8)
+
+
+def test_is_token_is_whole_token_equality(route):
+    """A needle is a token when one string equals it byte for byte: not a prefix, a
+    suffix or a stretch across two tokens - whatever bytes the tokens hold."""
+    strings = [b"<|im_start|>", b"<|im_end|>", b"a\0<|x|>", b"<|y|>\0b", b"", b"\xff", "ü".encode(), b"ab", b"b"]
+    needles = [b"<|im_start|>", b"<|im_end", b"im_end|>", b"<|x|>", b"<|y|>", b"", b"\xff", "ü".encode(), b"ab",
+               b"a", b"ba", b"\0"]
+    want = [n in set(strings) for n in needles]
+    for sa in layouts(strings):
+        assert vocab_bytes.is_token(sa, needles) == want
+    assert vocab_bytes.is_token(["ab", "ü"], [b"ab", "ü".encode(), b"a"]) == [True, True, False]
+
+
+def test_template_token_lookup_reads_no_copy_of_the_vocabulary(tmp_path, monkeypatch):
+    """GG1308 asks whether a template's special tokens are tokens: compared with the
+    tokens of the same length, not by joining the whole vocabulary (``joined``)."""
+    import gguf
+    from _helpers import findings
+    path = tmp_path / "chat.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<|im_start|>", "<|im_end|>"] + [f"tok{i}" for i in range(500)])
+    w.add_chat_template("{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|><|eot_id|>{% endfor %}")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    monkeypatch.setattr(StringArray, "joined", lambda self, *a, **k: pytest.fail("the vocabulary was joined"))
+    found = findings(path, select=["GG1308"])
+    assert [f.message for f in found] == ['tokenizer.chat_template writes "<|eot_id|>", not one token of the vocabulary']

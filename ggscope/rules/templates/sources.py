@@ -11,9 +11,9 @@ runs in this process under ``budget`` when the study compiled it, else - or when
 budget trips - in ``sandbox``'s forked, rlimit-capped child, whose verdict stands.
 
 Contract: Jinja2 is imported only when a file has a template; nothing here reads more
-than the metadata already parsed; vocabulary look-ups use the token array's joined bytes
-(one copy, made only when a template emits special-token text); string arrays are read
-up to ``MAX_ITEMS`` entries.
+than the metadata already parsed; vocabulary look-ups compare bytes with the tokens of
+the same length (``vocab_bytes.is_token``, only when a template emits special-token
+text); string arrays are read up to ``MAX_ITEMS`` entries.
 """
 from __future__ import annotations
 
@@ -172,9 +172,9 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None or not texts:
         return {t: True for t in texts}
-    if hasattr(tokens, "joined"):
-        hay = tokens.joined().tobytes() + b"\0"
-        return {t: (b"\0" + t.encode("utf-8", "surrogateescape") + b"\0") in hay for t in texts}
+    if hasattr(tokens, "joined"):             # a StringArray: compared on its bytes
+        found = vocab_bytes.is_token(tokens, [t.encode("utf-8", "surrogateescape") for t in texts])
+        return dict(zip(texts, found))
     have = set(tokens)
     return {t: t in have for t in texts}
 
