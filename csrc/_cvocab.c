@@ -2,17 +2,11 @@
 
    Why: validate's loader rules ask whether two tokens have the same text (llama.cpp's
    vocabulary loader asserts id_to_token.size() == token_to_id.size()) and the values
-   rules whether every string is UTF-8.  In Python both decoded every token into a str
-   and hashed it: on the 12 real vocabulary files 57 % of validate's time (issue 27,
-   item 3).  Here one walk over the file's bytes does both, with no per-token object; and
-   since that walk was still most of what validate adds to ``info`` on a vocabulary
-   file, each half is built for memory: the UTF-8 verdict of a contiguous array is one
-   vectorised pass over its whole span, the duplicate search a compact table whose slots
-   are fetched ahead.
-
-   Also ``starts`` (the offsets of the strings at sorted indices, one walk over the
-   lengths) and ``gather`` (those strings joined by newlines): the texts a rule reads of a
-   few thousand tokens without an int64 offset per token of the vocabulary.
+   rules whether every string is UTF-8: in Python 57 % of validate's time on the 12 real
+   vocabulary files (issue 27, item 3).  Here one walk over the file's bytes does both,
+   with no per-token object, built for memory: UTF-8 in vectorised runs (_utf8.h), the
+   duplicates in a compact table fetched ahead (hash: _seedhash.h).  ``starts`` and
+   ``gather`` read the few thousand tokens a rule names without an offset per token.
 
    scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget])
        -> (dup, of, bad): the layout is ggscope.ksy.strings.StringArray's (as in
@@ -33,19 +27,14 @@
      answer).
    A string outside ``buf`` raises ValueError.
 
-   UTF-8: when the strings are contiguous and every prefix and tail byte is ASCII (a GGUF
-   token array: 8-byte lengths below 128), each string is valid exactly when the whole
-   span is - an ASCII byte ends every sequence, so none crosses from one string into the
-   next - and the span is checked at once (Keiser and Lemire's lookup algorithm, "Validating
-   UTF-8 in less than one instruction per byte", 2021, with AVX2 where the CPU has it, else
-   byte by byte).  Only a span that fails, or another layout, is judged string by string.
-
-   Duplicates: a 64-bit hash of each string (a multiply-mix seeded per process, so a
-   crafted vocabulary cannot aim at the table), an open-addressed table of 4-byte slots
-   (index and tag) at most 2/3 full, each slot fetched a few strings ahead.  The probes are
-   counted: past ``budget`` per string - what no seed-blind input reaches - or with 2**24
-   strings or more, the strings are sorted by their bytes instead (n log n comparisons),
-   so no input costs quadratic time.
+   UTF-8: runs of contiguous strings whose prefix and tail bytes between them are ASCII
+   (a GGUF token array: 8-byte lengths below 128) are judged at once - an ASCII byte ends
+   every sequence, so a run is valid exactly when each of its strings is; a run that
+   fails, or another layout, is judged string by string.
+   Duplicates: an open-addressed table of 4-byte slots (index and hash tag) at most 2/3
+   full, each slot fetched AHEAD strings early.  Probes are counted: past ``budget`` per
+   string - what no seed-blind input reaches - or with 2**24 strings or more, the strings
+   are sorted by their bytes instead (n log n comparisons): no input costs quadratic time.
    Memory: 6 bytes per string for the table, 4 for each string's offset (8 when the
    strings span 4 GiB) where ``rel`` does not give it; the sort 4 per string; 8 per string
    that is not UTF-8: every count followed is one the file's bytes back (each string costs
@@ -55,196 +44,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "_seedhash.h"
 #include "_strarray.h"
-
-#if defined(__GNUC__) && defined(__x86_64__)
-#include <immintrin.h>
-#define HAVE_AVX2 1
-#endif
-
-/* --- UTF-8 ------------------------------------------------------------------------------ */
-
-/* Python's strict UTF-8 decoder's verdict on n bytes (RFC 3629 well-formedness) */
-static int utf8_ok(const unsigned char *p, uint64_t n) {
-    unsigned char any = 0;                         /* all ASCII (most tokens): one OR over the bytes */
-    for (uint64_t k = 0; k < n; k++) any |= p[k];
-    if (!(any & 0x80)) return 1;
-    uint64_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {                          /* eight ASCII bytes at a time */
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        const unsigned char c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        uint64_t need;
-        unsigned char lo = 0x80, hi = 0xBF;        /* the range of the second byte */
-        if (c < 0xC2) return 0;                    /* a continuation byte or an overlong 2-byte form */
-        else if (c < 0xE0) need = 1;
-        else if (c < 0xF0) {
-            need = 2;
-            if (c == 0xE0) lo = 0xA0;              /* overlong */
-            else if (c == 0xED) hi = 0x9F;         /* surrogates */
-        } else if (c < 0xF5) {
-            need = 3;
-            if (c == 0xF0) lo = 0x90;              /* overlong */
-            else if (c == 0xF4) hi = 0x8F;         /* past U+10FFFF */
-        } else return 0;
-        if (n - i - 1 < need) return 0;
-        if (p[i + 1] < lo || p[i + 1] > hi) return 0;
-        for (uint64_t k = 2; k <= need; k++)
-            if ((p[i + k] & 0xC0) != 0x80) return 0;
-        i += need + 1;
-    }
-    return 1;
-}
-
-#ifdef HAVE_AVX2
-/* The error classes of Keiser and Lemire's lookup algorithm: a pair of bytes (the one
-   before, the one at) is classified by three 16-entry tables - the high and low nibble
-   of the first byte, the high nibble of the second - and is wrong where all three agree;
-   a continuation that is the third or fourth byte of a sequence is settled by the lead
-   two or three bytes back. */
-enum { TOO_SHORT = 1, TOO_LONG = 2, OVERLONG_3 = 4, TOO_LARGE = 8, SURROGATE = 16, OVERLONG_2 = 32,
-       TOO_LARGE_1000 = 64, OVERLONG_4 = 64, TWO_CONTS = 128, CARRY = TOO_SHORT | TOO_LONG | TWO_CONTS };
-
-#define T16(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p) \
-    _mm256_setr_epi8(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p)
-
-__attribute__((target("avx2"))) static int utf8_span_avx2(const unsigned char *p, uint64_t n) {
-    const __m256i byte_1_high = T16(TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG,
-                                    TWO_CONTS, TWO_CONTS, TWO_CONTS, TWO_CONTS,
-                                    TOO_SHORT | OVERLONG_2, TOO_SHORT, TOO_SHORT | OVERLONG_3 | SURROGATE,
-                                    TOO_SHORT | TOO_LARGE | TOO_LARGE_1000 | OVERLONG_4);
-    const __m256i byte_1_low = T16(CARRY | OVERLONG_3 | OVERLONG_2 | OVERLONG_4, CARRY | OVERLONG_2, CARRY, CARRY,
-                                   CARRY | TOO_LARGE, CARRY | TOO_LARGE | TOO_LARGE_1000,
-                                   CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000,
-                                   CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000,
-                                   CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000,
-                                   CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000 | SURROGATE,
-                                   CARRY | TOO_LARGE | TOO_LARGE_1000, CARRY | TOO_LARGE | TOO_LARGE_1000);
-    const __m256i byte_2_high = T16(TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT,
-                                    TOO_SHORT,
-                                    TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE_1000 | OVERLONG_4,
-                                    TOO_LONG | OVERLONG_2 | TWO_CONTS | OVERLONG_3 | TOO_LARGE,
-                                    TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,
-                                    TOO_LONG | OVERLONG_2 | TWO_CONTS | SURROGATE | TOO_LARGE,
-                                    TOO_SHORT, TOO_SHORT, TOO_SHORT, TOO_SHORT);
-    /* a block ending in the lead byte of an unfinished sequence (a 4-byte lead in its
-       last three bytes, a 3-byte lead in its last two, a 2-byte lead last) */
-    const __m256i max_end = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                             -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                             (char) (0xF0 - 1), (char) (0xE0 - 1), (char) (0xC0 - 1));
-    const __m256i low4 = _mm256_set1_epi8(0x0F);
-    __m256i prev = _mm256_setzero_si256(), err = _mm256_setzero_si256(), incomplete = _mm256_setzero_si256();
-    for (uint64_t i = 0; i < n; i += 32) {
-        __m256i in;
-        if (n - i >= 32) {
-            in = _mm256_loadu_si256((const __m256i *) (p + i));
-        } else {                                   /* the last bytes, padded with NULs (ASCII) */
-            unsigned char last[32] = {0};
-            memcpy(last, p + i, (size_t) (n - i));
-            in = _mm256_loadu_si256((const __m256i *) last);
-        }
-        if (_mm256_movemask_epi8(in) == 0) {       /* all ASCII: only an unfinished sequence before */
-            err = _mm256_or_si256(err, incomplete);
-            incomplete = _mm256_setzero_si256();
-            prev = in;
-            continue;
-        }
-        const __m256i joint = _mm256_permute2x128_si256(prev, in, 0x21);    /* prev's high lane, in's low */
-        const __m256i prev1 = _mm256_alignr_epi8(in, joint, 15);
-        const __m256i prev2 = _mm256_alignr_epi8(in, joint, 14);
-        const __m256i prev3 = _mm256_alignr_epi8(in, joint, 13);
-        const __m256i b1h = _mm256_shuffle_epi8(byte_1_high, _mm256_and_si256(_mm256_srli_epi16(prev1, 4), low4));
-        const __m256i b1l = _mm256_shuffle_epi8(byte_1_low, _mm256_and_si256(prev1, low4));
-        const __m256i b2h = _mm256_shuffle_epi8(byte_2_high, _mm256_and_si256(_mm256_srli_epi16(in, 4), low4));
-        const __m256i special = _mm256_and_si256(_mm256_and_si256(b1h, b1l), b2h);
-        const __m256i third = _mm256_subs_epu8(prev2, _mm256_set1_epi8((char) (0xE0 - 0x80)));   /* >= 0x80: 111_____ */
-        const __m256i fourth = _mm256_subs_epu8(prev3, _mm256_set1_epi8((char) (0xF0 - 0x80)));  /* 1111____ */
-        const __m256i must23 = _mm256_and_si256(_mm256_or_si256(third, fourth), _mm256_set1_epi8((char) 0x80));
-        err = _mm256_or_si256(err, _mm256_xor_si256(must23, special));
-        incomplete = _mm256_subs_epu8(in, max_end);   /* settled by the next block's pairs, or at the end */
-        prev = in;
-    }
-    err = _mm256_or_si256(err, incomplete);
-    return _mm256_testz_si256(err, err);
-}
-#endif
-
-/* whether the n bytes at p are well-formed UTF-8, the fastest way this CPU has */
-static int utf8_span(const unsigned char *p, uint64_t n) {
-#ifdef HAVE_AVX2
-    if (__builtin_cpu_supports("avx2")) return utf8_span_avx2(p, n);
-#endif
-    return utf8_ok(p, n);
-}
-
-/* --- the hash ---------------------------------------------------------------------------- */
-
-static uint64_t SEED0, SEED1;                      /* per process (module init) */
-
-static inline uint64_t r8(const unsigned char *p) {
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-static inline uint64_t r4(const unsigned char *p) {
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-/* the 128-bit product of a and b, folded to 64 bits */
-static inline uint64_t mum(uint64_t a, uint64_t b) {
-#if defined(__SIZEOF_INT128__)
-    const unsigned __int128 r = (unsigned __int128) a * b;
-    return (uint64_t) r ^ (uint64_t) (r >> 64);
-#else
-    const uint64_t ha = a >> 32, la = (uint32_t) a, hb = b >> 32, lb = (uint32_t) b;
-    const uint64_t rh = ha * hb, rm0 = ha * lb, rm1 = hb * la, rl = la * lb, t = rl + (rm0 << 32);
-    uint64_t lo = t + (rm1 << 32), hi = rh + (rm0 >> 32) + (rm1 >> 32) + (t < rl) + (lo < t);
-    return lo ^ hi;
-#endif
-}
-
-/* a 64-bit hash of l bytes (the shape of wyhash's: two words of a short string, 16
-   bytes a step of a longer one, each mixed with the seed by a 128-bit product) */
-static inline uint64_t hash_bytes(const unsigned char *p, uint64_t l) {
-    uint64_t seed = SEED0 ^ (l * 0x9E3779B97F4A7C15ULL), a, b;
-    if (l <= 16) {
-        if (l >= 4) {
-            const uint64_t q = (l >> 3) << 2;
-            a = (r4(p) << 32) | r4(p + q);
-            b = (r4(p + l - 4) << 32) | r4(p + l - 4 - q);
-        } else if (l > 0) {
-            a = ((uint64_t) p[0] << 16) | ((uint64_t) p[l >> 1] << 8) | p[l - 1];
-            b = 0;
-        } else {
-            a = b = 0;
-        }
-    } else {
-        uint64_t i = l;
-        while (i > 16) {
-            seed = mum(r8(p) ^ SEED1, r8(p + 8) ^ seed);
-            p += 16;
-            i -= 16;
-        }
-        a = r8(p + i - 16);
-        b = r8(p + i - 8);
-    }
-    return mum(SEED1 ^ l, mum(a ^ SEED1, b ^ seed));
-}
+#include "_utf8.h"
 
 /* --- the sort (past the probe budget, or 2**24 strings) ----------------------------------- */
 
@@ -606,12 +409,6 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "ggscope._cvocab",
                                     METHODS};
 
 PyMODINIT_FUNC PyInit__cvocab(void) {
-    /* the hash's seeds: Python's own per-process hash secret (SipHash of a constant),
-       mixed with this module's address and the clock */
-    const uint64_t a = (uint64_t) _Py_HashBytes("ggscope._cvocab seed 0", 22);
-    const uint64_t b = (uint64_t) _Py_HashBytes("ggscope._cvocab seed 1", 22);
-    const uint64_t c = (uint64_t) (uintptr_t) &SEED0 ^ (uint64_t) time(NULL) * 0xD6E8FEB86659FD93ULL;
-    SEED0 = mum(a ^ 0xA0761D6478BD642FULL, c ^ 0xE7037ED1A0B428DBULL) | 1;
-    SEED1 = mum(b ^ 0x8EBC6AF09C88C6E3ULL, c ^ 0x589965CC75374CC3ULL) | 1;
+    hash_seed();
     return PyModule_Create(&MODULE);
 }
