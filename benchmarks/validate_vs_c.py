@@ -140,8 +140,12 @@ def py_floor(paths: list[Path], env: dict[str, str], cwd: Path) -> list[tuple[fl
 
 def child_env(work: Path, tree: Path = REPO) -> dict[str, str]:
     """The Python children as an installed ggscope runs: its bytecode cached (under
-    ``--work``, not in the repository) even where PYTHONDONTWRITEBYTECODE is set."""
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(work / "pycache"))
+    ``--work``, not in the repository) even where PYTHONDONTWRITEBYTECODE is set, and its
+    user cache (``XDG_CACHE_HOME``: the facts, the kept template studies) its own - two
+    trees sharing one would overwrite each other's records (kept under a name per
+    template, with the tree's stamp inside) and both would pay Jinja2 in every process."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(work / "pycache"),
+               XDG_CACHE_HOME=str(work / "cache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
