@@ -126,37 +126,32 @@ def describe(o: int) -> str:
     return f"U+{o:04X}" + (f" {name}" if name else "")
 
 
-_CANDIDATES: re.Pattern | None = None
+def _may_hide(o: int) -> bool:
+    """Whether code point ``o`` is one ``_hidden`` may accept: a format character (Cf) of
+    this Python's Unicode tables, a variation selector or a filler."""
+    return (any(a <= o <= b for a, b in _VARIATION) or o in _FILLERS
+            or ((0x80 <= o < 0x20000 or 0xE0000 <= o < 0xE1000) and unicodedata.category(chr(o)) == "Cf"))
 
 
-def _candidates() -> re.Pattern:
-    """One character class of every code point ``_hidden`` may accept (the format
-    characters of this Python's Unicode tables, the variation selectors, the fillers),
-    built once, so a long text is scanned by the regex engine, not a Python loop."""
-    global _CANDIDATES
-    if _CANDIDATES is None:
-        points = [o for span in (range(0x80, 0x20000), range(0xE0000, 0xE1000))
-                  for o in span if unicodedata.category(chr(o)) == "Cf"]
-        points += [o for a, b in _VARIATION for o in range(a, b + 1)] + sorted(_FILLERS)
-        ranges: list[list[int]] = []
-        for o in sorted(set(points)):
-            if ranges and o == ranges[-1][1] + 1:
-                ranges[-1][1] = o
-            else:
-                ranges.append([o, o])
-        _CANDIDATES = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" if b > a else re.escape(chr(a))
-                                               for a, b in ranges) + "]")
-    return _CANDIDATES
+def _candidates(text: str) -> re.Pattern | None:
+    """One character class of the code points of ``text`` that may hide, or None: the
+    distinct characters of the text are judged (a few hundred in a vocabulary's special
+    tokens), not every code point Unicode has (135,000 ``category`` calls, 25 ms of each
+    process that met a non-ASCII text), so a long text is still scanned by the regex
+    engine, not a Python loop."""
+    found = sorted(o for o in map(ord, set(text)) if o >= 0x80 and _may_hide(o))
+    return re.compile("[" + "".join(re.escape(chr(o)) for o in found) + "]") if found else None
 
 
 def invisible(text: str) -> list[tuple[int, int]]:
     """(offset, code point) of every hidden character of ``text``."""
     if text.isascii():
         return []
-    if not _candidates().search(text):
+    candidates = _candidates(text)
+    if candidates is None:
         return []
     out = []
-    for m in _candidates().finditer(text):
+    for m in candidates.finditer(text):
         i = m.start()
         if _hidden(text[i], text[i - 1] if i else "", text[i + 1] if i + 1 < len(text) else ""):
             out.append((i, ord(text[i])))
