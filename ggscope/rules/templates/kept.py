@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import os
 import sys
+import zlib
 from functools import lru_cache
 from typing import Any
+
+from ggscope.core import stamped
 
 __all__ = ["get", "put"]
 
@@ -27,7 +30,6 @@ __all__ = ["get", "put"]
 def _stamp() -> str | None:
     """This package's modules and Jinja2's (found without importing it), and Python's version."""
     import importlib.util
-    from ggscope.core import stamped
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         spec = importlib.util.find_spec("jinja2")
@@ -45,8 +47,6 @@ def _path(kind: str, key: str) -> str:
     """The record's file: named by two 32-bit checksums of the key (zlib's, no hashlib -
     OpenSSL's library is 5-10 ms of a process's start); the key itself is part of the
     record's stamp (``_stamp_of``), so two keys sharing a name only evict each other."""
-    import zlib
-    from ggscope.core import stamped
     raw = key.encode("utf-8", "surrogatepass")
     return os.path.join(stamped.area("templates"), f"{kind}-{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json")
 
@@ -57,7 +57,6 @@ def _stamp_of(key: str) -> str | None:
 
 
 def get(kind: str, key: str) -> Any:
-    from ggscope.core import stamped  # start-up: only for a file with a template
     if not stamped.enabled("templates"):
         return None
     st = _stamp_of(key)
@@ -65,7 +64,6 @@ def get(kind: str, key: str) -> Any:
 
 
 def put(kind: str, key: str, value: Any) -> None:
-    from ggscope.core import stamped  # start-up: only for a file with a template
     if not stamped.enabled("templates"):
         return
     st = _stamp_of(key)
