@@ -26,5 +26,6 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                              optional=True),
                    Extension("ggscope.source._guard", ["csrc/_guard.c"], extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True),
-                   Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"], depends=STRINGS, extra_compile_args=FLAGS,
+                   Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"],
+                             depends=STRINGS + ["csrc/_utf8.h", "csrc/_seedhash.h"], extra_compile_args=FLAGS,
                              optional=True)])

@@ -27,7 +27,10 @@ each Python tool first in turn:
    ``ggscope validate --jobs 1``.
 
 Printed: milliseconds, the ratios validate/C and validate/info (goal: <= 2 and <= 1.3),
-the load average before and after.  Nothing is written into the repository: the small
+the load average before and after; and what bounds validate/C from below: per file, the
+parse through the spec engine and the rule set alone (``validate.runner.validate``, no
+command line), measured in a child of the same rounds - on a small file that floor
+alone is a few hundred times ggml's reader, so the 2x goal holds for real files only.  Nothing is written into the repository: the small
 files and the build go to a temporary directory and ``--work``.
 
     python benchmarks/validate_vs_c.py [--ggml DIR] [--rounds 5] [--files 200]
@@ -108,10 +111,41 @@ def py_in_process(paths: list[Path], cmd: str, env: dict[str, str], cwd: Path) -
     return json.loads(out.strip().splitlines()[-1])
 
 
+FLOOR = r"""
+import gc, json, sys, time
+from ggscope.model.open import open as open_file
+from ggscope.validate.runner import selected_rules, validate
+rules = selected_rules()
+def once(p):
+    t0 = time.perf_counter()
+    mf = open_file(p)
+    t1 = time.perf_counter()
+    validate(mf, rules)
+    t2 = time.perf_counter()
+    mf.close()
+    return t1 - t0, t2 - t1
+once(sys.argv[1])                   # imports, compiled specs
+print(json.dumps([once(p) for p in sys.argv[1:]]))
+"""
+
+
+def py_floor(paths: list[Path], env: dict[str, str], cwd: Path) -> list[tuple[float, float]]:
+    """(parse, rules) seconds per file without the command line around them: the spec
+    engine's parse (``ggscope.model.open``) and the rule set (``validate.runner.validate``)
+    - what any Python ``validate`` pays per file, the floor of the ratio to C."""
+    out = subprocess.run([sys.executable, "-c", FLOOR, *map(str, paths)], env=env, cwd=cwd, capture_output=True,
+                         text=True, check=True).stdout
+    return [tuple(x) for x in json.loads(out.strip().splitlines()[-1])]
+
+
 def child_env(work: Path, tree: Path = REPO) -> dict[str, str]:
     """The Python children as an installed ggscope runs: its bytecode cached (under
-    ``--work``, not in the repository) even where PYTHONDONTWRITEBYTECODE is set."""
-    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(work / "pycache"))
+    ``--work``, not in the repository) even where PYTHONDONTWRITEBYTECODE is set, and its
+    user cache (``XDG_CACHE_HOME``: the facts, the kept template studies) its own - two
+    trees sharing one would overwrite each other's records (kept under a name per
+    template, with the tree's stamp inside) and both would pay Jinja2 in every process."""
+    env = dict(os.environ, PYTHONPATH=str(tree), PYTHONPYCACHEPREFIX=str(work / "pycache"),
+               XDG_CACHE_HOME=str(work / "cache"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
@@ -161,6 +195,7 @@ def main() -> None:
             wall([*py, "info" if k == "info" else "validate", str(small[0])], tmp, e)
         keys = ("c", *envs)
         inproc = {k: [[] for _ in real + small] for k in keys}
+        floor: list[list[tuple[float, float]]] = [[] for _ in real + small]
         proc = {k: [[] for _ in real] for k in (*keys, "pass")}
         folder = {k: [] for k in (*keys, "c per file")}
         for r in range(a.rounds):
@@ -172,6 +207,8 @@ def main() -> None:
             for k, ts in got.items():
                 for i, t in enumerate(ts):
                     inproc[k][i].append(t)
+            for i, t in enumerate(py_floor(real + small, env, tmp)):
+                floor[i].append(t)
             for i, p in enumerate(real):
                 proc["c"][i].append(wall([str(exe), str(p)], tmp, env))
                 proc["pass"][i].append(wall([sys.executable, "-c", "pass"], tmp, env))
@@ -203,6 +240,22 @@ def main() -> None:
         if len(rows):
             print(row(label, {k: sum(med(inproc[k][i]) for i in rows) for k in keys}, keys))
 
+    def floor_of(rows: range) -> tuple[float, float]:
+        return (sum(med([f[0] for f in floor[i]]) for i in rows), sum(med([f[1] for f in floor[i]]) for i in rows))
+
+    print("\n   what bounds validate/C: ggscope's parse and rule set alone, without the command line (ms)")
+    for label, rows in ((f"{len(real)} real files", range(len(real))),
+                        (f"{len(small)} small files", range(len(real), len(real) + len(small)))):
+        if not len(rows):
+            continue
+        parse, check = floor_of(rows)
+        c_ms = sum(med(inproc["c"][i]) for i in rows)
+        v_ms = sum(med(inproc["validate"][i]) for i in rows)
+        print(f"   {label}: parse {parse * 1e3:.1f} + rules {check * 1e3:.1f} = {(parse + check) * 1e3:.1f} "
+              f"({(parse + check) * 1e3 / len(rows):.2f} per file); the command line adds "
+              f"{(v_ms - parse - check) * 1e3:.1f}; C {c_ms * 1e3:.1f}: validate/C >= {(parse + check) / c_ms:.1f} "
+              f"in Python (parse alone {parse / c_ms:.1f})")
+
     cols = ("c", "pass", *envs)
     print("\n2. whole processes, per real file (ms; start-up included)")
     print(head(cols))
@@ -223,6 +276,13 @@ def main() -> None:
     print(f"   validate/C {m['validate'] / m['c']:.2f}, validate/(C one process per file) "
           f"{m['validate'] / m['c per file']:.2f}, validate/info {m['validate'] / m['info']:.2f}"
           + (f", before/now {m['before'] / m['validate']:.2f}" if extra else ""))
+    if n:
+        parse, check = floor_of(range(len(real), len(real) + n))
+        start = statistics.median([med(v) for v in proc["pass"]]) if real else 0.0
+        bound = start + parse + check
+        print(f"   bound: a Python process ({start * 1e3:.0f} ms bare, before ggscope's imports) + {n} x (parse "
+              f"{parse * 1e3 / n:.2f} + rules {check * 1e3 / n:.2f} ms) = {bound * 1e3:.0f} ms: validate/C >= "
+              f"{bound / m['c']:.0f} for a parse in Python, whatever the rules cost")
     load1 = os.getloadavg()
     print(f"\nload average at end {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
 

@@ -2,11 +2,13 @@
 
    Why: validate's loader rules ask whether two tokens have the same text (llama.cpp's
    vocabulary loader asserts id_to_token.size() == token_to_id.size()) and the values
-   rules whether every string is UTF-8.  In Python both decoded every token into a str
-   and hashed it: on the 12 real vocabulary files 57 % of validate's time (issue 27,
-   item 3).  Here one walk over the file's bytes does both, with no per-token object.
+   rules whether every string is UTF-8: in Python 57 % of validate's time on the 12 real
+   vocabulary files (issue 27, item 3).  Here one walk over the file's bytes does both,
+   with no per-token object, built for memory: UTF-8 in vectorised runs (_utf8.h), the
+   duplicates in a compact table fetched ahead (hash: _seedhash.h).  ``starts`` and
+   ``gather`` read the few thousand tokens a rule names without an offset per token.
 
-   scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8)
+   scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget])
        -> (dup, of, bad): the layout is ggscope.ksy.strings.StringArray's (as in
    ggscope.report._cjson.join_json): ``lens`` holds n unsigned lengths of ``lsize`` bytes
    (1, 2, 4 or 8); string i's ``width``-byte prefix is at ``first + rel[i]`` (``rel``: n
@@ -20,82 +22,115 @@
    - ``bad``: with ``utf8``, the indices of the strings that are not well-formed UTF-8
      (Python's strict codec: no overlong forms, no surrogates, nothing past U+10FFFF, no
      truncated sequence), as the bytes of int64 values in increasing order.
-   A string outside ``buf`` raises ValueError.  The hash is CPython's (SipHash, seeded
-   per process, as a set of str uses), so a crafted vocabulary cannot flood the table.
-   Memory: 1.5 to 3 slots of 8 bytes per string (fewer than 2**32 strings) and, for a
-   contiguous array, each string's offset (4 bytes; 8 when the strings span 4 GiB), plus
-   8 bytes per string that is not UTF-8: every count followed is one the file's bytes
-   back (each string costs at least its prefix), and the scan stops looking for
-   duplicates at the first. */
+   - ``budget``: table probes allowed per string before the duplicate search turns to
+     sorting (default 16; 0 sorts at once - the tests' way to hold both routes to one
+     answer).
+   A string outside ``buf`` raises ValueError.
+
+   UTF-8: runs of contiguous strings whose prefix and tail bytes between them are ASCII
+   (a GGUF token array: 8-byte lengths below 128) are judged at once - an ASCII byte ends
+   every sequence, so a run is valid exactly when each of its strings is; a run that
+   fails, or another layout, is judged string by string.
+   Duplicates: an open-addressed table of 4-byte slots (index and hash tag) at most 2/3
+   full, each slot fetched AHEAD strings early.  Probes are counted: past ``budget`` per
+   string - what no seed-blind input reaches - or with 2**24 strings or more, the strings
+   are sorted by their bytes instead (n log n comparisons): no input costs quadratic time.
+   Memory: 6 bytes per string for the table, 4 for each string's offset (8 when the
+   strings span 4 GiB) where ``rel`` does not give it; the sort 4 per string; 8 per string
+   that is not UTF-8: every count followed is one the file's bytes back (each string costs
+   at least its prefix), and the search stops at the first duplicate. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "_seedhash.h"
 #include "_strarray.h"
+#include "_utf8.h"
 
-/* Python's strict UTF-8 decoder's verdict on one string (RFC 3629 well-formedness) */
-static int utf8_ok(const unsigned char *p, uint64_t n) {
-    unsigned char any = 0;                         /* all ASCII (most tokens): one OR over the bytes */
-    for (uint64_t k = 0; k < n; k++) any |= p[k];
-    if (!(any & 0x80)) return 1;
-    uint64_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {                          /* eight ASCII bytes at a time */
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        const unsigned char c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        uint64_t need;
-        unsigned char lo = 0x80, hi = 0xBF;        /* the range of the second byte */
-        if (c < 0xC2) return 0;                    /* a continuation byte or an overlong 2-byte form */
-        else if (c < 0xE0) need = 1;
-        else if (c < 0xF0) {
-            need = 2;
-            if (c == 0xE0) lo = 0xA0;              /* overlong */
-            else if (c == 0xED) hi = 0x9F;         /* surrogates */
-        } else if (c < 0xF5) {
-            need = 3;
-            if (c == 0xF0) lo = 0x90;              /* overlong */
-            else if (c == 0xF4) hi = 0x8F;         /* past U+10FFFF */
-        } else return 0;
-        if (n - i - 1 < need) return 0;
-        if (p[i + 1] < lo || p[i + 1] > hi) return 0;
-        for (uint64_t k = 2; k <= need; k++)
-            if ((p[i + k] & 0xC0) != 0x80) return 0;
-        i += need + 1;
-    }
-    return 1;
+/* --- the sort (past the probe budget, or 2**24 strings) ----------------------------------- */
+
+/* qsort's comparison has no context argument in C11: the array being sorted, set by
+   first_dup_sorted while it holds the GIL (nothing here releases it). */
+static struct {
+    const unsigned char *src;
+    const void *lens, *offs;
+    Py_ssize_t lsize, osize;
+    uint64_t first, width;
+} S;
+
+
+static int by_bytes(const void *pa, const void *pb) {
+    const uint32_t i = *(const uint32_t *) pa, j = *(const uint32_t *) pb;
+    const uint64_t li = item(S.lens, S.lsize, i), lj = item(S.lens, S.lsize, j);
+    const int c = memcmp(S.src + S.first + item(S.offs, S.osize, i) + S.width,
+                         S.src + S.first + item(S.offs, S.osize, j) + S.width, (size_t) (li < lj ? li : lj));
+    if (c) return c;
+    if (li != lj) return li < lj ? -1 : 1;
+    return i < j ? -1 : i > j;                     /* equal strings in index order */
 }
 
-#define GET(a, wide, i) ((wide) ? ((const uint64_t *) (a))[i] : (uint64_t) ((const uint32_t *) (a))[i])
-#define PUT(a, wide, i, v) \
-    do { if (wide) ((uint64_t *) (a))[i] = (v); else ((uint32_t *) (a))[i] = (uint32_t) (v); } while (0)
+/* the first duplicate by sorting the indices by (bytes, index): in each run of equal
+   strings the first is the earliest and the second the first to repeat it; the answer is
+   the run whose second index is smallest.  Returns 0, or -1 when out of memory. */
+static int first_dup_sorted(const unsigned char *src, uint64_t first, const void *lens, Py_ssize_t lsize,
+                            const void *offs, Py_ssize_t osize, uint64_t width, Py_ssize_t n, Py_ssize_t *dup,
+                            Py_ssize_t *of) {
+    uint32_t *order = malloc(sizeof(uint32_t) * (size_t) n);
+    if (order == NULL) return -1;
+    for (Py_ssize_t i = 0; i < n; i++) order[i] = (uint32_t) i;
+    S.src = src, S.lens = lens, S.offs = offs, S.lsize = lsize, S.osize = osize, S.first = first, S.width = width;
+    qsort(order, (size_t) n, sizeof(uint32_t), by_bytes);
+    *dup = *of = -1;
+    for (Py_ssize_t k = 1; k < n; k++) {
+        const uint32_t i = order[k - 1], j = order[k];
+        const uint64_t l = item(lens, lsize, i);
+        if (item(lens, lsize, j) != l || memcmp(src + first + item(offs, osize, i) + width,
+                                                 src + first + item(offs, osize, j) + width, (size_t) l))
+            continue;
+        Py_ssize_t head = k - 1;                   /* k starts or continues a run: find its head */
+        while (head > 0) {
+            const uint32_t h = order[head - 1];
+            if (item(lens, lsize, h) != l || memcmp(src + first + item(offs, osize, h) + width,
+                                                     src + first + item(offs, osize, i) + width, (size_t) l))
+                break;
+            head--;
+        }
+        if (head == k - 1 && (*dup < 0 || (Py_ssize_t) j < *dup)) {     /* the run's second */
+            *dup = j;
+            *of = order[head];
+        }
+    }
+    free(order);
+    return 0;
+}
+
+/* --- the scan ------------------------------------------------------------------------------ */
+
+#define AHEAD 8                                    /* strings hashed (and slots fetched) ahead */
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch((p), 1)
+#else
+#define PREFETCH(p) ((void) (p))
+#endif
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
-    Py_ssize_t first, lsize, rsize, width, tail;
+    Py_ssize_t first, lsize, rsize, width, tail, budget = 16;
     int dups, utf8;
-    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
-                          &dups, &utf8))
+    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|n", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
+                          &dups, &utf8, &budget))
         return NULL;
     PyObject *res = NULL;
-    void *table = NULL, *offs = NULL;
+    uint32_t *table = NULL;
+    void *offs = NULL;
     int64_t *badv = NULL;
     const Py_ssize_t n = good_size(lsize) ? ln.len / lsize : 0;
     if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
-        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0) {
+        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < 0) {
         PyErr_SetString(PyExc_ValueError,
-                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8)");
+                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= 0])");
         goto done;
     }
     const unsigned char *src = buf.buf;
@@ -114,64 +149,160 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             p = s + (uint64_t) width + l + (uint64_t) tail;
         }
     }
-    /* the table: 8-byte slots of (index + 1) below and the hash's top 32 bits above, 0
-       empty, at least 1.5 per string; the strings' offsets from first (for a contiguous
-       array: a placed one has them in rel) */
-    const int wide_o = span >= UINT32_MAX;
-    uint64_t slots = 1;
+    Py_ssize_t nbad = 0, dup = -1, of = -1;
+    /* UTF-8: runs of strings at once - each run from a string's first byte to a later
+       string's last, with only ASCII prefix and tail bytes between them - and string by
+       string only when a run fails */
+    if (utf8 && n) {
+        int ok = 1;
+        if (rsize || width + tail == 0) {
+            ok = 0;
+        } else {
+            uint64_t at = (uint64_t) first, run = 0, run_end = 0;
+            int open = 0, tail_clean = 1;
+            for (Py_ssize_t i = 0; i < n && ok; i++) {
+                const uint64_t s = at, l = item(ln.buf, lsize, i);
+                int clean = tail_clean;
+                if (width == 8) {
+                    clean = clean && !(r8(src + s) & 0x8080808080808080ULL);
+                } else {
+                    for (Py_ssize_t k = 0; k < width; k++) clean = clean && !(src[s + k] & 0x80);
+                }
+                if (open && !clean) {                          /* close the run before string i */
+                    ok = utf8_span(src + run, run_end - run);
+                    open = 0;
+                }
+                if (!open) {
+                    run = s + (uint64_t) width;
+                    open = 1;
+                }
+                run_end = s + (uint64_t) width + l;
+                at = run_end + (uint64_t) tail;
+                tail_clean = 1;
+                if ((uint64_t) tail > size - run_end) {
+                    tail_clean = 0;                            /* past the buffer: not read */
+                } else {
+                    for (Py_ssize_t k = 0; k < tail; k++) tail_clean = tail_clean && !(src[run_end + k] & 0x80);
+                }
+            }
+            if (ok && open) ok = utf8_span(src + run, run_end - run);
+        }
+        if (!ok) {
+            badv = malloc(sizeof(int64_t) * (size_t) n);
+            if (badv == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            uint64_t at = (uint64_t) first;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                const uint64_t s = rsize ? (uint64_t) first + item(rl.buf, rsize, i) : at;
+                const uint64_t l = item(ln.buf, lsize, i);
+                at = s + (uint64_t) width + l + (uint64_t) tail;
+                if (!utf8_ok(src + s + width, l)) badv[nbad++] = i;
+            }
+        }
+    }
     if (dups && n > 1) {
         if ((uint64_t) n >= UINT32_MAX) {
             PyErr_SetString(PyExc_ValueError, "scan: 2**32 strings or more");
             goto done;
         }
-        while (slots < (uint64_t) n + (uint64_t) n / 2 + 1) slots <<= 1;
-        table = calloc(slots, 8);
-        if (!rsize) offs = malloc((size_t) n * (wide_o ? 8 : 4));
-        if (table == NULL || (!rsize && offs == NULL)) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    if (utf8 && n) {
-        badv = malloc(sizeof(int64_t) * (size_t) n);
-        if (badv == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    Py_ssize_t nbad = 0, dup = -1, of = -1;
-    {
-        const uint64_t mask = slots - 1;
-        uint64_t at = (uint64_t) first;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            const uint64_t s = rsize ? (uint64_t) first + item(rl.buf, rsize, i) : at;
-            const uint64_t l = item(ln.buf, lsize, i);
-            const unsigned char *p = src + s + width;
-            at = s + (uint64_t) width + l + (uint64_t) tail;
-            if (badv != NULL && !utf8_ok(p, l)) badv[nbad++] = i;
-            if (table == NULL || dup >= 0) {
-                if (badv == NULL) break;
-                continue;
+        /* each string's offset from first: rel's, or computed here for a contiguous array */
+        const int wide = rsize ? rsize == 8 : span >= UINT32_MAX;
+        const void *where = rsize ? rl.buf : NULL;
+        const Py_ssize_t osize = rsize ? rsize : wide ? 8 : 4;
+        if (!rsize) {
+            offs = malloc((size_t) n * (wide ? 8 : 4));
+            if (offs == NULL) {
+                PyErr_NoMemory();
+                goto done;
             }
-            if (offs != NULL) PUT(offs, wide_o, i, s - (uint64_t) first);
-            const uint64_t h = (uint64_t) _Py_HashBytes(p, (Py_ssize_t) l) ^ (l * 0x9E3779B97F4A7C15ULL);
-            const uint64_t tag = h & 0xFFFFFFFF00000000ULL;
-            uint64_t *slot = table;
-            for (uint64_t k = h & mask;; k = (k + 1) & mask) {
-                const uint64_t v = slot[k];
-                if (v == 0) {
-                    slot[k] = tag | ((uint64_t) i + 1);
-                    break;
+            where = offs;
+        }
+        int sorted_after = 0;
+        const int by_table = budget > 0 && (uint64_t) n < (1u << 24) - 1;
+        if (by_table) {
+            /* slots: (index + 1) in the low ibits, the hash's tag above; 0 is empty */
+            int ibits = 1;
+            while (((uint64_t) 1 << ibits) <= (uint64_t) n) ibits++;
+            const uint32_t imask = (uint32_t) (((uint64_t) 1 << ibits) - 1);
+            const uint64_t slots = (uint64_t) n + (uint64_t) n / 2 + 1;
+            table = calloc((size_t) slots, sizeof(uint32_t));
+            if (table == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            uint64_t ring[AHEAD], probes = 0;
+            const uint64_t allowed = (uint64_t) budget * (uint64_t) n;
+            uint64_t at = (uint64_t) first;
+            Py_ssize_t hashed = 0;
+            /* hash string k (in order), note its offset, fetch its slot */
+#define HASH_NEXT()                                                                                          \
+            do {                                                                                             \
+                const uint64_t s_ = rsize ? (uint64_t) first + item(rl.buf, rsize, hashed) : at;             \
+                const uint64_t l_ = item(ln.buf, lsize, hashed);                                             \
+                if (!rsize) {                                                                                \
+                    if (wide) ((uint64_t *) offs)[hashed] = s_ - (uint64_t) first;                           \
+                    else ((uint32_t *) offs)[hashed] = (uint32_t) (s_ - (uint64_t) first);                   \
+                    at = s_ + (uint64_t) width + l_ + (uint64_t) tail;                                       \
+                }                                                                                            \
+                const uint64_t h_ = hash_bytes(src + s_ + width, l_);                                        \
+                ring[hashed % AHEAD] = h_;                                                                   \
+                PREFETCH(table + (((h_ >> 32) * slots) >> 32));                                              \
+                hashed++;                                                                                    \
+            } while (0)
+            while (hashed < n && hashed < AHEAD) HASH_NEXT();
+            for (Py_ssize_t i = 0; i < n; i++) {
+                const uint64_t h = ring[i % AHEAD];
+                if (hashed < n) HASH_NEXT();
+                const uint32_t tag = (uint32_t) h & ~imask;
+                const uint64_t l = item(ln.buf, lsize, i);
+                const unsigned char *p = src + first + item(where, osize, i) + width;
+                uint64_t k = ((h >> 32) * slots) >> 32;
+                for (;;) {
+                    const uint32_t v = table[k];
+                    if (v == 0) {
+                        table[k] = tag | (uint32_t) (i + 1);
+                        break;
+                    }
+                    if (++probes > allowed) break;
+                    if ((v & ~imask) == tag) {
+                        const uint32_t j = (v & imask) - 1;
+                        if (item(ln.buf, lsize, j) == l
+                            && memcmp(src + first + item(where, osize, j) + width, p, (size_t) l) == 0) {
+                            dup = i;
+                            of = j;
+                            break;
+                        }
+                    }
+                    if (++k == slots) k = 0;
                 }
-                if ((v & 0xFFFFFFFF00000000ULL) != tag) continue;
-                const Py_ssize_t j = (Py_ssize_t) (v & 0xFFFFFFFFULL) - 1;
-                if (item(ln.buf, lsize, j) != l) continue;
-                const uint64_t o = (uint64_t) first + (rsize ? item(rl.buf, rsize, j) : GET(offs, wide_o, j));
-                if (memcmp(src + o + width, p, (size_t) l) == 0) {
-                    dup = i;
-                    of = j;
-                    break;
+                if (dup >= 0 || probes > allowed) break;
+            }
+#undef HASH_NEXT
+            if (probes > allowed) {                /* the hash met an input it spreads badly: sort */
+                sorted_after = 1;
+                dup = of = -1;
+                for (; hashed < n && !rsize; hashed++) {
+                    const uint64_t l = item(ln.buf, lsize, hashed);
+                    if (wide) ((uint64_t *) offs)[hashed] = at - (uint64_t) first;
+                    else ((uint32_t *) offs)[hashed] = (uint32_t) (at - (uint64_t) first);
+                    at += (uint64_t) width + l + (uint64_t) tail;
                 }
+            }
+        } else if (!rsize) {
+            uint64_t at = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (wide) ((uint64_t *) offs)[i] = at;
+                else ((uint32_t *) offs)[i] = (uint32_t) at;
+                at += (uint64_t) width + item(ln.buf, lsize, i) + (uint64_t) tail;
+            }
+        }
+        if (!by_table || sorted_after) {
+            if (first_dup_sorted(src, (uint64_t) first, ln.buf, lsize, where, osize, (uint64_t) width, n, &dup,
+                                 &of)) {
+                PyErr_NoMemory();
+                goto done;
             }
         }
     }
@@ -187,8 +318,89 @@ done:
     return res;
 }
 
+/* starts(first, lens, lsize, rel, rsize, width, tail, ids) -> bytes: the absolute offset
+   of the prefix of each string ``ids`` names (int64, nondecreasing, each below n), as
+   int64 bytes - one walk over the lengths up to the last id, no array of every offset.
+   Reads no string byte. */
+static PyObject *starts(PyObject *self, PyObject *args) {
+    Py_buffer ln, rl, ids;
+    Py_ssize_t first, lsize, rsize, width, tail;
+    if (!PyArg_ParseTuple(args, "ny*ny*nnny*", &first, &ln, &lsize, &rl, &rsize, &width, &tail, &ids)) return NULL;
+    PyObject *res = NULL;
+    const Py_ssize_t n = good_size(lsize) ? ln.len / lsize : 0, k = ids.len / 8;
+    if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
+        || (!rsize && rl.len) || ids.len % 8 || width < 0 || tail < 0 || first < 0) {
+        PyErr_SetString(PyExc_ValueError, "starts(first, lens, lsize, rel, rsize, width >= 0, tail >= 0, ids)");
+        goto done;
+    }
+    res = PyBytes_FromStringAndSize(NULL, k * 8);
+    if (res == NULL) goto done;
+    int64_t *out = (int64_t *) PyBytes_AS_STRING(res);
+    const int64_t *want = ids.buf;
+    uint64_t at = (uint64_t) first;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (want[j] < 0 || want[j] >= n || (j && want[j] < want[j - 1])) {
+            PyErr_SetString(PyExc_ValueError, "starts: ids must be nondecreasing indices of the array");
+            Py_CLEAR(res);
+            goto done;
+        }
+        if (rsize) {
+            out[j] = (int64_t) ((uint64_t) first + item(rl.buf, rsize, want[j]));
+            continue;
+        }
+        for (; i < want[j]; i++) at += (uint64_t) width + item(ln.buf, lsize, i) + (uint64_t) tail;
+        out[j] = (int64_t) at;
+    }
+done:
+    PyBuffer_Release(&ln);
+    PyBuffer_Release(&rl);
+    PyBuffer_Release(&ids);
+    return res;
+}
+
+/* gather(buf, starts, lens, width) -> bytes: the strings whose prefixes are at ``starts``
+   (int64) with ``lens`` (int64) bytes after a ``width``-byte prefix, each followed by a
+   newline but the last.  A string outside ``buf`` raises ValueError. */
+static PyObject *gather(PyObject *self, PyObject *args) {
+    Py_buffer buf, st, ln;
+    Py_ssize_t width;
+    if (!PyArg_ParseTuple(args, "y*y*y*n", &buf, &st, &ln, &width)) return NULL;
+    PyObject *res = NULL;
+    const Py_ssize_t k = st.len / 8;
+    const int64_t *s = st.buf, *l = ln.buf;
+    uint64_t total = 0;
+    if (st.len % 8 || ln.len != st.len || width < 0) {
+        PyErr_SetString(PyExc_ValueError, "gather(buf, starts, lens, width >= 0): one int64 length per start");
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (s[j] < 0 || l[j] < 0 || (uint64_t) s[j] > (uint64_t) buf.len
+            || (uint64_t) width + (uint64_t) l[j] > (uint64_t) buf.len - (uint64_t) s[j]) {
+            PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", j);
+            goto done;
+        }
+        total += (uint64_t) l[j] + (j > 0);
+    }
+    res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t) total);
+    if (res == NULL) goto done;
+    char *out = PyBytes_AS_STRING(res);
+    for (Py_ssize_t j = 0; j < k; j++) {
+        if (j) *out++ = '\n';
+        memcpy(out, (const char *) buf.buf + s[j] + width, (size_t) l[j]);
+        out += l[j];
+    }
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&st);
+    PyBuffer_Release(&ln);
+    return res;
+}
+
 static PyMethodDef METHODS[] = {
+    {"gather", gather, METH_VARARGS, "Strings at given offsets, joined by newlines."},
     {"scan", scan, METH_VARARGS, "The first duplicate string and the strings that are not UTF-8."},
+    {"starts", starts, METH_VARARGS, "The offsets of the prefixes of the strings at sorted indices."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -196,4 +408,7 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "ggscope._cvocab",
                                     "Vocabulary checks over a string array's bytes, compiled at install time.", -1,
                                     METHODS};
 
-PyMODINIT_FUNC PyInit__cvocab(void) { return PyModule_Create(&MODULE); }
+PyMODINIT_FUNC PyInit__cvocab(void) {
+    hash_seed();
+    return PyModule_Create(&MODULE);
+}

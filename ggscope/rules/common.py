@@ -4,8 +4,8 @@ Why: the structure, alignment, tensors and values families all need the metadata
 entries and tensor infos that parsed completely, ggml's layout facts (alignment, each
 tensor's expected offset, the data size) and which rule owns the damage; computed once
 here, each family reads the same answer.  Contract: every function takes a
-``ModelFile`` and never raises for a damaged one; ``ggml_layout`` is cached in
-``mf.extra``.  The numbers are ggml's (ggml src/gguf.cpp, gguf_init_from_file, as
+``ModelFile`` and never raises for a damaged one; ``kv_nodes``, ``tensor_rows`` and
+``ggml_layout`` are cached in ``mf.extra``.  The numbers are ggml's (ggml src/gguf.cpp, gguf_init_from_file, as
 vendored in llama-cpp-python 0.3.36).
 """
 from __future__ import annotations
@@ -37,16 +37,20 @@ GGUF_TYPE_NAMES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float
 
 
 def kv_nodes(mf) -> list:
-    """The metadata entry nodes that parsed completely (in file order)."""
+    """The metadata entry nodes that parsed completely (in file order; cached in
+    ``mf.extra``: ten rules read them, none changes the list)."""
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    hit = cache.get("kv_nodes")
+    if hit is not None:
+        return hit
     kvs = mf.root.child("metadata_kv")
-    if kvs is None:
-        return []
     d = mf.damage.path if mf.damage is not None else None
     out = []
-    for kv in kvs.children:
+    for kv in kvs.children if kvs is not None else ():
         if kv.end is None or kv.error is not None or (d is not None and (d == kv.path or d.startswith(kv.path + "/"))):
             break
         out.append(kv)
+    cache["kv_nodes"] = out
     return out
 
 

@@ -16,8 +16,11 @@ indices of the strings Python's strict UTF-8 codec refuses.  Given a memo (``mem
 ``ggscope.ksy.strings.StringArray`` or any sequence of str/bytes (encoded UTF-8 with
 surrogateescape, which maps the bytes the parser read back exactly).  ``texts(strings,
 ids)`` is the strings at the given indices, decoded as indexing decodes one, with the
-positions of all of them found in one pass instead of one per index.  Work and memory
-grow with the strings' bytes and count, both backed by the file.
+positions of all of them found in one pass instead of one per index; ``joined_texts``
+the same strings as one newline-joined text, decoded once (no str per string);
+``is_token(strings, needles)`` whether each needle is one string, compared only with
+the strings of its length.  Work and memory grow with the strings' bytes and count,
+both backed by the file.
 """
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ try:
 except ImportError:                          # pragma: no cover - depends on the build
     _cvocab = None
 
-__all__ = ["first_duplicate", "invalid_utf8", "memo_of", "texts"]
+__all__ = ["first_duplicate", "invalid_utf8", "is_token", "joined_texts", "memo_of", "texts"]
 
 _CHUNK = 1 << 16                             # strings per block of the numpy route
 _BUDGET = 1 << 20                            # string bytes per block of the numpy route
@@ -193,19 +196,101 @@ def _utf8(raw: bytes) -> bool:
 
 # --- many texts by index -------------------------------------------------------------
 
+def _starts(strings: StringArray, idx: np.ndarray) -> np.ndarray:
+    """The absolute offsets of the prefixes of the strings at ``idx``: one compiled walk
+    over the lengths (``_cvocab.starts``) in the ids' order, else a block at a time."""
+    if _cvocab is not None and hasattr(_cvocab, "starts"):
+        order = np.argsort(idx, kind="stable")
+        rel = strings.rel
+        got = _cvocab.starts(strings.first, np.ascontiguousarray(strings.lens), strings.lens.itemsize,
+                             np.ascontiguousarray(rel) if rel is not None else b"", rel.itemsize if rel is not None else 0,
+                             strings.width, strings.tail, np.ascontiguousarray(idx[order], dtype=np.int64))
+        starts = np.empty(len(idx), dtype=np.int64)
+        starts[order] = np.frombuffer(got, dtype=np.int64)
+        return starts
+    starts = np.empty(len(idx), dtype=np.int64)
+    for lo, hi, offs, _ in strings.blocks():
+        sel = (idx >= lo) & (idx < hi)
+        if sel.any():
+            starts[sel] = offs[idx[sel] - lo]
+    return starts
+
+
 def texts(strings: Sequence, ids: Sequence[int]) -> list:
     """``[strings[i] for i in ids]`` (each 0 <= i < len), the positions found a block at a
     time: indexing a contiguous array one string at a time sums the lengths before it."""
     if not isinstance(strings, StringArray) or len(ids) < 16:
         return [strings[i] for i in ids]
     idx = np.asarray(ids, dtype=np.int64)
-    starts = np.empty(len(idx), dtype=np.int64)
-    for lo, hi, offs, _ in strings.blocks():
-        sel = (idx >= lo) & (idx < hi)
-        if sel.any():
-            starts[sel] = offs[idx[sel] - lo]
+    starts = _starts(strings, idx)
     ends = starts + strings.width + strings.lens[idx].astype(np.int64)
     arr, enc, w = strings._arr, strings.encoding, strings.width
     if enc is None:
         return [arr[s + w:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist())]
     return [arr[s + w:e].tobytes().decode(enc, "surrogateescape") for s, e in zip(starts.tolist(), ends.tolist())]
+
+
+def _as_text(t) -> str:
+    return t if isinstance(t, str) else bytes(t).decode("utf-8", "replace")
+
+
+def _utf8_or_raw(encoding: str | None) -> bool:
+    try:
+        return encoding is None or codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def joined_texts(strings: Sequence, ids: Sequence[int]) -> str:
+    """``"\n".join`` of the strings at ``ids`` as text - a str element as it is, bytes
+    decoded as UTF-8 with U+FFFD for what is not - without a str per string: the bytes
+    gathered in one numpy pass and decoded once.  The same text: a newline is ASCII, so
+    no byte sequence runs from one string into the next and each string decodes alone."""
+    if not isinstance(strings, StringArray) or not _utf8_or_raw(strings.encoding) or len(ids) < 16:
+        return "\n".join(_as_text(t) for t in texts(strings, ids))
+    idx = np.asarray(ids, dtype=np.int64)
+    lens = strings.lens[idx].astype(np.int64)
+    if _compiled(strings) and hasattr(_cvocab, "gather"):
+        raw = _cvocab.gather(strings._arr, _starts(strings, idx), lens, strings.width)
+        return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")
+    at = _starts(strings, idx) + strings.width                 # each string's first byte
+    seg = lens + 1                                             # the string and the newline after it
+    base = np.cumsum(seg) - seg                                # where each begins in the output
+    pos = np.arange(int(seg.sum()), dtype=np.int64) - np.repeat(base, seg)
+    src = np.repeat(at, seg) + pos
+    out = strings._arr[np.minimum(src, len(strings._arr) - 1)]
+    out[pos == np.repeat(lens, seg)] = 0x0A
+    raw = out[:-1].tobytes()
+    return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")
+
+
+# --- whole tokens ----------------------------------------------------------------------
+
+def is_token(strings: Sequence, needles: Sequence[bytes]) -> list[bool]:
+    """Whether each of ``needles`` is, byte for byte, one string of ``strings``: each is
+    compared with the strings of its own length only, gathered into one array (no str
+    per string, no copy of the whole vocabulary)."""
+    if not isinstance(strings, StringArray):
+        have = {_as_bytes(s) for s in strings}
+        return [bytes(b) in have for b in needles]
+    out = [False] * len(needles)
+    by_len: dict[int, list[int]] = {}
+    for i, b in enumerate(needles):
+        by_len.setdefault(len(b), []).append(i)
+    lens = strings.lens
+    for size, which in by_len.items():
+        ids = np.flatnonzero(lens == size)
+        if not ids.size:
+            continue
+        if size == 0:
+            for i in which:
+                out[i] = True
+            continue
+        if _compiled(strings) and hasattr(_cvocab, "gather"):
+            raw = _cvocab.gather(strings._arr, _starts(strings, ids), np.full(len(ids), size, np.int64), strings.width)
+            rows = np.frombuffer(raw + b"\n", dtype=np.uint8).reshape(-1, size + 1)[:, :size]
+        else:
+            rows = np.frombuffer(b"".join(strings.raw(int(j)) for j in ids), dtype=np.uint8).reshape(-1, size)
+        for i in which:
+            out[i] = bool((rows == np.frombuffer(bytes(needles[i]), dtype=np.uint8)).all(axis=1).any())
+    return out

@@ -62,11 +62,11 @@ def _vocabulary() -> list[str]:
 
 def check_selectors(words: Iterable[str], option: str = "--select") -> None:
     """Raise ``UnknownSelector`` for the first word that matches no rule (with a close match)."""
-    import difflib
     for w in words:
         w = w.strip()
         if not w or w.upper() in REDIRECTS or any(_matches(r, [w]) for r in RULES):
             continue
+        import difflib  # start-up: only for a word that names no rule
         close = difflib.get_close_matches(w, _vocabulary(), n=1, cutoff=0.6)
         if not close:
             close = difflib.get_close_matches(w.upper(), [r.code for r in RULES], n=1, cutoff=0.6)

@@ -61,3 +61,16 @@ def test_keys_may_hold_any_text(tmp_path, monkeypatch, text):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     kept.put("study", text, {"issues": [], "literals": text})
     assert kept.get("study", text) == {"issues": [], "literals": text}
+
+
+def test_records_sharing_a_file_name_are_never_each_others(tmp_path, monkeypatch):
+    """Two keys whose checksums name one file evict each other: a miss, never the other
+    key's record."""
+    monkeypatch.setenv("GGSCOPE_CACHE", "1")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(kept, "_path", lambda kind, key: str(tmp_path / f"{kind}-same.json"))
+    kept.put("study", "template A", {"issues": [], "literals": "A"})
+    assert kept.get("study", "template A") == {"issues": [], "literals": "A"}
+    kept.put("study", "template B", {"issues": [], "literals": "B"})
+    assert kept.get("study", "template A") is None
+    assert kept.get("study", "template B") == {"issues": [], "literals": "B"}

@@ -2,10 +2,12 @@
 
 Every answer is held to the definition computed independently here: a dict from each
 string's bytes to its first index, filled in id order (what llama.cpp's token_to_id meets),
-and Python's strict UTF-8 codec on each string.  Both routes run - the compiled scan
-(csrc/_cvocab.c) and numpy - over the layouts the parser produces: contiguous strings
-with 8-byte prefixes, with fixed-size fields after each string, and strings placed at
-explicit offsets in any order; and end to end through ``validate`` on GGUF files.
+and Python's strict UTF-8 codec on each string.  Every route runs - the compiled scan
+(csrc/_cvocab.c) with its hash table, with its sort (at once, and taken over from the
+table midway) and numpy - over the layouts the parser produces: contiguous strings with
+8-byte prefixes, with fixed-size fields after each string (not ASCII: each string judged
+alone; ASCII: the vectorised check over whole runs), and strings placed at explicit
+offsets in any order; and end to end through ``validate`` on GGUF files.
 """
 from __future__ import annotations
 
@@ -17,22 +19,38 @@ import pytest
 from ggscope.ksy.strings import StringArray, narrow_unsigned
 from ggscope.rules import vocab_bytes
 
-ROUTES = ["compiled", "numpy"]
+ROUTES = ["compiled", "compiled, sorted", "compiled, sorted midway", "numpy"]
+
+
+class _Budget:
+    """The compiled module with the duplicate search's probe budget set: 0 sorts at once,
+    1 runs out in the middle of the table (the route a hash that spreads an input badly
+    takes)."""
+
+    def __init__(self, module, budget: int):
+        self.module, self.budget = module, budget
+
+    def scan(self, *args):
+        return self.module.scan(*args, self.budget)
 
 
 @pytest.fixture(params=ROUTES)
 def route(request, monkeypatch):
-    if request.param == "compiled":
+    if request.param.startswith("compiled"):
         if vocab_bytes._cvocab is None:
             pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
+        if request.param != "compiled":
+            monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, 0 if request.param.endswith("sorted")
+                                                                else 1))
     else:
         monkeypatch.setattr(vocab_bytes, "_cvocab", None)
     return request.param
 
 
-def contiguous(strings: list[bytes], tail: int = 0, lead: bytes = b"junk") -> StringArray:
-    """A GGUF-style array: 8-byte little-endian length, the bytes, ``tail`` field bytes."""
-    body = b"".join(struct.pack("<Q", len(s)) + s + b"\xee" * tail for s in strings)
+def contiguous(strings: list[bytes], tail: int = 0, lead: bytes = b"junk", fill: bytes = b"\xee") -> StringArray:
+    """A GGUF-style array: 8-byte little-endian length, the bytes, ``tail`` field bytes
+    (``fill``: not ASCII by default, so the compiled scan judges each string alone)."""
+    body = b"".join(struct.pack("<Q", len(s)) + s + fill * tail for s in strings)
     arr = np.frombuffer(lead + body + b"trailing", dtype=np.uint8)
     lens = np.array([len(s) for s in strings], dtype=np.int64)
     lens = lens.astype(narrow_unsigned(int(lens.max()) if len(lens) else 0))
@@ -51,7 +69,8 @@ def placed(strings: list[bytes], seed: int = 1) -> StringArray:
 
 
 def layouts(strings: list[bytes]) -> list[StringArray]:
-    return [contiguous(strings), contiguous(strings, tail=12), placed(strings)]
+    return [contiguous(strings), contiguous(strings, tail=12), contiguous(strings, tail=3, fill=b"\x01"),
+            placed(strings)]
 
 
 def want_dup(strings: list[bytes]):
@@ -135,6 +154,43 @@ def test_long_mostly_ascii_strings_as_the_definition(route):
     check(strings)
 
 
+def test_every_two_byte_string_and_the_three_and_four_byte_edges(route):
+    """Every string of two bytes, and three- and four-byte strings over every lead byte
+    with the second byte's edges, each after a valid string that moves it through a
+    32-byte block: the check over a whole array against Python's codec - alone, so the
+    verdict is that string's - and all of them in one array."""
+    if route != "compiled":
+        pytest.skip("the vectorised check is the compiled route's (the numpy route runs Python's codec itself)")
+    two = [bytes([a, b]) for a in range(256) for b in range(256)]
+    edges = [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC2, 0xE0, 0xF0, 0xFF]
+    three = [bytes([a, b, c]) for a in range(0xC0, 0x100) for b in edges for c in (0x41, 0x80, 0xBF, 0xC3)]
+    four = [bytes([a, b, c, d]) for a in range(0xE0, 0x100) for b in edges for c in (0x80, 0xBF, 0x41)
+            for d in (0x80, 0xBF, 0x41)]
+    for strings in (two, three, four):
+        for i, s in enumerate(strings):
+            pad = "é".encode() * (i % 23)
+            assert vocab_bytes.invalid_utf8(contiguous([pad, s], lead=b"")) == want_bad([pad, s]), s
+        for sa in (contiguous(strings), contiguous(strings, tail=3, fill=b"\x01")):
+            assert vocab_bytes.invalid_utf8(sa) == want_bad(strings)
+
+
+def test_long_strings_among_short_ones_as_the_definition(route):
+    """Strings of 128 bytes and more, whose length prefixes hold a byte past 0x7F, between
+    short ones; invalid bytes at every offset of a 32-byte block, sequences cut at a
+    string's end before a string of continuation bytes."""
+    rng = np.random.default_rng(11)
+    strings = []
+    for k in range(600):
+        n = int(rng.choice([0, 1, 7, 31, 32, 33, 127, 128, 129, 300, 1000]))
+        s = bytearray(("é€😀a" * 400).encode()[:n])
+        if s and k % 3 == 0:
+            s[int(rng.integers(0, len(s)))] = int(rng.choice([0x80, 0xC0, 0xED, 0xF5, 0xFF]))
+        strings.append(bytes(s))
+    strings += [b"\xe2\x82", b"\xac", b"\xf0\x9f\x98", b"\x80", "€".encode() * 50, b"\xe2"]
+    check(strings)
+    check([s for s in strings if not want_bad([s])])           # all valid: the whole-array verdict
+
+
 def test_262k_tokens(route):
     """A vocabulary of Gemma 3's size: none alike, then one token repeated at the end."""
     toks = [b"\xe2\x96\x81tok%06d" % i for i in range(262_144)]
@@ -215,7 +271,7 @@ def test_validate_reports_the_first_duplicate(route, tmp_path, tokens, dup):
         assert f"{len(bad)} string element(s) are not UTF-8: element {bad[0]} " in utf8[0]
 
 
-def test_texts_are_what_indexing_gives():
+def test_texts_are_what_indexing_gives(route):
     strings = [b"t%d" % i for i in range(20_000)] + [b"", b"\xff\xfe", "ünï".encode()]
     ids = [0, 1, 4095, 4096, 4097, 19_999, 20_000, 20_001, 20_002] + list(range(100, 140))
     for sa in layouts(strings):
@@ -247,3 +303,98 @@ def test_validate_walks_a_vocabulary_once(tmp_path, monkeypatch):
     found = findings(vocab_file(tmp_path / "v.gguf", tokens), select=["GG1106", "GG202"])
     assert [f.message.split(" (")[0] for f in found if f.code == "GG1106"] == ["token 3 has the same text as token 1"]
     assert calls == [(4, True, True)]
+
+
+def test_joined_texts_are_the_texts_joined(route):
+    """One decode of the gathered bytes gives what decoding each string and joining them
+    gives: str elements with surrogate escapes, bytes elements with U+FFFD, a cut sequence
+    at a string's end kept to that string."""
+    strings = [b"t%d" % i for i in range(3000)] + [b"", b"\xff\xfe", "ünï".encode(), b"\xe2\x82", b"\xac",
+                                                    b"\xf0\x9f\x98\x80", b"a\nb", b"\0"]
+    ids = list(range(0, 3000, 37)) + list(range(3000, len(strings)))
+    for sa in layouts(strings) + [StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, None),
+                                  StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, "UTF-8")]:
+        want = "\n".join(t if isinstance(t, str) else t.decode("utf-8", "replace") for t in vocab_bytes.texts(sa, ids))
+        assert vocab_bytes.joined_texts(sa, ids) == want
+    assert vocab_bytes.joined_texts(["a", b"\xff"], [1, 0]) == "\ufffd\na"
+    assert vocab_bytes.joined_texts(contiguous(strings), []) == ""
+
+
+def _special_vocab(path, hidden: str | None):
+    """A llama vocabulary of 4,000 tokens, 600 of them control tokens (type 3), one of
+    which holds ``hidden`` when given."""
+    import gguf
+    tokens = [f"<|ctl_{i}|>" if i < 600 else f"tok{i}" for i in range(4000)]
+    if hidden is not None:
+        tokens[321] = f"<|ctl{hidden}_321|>"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_types([3 if i < 600 else 1 for i in range(4000)])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_hidden_characters_reads_special_tokens_without_a_str_each(tmp_path, monkeypatch):
+    """GG1310 judges the 600 control tokens of a vocabulary from their bytes joined and
+    decoded once: no str per token (``texts``) unless one of them hides something, and
+    then the same finding as a per-token read."""
+    from _helpers import findings
+    calls = []
+    real = vocab_bytes.texts
+    monkeypatch.setattr(vocab_bytes, "texts", lambda sa, ids: calls.append(len(ids)) or real(sa, ids))
+    assert findings(_special_vocab(tmp_path / "clean.gguf", None), select=["GG1310"]) == []
+    assert calls == []
+    found = findings(_special_vocab(tmp_path / "hidden.gguf", "\u200b"), select=["GG1310"])
+    assert [f.message for f in found] == ['special token 321 "<|ctl\\u200b_321|>": 1 invisible character '
+                                          "(U+200B ZERO WIDTH SPACE)"]
+    assert calls == [600]
+
+
+def test_positions_and_gathering_refuse_what_the_array_cannot_back():
+    if vocab_bytes._cvocab is None:
+        pytest.skip("ggscope.rules._cvocab is not built")
+    cv, sa = vocab_bytes._cvocab, contiguous([b"ab", b"c", b"def"])
+    lens = np.ascontiguousarray(sa.lens)
+    at = np.frombuffer(cv.starts(sa.first, lens, lens.itemsize, b"", 0, 8, 0, np.array([0, 2, 2], np.int64)), np.int64)
+    assert at.tolist() == [4, 23, 23]                      # after "junk"; 8 + 2 and 8 + 1 bytes further
+    for ids in ([2, 0], [3], [-1]):                          # unsorted, past the end, negative
+        with pytest.raises(ValueError):
+            cv.starts(sa.first, lens, lens.itemsize, b"", 0, 8, 0, np.array(ids, np.int64))
+    assert cv.gather(sa._arr, at, np.array([2, 3, 3], np.int64), 8) == b"ab\ndef\ndef"
+    with pytest.raises(ValueError):                          # a length past the buffer's end
+        cv.gather(sa._arr, at[:1], np.array([len(sa._arr)], np.int64), 8)
+
+
+def test_is_token_is_whole_token_equality(route):
+    """A needle is a token when one string equals it byte for byte: not a prefix, a
+    suffix or a stretch across two tokens - whatever bytes the tokens hold."""
+    strings = [b"<|im_start|>", b"<|im_end|>", b"a\0<|x|>", b"<|y|>\0b", b"", b"\xff", "ü".encode(), b"ab", b"b"]
+    needles = [b"<|im_start|>", b"<|im_end", b"im_end|>", b"<|x|>", b"<|y|>", b"", b"\xff", "ü".encode(), b"ab",
+               b"a", b"ba", b"\0"]
+    want = [n in set(strings) for n in needles]
+    for sa in layouts(strings):
+        assert vocab_bytes.is_token(sa, needles) == want
+    assert vocab_bytes.is_token(["ab", "ü"], [b"ab", "ü".encode(), b"a"]) == [True, True, False]
+
+
+def test_template_token_lookup_reads_no_copy_of_the_vocabulary(tmp_path, monkeypatch):
+    """GG1308 asks whether a template's special tokens are tokens: compared with the
+    tokens of the same length, not by joining the whole vocabulary (``joined``)."""
+    import gguf
+    from _helpers import findings
+    path = tmp_path / "chat.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<unk>", "<|im_start|>", "<|im_end|>"] + [f"tok{i}" for i in range(500)])
+    w.add_chat_template("{% for m in messages %}<|im_start|>{{ m.content }}<|im_end|><|eot_id|>{% endfor %}")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    monkeypatch.setattr(StringArray, "joined", lambda self, *a, **k: pytest.fail("the vocabulary was joined"))
+    found = findings(path, select=["GG1308"])
+    assert [f.message for f in found] == ['tokenizer.chat_template writes "<|eot_id|>", not one token of the vocabulary']

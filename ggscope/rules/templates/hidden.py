@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from ggscope.rules.templates.phrases import PHRASES
 
@@ -33,7 +34,9 @@ _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
 _URL = r"(?:https?://|www\.)\S+"
 _URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+", re.IGNORECASE)
-_KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p in pats] for kind, pats in {
+# the patterns' sources: each is compiled the first time its anchor words occur (``_compiled``),
+# so a process whose texts hold none of them never compiles one (about 20 ms of start-up)
+_KINDS: dict[str, list[str]] = {
     "override": [   # overriding what came before
         r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}?\b(?:previous|prior|above|earlier|all|any|other|"
         r"system|user'?s?|original)\b[^.\n]{0,30}?\b(?:instructions?|prompts?|rules|requests?|messages?|"
@@ -65,7 +68,7 @@ _KINDS: dict[str, list[re.Pattern]] = {kind: [re.compile(p, re.IGNORECASE | re.D
         r"\b(?:transfer|wire|route|send|deposit)\b[^.\n]{0,60}?\baccount\b",
         r"\badd\s+\d+\s*(?:%|percent)",
         r"\b(?:api\s+key|password|credentials?|private\s+key|seed\s+phrase)\b[^.\n]{0,40}?\b(?:send|post|include|append)\b"],
-}.items()}
+}
 # words one of which each pattern needs: a pattern runs only when its words occur, so a
 # long text without them costs a few substring searches, not a regex pass per pattern
 _ANCHORS: dict[str, list[tuple[str, ...]]] = {
@@ -82,12 +85,20 @@ _ANCHORS: dict[str, list[tuple[str, ...]]] = {
 
 # the same families in Chinese, Spanish, French, German and Russian
 for _kind, _rows in PHRASES.items():
-    _KINDS[_kind] += [re.compile(p, re.IGNORECASE | re.DOTALL | re.MULTILINE) for p, _ in _rows]
+    _KINDS[_kind] += [p for p, _ in _rows]
     _ANCHORS[_kind] += [words for _, words in _rows]
 
-# every anchor word of every pattern, as one search
-_ANY_ANCHOR = re.compile("|".join(sorted({re.escape(w) for rows in _ANCHORS.values() for words in rows for w in words},
-                                         key=len, reverse=True)))
+
+@lru_cache(maxsize=None)
+def _compiled(source: str) -> re.Pattern:
+    return re.compile(source, re.IGNORECASE | re.DOTALL | re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def _any_anchor() -> re.Pattern:
+    """Every anchor word of every pattern, as one search."""
+    return re.compile("|".join(sorted({re.escape(w) for rows in _ANCHORS.values() for words in rows for w in words},
+                                      key=len, reverse=True)))
 
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
@@ -115,37 +126,32 @@ def describe(o: int) -> str:
     return f"U+{o:04X}" + (f" {name}" if name else "")
 
 
-_CANDIDATES: re.Pattern | None = None
+def _may_hide(o: int) -> bool:
+    """Whether code point ``o`` is one ``_hidden`` may accept: a format character (Cf) of
+    this Python's Unicode tables, a variation selector or a filler."""
+    return (any(a <= o <= b for a, b in _VARIATION) or o in _FILLERS
+            or ((0x80 <= o < 0x20000 or 0xE0000 <= o < 0xE1000) and unicodedata.category(chr(o)) == "Cf"))
 
 
-def _candidates() -> re.Pattern:
-    """One character class of every code point ``_hidden`` may accept (the format
-    characters of this Python's Unicode tables, the variation selectors, the fillers),
-    built once, so a long text is scanned by the regex engine, not a Python loop."""
-    global _CANDIDATES
-    if _CANDIDATES is None:
-        points = [o for span in (range(0x80, 0x20000), range(0xE0000, 0xE1000))
-                  for o in span if unicodedata.category(chr(o)) == "Cf"]
-        points += [o for a, b in _VARIATION for o in range(a, b + 1)] + sorted(_FILLERS)
-        ranges: list[list[int]] = []
-        for o in sorted(set(points)):
-            if ranges and o == ranges[-1][1] + 1:
-                ranges[-1][1] = o
-            else:
-                ranges.append([o, o])
-        _CANDIDATES = re.compile("[" + "".join(f"{re.escape(chr(a))}-{re.escape(chr(b))}" if b > a else re.escape(chr(a))
-                                               for a, b in ranges) + "]")
-    return _CANDIDATES
+def _candidates(text: str) -> re.Pattern | None:
+    """One character class of the code points of ``text`` that may hide, or None: the
+    distinct characters of the text are judged (a few hundred in a vocabulary's special
+    tokens), not every code point Unicode has (135,000 ``category`` calls, 25 ms of each
+    process that met a non-ASCII text), so a long text is still scanned by the regex
+    engine, not a Python loop."""
+    found = sorted(o for o in map(ord, set(text)) if o >= 0x80 and _may_hide(o))
+    return re.compile("[" + "".join(re.escape(chr(o)) for o in found) + "]") if found else None
 
 
 def invisible(text: str) -> list[tuple[int, int]]:
     """(offset, code point) of every hidden character of ``text``."""
     if text.isascii():
         return []
-    if not _candidates().search(text):
+    candidates = _candidates(text)
+    if candidates is None:
         return []
     out = []
-    for m in _candidates().finditer(text):
+    for m in candidates.finditer(text):
         i = m.start()
         if _hidden(text[i], text[i - 1] if i else "", text[i + 1] if i + 1 < len(text) else ""):
             out.append((i, ord(text[i])))
@@ -166,13 +172,13 @@ def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
     plain = _visible(text[:limit])
     low = plain.lower()
     found: dict[str, str] = {}
-    if not _ANY_ANCHOR.search(low):          # most prose holds none of the words: one search
+    if not _any_anchor().search(low):        # most prose holds none of the words: one search
         return found
     for kind, patterns in _KINDS.items():
         for p, words in zip(patterns, _ANCHORS[kind]):
             if not any(w in low for w in words):
                 continue
-            m = p.search(plain)
+            m = _compiled(p).search(plain)
             if m:
                 found[kind] = m.group(0)
                 break

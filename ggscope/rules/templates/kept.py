@@ -9,15 +9,15 @@ ggscope's template modules and of Jinja2's version; so it is kept (``core.stampe
 ``templates`` area) under a stamp of those files and read back under the same stamp.
 
 Contract: ``get(kind, key)`` returns what ``put(kind, key, value)`` stored under the
-current stamp, or None; keys are hashed (SHA-256) into file names, records are JSON data
-that ``sources`` validates before use.  ``GGSCOPE_CACHE=0`` (every cache) or ``GGSCOPE_CACHE_OFF=templates`` turns it off.
+current stamp and that very key, or None; keys are checksummed into file names (a
+collision is a miss, never another key's record), records are JSON data that ``sources``
+validates before use.  ``GGSCOPE_CACHE=0`` (every cache) or ``GGSCOPE_CACHE_OFF=templates`` turns it off.
 """
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import os
 import sys
+import zlib
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = ["get", "put"]
 @lru_cache(maxsize=1)
 def _stamp() -> str | None:
     """This package's modules and Jinja2's (found without importing it), and Python's version."""
+    import importlib.util
     here = os.path.dirname(os.path.abspath(__file__))
     try:
         spec = importlib.util.find_spec("jinja2")
@@ -43,20 +44,28 @@ def _stamp() -> str | None:
 
 
 def _path(kind: str, key: str) -> str:
-    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-    return os.path.join(stamped.area("templates"), f"{kind}-{digest[:40]}.json")
+    """The record's file: named by two 32-bit checksums of the key (zlib's, no hashlib -
+    OpenSSL's library is 5-10 ms of a process's start); the key itself is part of the
+    record's stamp (``_stamp_of``), so two keys sharing a name only evict each other."""
+    raw = key.encode("utf-8", "surrogatepass")
+    return os.path.join(stamped.area("templates"), f"{kind}-{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json")
+
+
+def _stamp_of(key: str) -> str | None:
+    st = _stamp()
+    return None if st is None else f"{st}\n{key}"
 
 
 def get(kind: str, key: str) -> Any:
     if not stamped.enabled("templates"):
         return None
-    st = _stamp()
+    st = _stamp_of(key)
     return None if st is None else stamped.read(_path(kind, key), st)
 
 
 def put(kind: str, key: str, value: Any) -> None:
     if not stamped.enabled("templates"):
         return
-    st = _stamp()
+    st = _stamp_of(key)
     if st is not None:
         stamped.write(_path(kind, key), st, value)

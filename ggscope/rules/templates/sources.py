@@ -11,9 +11,9 @@ runs in this process under ``budget`` when the study compiled it, else - or when
 budget trips - in ``sandbox``'s forked, rlimit-capped child, whose verdict stands.
 
 Contract: Jinja2 is imported only when a file has a template; nothing here reads more
-than the metadata already parsed; vocabulary look-ups use the token array's joined bytes
-(one copy, made only when a template emits special-token text); string arrays are read
-up to ``MAX_ITEMS`` entries.
+than the metadata already parsed; vocabulary look-ups compare bytes with the tokens of
+the same length (``vocab_bytes.is_token``, only when a template emits special-token
+text); string arrays are read up to ``MAX_ITEMS`` entries.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ggscope.rules.templates.sandbox import Render
 
 __all__ = ["Template", "Study", "study", "templates", "issues_of", "literals_of", "renders_of", "clear_caches",
-           "special_texts", "in_vocabulary", "prose", "special_tokens", "node_of", "MAX_ITEMS"]
+           "special_texts", "in_vocabulary", "prose", "special_tokens", "special_text", "node_of", "MAX_ITEMS"]
 
 MAX_ITEMS = 1000
 _TOKENS = "tokenizer.ggml.tokens"
@@ -56,7 +56,11 @@ class Template:
 
 
 def templates(mf: "ModelFile") -> list[Template]:
-    return [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
+    """The file's templates (cached in ``mf.extra``: six rules ask)."""
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    if "templates" not in cache:
+        cache["templates"] = [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
+    return cache["templates"]
 
 
 @dataclass(frozen=True)
@@ -168,21 +172,19 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None or not texts:
         return {t: True for t in texts}
-    if hasattr(tokens, "joined"):
-        hay = tokens.joined().tobytes() + b"\0"
-        return {t: (b"\0" + t.encode("utf-8", "surrogateescape") + b"\0") in hay for t in texts}
+    if hasattr(tokens, "joined"):             # a StringArray: compared on its bytes
+        found = vocab_bytes.is_token(tokens, [t.encode("utf-8", "surrogateescape") for t in texts])
+        return dict(zip(texts, found))
     have = set(tokens)
     return {t: t in have for t in texts}
 
 
-def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
-    """The ids and texts of the control and user-defined tokens and of every token a
-    ``*_token_id`` key names, at most ``MAX_ITEMS * 100``: two lists, not a list of
-    pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
-    which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
+def _special_ids(mf: "ModelFile") -> list[int]:
+    """The ids of the control and user-defined tokens and of every token a ``*_token_id``
+    key names, in order, at most ``MAX_ITEMS * 100`` of the former."""
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None:
-        return [], []
+        return []
     ids: set[int] = set()
     types = mf.metadata.get("tokenizer.ggml.token_type")
     if types is not None and not isinstance(types, (str, bytes)):
@@ -196,9 +198,25 @@ def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
         if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int) \
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
-    order = sorted(ids)
-    texts = vocab_bytes.texts(tokens, order)          # the positions' texts in one pass
+    return sorted(ids)
+
+
+def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
+    """The ids and texts of the special tokens (``_special_ids``): two lists, not a list of
+    pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
+    which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
+    order = _special_ids(mf)
+    if not order:
+        return [], []
+    texts = vocab_bytes.texts(mf.metadata[_TOKENS], order)          # the positions' texts in one pass
     return order, [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace") for t in texts]
+
+
+def special_text(mf: "ModelFile") -> str:
+    """``"\n".join`` of ``special_tokens``' texts, made from the tokens' bytes in one
+    decode: what a check over all of them reads before it needs any one of them."""
+    order = _special_ids(mf)
+    return vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
 
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:
@@ -206,8 +224,9 @@ def prose(mf: "ModelFile") -> list[tuple[str, str]]:
     strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``),
     and a locator's value when it holds more than one word (a URL is one word)."""
     out = []
+    templated = {t.key for t in templates(mf)}
     for k, v in mf.metadata.items():
-        if not isinstance(k, str) or k.startswith("tokenizer.") or template_keys({k: v}):
+        if not isinstance(k, str) or k.startswith("tokenizer.") or k in templated:
             continue
         if not is_free_text_key(k):       # a locator: only text beside the URL is prose
             if isinstance(v, str) and len(v.split()) > 1:

@@ -135,12 +135,13 @@ class HiddenCharacters(Rule):
         for key, text in src.prose(ctx.mf):
             if invisible(text):
                 yield ctx.at(src.node_of(ctx, key), f"{key}: {_hidden_message(text)[1]}")
+        # one scan of all of them first, on their bytes decoded at once (a newline between two
+        # texts is neither a pictograph nor a joiner, so each character keeps the verdict it
+        # has in its own text); a str per token only when one of them hides something
+        if not invisible(src.special_text(ctx.mf)):
+            return
         node = src.node_of(ctx, "tokenizer.ggml.tokens")
         ids, texts = src.special_tokens(ctx.mf)
-        # one scan of all of them first (a newline between two texts is neither a pictograph
-        # nor a joiner, so each character keeps the verdict it has in its own text)
-        if not invisible("\n".join(texts)):
-            return
         for tid, text in zip(ids, texts):
             if invisible(text):
                 yield ctx.at(node, f"special token {tid} {quoted(text)}: {_hidden_message(text)[1]}")

@@ -1,0 +1,84 @@
+/* A seeded 64-bit hash of a byte string for ggscope's compiled duplicate search.
+
+   Why: csrc/_cvocab.c hashes every token of a vocabulary; SipHash (CPython's) cost
+   more than the table it fed.  This is a multiply-mix of wyhash's shape - two words of
+   a short string, 16 bytes a step of a longer one, each folded with a seed by a 128-bit
+   product - seeded per process (``hash_seed`` at module init, from CPython's own hash
+   secret, the module's address and the clock), so an input cannot be aimed at a table
+   it has not seen.  The table's user still bounds its probes (see _cvocab.c): the hash
+   makes collisions rare, not impossible.
+
+   hash_bytes(p, l) reads exactly l bytes at p. */
+#ifndef GGSCOPE_SEEDHASH_H
+#define GGSCOPE_SEEDHASH_H
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t SEED0, SEED1;                      /* per process (module init) */
+
+static inline uint64_t r8(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint64_t r4(const unsigned char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* the 128-bit product of a and b, folded to 64 bits */
+static inline uint64_t mum(uint64_t a, uint64_t b) {
+#if defined(__SIZEOF_INT128__)
+    const unsigned __int128 r = (unsigned __int128) a * b;
+    return (uint64_t) r ^ (uint64_t) (r >> 64);
+#else
+    const uint64_t ha = a >> 32, la = (uint32_t) a, hb = b >> 32, lb = (uint32_t) b;
+    const uint64_t rh = ha * hb, rm0 = ha * lb, rm1 = hb * la, rl = la * lb, t = rl + (rm0 << 32);
+    uint64_t lo = t + (rm1 << 32), hi = rh + (rm0 >> 32) + (rm1 >> 32) + (t < rl) + (lo < t);
+    return lo ^ hi;
+#endif
+}
+
+/* a 64-bit hash of l bytes (the shape of wyhash's: two words of a short string, 16
+   bytes a step of a longer one, each mixed with the seed by a 128-bit product) */
+static inline uint64_t hash_bytes(const unsigned char *p, uint64_t l) {
+    uint64_t seed = SEED0 ^ (l * 0x9E3779B97F4A7C15ULL), a, b;
+    if (l <= 16) {
+        if (l >= 4) {
+            const uint64_t q = (l >> 3) << 2;
+            a = (r4(p) << 32) | r4(p + q);
+            b = (r4(p + l - 4) << 32) | r4(p + l - 4 - q);
+        } else if (l > 0) {
+            a = ((uint64_t) p[0] << 16) | ((uint64_t) p[l >> 1] << 8) | p[l - 1];
+            b = 0;
+        } else {
+            a = b = 0;
+        }
+    } else {
+        uint64_t i = l;
+        while (i > 16) {
+            seed = mum(r8(p) ^ SEED1, r8(p + 8) ^ seed);
+            p += 16;
+            i -= 16;
+        }
+        a = r8(p + i - 16);
+        b = r8(p + i - 8);
+    }
+    return mum(SEED1 ^ l, mum(a ^ SEED1, b ^ seed));
+}
+
+/* the seeds: Python's per-process hash secret (SipHash of a constant), mixed with this
+   module's address and the clock */
+static void hash_seed(void) {
+    const uint64_t a = (uint64_t) _Py_HashBytes("ggscope._cvocab seed 0", 22);
+    const uint64_t b = (uint64_t) _Py_HashBytes("ggscope._cvocab seed 1", 22);
+    const uint64_t c = (uint64_t) (uintptr_t) &SEED0 ^ (uint64_t) time(NULL) * 0xD6E8FEB86659FD93ULL;
+    SEED0 = mum(a ^ 0xA0761D6478BD642FULL, c ^ 0xE7037ED1A0B428DBULL) | 1;
+    SEED1 = mum(b ^ 0x8EBC6AF09C88C6E3ULL, c ^ 0x589965CC75374CC3ULL) | 1;
+}
+
+#endif
