@@ -128,7 +128,8 @@ def load(model, exact: bool = False) -> Weights:
             if exact:
                 return m.take(full, shape, slot)                     # plain float32: no rounding
             values, info = m.take(full, shape, slot), model.tensor(full)
-            raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
+            # Q4_1 / Q5_1: block mins; Q8_0 / Q4_0: the blocks ggml_ops multiplies (matmul.typed)
+            raw = info.raw() if info.type in ("Q4_1", "Q5_1", "Q8_0", "Q4_0") else None
             return _typed(values, info.type, raw)
         except ValueError as exc:       # blocks that do not tile the claimed shape: the file's fault
             raise WeightError(f"{model.path}: tensor {full!r} ({model.tensor(full).type}): its blocks do "

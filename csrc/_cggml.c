@@ -1,0 +1,480 @@
+/* ggscope.forward._cggml: ggml-cpu's matrix products and flash attention, each output
+   element summed in the order llama.cpp's CPU backend sums it.
+
+   Why: gemma-3-270m's KL-divergence report moves by 1-3 % with any 1e-7 change
+   upstream (llama.cpp's own two attention paths differ by 2.5 % in PPL(Q)), so
+   reproducing llama-perplexity's figures takes every product bit for bit -- the lanes,
+   the fused multiply-adds and the horizontal sums -- and numpy cannot do that fast.
+
+   Which build each order matches: llama.cpp as vendored in llama-cpp-python 0.3.36,
+   ggml-cpu compiled with GGML_LLAMAFILE=ON for an x86-64 with AVX-512F and FMA (the
+   GGML_NATIVE build of the machine the fixtures were recorded on), by GCC:
+
+   * mm_f16: ggml/src/ggml-cpu/llamafile/sgemm.cpp tinyBLAS<16, __m512, __m512,
+     ggml_fp16_t, ggml_fp16_t, float>, which ggml_compute_forward_mul_mat takes for an F16
+     weight once the activations are converted to F16, with at least 2 rows, k % 16 == 0
+     and rows % 4 == 0: 16 float lanes, lane i summing elements l + i by fma over the
+     row, then GCC's _mm512_reduce_add_ps (halves, quarters, then (t0+t2)+(t1+t3)).
+     (An AVX2-only build uses 8 lanes: not this order.)
+   * mm_q0: sgemm.cpp tinyBLAS_Q0_AVX<block_q8_0 | block_q4_0, block_q8_0, float> (any
+     AVX / AVX2 / AVX-512 build): per 32-block, 8 lanes each holding the exact integer
+     sum of 4 neighbouring products, lane += fp32(d_w)*fp32(d_x) * that sum by fma,
+     then hsum(__m256) = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).  The activations are
+     quantize_row_q8_0 of ggml-cpu/arch/x86/quants.c: d = amax/127, q =
+     round-half-even(x * (127/amax)), d stored as fp16.
+   * mm_q0 with repack: a Q4_0 weight whose rows are a multiple of 8 is not multiplied by
+     tinyBLAS on an AVX2 / AVX-512 CPU: llama.cpp loads it into ggml-cpu's CPU_REPACK
+     buffer (block_q4_0x8), whose kernels (arch/x86/repack.cpp gemm/gemv_q4_b32_8x8_q8_0
+     _lut_avx) sum each 32-block as one integer and add float(sum) * (d_w * d_x) by fma,
+     block after block.  (An ARM build repacks differently; a build without AVX2 not.)
+   * fa_tiled: ggml-cpu/ops.cpp ggml_compute_forward_flash_attn_ext_tiled (q F32, k/v
+     F16 or F32, >= GGML_FA_TILE_Q = 64 query rows), per query row: scores over tiles of
+     GGML_FA_TILE_KV = 64 keys, each a sequential fma over the head dimension
+     (simd-gemm.h), the online softmax with ggml_v_expf (AVX-512) and its 16-lane sums
+     accumulated in double (vec.cpp ggml_vec_soft_max_f32), the rescale by expf(Mold -
+     Mnew), the value sums as sequential fmas over the keys, then 1/S.
+
+   Machines other than x86-64 with AVX-512 run ggml-cpu paths of other orders; these
+   kernels still compute the order above (the lanes are spelled out in C: any compiler,
+   any CPU gives the same bits, target_clones only makes it faster).  Inputs are
+   C-contiguous buffers whose lengths are checked against the dimensions given; the
+   GIL is released while the kernels run.  Built with -ffp-contract=off (setup.py):
+   every fused multiply-add here is an explicit fmaf, nothing else is fused. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "_ctargets.h"
+
+/* ---- conversions ------------------------------------------------------------------ */
+
+/* fp32 -> fp16 bits, round half to even (F16C _cvtss_sh(x, 0), ggml's GGML_CPU_FP32_TO_FP16) */
+static uint16_t f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t a = x & 0x7FFFFFFFu;
+    if (a >= 0x7F800000u) return (uint16_t) (sign | 0x7C00u | (a > 0x7F800000u ? 0x200u | ((a >> 13) & 0x3FFu) : 0));
+    if (a >= 0x477FF000u) return (uint16_t) (sign | 0x7C00u);          /* rounds to >= 65520: inf */
+    if (a < 0x38800000u) {                                               /* fp16 subnormal or zero */
+        if (a < 0x33000000u) return (uint16_t) sign;                     /* below half the smallest */
+        const uint32_t e = a >> 23, m = (a & 0x7FFFFFu) | 0x800000u;
+        const uint32_t shift = 126 - e;                                  /* 14 + (113 - e) - 1 */
+        uint32_t r = m >> shift;
+        const uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t) (sign | r);
+    }
+    uint32_t r = a - 0x38000000u;                                        /* rebias 127 -> 15 */
+    const uint32_t rem = r & 0x1FFFu;
+    r >>= 13;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) r++;
+    return (uint16_t) (sign | r);
+}
+
+static float f16_to_f32(uint16_t h) {
+    const uint32_t sign = (uint32_t) (h & 0x8000u) << 16;
+    uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, x;
+    if (e == 0x1Fu) x = sign | 0x7F800000u | (m << 13);
+    else if (e) x = sign | ((e + 112u) << 23) | (m << 13);
+    else if (!m) x = sign;
+    else {                                                               /* subnormal: normalise */
+        e = 113;
+        while (!(m & 0x400u)) { m <<= 1; e--; }
+        x = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* GCC's _mm512_reduce_add_ps: (upper 256 + lower 256), (upper 128 + lower 128), then
+   (t0 + t2) + (t1 + t3) */
+static inline float reduce16(const float *a) {
+    float t3[8], t6[4];
+    for (int i = 0; i < 8; i++) t3[i] = a[i + 8] + a[i];
+    for (int i = 0; i < 4; i++) t6[i] = t3[i + 4] + t3[i];
+    return (t6[0] + t6[2]) + (t6[1] + t6[3]);
+}
+
+/* sgemm.cpp hsum(__m256): (upper 128 + lower 128), then (s0 + s2) + (s1 + s3) */
+static inline float reduce8(const float *a) {
+    float s[4];
+    for (int i = 0; i < 4; i++) s[i] = a[i + 4] + a[i];
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+/* ---- F16 weights: tinyBLAS<16> over F16-rounded activations ------------------------ */
+
+/* out[t][m] = sum_k w[m][k] * x[t][k]; w holds F16 values as float32 (exact), x the
+   activations already rounded to F16 (ggml_cpu_fp32_to_fp16). K % 16 == 0. */
+TARGETS static void mm_f16_kernel(const float *restrict x, const float *restrict w, float *restrict out,
+                                  int64_t T, int64_t M, int64_t K) {
+    for (int64_t m0 = 0; m0 < M; m0 += 4) {
+        const int64_t rm = M - m0 < 4 ? M - m0 : 4;
+        for (int64_t t = 0; t < T; t++) {
+            float acc[4][16];
+            memset(acc, 0, sizeof acc);
+            const float *xr = x + t * K;
+            for (int64_t l = 0; l < K; l += 16) {
+                for (int64_t r = 0; r < rm; r++) {
+                    const float *wr = w + (m0 + r) * K + l;
+                    for (int i = 0; i < 16; i++) acc[r][i] = fmaf(wr[i], xr[l + i], acc[r][i]);
+                }
+            }
+            for (int64_t r = 0; r < rm; r++) out[t * M + m0 + r] = reduce16(acc[r]);
+        }
+    }
+}
+
+/* ---- Q8_0 / Q4_0 weights: tinyBLAS_Q0_AVX over Q8_0 activations -------------------- */
+
+/* quantize_row_q8_0 (x86): n % 32 == 0; q int8, d the fp16 scale as float */
+TARGETS static void quantize_q8_0(const float *restrict x, int8_t *restrict q, float *restrict d, int64_t n) {
+    for (int64_t b = 0; b < n / 32; b++) {
+        const float *xb = x + b * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) {
+            const float a = fabsf(xb[i]);
+            amax = a > amax ? a : amax;
+        }
+        const float id = amax != 0.0f ? 127.f / amax : 0.0f;
+        d[b] = f16_to_f32(f32_to_f16(amax / 127.f));
+        for (int i = 0; i < 32; i++) q[b * 32 + i] = (int8_t) (int) rintf(xb[i] * id);
+    }
+}
+
+/* A weight's blocks as int8 values and float scales: type 8 = Q8_0 (34-byte blocks:
+   fp16 d, 32 int8), 2 = Q4_0 (18-byte blocks: fp16 d, 16 bytes whose low nibbles are
+   elements 0-15 and high nibbles 16-31, each minus 8). */
+static void unpack_q0(const uint8_t *raw, int type, int8_t *q, float *d, int64_t nblocks) {
+    const int bs = type == 8 ? 34 : 18;
+    for (int64_t b = 0; b < nblocks; b++) {
+        const uint8_t *p = raw + b * bs;
+        d[b] = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+        if (type == 8) memcpy(q + b * 32, p + 2, 32);
+        else
+            for (int i = 0; i < 16; i++) {
+                q[b * 32 + i] = (int8_t) ((p[2 + i] & 0x0F) - 8);
+                q[b * 32 + 16 + i] = (int8_t) ((p[2 + i] >> 4) - 8);
+            }
+    }
+}
+
+TARGETS static void mm_q0_kernel(const int8_t *restrict qx, const float *restrict dx, const int8_t *restrict qw,
+                                 const float *restrict dw, float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 32;
+    for (int64_t m = 0; m < M; m++) {
+        const int8_t *wq = qw + m * K;
+        const float *wd = dw + m * nb;
+        for (int64_t t0 = 0; t0 < T; t0 += 4) {
+            const int64_t rt = T - t0 < 4 ? T - t0 : 4;
+            float acc[4][8];
+            memset(acc, 0, sizeof acc);
+            for (int64_t b = 0; b < nb; b++) {
+                const int8_t *a = wq + b * 32;
+                for (int64_t c = 0; c < rt; c++) {
+                    const int8_t *y = qx + (t0 + c) * K + b * 32;
+                    const float dd = wd[b] * dx[(t0 + c) * nb + b];
+                    int32_t s[8];
+                    for (int j = 0; j < 8; j++)
+                        s[j] = a[4 * j] * y[4 * j] + a[4 * j + 1] * y[4 * j + 1] + a[4 * j + 2] * y[4 * j + 2]
+                               + a[4 * j + 3] * y[4 * j + 3];
+                    for (int j = 0; j < 8; j++) acc[c][j] = fmaf(dd, (float) s[j], acc[c][j]);
+                }
+            }
+            for (int64_t c = 0; c < rt; c++) out[(t0 + c) * M + m] = reduce8(acc[c]);
+        }
+    }
+}
+
+/* ggml-cpu/arch/x86/repack.cpp gemm_q4_b32_8x8_q8_0_lut_avx / gemv_..._lut_avx (the
+   CPU_REPACK buffer ggml-cpu moves a Q4_0 weight of rows % 8 == 0 into on an AVX2 or
+   AVX-512 CPU, repack.cpp ggml_repack_get_optimal_repack_type): each element's 32
+   products summed as one exact integer per block, then acc += float(sum) *
+   (d_w * d_x) by fma, block after block; no horizontal sum. */
+TARGETS static void mm_q0_repack_kernel(const int8_t *restrict qx, const float *restrict dx,
+                                        const int8_t *restrict qw, const float *restrict dw, float *restrict out,
+                                        int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 32;
+    for (int64_t m = 0; m < M; m++) {
+        const int8_t *wq = qw + m * K;
+        const float *wd = dw + m * nb;
+        for (int64_t t = 0; t < T; t++) {
+            const int8_t *y = qx + t * K;
+            const float *yd = dx + t * nb;
+            float acc = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                int32_t s = 0;
+                for (int i = 0; i < 32; i++) s += wq[b * 32 + i] * y[b * 32 + i];
+                acc = fmaf((float) s, wd[b] * yd[b], acc);
+            }
+            out[t * M + m] = acc;
+        }
+    }
+}
+
+/* ---- flash attention, ggml-cpu's tiled path --------------------------------------- */
+
+/* ggml_v_expf (vec.h, the AVX-512 version), one lane */
+static inline float v_expf(float x) {
+    const float r = 0x1.8p23f;
+    const float z = fmaf(x, 0x1.715476p+0f, r);
+    const float n = z - r;
+    if (fabsf(n) > 192.0f || isnan(n)) {
+        if (isnan(n)) return n;
+        return n <= 0.0f ? 0.0f : INFINITY;
+    }
+    const float b = fmaf(-n, 0x1.7f7d1cp-20f, fmaf(-n, 0x1.62e4p-1f, x));
+    const float u = b * b;
+    const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
+                         u, fmaf(0x1.ffffecp-1f, b, 1.0f));
+    return ldexpf(j, (int) n);                       /* _mm512_scalef_ps(j, n), n integral */
+}
+
+#define FA_TILE 64
+
+/* One query row against all keys: q [D], keys [S][kstride] (head offset applied),
+   mask [S] (0 or -inf, already slope-scaled), out [Dv]. */
+TARGETS static void fa_row(const float *restrict q, const float *restrict k, const float *restrict v,
+                           const float *restrict mask, float *restrict out, int64_t S, int64_t D, int64_t Dv,
+                           int64_t kstride, int64_t vstride, float scale, float softcap, float *restrict kq) {
+    float Ssum = 0.0f, M = -INFINITY;
+    memset(out, 0, (size_t) Dv * sizeof(float));
+    for (int64_t ic = 0; ic < S; ic += FA_TILE) {
+        const int64_t nt = S - ic < FA_TILE ? S - ic : FA_TILE;
+        int live = 0;
+        for (int64_t tk = 0; tk < nt; tk++) live |= mask[ic + tk] != -INFINITY;
+        if (!live) continue;                         /* the whole tile masked: skipped */
+        for (int64_t tk = 0; tk < FA_TILE; tk++) {
+            if (tk >= nt) { kq[tk] = -INFINITY; continue; }
+            const float *kr = k + (ic + tk) * kstride;
+            float a = 0.0f;
+            for (int64_t d = 0; d < D; d++) a = fmaf(q[d], kr[d], a);
+            a *= scale;
+            if (softcap != 0.0f) a = tanhf(a) * softcap;
+            kq[tk] = a + mask[ic + tk];
+        }
+        float tmax = -INFINITY;
+        for (int64_t tk = 0; tk < FA_TILE; tk++) tmax = kq[tk] > tmax ? kq[tk] : tmax;
+        if (tmax == -INFINITY) continue;             /* this row masked in this tile */
+        const float Mnew = fmaxf(M, tmax);
+        if (Mnew > M) {
+            const float ms = expf(M - Mnew);
+            for (int64_t d = 0; d < Dv; d++) out[d] *= ms;
+            Ssum *= ms;
+        }
+        M = Mnew;
+        double sum = 0.0;
+        for (int64_t g = 0; g < FA_TILE; g += 16) {
+            float e[16];
+            for (int i = 0; i < 16; i++) kq[g + i] = e[i] = v_expf(kq[g + i] - Mnew);
+            sum += (double) reduce16(e);
+        }
+        Ssum = (float) ((double) Ssum + sum);
+        for (int64_t tk = 0; tk < nt; tk++) {
+            const float p = kq[tk];
+            const float *vr = v + (ic + tk) * vstride;
+            for (int64_t d = 0; d < Dv; d++) out[d] = fmaf(p, vr[d], out[d]);
+        }
+    }
+    const float inv = Ssum == 0.0f ? 0.0f : 1.0f / Ssum;
+    for (int64_t d = 0; d < Dv; d++) out[d] *= inv;
+}
+
+/* ---- rope: ggml_rope_cache_init and rope_yarn (ops.cpp) with the C library's powf,
+   cosf, sinf and logf, which are not correctly rounded: glibc's cosf / sinf miss the
+   nearest float for about 1 % of gemma-3-270m's angles. */
+static void rope_cache(const int32_t *pos, int64_t T, int64_t half, int n_dims, float base, float freq_scale,
+                       const float *ff, float ext_factor, float corr0, float corr1, float attn_factor,
+                       float *cos_out, float *sin_out) {
+    const float theta_scale = powf(base, -2.0f / n_dims);
+    for (int64_t t = 0; t < T; t++) {
+        float theta = (float) pos[t];
+        for (int64_t i = 0; i < half; i++) {
+            const float theta_extrap = theta / (ff ? ff[i] : 1.0f);
+            const float theta_interp = freq_scale * theta_extrap;
+            float th = theta_interp, mscale = attn_factor;
+            if (ext_factor != 0.0f) {
+                const float y = ((float) i - corr0) / fmaxf(0.001f, corr1 - corr0);
+                const float ramp_mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * ext_factor;
+                th = theta_interp * (1 - ramp_mix) + theta_extrap * ramp_mix;
+                mscale *= 1.0f + 0.1f * logf(1.0f / freq_scale);
+            }
+            cos_out[t * half + i] = cosf(th) * mscale;
+            sin_out[t * half + i] = sinf(th) * mscale;
+            theta *= theta_scale;
+        }
+    }
+}
+
+/* ---- Python entry points ---------------------------------------------------------- */
+
+static int get_buf(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, Py_ssize_t n, int writable, const char *what) {
+    if (PyObject_GetBuffer(o, b, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    if (b->len != n * itemsize) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes where %zd are needed", what, b->len, n * itemsize);
+        PyBuffer_Release(b);
+        return -1;
+    }
+    return 0;
+}
+
+static int dims_ok(int64_t a, int64_t b, int64_t c) {
+    if (a < 0 || b < 0 || c < 0 || a > (1LL << 40) || b > (1LL << 40) || c > (1LL << 40)) {
+        PyErr_SetString(PyExc_ValueError, "dimensions out of range");
+        return 0;
+    }
+    return 1;
+}
+
+/* mm_f16(x16, w, out, T, M, K): x16 float32 [T, K] already F16-rounded, w float32 [M, K] */
+static PyObject *py_mm_f16(PyObject *self, PyObject *args) {
+    PyObject *xo, *wo, *oo;
+    long long T, M, K;
+    if (!PyArg_ParseTuple(args, "OOOLLL", &xo, &wo, &oo, &T, &M, &K)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (K % 16) return PyErr_Format(PyExc_ValueError, "mm_f16: K = %lld is not a multiple of 16", K);
+    Py_buffer x, w, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(wo, &w, 4, M * K, 0, "w") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&w); return NULL; }
+    Py_BEGIN_ALLOW_THREADS
+    mm_f16_kernel(x.buf, w.buf, o.buf, T, M, K);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x); PyBuffer_Release(&w); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
+/* quantize(x, q, d, n): quantize_row_q8_0 of float32 [n] into int8 [n] and float32 [n/32] */
+static PyObject *py_quantize(PyObject *self, PyObject *args) {
+    PyObject *xo, *qo, *dob;
+    long long n;
+    if (!PyArg_ParseTuple(args, "OOOL", &xo, &qo, &dob, &n)) return NULL;
+    if (!dims_ok(n, 0, 0)) return NULL;
+    if (n % 32) return PyErr_Format(PyExc_ValueError, "quantize: %lld is not a multiple of 32", n);
+    Py_buffer x, q, d;
+    if (get_buf(xo, &x, 4, n, 0, "x") < 0) return NULL;
+    if (get_buf(qo, &q, 1, n, 1, "q") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(dob, &d, 4, n / 32, 1, "d") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&q); return NULL; }
+    Py_BEGIN_ALLOW_THREADS
+    quantize_q8_0(x.buf, q.buf, d.buf, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x); PyBuffer_Release(&q); PyBuffer_Release(&d);
+    Py_RETURN_NONE;
+}
+
+/* mm_q0(x, raw, type, out, T, M, K, repack=False): x float32 [T, K] (quantized here), raw
+   the weight's Q8_0 (type 8) or Q4_0 (type 2) blocks, [M, K/32] of them; repack: the
+   order of ggml's repacked Q4_0 kernels instead of tinyBLAS_Q0_AVX's */
+static PyObject *py_mm_q0(PyObject *self, PyObject *args) {
+    PyObject *xo, *ro, *oo;
+    int type, repack = 0;
+    long long T, M, K;
+    if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &repack)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (type != 8 && type != 2) return PyErr_Format(PyExc_ValueError, "mm_q0: type %d is neither Q8_0 nor Q4_0", type);
+    if (K % 32) return PyErr_Format(PyExc_ValueError, "mm_q0: K = %lld is not whole 32-blocks", K);
+    const int64_t nb = K / 32, bs = type == 8 ? 34 : 18;
+    Py_buffer x, r, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(ro, &r, 1, M * nb * bs, 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&r); return NULL; }
+    int8_t *qx = malloc((size_t) (T * K + M * K) + 1);
+    float *dx = malloc((size_t) (T * nb + M * nb) * sizeof(float) + 4);
+    if (!qx || !dx) {
+        free(qx); free(dx);
+        PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+        return PyErr_NoMemory();
+    }
+    int8_t *qw = qx + T * K;
+    float *dw = dx + T * nb;
+    Py_BEGIN_ALLOW_THREADS
+    quantize_q8_0(x.buf, qx, dx, T * K);
+    unpack_q0(r.buf, type, qw, dw, M * nb);
+    if (repack) mm_q0_repack_kernel(qx, dx, qw, dw, o.buf, T, M, K);
+    else mm_q0_kernel(qx, dx, qw, dw, o.buf, T, M, K);
+    Py_END_ALLOW_THREADS
+    free(qx); free(dx);
+    PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
+/* fa_tiled(q, k, v, mask, out, T, H, S, Hkv, D, Dv, scale, softcap):
+   q [T, H, D], k [S, Hkv, D], v [S, Hkv, Dv], mask [T, S], out [T, H, Dv], all float32;
+   query head h reads key/value head h / (H / Hkv) */
+static PyObject *py_fa_tiled(PyObject *self, PyObject *args) {
+    PyObject *qo, *ko, *vo, *mo, *oo;
+    long long T, H, S, Hkv, D, Dv;
+    float scale, softcap;
+    if (!PyArg_ParseTuple(args, "OOOOOLLLLLLff", &qo, &ko, &vo, &mo, &oo, &T, &H, &S, &Hkv, &D, &Dv, &scale,
+                          &softcap))
+        return NULL;
+    if (!dims_ok(T, H, S) || !dims_ok(Hkv, D, Dv)) return NULL;
+    if (softcap != 0.0f) scale /= softcap;         /* as ops.cpp does before the tiles */
+    if (Hkv < 1 || H % Hkv) return PyErr_Format(PyExc_ValueError, "fa_tiled: %lld heads over %lld kv heads", H, Hkv);
+    Py_buffer q, k, v, m, o;
+    if (get_buf(qo, &q, 4, T * H * D, 0, "q") < 0) return NULL;
+    if (get_buf(ko, &k, 4, S * Hkv * D, 0, "k") < 0) { PyBuffer_Release(&q); return NULL; }
+    if (get_buf(vo, &v, 4, S * Hkv * Dv, 0, "v") < 0) { PyBuffer_Release(&q); PyBuffer_Release(&k); return NULL; }
+    if (get_buf(mo, &m, 4, T * S, 0, "mask") < 0) {
+        PyBuffer_Release(&q); PyBuffer_Release(&k); PyBuffer_Release(&v); return NULL;
+    }
+    if (get_buf(oo, &o, 4, T * H * Dv, 1, "out") < 0) {
+        PyBuffer_Release(&q); PyBuffer_Release(&k); PyBuffer_Release(&v); PyBuffer_Release(&m); return NULL;
+    }
+    const int64_t g = H / Hkv;
+    float kq[FA_TILE];
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t h = 0; h < H; h++)
+            fa_row((const float *) q.buf + (t * H + h) * D, (const float *) k.buf + (h / g) * D,
+                   (const float *) v.buf + (h / g) * Dv, (const float *) m.buf + t * S,
+                   (float *) o.buf + (t * H + h) * Dv, S, D, Dv, Hkv * D, Hkv * Dv, scale, softcap, kq);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&q); PyBuffer_Release(&k); PyBuffer_Release(&v); PyBuffer_Release(&m); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
+/* rope_cache(pos, cos, sin, T, half, n_dims, base, freq_scale, freq_factors or None,
+   ext_factor, corr0, corr1, attn_factor): pos int32 [T], cos / sin float32 [T, half] */
+static PyObject *py_rope_cache(PyObject *self, PyObject *args) {
+    PyObject *po, *co, *so, *fo;
+    long long T, half;
+    int n_dims;
+    float base, fs, ext, c0, c1, af;
+    if (!PyArg_ParseTuple(args, "OOOLLiffOffff", &po, &co, &so, &T, &half, &n_dims, &base, &fs, &fo, &ext, &c0,
+                          &c1, &af))
+        return NULL;
+    if (!dims_ok(T, half, n_dims)) return NULL;
+    if (n_dims <= 0) return PyErr_Format(PyExc_ValueError, "rope_cache: n_dims %d", n_dims);
+    Py_buffer p, c, sn, f;
+    int has_f = fo != Py_None;
+    if (get_buf(po, &p, 4, T, 0, "pos") < 0) return NULL;
+    if (get_buf(co, &c, 4, T * half, 1, "cos") < 0) { PyBuffer_Release(&p); return NULL; }
+    if (get_buf(so, &sn, 4, T * half, 1, "sin") < 0) { PyBuffer_Release(&p); PyBuffer_Release(&c); return NULL; }
+    if (has_f && get_buf(fo, &f, 4, half, 0, "freq_factors") < 0) {
+        PyBuffer_Release(&p); PyBuffer_Release(&c); PyBuffer_Release(&sn); return NULL;
+    }
+    rope_cache(p.buf, T, half, n_dims, base, fs, has_f ? f.buf : NULL, ext, c0, c1, af, c.buf, sn.buf);
+    if (has_f) PyBuffer_Release(&f);
+    PyBuffer_Release(&p); PyBuffer_Release(&c); PyBuffer_Release(&sn);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef METHODS[] = {
+    {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
+    {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},
+    {"mm_q0", py_mm_q0, METH_VARARGS, "tinyBLAS_Q0_AVX Q8_0/Q4_0 x Q8_0 product, ggml's order"},
+    {"quantize", py_quantize, METH_VARARGS, "quantize_row_q8_0 (x86)"},
+    {"fa_tiled", py_fa_tiled, METH_VARARGS, "ggml-cpu's tiled flash attention, one row at a time"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "ggscope.forward._cggml",
+                                    "ggml-cpu's products and flash attention in its own summation order", -1,
+                                    METHODS};
+
+PyMODINIT_FUNC PyInit__cggml(void) { return PyModule_Create(&MODULE); }

@@ -1,0 +1,157 @@
+"""ggml-cpu's matrix products and flash attention, bit for bit, on compiled kernels.
+
+Why: llama.cpp's CPU backend adds each dot product up in an order of its own -- float
+lanes, fused multiply-adds, a fixed horizontal sum -- and on a model as chaotic as
+gemma-3-270m the last bit of every q, k and v decides the KL-divergence report by
+percents.  ``_cggml`` (csrc/_cggml.c) spells those orders out; this module says when
+ggml takes each path and hands the kernels their inputs.  Which llama.cpp build each
+order matches is in the C file's comment: the AVX-512 native build of llama.cpp as
+vendored in llama-cpp-python 0.3.36 with llamafile's sgemm on (the machine the
+fixtures were recorded on).
+
+Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
+``w`` that carries its ggml type (``matmul.Mat`` with ``ggml_type`` and, for Q8_0 / Q4_0,
+its ``blocks``), or None where ggml would take a path these kernels do not have (one
+row: ggml's vec_dot; an F16 matrix whose rows are not a multiple of 4 or whose width is
+not a multiple of 16; another type) -- the caller then computes it with numpy, the
+same values to ~1e-7 but not the same bits.  ``product_blocks(x, blocks, ggml_type,
+rows)`` is the same from the weight's bytes.  ``flash_attention(q, k, v, mask, scale,
+softcap)`` is ggml-cpu's tiled flash attention (q [T, H, D], k [S, Hkv, D], v [S, Hkv,
+Dv], mask [T, S] of 0 / -inf) or None without the extension; ``rope_cos_sin`` the
+rotary angles' cos and sin as ggml_rope_cache_init computes them.  Without the compiled
+extension (no C compiler at install) every function returns None: the forward pass is
+then numpy's, not bit-exact.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+try:
+    from ggscope.forward import _cggml
+except ImportError:                                   # built without a C compiler: numpy instead
+    _cggml = None
+
+__all__ = ["AVAILABLE", "product", "product_blocks", "product_f16_rows", "f16_path", "product_from_tensor", "flash_attention", "FA_TILE_Q",
+           "rope_cos_sin"]
+
+AVAILABLE = _cggml is not None
+FA_TILE_Q = 64           # GGML_FA_TILE_Q (ggml-cpu/common.h): fewer query rows take the one-row path
+_Q0 = {"Q8_0": 8, "Q4_0": 2}
+_BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18}
+
+
+def _f16_path(T: int, M: int, K: int) -> bool:
+    """llamafile_sgemm's tinyBLAS<16> for F16 x F16: at least 2 rows of activations
+    (n >= 2), k % 16 == 0 and m % 4 == 0 (sgemm.cpp tinyBLAS::matmul)."""
+    return T >= 2 and K % 16 == 0 and M % 4 == 0
+
+
+def product(x: np.ndarray, w) -> np.ndarray | None:
+    """x [T, in] times the typed weight w [out, in] as ggml-cpu computes it, or None."""
+    if _cggml is None or x.ndim != 2 or getattr(w, "ndim", 0) != 2:
+        return None
+    gtype = getattr(w, "ggml_type", None)
+    T, K = x.shape
+    M = w.shape[0]
+    if w.shape[1] != K or T < 2:
+        return None
+    if gtype == "F16" and _f16_path(T, M, K):
+        return product_f16_rows(x, w)
+    blocks = getattr(w, "blocks", None)
+    if gtype in _Q0 and blocks is not None:
+        return product_blocks(x, blocks, gtype, M)
+    return None
+
+
+def product_f16_rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """x [T, in] times some rows [r, in] of an F16 matrix (their values as float32) that
+    ``f16_path`` accepted as a whole: tinyBLAS's order for each element does not depend
+    on which rows are computed together."""
+    T, K = x.shape
+    x16 = np.ascontiguousarray(x, np.float32).astype(np.float16).astype(np.float32)
+    out = np.empty((T, rows.shape[0]), np.float32)
+    _cggml.mm_f16(x16, np.ascontiguousarray(rows, np.float32), out, T, rows.shape[0], K)
+    return out
+
+
+def f16_path(T: int, rows: int, cols: int) -> bool:
+    """Whether ggml multiplies an F16 matrix [rows, cols] by T rows through tinyBLAS
+    (and the kernels here have its order)."""
+    return _cggml is not None and _f16_path(T, rows, cols)
+
+
+def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int) -> np.ndarray | None:
+    """x [T, in] times a Q8_0 / Q4_0 weight of ``rows`` rows given as its blocks, or None."""
+    T, K = x.shape
+    if _cggml is None or ggml_type not in _Q0 or K % 32 or (T < 2 and not _repacked(ggml_type, rows)):
+        return None                      # one row of a tinyBLAS type: ggml's vec_dot, not this order
+    raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
+    if raw.size != rows * (K // 32) * _BLOCK_BYTES[ggml_type]:
+        return None
+    out = np.empty((T, rows), np.float32)
+    _cggml.mm_q0(np.ascontiguousarray(x, np.float32), raw, _Q0[ggml_type], out, T, rows, K,
+                 _repacked(ggml_type, rows))
+    return out
+
+
+def _repacked(ggml_type: str, rows: int) -> bool:
+    """Whether llama.cpp moves the weight into ggml-cpu's CPU_REPACK buffer on an AVX2 /
+    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 with ne[1] % 8 == 0
+    becomes block_q4_0x8), whose kernels sum in another order than tinyBLAS."""
+    return ggml_type == "Q4_0" and rows % 8 == 0
+
+
+def product_from_tensor(info, x: np.ndarray) -> np.ndarray:
+    """ggml_mul_mat(tensor, x) from a file's tensor (``tools/record_ggml_ops.py``)."""
+    M, K = int(info.shape[1]), int(info.shape[0])
+    if info.type in _Q0:
+        got = product_blocks(x, info.raw(), info.type, M)
+    else:
+        w = info.dequantize().reshape(M, K).view(np.ndarray)
+        from ggscope.forward.matmul import typed
+        got = product(x, typed(np.ascontiguousarray(w, np.float32), info.type))
+    if got is None:
+        raise ValueError(f"{info.name}: no ggml kernel for {info.type} with {x.shape[0]} rows")
+    return got
+
+
+def quantize_q8_0(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """quantize_row_q8_0 (ggml-cpu/arch/x86/quants.c) of x [..., n]: (q int8, d float32)."""
+    if _cggml is None:
+        return None
+    x = np.ascontiguousarray(x, np.float32).reshape(-1)
+    q, d = np.empty(x.size, np.int8), np.empty(x.size // 32, np.float32)
+    _cggml.quantize(x, q, d, x.size)
+    return q, d
+
+
+def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray,
+                    scale: float, softcap: float = 0.0) -> np.ndarray | None:
+    """ggml_compute_forward_flash_attn_ext_tiled: q [T, H, D] float32, k [S, Hkv, D] and
+    v [S, Hkv, Dv] (an F16 cache's values as float32), mask [T, S] (0 or -inf) ->
+    [T, H, Dv]; None without the extension."""
+    if _cggml is None:
+        return None
+    T, H, D = q.shape
+    S, Hkv, Dv = v.shape
+    out = np.empty((T, H, Dv), np.float32)
+    _cggml.fa_tiled(np.ascontiguousarray(q, np.float32), np.ascontiguousarray(k, np.float32),
+                    np.ascontiguousarray(v, np.float32), np.ascontiguousarray(mask, np.float32), out,
+                    T, H, S, Hkv, D, Dv, float(scale), float(softcap))
+    return out
+
+
+def rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
+                 freq_factors: np.ndarray | None, ext_factor: float, corr: tuple[float, float],
+                 attn_factor: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """ggml_rope_cache_init's cos and sin [T, n_rot/2] (ops.cpp: the running product of
+    powf(base, -2/n_rot), rope_yarn, the C library's cosf / sinf), or None."""
+    if _cggml is None:
+        return None
+    T, half = int(pos.shape[0]), n_rot // 2
+    cos, sin = np.empty((T, half), np.float32), np.empty((T, half), np.float32)
+    ff = None if freq_factors is None else np.ascontiguousarray(freq_factors[:half], np.float32)
+    _cggml.rope_cache(np.ascontiguousarray(pos, np.int32), cos, sin, T, half, int(n_rot), float(base),
+                      float(freq_scale), ff, float(ext_factor), float(corr[0]), float(corr[1]),
+                      float(attn_factor))
+    return cos, sin
