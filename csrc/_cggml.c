@@ -16,13 +16,13 @@
      and rows % 4 == 0: 16 float lanes, lane i summing elements l + i by fma over the
      row, then GCC's _mm512_reduce_add_ps (halves, quarters, then (t0+t2)+(t1+t3)).
      (An AVX2-only build uses 8 lanes: not this order.)
-   * mm_q0: sgemm.cpp tinyBLAS_Q0_AVX<block_q8_0 | block_q4_0, block_q8_0, float> (any
+   * mm_q0: sgemm.cpp tinyBLAS_Q0_AVX<block_q8_0 | q4_0 | q5_0 | iq4_nl, block_q8_0> (any
      AVX / AVX2 / AVX-512 build): per 32-block, 8 lanes each holding the exact integer
      sum of 4 neighbouring products, lane += fp32(d_w)*fp32(d_x) * that sum by fma,
      then hsum(__m256) = ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).  The activations are
      quantize_row_q8_0 of ggml-cpu/arch/x86/quants.c: d = amax/127, q =
      round-half-even(x * (127/amax)), d stored as fp16.
-   * mm_q0 with repack: a Q4_0 weight whose rows are a multiple of 8 is not multiplied by
+   * mm_q0 with repack: a Q4_0 / IQ4_NL weight whose rows are a multiple of 8 is not multiplied by
      tinyBLAS on an AVX2 / AVX-512 CPU: llama.cpp loads it into ggml-cpu's CPU_REPACK
      buffer (block_q4_0x8), whose kernels (arch/x86/repack.cpp gemm/gemv_q4_b32_8x8_q8_0
      _lut_avx) sum each 32-block as one integer and add float(sum) * (d_w * d_x) by fma,
@@ -150,17 +150,43 @@ TARGETS static void quantize_q8_0(const float *restrict x, int8_t *restrict q, f
 /* A weight's blocks as int8 values and float scales: type 8 = Q8_0 (34-byte blocks:
    fp16 d, 32 int8), 2 = Q4_0 (18-byte blocks: fp16 d, 16 bytes whose low nibbles are
    elements 0-15 and high nibbles 16-31, each minus 8). */
+static const int8_t KVALUES_IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+static int q0_block_bytes(int type) {
+    switch (type) {
+    case 8: return 34;                               /* Q8_0 */
+    case 2: return 18;                               /* Q4_0 */
+    case 6: return 22;                               /* Q5_0 */
+    case 20: return 18;                              /* IQ4_NL */
+    default: return 0;
+    }
+}
+
+/* A weight's blocks as int8 values and float scales (ggml-common.h layouts; each value
+   as sgemm.cpp's load() gives it): Q8_0 32 int8; Q4_0 low nibbles are elements 0-15,
+   high nibbles 16-31, minus 8; Q5_0 the same with bit i of qh as element i's fifth bit,
+   minus 16; IQ4_NL the nibbles through kvalues_iq4nl. */
 static void unpack_q0(const uint8_t *raw, int type, int8_t *q, float *d, int64_t nblocks) {
-    const int bs = type == 8 ? 34 : 18;
+    const int bs = q0_block_bytes(type);
     for (int64_t b = 0; b < nblocks; b++) {
         const uint8_t *p = raw + b * bs;
+        int8_t *o = q + b * 32;
         d[b] = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
-        if (type == 8) memcpy(q + b * 32, p + 2, 32);
-        else
+        if (type == 8) {
+            memcpy(o, p + 2, 32);
+        } else if (type == 6) {
+            const uint32_t qh = (uint32_t) p[2] | ((uint32_t) p[3] << 8) | ((uint32_t) p[4] << 16) | ((uint32_t) p[5] << 24);
             for (int i = 0; i < 16; i++) {
-                q[b * 32 + i] = (int8_t) ((p[2 + i] & 0x0F) - 8);
-                q[b * 32 + 16 + i] = (int8_t) ((p[2 + i] >> 4) - 8);
+                o[i] = (int8_t) (((p[6 + i] & 0x0F) | (((qh >> i) & 1) << 4)) - 16);
+                o[16 + i] = (int8_t) (((p[6 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4)) - 16);
             }
+        } else {
+            for (int i = 0; i < 16; i++) {
+                const int lo = p[2 + i] & 0x0F, hi = p[2 + i] >> 4;
+                o[i] = (int8_t) (type == 20 ? KVALUES_IQ4NL[lo] : lo - 8);
+                o[16 + i] = (int8_t) (type == 20 ? KVALUES_IQ4NL[hi] : hi - 8);
+            }
+        }
     }
 }
 
@@ -233,6 +259,20 @@ static inline float v_expf(float x) {
     const float j = fmaf(fmaf(fmaf(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, fmaf(0x1.555e66p-3f, b, 0x1.fffdb6p-2f)),
                          u, fmaf(0x1.ffffecp-1f, b, 1.0f));
     return ldexpf(j, (int) n);                       /* _mm512_scalef_ps(j, n), n integral */
+}
+
+/* ggml_vec_swiglu_f32 (vec.cpp, AVX-512): silu(x) * g, silu by ggml_v_silu = x / (1 +
+   ggml_v_expf(0 - x)) in groups of 16, the rest of a row by ggml_silu_f32 = x / (1.0f +
+   expf(-x)) with the C library's expf. */
+TARGETS static void swiglu_rows(const float *restrict x, const float *restrict g, float *restrict y, int64_t rows,
+                                int64_t n) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * n, *gr = g + r * n;
+        float *yr = y + r * n;
+        const int64_t nv = n - n % 16;                 /* the 16-lane groups */
+        for (int64_t i = 0; i < nv; i++) yr[i] = (xr[i] / (1.0f + v_expf(0.0f - xr[i]))) * gr[i];
+        for (int64_t i = nv; i < n; i++) yr[i] = (xr[i] / (1.0f + expf(-xr[i]))) * gr[i];
+    }
 }
 
 #define FA_TILE 64
@@ -368,17 +408,17 @@ static PyObject *py_quantize(PyObject *self, PyObject *args) {
 }
 
 /* mm_q0(x, raw, type, out, T, M, K, repack=False): x float32 [T, K] (quantized here), raw
-   the weight's Q8_0 (type 8) or Q4_0 (type 2) blocks, [M, K/32] of them; repack: the
-   order of ggml's repacked Q4_0 kernels instead of tinyBLAS_Q0_AVX's */
+   the weight's blocks of ggml type 8 (Q8_0), 2 (Q4_0), 6 (Q5_0) or 20 (IQ4_NL), [M, K/32]
+   of them; repack: the order of ggml's repacked kernels instead of tinyBLAS_Q0_AVX's */
 static PyObject *py_mm_q0(PyObject *self, PyObject *args) {
     PyObject *xo, *ro, *oo;
     int type, repack = 0;
     long long T, M, K;
     if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &repack)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
-    if (type != 8 && type != 2) return PyErr_Format(PyExc_ValueError, "mm_q0: type %d is neither Q8_0 nor Q4_0", type);
+    if (!q0_block_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_q0: ggml type %d is not a Q8_0-product type", type);
     if (K % 32) return PyErr_Format(PyExc_ValueError, "mm_q0: K = %lld is not whole 32-blocks", K);
-    const int64_t nb = K / 32, bs = type == 8 ? 34 : 18;
+    const int64_t nb = K / 32, bs = q0_block_bytes(type);
     Py_buffer x, r, o;
     if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
     if (get_buf(ro, &r, 1, M * nb * bs, 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
@@ -465,7 +505,25 @@ static PyObject *py_rope_cache(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* swiglu(x, g, out, rows, n): float32 [rows, n] each */
+static PyObject *py_swiglu(PyObject *self, PyObject *args) {
+    PyObject *xo, *go, *oo;
+    long long rows, n;
+    if (!PyArg_ParseTuple(args, "OOOLL", &xo, &go, &oo, &rows, &n)) return NULL;
+    if (!dims_ok(rows, n, 0)) return NULL;
+    Py_buffer x, g, o;
+    if (get_buf(xo, &x, 4, rows * n, 0, "x") < 0) return NULL;
+    if (get_buf(go, &g, 4, rows * n, 0, "g") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, rows * n, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&g); return NULL; }
+    Py_BEGIN_ALLOW_THREADS
+    swiglu_rows(x.buf, g.buf, o.buf, rows, n);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&x); PyBuffer_Release(&g); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef METHODS[] = {
+    {"swiglu", py_swiglu, METH_VARARGS, "ggml_vec_swiglu_f32 row by row"},
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
     {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},
     {"mm_q0", py_mm_q0, METH_VARARGS, "tinyBLAS_Q0_AVX Q8_0/Q4_0 x Q8_0 product, ggml's order"},

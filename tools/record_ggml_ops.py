@@ -16,13 +16,14 @@ and runs ggscope's whole forward pass on the same tokens against llama.cpp's log
 Usage::
 
     python -m tools.record_ggml_ops MODEL.gguf [--lib DIR] [--binding DIR] [--ctx 128]
-                                    [--out fixtures/perplexity/ggml-ops-NAME.json]
+                                    [--requantize TYPE] [--out RECORD.json] [--cases CASES.npz]
 
-DIR (or $LLAMA_CPP_LIB_PATH) holds libllama.so; --binding (or $LLAMA_CPP_PYTHON_DIR)
-is the unpacked llama-cpp-python 0.3.36 sdist.  The record is a small JSON file: per op
-kind the number of nodes and of elements that differ, the first node that differs,
-and the whole pass's logits' largest difference.  CI never runs this (it needs
-llama.cpp); the records it writes are what tests/forward/test_ggml_ops.py reads.
+DIR (or $LLAMA_CPP_LIB_PATH) holds libllama.so (and llama-quantize); --binding (or
+$LLAMA_CPP_PYTHON_DIR) is the unpacked llama-cpp-python 0.3.36 sdist.  The record is a
+small JSON file: per op kind the number of nodes and of elements that differ, the first
+node that differs, and how the whole pass's logits differ.  CI never runs this (it needs
+llama.cpp): the cases it writes (fixtures/ggml_ops/, see its MANIFEST) are what
+tests/forward/test_ggml_ops.py recomputes.
 """
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def child(args) -> int:
     sys.path.insert(0, args.binding)
     import llama_cpp as L                                     # noqa: E402 (after the path is set)
     ops = _op_numbers(Path(args.binding) / "vendor" / "llama.cpp" / "ggml" / "include" / "ggml.h")
-    want = {ops["MUL_MAT"]: "MUL_MAT", ops["FLASH_ATTN_EXT"]: "FLASH_ATTN_EXT"}
+    want = {ops[k]: k for k in ("MUL_MAT", "FLASH_ATTN_EXT", "ROPE", "GLU")}
     tokens = [int(t) for t in args.tokens.split(",")]
     nodes, arrays = [], {}
 
@@ -105,9 +106,9 @@ def child(args) -> int:
                 a = _array(s)
                 if a is not None:
                     arrays[f"{key}.src{i}"] = a
-            if want[t.op] == "FLASH_ATTN_EXT":
-                nodes[-1]["op_params"] = [ctypes.c_float.from_buffer_copy(ctypes.c_int32(v)).value
-                                          for v in list(t.op_params)[:3]]
+            params = list(t.op_params)
+            nodes[-1]["op_params_i32"] = params[:12]
+            nodes[-1]["op_params"] = [ctypes.c_float.from_buffer_copy(ctypes.c_int32(v)).value for v in params[:12]]
         return True
 
     L.llama_backend_init()
@@ -145,6 +146,70 @@ def _chunk_tokens(model_path: str, n_ctx: int) -> list[int]:
     return [int(t) for t in ids]
 
 
+def _produced(nodes: list[dict], arrays, node: dict, i: int) -> np.ndarray:
+    """Source ``i`` of ``node`` as the node that computed it recorded it (the last earlier
+    node of that name), not as the source's memory holds it when ``node`` has run."""
+    name, before = node["src"][i], node["key"]
+    key = next(n["key"] for n in reversed(nodes) if n["key"] < before and n["name"] == name)
+    return arrays[key]
+
+
+def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: int = 8,
+               products_only: bool = False, elementwise_only: bool = False) -> None:
+    """A few of llama.cpp's nodes with everything needed to recompute them without the
+    model or llama.cpp, for tests/forward/test_ggml_ops.py: per weight type and path the
+    first product (its weight's bytes, the first ``rows`` rows of its input and output),
+    the first flash attention (inputs whole: the tiled path needs 64 query rows), the
+    first rope (its last ``rows`` positions) and GLU (SwiGLU / GEGLU: its first ``rows``), and the chunk's
+    logits -- the products alone for a ``--requantize`` copy, which CI cannot run whole
+    (the copy is not kept), the rope and GLU alone with ``elementwise_only``."""
+    from ggscope.forward import ggml_ops
+    from ggscope.model.split import open_model
+    model = open_model(model_path)
+    names = {t.name for t in model.tensors}
+    nodes = json.loads(Path(dump + ".json").read_text())
+    arrays = np.load(dump)
+    keep: dict[str, np.ndarray] = {"tokens": np.asarray(tokens, np.int32)}
+    seen = set()
+    for n in nodes:
+        kind, key = n.get("kind"), n["key"]
+        if kind == "MUL_MAT" and n["src"][0] in names and f"{key}.src1" in arrays and not elementwise_only:
+            info = model.tensor(n["src"][0])
+            M, K = int(info.shape[1]), int(info.shape[0])
+            path = (info.type, ggml_ops._repacked(info.type, M))
+            if path in seen:
+                continue
+            seen.add(path)
+            i = len([k for k in keep if k.endswith(".w")])
+            keep[f"mm{i}.w"] = np.asarray(info.raw(), np.uint8)
+            keep[f"mm{i}.type"] = np.frombuffer(info.type.encode(), np.uint8)
+            keep[f"mm{i}.x"] = arrays[f"{key}.src1"].reshape(-1, K)[:rows]
+            keep[f"mm{i}.y"] = arrays[key].reshape(-1, M)[:rows]
+        elif kind == "ROPE" and "rope.x" not in keep and not products_only and f"{key}.src0" in arrays:
+            # ggml.c ggml_rope_impl's op_params: n_past, n_dims, mode, n_ctx, n_ctx_orig (int32),
+            # then freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow (float)
+            # the input as its producer left it: an elementwise op may be computed in place
+            x = _produced(nodes, arrays, n, 0)                        # [1, T, H, D]: the last rows
+            keep["rope.x"], keep["rope.y"] = x[:, -rows:], arrays[key][:, -rows:]
+            keep["rope.pos"] = np.arange(x.shape[1] - rows, x.shape[1], dtype=np.int32)
+            keep["rope.ints"] = np.asarray(n["op_params_i32"][:5], np.int32)
+            keep["rope.floats"] = np.asarray(n["op_params"][5:11], np.float32)
+        elif kind == "GLU" and "glu.g" not in keep and not products_only and f"{key}.src1" in arrays:
+            keep["glu.g"], keep["glu.u"], keep["glu.y"] = (_produced(nodes, arrays, n, 0)[..., :rows, :],
+                                                           _produced(nodes, arrays, n, 1)[..., :rows, :],
+                                                           arrays[key][..., :rows, :])
+        elif kind == "FLASH_ATTN_EXT" and "fa.q" not in keep and not products_only and not elementwise_only:
+            for i, part in enumerate("qkvm"):
+                if f"{key}.src{i}" in arrays:
+                    keep[f"fa.{part}"] = arrays[f"{key}.src{i}"]
+            keep["fa.params"] = np.asarray(n["op_params"][:3], np.float32)
+            keep["fa.out"] = arrays[key]
+    out_key = next((n["key"] for n in reversed(nodes) if n["name"] == "result_output"), None)
+    if out_key is not None and not products_only and not elementwise_only:
+        keep["logits"] = arrays[out_key].reshape(-1, arrays[out_key].shape[-1])
+    np.savez_compressed(out, **keep)
+
+
 def compare(model_path: str, dump: str, tokens: list[int]) -> dict:
     """Each recorded product and attention recomputed by ggscope's kernels from llama.cpp's
     own inputs; then ggscope's whole pass against llama.cpp's logits."""
@@ -157,8 +222,8 @@ def compare(model_path: str, dump: str, tokens: list[int]) -> dict:
     kinds: dict[str, dict] = {}
     for n in nodes:
         kind = n.get("kind")
-        if kind is None or n["key"] not in arrays:
-            continue
+        if kind not in ("MUL_MAT", "FLASH_ATTN_EXT") or n["key"] not in arrays:
+            continue                          # rope and GLU: the cases file holds them (save_cases)
         want = arrays[n["key"]]
         if kind == "MUL_MAT":
             wname = n["src"][0]
@@ -166,11 +231,16 @@ def compare(model_path: str, dump: str, tokens: list[int]) -> dict:
             if info is None or f"{n['key']}.src1" not in arrays:
                 continue
             x = arrays[f"{n['key']}.src1"].reshape(-1, info.shape[0])
-            got = ggml_ops.product_from_tensor(info, x).reshape(want.shape)
+            try:
+                got = ggml_ops.product_from_tensor(info, x).reshape(want.shape)
+            except ValueError:                # a type or shape ggml_ops has no kernel for
+                kinds.setdefault("MUL_MAT without a kernel", {}).setdefault(info.type, 0)
+                kinds["MUL_MAT without a kernel"][info.type] += 1
+                continue
         else:
             q, k, v = (arrays[f"{n['key']}.src{i}"] for i in range(3))     # [1, H, T, D], [1, Hkv, S, D]
             mask = arrays.get(f"{n['key']}.src3")
-            scale, _bias, softcap = n["op_params"]
+            scale, _bias, softcap = n["op_params"][:3]
             T = q.shape[2]
             m = np.zeros((T, k.shape[2]), np.float32) if mask is None else mask[0, 0, :T, :k.shape[2]]
             got = ggml_ops.flash_attention(q[0].transpose(1, 0, 2), k[0].transpose(1, 0, 2),
@@ -206,6 +276,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--binding", default=os.environ.get("LLAMA_CPP_PYTHON_DIR"))
     ap.add_argument("--ctx", type=int, default=128)
     ap.add_argument("--out")
+    ap.add_argument("--cases", metavar="FILE.npz", help="also write a few nodes' inputs and outputs "
+                    "(and the logits) for tests/forward/test_ggml_ops.py")
+    ap.add_argument("--elementwise-only", action="store_true", help="--cases holds the first rope and "
+                    "GLU alone, on two rows each (a large model's record stays small)")
+    ap.add_argument("--requantize", metavar="TYPE", help="first make a TYPE copy of MODEL with "
+                    "llama-quantize --allow-requantize from --lib's directory (a temporary file)")
     ap.add_argument("--keep", metavar="DIR", help="keep llama.cpp's nodes (nodes.npz, nodes.npz.json) in DIR")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tokens", help=argparse.SUPPRESS)
@@ -215,8 +291,16 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("give --lib and --binding (or $LLAMA_CPP_LIB_PATH and $LLAMA_CPP_PYTHON_DIR)")
     if args.child:
         return child(args)
-    tokens = _chunk_tokens(args.model, args.ctx)
     with tempfile.TemporaryDirectory() as tmp:
+        if args.requantize:
+            made = Path(tmp) / f"{Path(args.model).stem}-{args.requantize}.gguf"
+            q = subprocess.run([str(Path(args.lib) / "llama-quantize"), "--allow-requantize", args.model,
+                                str(made), args.requantize, "1"], capture_output=True, text=True)
+            if q.returncode != 0:
+                print(f"llama-quantize failed: {q.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+                return 2
+            args.model = str(made)
+        tokens = _chunk_tokens(args.model, args.ctx)
         dump = str(Path(args.keep or tmp) / "nodes.npz")
         cmd = [sys.executable, "-m", "tools.record_ggml_ops", args.model, "--child", "--lib", args.lib,
                "--binding", args.binding, "--tokens", ",".join(map(str, tokens)), "--dump", dump]
@@ -224,6 +308,10 @@ def main(argv: list[str] | None = None) -> int:
         if done.returncode != 0:
             print(f"llama.cpp failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
             return 2
+        if args.cases:
+            save_cases(args.model, dump, tokens, Path(args.cases), 2 if args.elementwise_only else 8,
+                       products_only=bool(args.requantize),
+                       elementwise_only=args.elementwise_only)
         record = {"oracle": "llama.cpp as vendored in llama-cpp-python 0.3.36 (eval callback, 1 thread, "
                             "F16 cache, flash attention on)",
                   "model": Path(args.model).name, "ctx": args.ctx, **compare(args.model, dump, tokens)}

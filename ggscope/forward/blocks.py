@@ -346,7 +346,12 @@ def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b) -
 
 def _glu(c: Config, g: np.ndarray, u: np.ndarray) -> np.ndarray:
     """act(g) * u; GEGLU as ggml_vec_geglu_f32 (ggml-cpu/vec.h) computes it: a gate at or
-    below -10 gives +0 itself, not 0 * u (which is -0 for a negative u)."""
+    below -10 gives +0 itself, not 0 * u (which is -0 for a negative u); SwiGLU through
+    ggml's own kernel (``ggml_ops.swiglu``) where the extension is built."""
+    if c.traits.act == "silu" and not c.exact:
+        a = ggml_ops.swiglu(g, u)                     # ggml's vector expf, bit for bit
+        if a is not None:
+            return a
     a = _act(c, g) * u
     if c.traits.act == "gelu" and not c.exact:
         a = np.where(g <= -10, np.float32(0), a).astype(np.float32)

@@ -45,7 +45,7 @@ import numpy as np
 
 from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.forward import WeightError, WeightMapper, architecture, check_tokens
-from ggscope.forward import loading
+from ggscope.forward import ggml_ops, loading
 from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
 from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _moe, _norm, gelu, rms_norm, rope
@@ -128,8 +128,8 @@ def load(model, exact: bool = False) -> Weights:
             if exact:
                 return m.take(full, shape, slot)                     # plain float32: no rounding
             values, info = m.take(full, shape, slot), model.tensor(full)
-            # Q4_1 / Q5_1: block mins; Q8_0 / Q4_0: the blocks ggml_ops multiplies (matmul.typed)
-            raw = info.raw() if info.type in ("Q4_1", "Q5_1", "Q8_0", "Q4_0") else None
+            # Q4_1 / Q5_1: block mins; Q8_0, Q4_0, ...: the blocks ggml_ops multiplies (matmul.typed)
+            raw = info.raw() if info.type in ("Q4_1", "Q5_1", *ggml_ops.Q0_TYPES) else None
             return _typed(values, info.type, raw)
         except ValueError as exc:       # blocks that do not tile the claimed shape: the file's fault
             raise WeightError(f"{model.path}: tensor {full!r} ({model.tensor(full).type}): its blocks do "

@@ -10,8 +10,8 @@ vendored in llama-cpp-python 0.3.36 with llamafile's sgemm on (the machine the
 fixtures were recorded on).
 
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
-``w`` that carries its ggml type (``matmul.Mat`` with ``ggml_type`` and, for Q8_0 / Q4_0,
-its ``blocks``), or None where ggml would take a path these kernels do not have (one
+``w`` that carries its ggml type (``matmul.Mat`` with ``ggml_type`` and, for Q8_0 / Q4_0 /
+Q5_0 / IQ4_NL, its ``blocks``), or None where ggml would take a path these kernels do not have (one
 row: ggml's vec_dot; an F16 matrix whose rows are not a multiple of 4 or whose width is
 not a multiple of 16; another type) -- the caller then computes it with numpy, the
 same values to ~1e-7 but not the same bits.  ``product_blocks(x, blocks, ggml_type,
@@ -32,12 +32,15 @@ except ImportError:                                   # built without a C compil
     _cggml = None
 
 __all__ = ["AVAILABLE", "product", "product_blocks", "product_f16_rows", "f16_path", "product_from_tensor", "flash_attention", "FA_TILE_Q",
-           "rope_cos_sin"]
+           "rope_cos_sin", "swiglu"]
 
 AVAILABLE = _cggml is not None
 FA_TILE_Q = 64           # GGML_FA_TILE_Q (ggml-cpu/common.h): fewer query rows take the one-row path
-_Q0 = {"Q8_0": 8, "Q4_0": 2}
-_BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18}
+# the types ggml-cpu multiplies by Q8_0 activations through tinyBLAS_Q0_AVX (sgemm.cpp
+# llamafile_sgemm) or, repacked, through arch/x86/repack.cpp: ggml type number, block bytes
+_Q0 = {"Q8_0": 8, "Q4_0": 2, "Q5_0": 6, "IQ4_NL": 20}
+_BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q5_0": 22, "IQ4_NL": 18}
+Q0_TYPES = tuple(_Q0)
 
 
 def _f16_path(T: int, M: int, K: int) -> bool:
@@ -96,9 +99,10 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
 
 def _repacked(ggml_type: str, rows: int) -> bool:
     """Whether llama.cpp moves the weight into ggml-cpu's CPU_REPACK buffer on an AVX2 /
-    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 with ne[1] % 8 == 0
-    becomes block_q4_0x8), whose kernels sum in another order than tinyBLAS."""
-    return ggml_type == "Q4_0" and rows % 8 == 0
+    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 and IQ4_NL with
+    ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8), whose kernels sum in another
+    order than tinyBLAS."""
+    return ggml_type in ("Q4_0", "IQ4_NL") and rows % 8 == 0
 
 
 def product_from_tensor(info, x: np.ndarray) -> np.ndarray:
@@ -155,3 +159,15 @@ def rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
                       float(freq_scale), ff, float(ext_factor), float(corr[0]), float(corr[1]),
                       float(attn_factor))
     return cos, sin
+
+
+def swiglu(g: np.ndarray, u: np.ndarray) -> np.ndarray | None:
+    """ggml_vec_swiglu_f32 of gate g and up u [..., n] (vec.cpp: ggml_v_silu in groups of
+    16, ggml_silu_f32 for the rest of each row), or None."""
+    if _cggml is None or g.shape != u.shape or g.ndim < 1:
+        return None
+    n = int(g.shape[-1])
+    out = np.empty(g.shape, np.float32)
+    _cggml.swiglu(np.ascontiguousarray(g, np.float32), np.ascontiguousarray(u, np.float32), out,
+                  int(g.size // max(1, n)), n)
+    return out

@@ -60,7 +60,7 @@ _WITH_MIN = {"Q4_1": 20, "Q5_1": 24}
 class Mat(np.ndarray):
     """A float32 weight that remembers how llama.cpp rounds what it multiplies
     (``vec_dot``: None for F32 weights), its ggml type, for Q4_1 / Q5_1 its blocks' mins
-    ([out, in/32], for the Q8_1 s term) and for Q8_0 / Q4_0 its blocks (the integers
+    ([out, in/32], for the Q8_1 s term) and for Q8_0 / Q4_0 / Q5_0 / IQ4_NL its blocks (the integers
     ``ggml_ops`` multiplies as ggml does).  Views keep the tags; a slice's blocks are
     no longer its own, so ``ggml_ops`` checks their size before use."""
     vec_dot: str | None = None
@@ -77,7 +77,7 @@ class Mat(np.ndarray):
 
 def typed(arr: np.ndarray, ggml_type: str, raw: np.ndarray | None = None) -> np.ndarray:
     """``arr`` tagged with its type's activation rounding; ``raw`` (the tensor's bytes)
-    gives a Q4_1 / Q5_1 matrix its block mins and a Q8_0 / Q4_0 matrix its blocks."""
+    gives a Q4_1 / Q5_1 matrix its block mins and a ``ggml_ops.Q0_TYPES`` matrix its blocks."""
     kind = _VEC_DOT.get(ggml_type)
     if kind is None or arr.ndim < 2:
         return arr
@@ -90,7 +90,7 @@ def typed(arr: np.ndarray, ggml_type: str, raw: np.ndarray | None = None) -> np.
     return out
 
 
-_Q0_BLOCKS = ("Q8_0", "Q4_0")      # the types ggml_ops multiplies from their blocks
+_Q0_BLOCKS = ggml_ops.Q0_TYPES     # the types ggml_ops multiplies from their blocks
 
 
 def block_mins(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.ndarray | None:
