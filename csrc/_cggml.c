@@ -27,6 +27,8 @@
      buffer (block_q4_0x8), whose kernels (arch/x86/repack.cpp gemm/gemv_q4_b32_8x8_q8_0
      _lut_avx) sum each 32-block as one integer and add float(sum) * (d_w * d_x) by fma,
      block after block.  (An ARM build repacks differently; a build without AVX2 not.)
+   * mm_q1: Q4_1 / Q5_1, which sgemm does not take: vec_dot_q4_1_q8_1 / _q5_1_q8_1 (see
+     the kernel's comment; AVX2 builds).
    * fa_tiled: ggml-cpu/ops.cpp ggml_compute_forward_flash_attn_ext_tiled (q F32, k/v
      F16 or F32, >= GGML_FA_TILE_Q = 64 query rows), per query row: scores over tiles of
      GGML_FA_TILE_KV = 64 keys, each a sequential fma over the head dimension
@@ -215,6 +217,51 @@ TARGETS static void mm_q0_kernel(const int8_t *restrict qx, const float *restric
             for (int64_t c = 0; c < rt; c++) out[(t0 + c) * M + m] = reduce8(acc[c]);
         }
     }
+}
+
+/* Q4_1 / Q5_1 weights: no sgemm kernel, so ggml_vec_dot_q4_1_q8_1 / _q5_1_q8_1
+   (arch/x86/quants.c, AVX2 with VNNI) for every row, against quantize_row_q8_1's blocks
+   (q as Q8_0's, s = fp16(d * sum(q))): per block 8 lanes of 4 unsigned-by-signed
+   products, lane += float(sum) * (d_x * d_y) by fma, summs = fma(m_x, s_y, summs) (the
+   compiler contracts `summs += m*s`: vfmadd231ss in the oracle's libggml-cpu), result
+   hsum_float_8(lanes) + summs.  type 3 = Q4_1 (20-byte blocks: d, m, 16 bytes of
+   nibbles), 7 = Q5_1 (24: d, m, qh, 16 bytes). */
+static void unpack_q1(const uint8_t *raw, int type, uint8_t *q, float *d, float *m, int64_t nblocks) {
+    const int bs = type == 3 ? 20 : 24, off = type == 3 ? 4 : 8;
+    for (int64_t b = 0; b < nblocks; b++) {
+        const uint8_t *p = raw + b * bs;
+        uint8_t *o = q + b * 32;
+        d[b] = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+        m[b] = f16_to_f32((uint16_t) (p[2] | (p[3] << 8)));
+        uint32_t qh = 0;
+        if (type == 7) qh = (uint32_t) p[4] | ((uint32_t) p[5] << 8) | ((uint32_t) p[6] << 16) | ((uint32_t) p[7] << 24);
+        for (int i = 0; i < 16; i++) {
+            o[i] = (uint8_t) ((p[off + i] & 0x0F) | (((qh >> i) & 1) << 4));
+            o[16 + i] = (uint8_t) ((p[off + i] >> 4) | (((qh >> (i + 16)) & 1) << 4));
+        }
+    }
+}
+
+TARGETS static void mm_q1_kernel(const int8_t *restrict qx, const float *restrict dx, const float *restrict sx,
+                                 const uint8_t *restrict qw, const float *restrict dw, const float *restrict mw,
+                                 float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 32;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t t = 0; t < T; t++) {
+            float acc[8] = {0}, summs = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *a = qw + m * K + b * 32;
+                const int8_t *y = qx + t * K + b * 32;
+                summs = fmaf(mw[m * nb + b], sx[t * nb + b], summs);
+                const float dd = dw[m * nb + b] * dx[t * nb + b];
+                for (int j = 0; j < 8; j++) {
+                    const int32_t s = a[4 * j] * y[4 * j] + a[4 * j + 1] * y[4 * j + 1] + a[4 * j + 2] * y[4 * j + 2]
+                                      + a[4 * j + 3] * y[4 * j + 3];
+                    acc[j] = fmaf((float) s, dd, acc[j]);
+                }
+            }
+            out[t * M + m] = reduce8(acc) + summs;
+        }
 }
 
 /* ggml-cpu/arch/x86/repack.cpp gemm_q4_b32_8x8_q8_0_lut_avx / gemv_..._lut_avx (the
@@ -407,6 +454,48 @@ static PyObject *py_quantize(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* mm_q1(x, raw, type, out, T, M, K): x float32 [T, K] (quantized to Q8_1 here), raw the
+   weight's Q4_1 (type 3) or Q5_1 (type 7) blocks, [M, K/32] of them */
+static PyObject *py_mm_q1(PyObject *self, PyObject *args) {
+    PyObject *xo, *ro, *oo;
+    int type;
+    long long T, M, K;
+    if (!PyArg_ParseTuple(args, "OOiOLLL", &xo, &ro, &type, &oo, &T, &M, &K)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (type != 3 && type != 7) return PyErr_Format(PyExc_ValueError, "mm_q1: ggml type %d is neither Q4_1 nor Q5_1", type);
+    if (K % 32) return PyErr_Format(PyExc_ValueError, "mm_q1: K = %lld is not whole 32-blocks", K);
+    const int64_t nb = K / 32, bs = type == 3 ? 20 : 24;
+    Py_buffer x, r, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(ro, &r, 1, M * nb * bs, 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&r); return NULL; }
+    int8_t *qx = malloc((size_t) (T * K + M * K) + 1);
+    float *fx = malloc((size_t) (2 * T * nb + 2 * M * nb) * sizeof(float) + 4);
+    if (!qx || !fx) {
+        free(qx); free(fx);
+        PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+        return PyErr_NoMemory();
+    }
+    uint8_t *qw = (uint8_t *) qx + T * K;
+    float *dx = fx, *sx = fx + T * nb, *dw = fx + 2 * T * nb, *mw = dw + M * nb;
+    Py_BEGIN_ALLOW_THREADS
+    quantize_q8_0(x.buf, qx, dx, T * K);                 /* quantize_row_q8_1: the same q and d */
+    for (int64_t b = 0; b < T * nb; b++) {               /* its s: fp16(d * sum(q)) */
+        int32_t sum = 0;
+        for (int i = 0; i < 32; i++) sum += qx[b * 32 + i];
+        const float *xb = (const float *) x.buf + b * 32;
+        float amax = 0.0f;
+        for (int i = 0; i < 32; i++) amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+        sx[b] = f16_to_f32(f32_to_f16((amax / 127.f) * (float) sum));
+    }
+    unpack_q1(r.buf, type, qw, dw, mw, M * nb);
+    mm_q1_kernel(qx, dx, sx, qw, dw, mw, o.buf, T, M, K);
+    Py_END_ALLOW_THREADS
+    free(qx); free(fx);
+    PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
 /* mm_q0(x, raw, type, out, T, M, K, repack=False): x float32 [T, K] (quantized here), raw
    the weight's blocks of ggml type 8 (Q8_0), 2 (Q4_0), 6 (Q5_0) or 20 (IQ4_NL), [M, K/32]
    of them; repack: the order of ggml's repacked kernels instead of tinyBLAS_Q0_AVX's */
@@ -527,6 +616,7 @@ static PyMethodDef METHODS[] = {
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
     {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},
     {"mm_q0", py_mm_q0, METH_VARARGS, "tinyBLAS_Q0_AVX Q8_0/Q4_0 x Q8_0 product, ggml's order"},
+    {"mm_q1", py_mm_q1, METH_VARARGS, "vec_dot Q4_1/Q5_1 x Q8_1 product, ggml's order"},
     {"quantize", py_quantize, METH_VARARGS, "quantize_row_q8_0 (x86)"},
     {"fa_tiled", py_fa_tiled, METH_VARARGS, "ggml-cpu's tiled flash attention, one row at a time"},
     {NULL, NULL, 0, NULL}};

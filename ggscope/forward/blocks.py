@@ -144,7 +144,8 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     product ``theta *= theta_scale`` with ``theta_scale = powf(base, -2.0f/n_rot)``, so
     the rounding of each step carries into the next (at position 127 the last pair's angle
     is off the exact one by up to ~1e-5 relative, which the logits of a long-context model
-    feel).
+    feel), and cos / sin are the C library's cosf / sinf (``ggml_ops.rope_cos_sin``; glibc's
+    are not correctly rounded: 1 % of gemma-3-270m's rotated q differed by an ulp).
     """
     half = n_rot // 2
     ext, corr = 0.0, (0.0, 0.0)

@@ -21,7 +21,9 @@ module maps the tensors to weights and runs the blocks; what a block computes is
 ``blocks.py``.
 
 Numerics follow llama.cpp's CPU backend: activations are rounded as ggml-cpu rounds
-them for each weight's type (``matmul.py``), GELU goes through ggml's fp16 table, and
+them for each weight's type (``matmul.py``) and, where the compiled kernels are built
+(``ggml_ops``), the products, flash attention, rope angles and SwiGLU are ggml's own
+arithmetic, bit for bit; GELU goes through ggml's fp16 table, and
 the token embedding stays in the file's encoding (rows decoded on lookup; a tied output
 streams it).  Every other weight is decoded once, at load, by the compiled decoders
 (``loading``) to one float32 array -- up to ``loading.DECODED_BUDGET`` bytes of matrices;

@@ -10,8 +10,8 @@ vendored in llama-cpp-python 0.3.36 with llamafile's sgemm on (the machine the
 fixtures were recorded on).
 
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
-``w`` that carries its ggml type (``matmul.Mat`` with ``ggml_type`` and, for Q8_0 / Q4_0 /
-Q5_0 / IQ4_NL, its ``blocks``), or None where ggml would take a path these kernels do not have (one
+``w`` that carries its ggml type (``matmul.Mat`` with ``ggml_type`` and, for the block types
+of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1 -- its ``blocks``), or None where ggml would take a path these kernels do not have (one
 row: ggml's vec_dot; an F16 matrix whose rows are not a multiple of 4 or whose width is
 not a multiple of 16; another type) -- the caller then computes it with numpy, the
 same values to ~1e-7 but not the same bits.  ``product_blocks(x, blocks, ggml_type,
@@ -19,16 +19,25 @@ rows)`` is the same from the weight's bytes.  ``flash_attention(q, k, v, mask, s
 softcap)`` is ggml-cpu's tiled flash attention (q [T, H, D], k [S, Hkv, D], v [S, Hkv,
 Dv], mask [T, S] of 0 / -inf) or None without the extension; ``rope_cos_sin`` the
 rotary angles' cos and sin as ggml_rope_cache_init computes them.  Without the compiled
-extension (no C compiler at install) every function returns None: the forward pass is
-then numpy's, not bit-exact.
+extension (no C compiler at install), or with GGSCOPE_GGML_KERNELS=0, every function
+returns None: the forward pass is then numpy's, the same values to ~1e-7 but not ggml's
+bits (on gemma-3-270m that moved PPL(Q) of the Q8_0 file by 1.5 %).
 """
 from __future__ import annotations
+
+import importlib
+import os
 
 import numpy as np
 
 try:
-    from ggscope.forward import _cggml
+    # by name: the compiled extension imports no Python module, but ``from ggscope.forward
+    # import _cggml`` reads to grimp as an import of the package, whose __init__ imports
+    # matmul, which imports this module -- a circle that is not there
+    _cggml = importlib.import_module("ggscope.forward._cggml")
 except ImportError:                                   # built without a C compiler: numpy instead
+    _cggml = None
+if os.environ.get("GGSCOPE_GGML_KERNELS", "1") == "0":   # numpy's sums on purpose (benchmarks, bisecting)
     _cggml = None
 
 __all__ = ["AVAILABLE", "product", "product_blocks", "product_f16_rows", "f16_path", "product_from_tensor", "flash_attention", "FA_TILE_Q",
@@ -40,7 +49,10 @@ FA_TILE_Q = 64           # GGML_FA_TILE_Q (ggml-cpu/common.h): fewer query rows 
 # llamafile_sgemm) or, repacked, through arch/x86/repack.cpp: ggml type number, block bytes
 _Q0 = {"Q8_0": 8, "Q4_0": 2, "Q5_0": 6, "IQ4_NL": 20}
 _BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q5_0": 22, "IQ4_NL": 18}
-Q0_TYPES = tuple(_Q0)
+# the types with a min, multiplied by Q8_1 activations through vec_dot for every row count
+_Q1 = {"Q4_1": 3, "Q5_1": 7}
+_BLOCK_BYTES.update({"Q4_1": 20, "Q5_1": 24})
+Q0_TYPES = tuple(_Q0) + tuple(_Q1)      # the types multiplied from their blocks
 
 
 def _f16_path(T: int, M: int, K: int) -> bool:
@@ -61,7 +73,7 @@ def product(x: np.ndarray, w) -> np.ndarray | None:
     if gtype == "F16" and _f16_path(T, M, K):
         return product_f16_rows(x, w)
     blocks = getattr(w, "blocks", None)
-    if gtype in _Q0 and blocks is not None:
+    if gtype in Q0_TYPES and blocks is not None:
         return product_blocks(x, blocks, gtype, M)
     return None
 
@@ -86,12 +98,17 @@ def f16_path(T: int, rows: int, cols: int) -> bool:
 def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int) -> np.ndarray | None:
     """x [T, in] times a Q8_0 / Q4_0 weight of ``rows`` rows given as its blocks, or None."""
     T, K = x.shape
-    if _cggml is None or ggml_type not in _Q0 or K % 32 or (T < 2 and not _repacked(ggml_type, rows)):
+    if _cggml is None or ggml_type not in Q0_TYPES or K % 32:
+        return None
+    if ggml_type in _Q0 and T < 2 and not _repacked(ggml_type, rows):
         return None                      # one row of a tinyBLAS type: ggml's vec_dot, not this order
     raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
     if raw.size != rows * (K // 32) * _BLOCK_BYTES[ggml_type]:
         return None
     out = np.empty((T, rows), np.float32)
+    if ggml_type in _Q1:
+        _cggml.mm_q1(np.ascontiguousarray(x, np.float32), raw, _Q1[ggml_type], out, T, rows, K)
+        return out
     _cggml.mm_q0(np.ascontiguousarray(x, np.float32), raw, _Q0[ggml_type], out, T, rows, K,
                  _repacked(ggml_type, rows))
     return out
@@ -108,12 +125,11 @@ def _repacked(ggml_type: str, rows: int) -> bool:
 def product_from_tensor(info, x: np.ndarray) -> np.ndarray:
     """ggml_mul_mat(tensor, x) from a file's tensor (``tools/record_ggml_ops.py``)."""
     M, K = int(info.shape[1]), int(info.shape[0])
-    if info.type in _Q0:
+    got = None
+    if info.type in Q0_TYPES:
         got = product_blocks(x, info.raw(), info.type, M)
-    else:
-        w = info.dequantize().reshape(M, K).view(np.ndarray)
-        from ggscope.forward.matmul import typed
-        got = product(x, typed(np.ascontiguousarray(w, np.float32), info.type))
+    elif info.type == "F16" and f16_path(x.shape[0], M, K):
+        got = product_f16_rows(x, info.dequantize().reshape(M, K))
     if got is None:
         raise ValueError(f"{info.name}: no ggml kernel for {info.type} with {x.shape[0]} rows")
     return got

@@ -16,6 +16,10 @@ chunks of rows into one reused float32 buffer.
 A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed``: its
 blocks in memory, decoded whole through the compiled decoders for each product.
 
+Where ``ggml_ops`` has ggml-cpu's own kernel for a weight type and shape (F16, Q8_0,
+Q4_0, Q5_0, IQ4_NL through llamafile's sgemm or the repacked Q4_0 path), ``linear`` and
+``StreamedRows.project`` use it: the same bits as llama.cpp, not only the same rounding.
+
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
 ``Mat``, a plain array, ``Packed`` or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
 weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
