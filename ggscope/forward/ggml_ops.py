@@ -30,6 +30,8 @@ import os
 
 import numpy as np
 
+from ggscope.source.stream import THREADS, Stream
+
 try:
     # by name: the compiled extension imports no Python module, but ``from ggscope.forward
     # import _cggml`` reads to grimp as an import of the package, whose __init__ imports
@@ -44,6 +46,7 @@ __all__ = ["AVAILABLE", "product", "product_blocks", "product_f16_rows", "f16_pa
            "rope_cos_sin", "swiglu"]
 
 AVAILABLE = _cggml is not None
+_SPLIT_WORK = 1 << 22     # multiply-adds below which a product stays on one thread
 FA_TILE_Q = 64           # GGML_FA_TILE_Q (ggml-cpu/common.h): fewer query rows take the one-row path
 # the types ggml-cpu multiplies by Q8_0 activations through tinyBLAS_Q0_AVX (sgemm.cpp
 # llamafile_sgemm) or, repacked, through arch/x86/repack.cpp: ggml type number, block bytes
@@ -78,15 +81,32 @@ def product(x: np.ndarray, w) -> np.ndarray | None:
     return None
 
 
+def _by_rows(rows: int, work: int, run) -> np.ndarray:
+    """``run(r0, r1)`` -> the output columns [T, r1 - r0] of weight rows r0..r1, over
+    ``THREADS`` threads when the product is large (the kernels release the GIL; each
+    element is computed alone, so the split changes no bit)."""
+    n = THREADS if work >= _SPLIT_WORK and rows >= 2 * THREADS else 1
+    if n == 1:
+        return run(0, rows)
+    cuts = [rows * i // n for i in range(n + 1)]
+    with Stream(threads=n, what="multiplying") as s:
+        parts = s.map(lambda i: run(cuts[i], cuts[i + 1]), range(n))
+    return np.concatenate(parts, axis=1)
+
+
 def product_f16_rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """x [T, in] times some rows [r, in] of an F16 matrix (their values as float32) that
     ``f16_path`` accepted as a whole: tinyBLAS's order for each element does not depend
     on which rows are computed together."""
     T, K = x.shape
     x16 = np.ascontiguousarray(x, np.float32).astype(np.float16).astype(np.float32)
-    out = np.empty((T, rows.shape[0]), np.float32)
-    _cggml.mm_f16(x16, np.ascontiguousarray(rows, np.float32), out, T, rows.shape[0], K)
-    return out
+    w = np.ascontiguousarray(rows, np.float32)
+
+    def run(r0: int, r1: int) -> np.ndarray:
+        out = np.empty((T, r1 - r0), np.float32)
+        _cggml.mm_f16(x16, w[r0:r1], out, T, r1 - r0, K)
+        return out
+    return _by_rows(w.shape[0], T * w.shape[0] * K, run)
 
 
 def f16_path(T: int, rows: int, cols: int) -> bool:
@@ -105,13 +125,19 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
     if raw.size != rows * (K // 32) * _BLOCK_BYTES[ggml_type]:
         return None
-    out = np.empty((T, rows), np.float32)
-    if ggml_type in _Q1:
-        _cggml.mm_q1(np.ascontiguousarray(x, np.float32), raw, _Q1[ggml_type], out, T, rows, K)
+    xc = np.ascontiguousarray(x, np.float32)
+    row_bytes = (K // 32) * _BLOCK_BYTES[ggml_type]
+    repack = _repacked(ggml_type, rows)
+
+    def run(r0: int, r1: int) -> np.ndarray:
+        out = np.empty((T, r1 - r0), np.float32)
+        part = raw[r0 * row_bytes:r1 * row_bytes]
+        if ggml_type in _Q1:
+            _cggml.mm_q1(xc, part, _Q1[ggml_type], out, T, r1 - r0, K)
+        else:
+            _cggml.mm_q0(xc, part, _Q0[ggml_type], out, T, r1 - r0, K, repack)
         return out
-    _cggml.mm_q0(np.ascontiguousarray(x, np.float32), raw, _Q0[ggml_type], out, T, rows, K,
-                 _repacked(ggml_type, rows))
-    return out
+    return _by_rows(rows, T * rows * K, run)
 
 
 def _repacked(ggml_type: str, rows: int) -> bool:
