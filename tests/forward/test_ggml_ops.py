@@ -173,3 +173,16 @@ def test_records_say_every_node_matched():
         assert set(rec["ops"].get("MUL_MAT without a kernel", {})) <= {"Q4_K"}, path.name
         assert all(v["differ"] == 0 for k, v in rec["ops"].items() if "differ" in v), path.name
         assert rec["logits"]["differ"] == 0, path.name
+
+
+def test_quantize_is_ggml_cpus_quantize_row_q8_0():
+    """The activations' Q8_0 blocks (tools/record_ggml_arithmetic.py asked libggml-cpu's own
+    quantize_row_q8_0, with rows built to land on .5 ties): q and the fp16 d, byte for byte."""
+    from conftest import FIXTURES as F
+    rec = json.loads((F / "perplexity" / "ggml-cpu-arithmetic.json").read_text())["q8_0"]
+    for row_hex, blocks_hex in zip(rec["rows"], rec["blocks"]):
+        x = np.frombuffer(bytes.fromhex(row_hex), np.float32)
+        q, d = ggml_ops.quantize_q8_0(x)
+        blocks = np.frombuffer(bytes.fromhex(blocks_hex), np.uint8).reshape(-1, 34)
+        assert np.array_equal(q.view(np.uint8).reshape(-1, 32), blocks[:, 2:])
+        assert np.array_equal(d.astype(np.float16).view(np.uint16), blocks[:, :2].copy().view("<u2")[:, 0])
