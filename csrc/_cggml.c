@@ -153,6 +153,10 @@ TARGETS static void quantize_q8_0(const float *restrict x, int8_t *restrict q, f
 /* A weight's blocks as int8 values and float scales: type 8 = Q8_0 (34-byte blocks:
    fp16 d, 32 int8), 2 = Q4_0 (18-byte blocks: fp16 d, 16 bytes whose low nibbles are
    elements 0-15 and high nibbles 16-31, each minus 8). */
+static inline uint32_t le32(const uint8_t *p) {
+    return (uint32_t) p[0] | ((uint32_t) p[1] << 8) | ((uint32_t) p[2] << 16) | ((uint32_t) p[3] << 24);
+}
+
 static const int8_t KVALUES_IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 static int q0_block_bytes(int type) {
@@ -178,7 +182,7 @@ static void unpack_q0(const uint8_t *raw, int type, int8_t *q, float *d, int64_t
         if (type == 8) {
             memcpy(o, p + 2, 32);
         } else if (type == 6) {
-            const uint32_t qh = (uint32_t) p[2] | ((uint32_t) p[3] << 8) | ((uint32_t) p[4] << 16) | ((uint32_t) p[5] << 24);
+            const uint32_t qh = le32(p + 2);
             for (int i = 0; i < 16; i++) {
                 o[i] = (int8_t) (((p[6 + i] & 0x0F) | (((qh >> i) & 1) << 4)) - 16);
                 o[16 + i] = (int8_t) (((p[6 + i] >> 4) | (((qh >> (i + 16)) & 1) << 4)) - 16);
@@ -354,7 +358,7 @@ static void unpack_q1(const uint8_t *raw, int type, uint8_t *q, float *d, float 
         d[b] = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
         m[b] = f16_to_f32((uint16_t) (p[2] | (p[3] << 8)));
         uint32_t qh = 0;
-        if (type == 7) qh = (uint32_t) p[4] | ((uint32_t) p[5] << 8) | ((uint32_t) p[6] << 16) | ((uint32_t) p[7] << 24);
+        if (type == 7) qh = le32(p + 4);
         for (int i = 0; i < 16; i++) {
             o[i] = (uint8_t) ((p[off + i] & 0x0F) | (((qh >> i) & 1) << 4));
             o[16 + i] = (uint8_t) ((p[off + i] >> 4) | (((qh >> (i + 16)) & 1) << 4));
@@ -586,7 +590,8 @@ static PyObject *py_mm_q1(PyObject *self, PyObject *args) {
     long long T, M, K;
     if (!PyArg_ParseTuple(args, "OOiOLLL", &xo, &ro, &type, &oo, &T, &M, &K)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
-    if (type != 3 && type != 7) return PyErr_Format(PyExc_ValueError, "mm_q1: ggml type %d is neither Q4_1 nor Q5_1", type);
+    if (type != 3 && type != 7)
+        return PyErr_Format(PyExc_ValueError, "mm_q1: ggml type %d is neither Q4_1 nor Q5_1", type);
     if (K % 32) return PyErr_Format(PyExc_ValueError, "mm_q1: K = %lld is not whole 32-blocks", K);
     const int64_t nb = K / 32, bs = type == 3 ? 20 : 24;
     Py_buffer x, r, o;
@@ -629,7 +634,8 @@ static PyObject *py_mm_q0(PyObject *self, PyObject *args) {
     long long T, M, K;
     if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &repack)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
-    if (!q0_block_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_q0: ggml type %d is not a Q8_0-product type", type);
+    if (!q0_block_bytes(type))
+        return PyErr_Format(PyExc_ValueError, "mm_q0: ggml type %d is not a Q8_0-product type", type);
     if (K % 32) return PyErr_Format(PyExc_ValueError, "mm_q0: K = %lld is not whole 32-blocks", K);
     const int64_t nb = K / 32, bs = q0_block_bytes(type);
     Py_buffer x, r, o;

@@ -134,7 +134,7 @@ def _f32(v) -> np.ndarray:
 def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
          freq_scale: float = 1.0, freq_factors: np.ndarray | None = None,
          yarn: tuple[float, float, float, float] | None = None,
-         attn_factor: float = 1.0) -> np.ndarray:
+         attn_factor: float = 1.0, libm: bool = True) -> np.ndarray:
     """Rotary position embedding of the first ``n_rot`` dims of each head (ggml_rope_ext).
 
     x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
@@ -145,14 +145,17 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     the rounding of each step carries into the next (at position 127 the last pair's angle
     is off the exact one by up to ~1e-5 relative, which the logits of a long-context model
     feel), and cos / sin are the C library's cosf / sinf (``ggml_ops.rope_cos_sin``; glibc's
-    are not correctly rounded: 1 % of gemma-3-270m's rotated q differed by an ulp).
+    are not correctly rounded: 1 % of gemma-3-270m's rotated q differed by an ulp) unless
+    ``libm`` is False (``--exact``: correctly rounded, as before the kernels).
     """
     half = n_rot // 2
     ext, corr = 0.0, (0.0, 0.0)
     if yarn is not None and yarn[0] != 0.0:
         ext = yarn[0]
         corr = _yarn_corr_dims(n_rot, yarn[3], base, yarn[1], yarn[2])
-    got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    got = None
+    if libm:
+        got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
     if got is None:                                  # no compiled extension: numpy's libm, not ggml's
         got = _rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
     cos, sin = got[0][:, None, :], got[1][:, None, :]                     # [T, 1, n_rot/2]
@@ -266,7 +269,7 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
     if swa and c.traits.swa_rope_base is not None:
         base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
     return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
-                yarn, c.attn_factor)
+                yarn, c.attn_factor, libm=not c.exact)
 
 
 def _f16(x: np.ndarray) -> np.ndarray:

@@ -10,18 +10,20 @@ vendored in llama-cpp-python 0.3.36 with llamafile's sgemm on (the machine the
 fixtures were recorded on).
 
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
-``w`` that carries its ggml type (``matmul.Mat`` with ``ggml_type`` and, for the block types
-of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1 -- its ``blocks``), or None where ggml would take a path these kernels do not have (one
-row: ggml's vec_dot; an F16 matrix whose rows are not a multiple of 4 or whose width is
-not a multiple of 16; another type) -- the caller then computes it with numpy, the
-same values to ~1e-7 but not the same bits.  ``product_blocks(x, blocks, ggml_type,
-rows)`` is the same from the weight's bytes.  ``flash_attention(q, k, v, mask, scale,
-softcap)`` is ggml-cpu's tiled flash attention (q [T, H, D], k [S, Hkv, D], v [S, Hkv,
-Dv], mask [T, S] of 0 / -inf) or None without the extension; ``rope_cos_sin`` the
-rotary angles' cos and sin as ggml_rope_cache_init computes them.  Without the compiled
-extension (no C compiler at install), or with GGSCOPE_GGML_KERNELS=0, every function
-returns None: the forward pass is then numpy's, the same values to ~1e-7 but not ggml's
-bits (on gemma-3-270m that moved PPL(Q) of the Q8_0 file by 1.5 %).
+``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the block types
+of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1 -- its ``blocks``), or None where
+ggml takes a path these kernels do not have: one row of an F16 or tinyBLAS type (ggml's
+vec_dot), an F16 matrix whose rows are not a multiple of 4 or width not of 16, the K
+and other i-quant types.  The caller then computes it with numpy: the same values to
+~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
+from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows.
+``flash_attention(q, k, v, mask, scale, softcap)`` is ggml-cpu's tiled flash attention
+(q [T, H, D], k [S, Hkv, D], v [S, Hkv, Dv], mask [T, S] of 0 / -inf);
+``rope_cos_sin`` the rotary angles' cos and sin as ggml_rope_cache_init computes them;
+``swiglu`` ggml_vec_swiglu_f32; ``quantize_q8_0`` quantize_row_q8_0.  Without the
+compiled extension (no C compiler at install), or with GGSCOPE_GGML_KERNELS=0, every
+function returns None and the forward pass is numpy's (on gemma-3-270m that put PPL(Q)
+of the Q8_0 file 1.5 % off llama-perplexity's).
 """
 from __future__ import annotations
 
@@ -42,7 +44,8 @@ except ImportError:                                   # built without a C compil
 if os.environ.get("GGSCOPE_GGML_KERNELS", "1") == "0":   # numpy's sums on purpose (benchmarks, bisecting)
     _cggml = None
 
-__all__ = ["AVAILABLE", "product", "product_blocks", "product_f16_rows", "f16_path", "product_from_tensor", "flash_attention", "FA_TILE_Q",
+__all__ = ["AVAILABLE", "FA_TILE_Q", "Q0_TYPES", "product", "product_blocks", "product_f16_rows",
+           "f16_path", "repacked", "product_from_tensor", "quantize_q8_0", "flash_attention",
            "rope_cos_sin", "swiglu"]
 
 AVAILABLE = _cggml is not None
@@ -120,14 +123,14 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     T, K = x.shape
     if _cggml is None or ggml_type not in Q0_TYPES or K % 32:
         return None
-    if ggml_type in _Q0 and T < 2 and not _repacked(ggml_type, rows):
+    if ggml_type in _Q0 and T < 2 and not repacked(ggml_type, rows):
         return None                      # one row of a tinyBLAS type: ggml's vec_dot, not this order
     raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
     if raw.size != rows * (K // 32) * _BLOCK_BYTES[ggml_type]:
         return None
     xc = np.ascontiguousarray(x, np.float32)
     row_bytes = (K // 32) * _BLOCK_BYTES[ggml_type]
-    repack = _repacked(ggml_type, rows)
+    repack = repacked(ggml_type, rows)
 
     def run(r0: int, r1: int) -> np.ndarray:
         out = np.empty((T, r1 - r0), np.float32)
@@ -140,7 +143,7 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     return _by_rows(rows, T * rows * K, run)
 
 
-def _repacked(ggml_type: str, rows: int) -> bool:
+def repacked(ggml_type: str, rows: int) -> bool:
     """Whether llama.cpp moves the weight into ggml-cpu's CPU_REPACK buffer on an AVX2 /
     AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 and IQ4_NL with
     ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8), whose kernels sum in another

@@ -65,7 +65,7 @@ def test_products_are_llama_cpps_bits(name):
 def test_cases_cover_every_kernel_path():
     """tinyBLAS (Q8_0, Q5_0, F16), the repacked order (Q4_0, IQ4_NL: rows % 8 == 0) and
     vec_dot against Q8_1 (Q4_1, Q5_1)."""
-    paths = {(g, ggml_ops._repacked(g, y.shape[1])) for n in NAMES for g, _, _, y in _products(n)}
+    paths = {(g, ggml_ops.repacked(g, y.shape[1])) for n in NAMES for g, _, _, y in _products(n)}
     assert {("Q8_0", False), ("F16", False), ("Q5_0", False), ("Q4_0", True), ("IQ4_NL", True),
             ("Q4_1", False), ("Q5_1", False)} <= paths
 
