@@ -333,9 +333,10 @@ __attribute__((target("avx2,fma"))) static void mm_q0_repack_avx2(const int8_t *
 static int have_avx2(void) {
 #ifdef HAVE_AVX2_PATH
     static int known = -1;
-    if (known < 0) {
+    if (known < 0) {                                /* GGSCOPE_GGML_GENERIC=1: the portable loops (tests) */
+        const char *generic = getenv("GGSCOPE_GGML_GENERIC");
         __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        known = !(generic && generic[0] == '1') && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     }
     return known;
 #else

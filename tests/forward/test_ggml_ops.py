@@ -11,11 +11,14 @@ fallback without the extension) get the same values to ~1e-7, which these tests 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, REPO
 from ggscope.forward import ggml_ops, load_weights
 from ggscope.forward.blocks import _glu, rope
 from ggscope.forward.matmul import round_activations
@@ -178,11 +181,20 @@ def test_records_say_every_node_matched():
 def test_quantize_is_ggml_cpus_quantize_row_q8_0():
     """The activations' Q8_0 blocks (tools/record_ggml_arithmetic.py asked libggml-cpu's own
     quantize_row_q8_0, with rows built to land on .5 ties): q and the fp16 d, byte for byte."""
-    from conftest import FIXTURES as F
-    rec = json.loads((F / "perplexity" / "ggml-cpu-arithmetic.json").read_text())["q8_0"]
+    rec = json.loads((FIXTURES / "perplexity" / "ggml-cpu-arithmetic.json").read_text())["q8_0"]
     for row_hex, blocks_hex in zip(rec["rows"], rec["blocks"]):
         x = np.frombuffer(bytes.fromhex(row_hex), np.float32)
         q, d = ggml_ops.quantize_q8_0(x)
         blocks = np.frombuffer(bytes.fromhex(blocks_hex), np.uint8).reshape(-1, 34)
         assert np.array_equal(q.view(np.uint8).reshape(-1, 32), blocks[:, 2:])
         assert np.array_equal(d.astype(np.float16).view(np.uint16), blocks[:, :2].copy().view("<u2")[:, 0])
+
+
+def test_portable_loops_give_the_same_bits():
+    """The loops for CPUs without AVX2 (GGSCOPE_GGML_GENERIC=1 takes them here) compute
+    the same lanes: every recorded product and the flash attention, in a child process."""
+    code = ("import sys; sys.argv = ['x']; import pytest; sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', "
+            "'tests/forward/test_ggml_ops.py', '-k', 'products_are or flash_attention_is or whole_chunk']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "GGSCOPE_GGML_GENERIC": "1"})
+    assert done.returncode == 0, done.stdout[-2000:]
