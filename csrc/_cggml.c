@@ -298,10 +298,12 @@ __attribute__((target("avx2,fma"))) static void mm_q0_avx2(const int8_t *restric
     }
 }
 
-/* mm_q0_repack_kernel with AVX2 integer sums: each block's 32 products as one exact
-   integer, then the same scalar fma chain. */
+/* mm_q0_repack_kernel with AVX2 integer sums, eight activation rows at a time: each
+   row's 32-product block sum as one exact integer (maddubs / madd, then horizontal adds
+   of the eight rows together), then per row the same scalar fma chain, run as one
+   8-lane fma whose lane t is row t's chain (dxt: the activation scales [nb][T]). */
 __attribute__((target("avx2,fma"))) static void mm_q0_repack_avx2(const int8_t *restrict qx,
-                                                                  const float *restrict dx,
+                                                                  const float *restrict dxt,
                                                                   const int8_t *restrict qw,
                                                                   const float *restrict dw, float *restrict out,
                                                                   int64_t T, int64_t M, int64_t K) {
@@ -310,21 +312,41 @@ __attribute__((target("avx2,fma"))) static void mm_q0_repack_avx2(const int8_t *
     for (int64_t m = 0; m < M; m++) {
         const int8_t *wq = qw + m * K;
         const float *wd = dw + m * nb;
-        for (int64_t t = 0; t < T; t++) {
-            const int8_t *y = qx + t * K;
-            const float *yd = dx + t * nb;
+        int64_t t0 = 0;
+        for (; t0 + 8 <= T; t0 += 8) {
+            __m256 acc = _mm256_setzero_ps();
+            for (int64_t b = 0; b < nb; b++) {
+                const __m256i a = _mm256_loadu_si256((const __m256i *) (wq + b * 32));
+                const __m256i ax = _mm256_sign_epi8(a, a);
+                __m256i d[8];
+                for (int c = 0; c < 8; c++) {
+                    const __m256i v = _mm256_loadu_si256((const __m256i *) (qx + (t0 + c) * K + b * 32));
+                    d[c] = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, _mm256_sign_epi8(v, a)), ones);
+                }
+                const __m256i h01 = _mm256_hadd_epi32(d[0], d[1]), h23 = _mm256_hadd_epi32(d[2], d[3]);
+                const __m256i h45 = _mm256_hadd_epi32(d[4], d[5]), h67 = _mm256_hadd_epi32(d[6], d[7]);
+                const __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67);
+                /* q0 = [r0 r1 r2 r3 | r0' r1' r2' r3'] (halves of rows 0-3), q1 the same for 4-7 */
+                const __m256i sums = _mm256_add_epi32(_mm256_permute2x128_si256(q0, q1, 0x20),
+                                                      _mm256_permute2x128_si256(q0, q1, 0x31));
+                const __m256 dd = _mm256_mul_ps(_mm256_set1_ps(wd[b]), _mm256_loadu_ps(dxt + b * T + t0));
+                acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), dd, acc);
+            }
+            _mm256_storeu_ps(out + m * T + t0, acc);         /* transposed: [M][T], see the caller */
+        }
+        for (; t0 < T; t0++) {
             float acc = 0.0f;
             for (int64_t b = 0; b < nb; b++) {
                 const __m256i a = _mm256_loadu_si256((const __m256i *) (wq + b * 32));
-                const __m256i v = _mm256_loadu_si256((const __m256i *) (y + b * 32));
+                const __m256i v = _mm256_loadu_si256((const __m256i *) (qx + t0 * K + b * 32));
                 const __m256i dot = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(a, a),
                                                                            _mm256_sign_epi8(v, a)), ones);
                 __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(dot), _mm256_extracti128_si256(dot, 1));
                 s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
                 s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-                acc = fmaf((float) _mm_cvtsi128_si32(s4), wd[b] * yd[b], acc);
+                acc = fmaf((float) _mm_cvtsi128_si32(s4), wd[b] * dxt[b * T + t0], acc);
             }
-            out[t * M + m] = acc;
+            out[m * T + t0] = acc;
         }
     }
 }
@@ -652,19 +674,28 @@ static PyObject *py_mm_q0(PyObject *self, PyObject *args) {
     }
     int8_t *qw = qx + T * K;
     float *dw = dx + T * nb;
+    float *tmp = repack ? malloc((size_t) (T * nb + T * M) * sizeof(float) + 4) : NULL;
     Py_BEGIN_ALLOW_THREADS
     quantize_q8_0(x.buf, qx, dx, T * K);
     unpack_q0(r.buf, type, qw, dw, M * nb);
 #ifdef HAVE_AVX2_PATH
-    if (have_avx2()) {
-        if (repack) mm_q0_repack_avx2(qx, dx, qw, dw, o.buf, T, M, K);
-        else mm_q0_avx2(qx, dx, qw, dw, o.buf, T, M, K);
+    if (have_avx2() && repack && tmp) {
+        /* activation scales transposed to [nb][T], the output computed as [M][T] */
+        float *dxt = tmp, *outt = tmp + T * nb;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t b = 0; b < nb; b++) dxt[b * T + t] = dx[t * nb + b];
+        mm_q0_repack_avx2(qx, dxt, qw, dw, outt, T, M, K);
+        float *ob = o.buf;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t m = 0; m < M; m++) ob[t * M + m] = outt[m * T + t];
+    } else if (have_avx2() && !repack) {
+        mm_q0_avx2(qx, dx, qw, dw, o.buf, T, M, K);
     } else
 #endif
     if (repack) mm_q0_repack_kernel(qx, dx, qw, dw, o.buf, T, M, K);
     else mm_q0_kernel(qx, dx, qw, dw, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
-    free(qx); free(dx);
+    free(tmp); free(qx); free(dx);
     PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
     Py_RETURN_NONE;
 }

@@ -198,3 +198,29 @@ def test_portable_loops_give_the_same_bits():
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
                           env={**os.environ, "GGSCOPE_GGML_GENERIC": "1"})
     assert done.returncode == 0, done.stdout[-2000:]
+
+
+_ROWS_OF_EVERY_COUNT = """
+import hashlib, numpy as np
+from ggscope.forward import ggml_ops
+rng = np.random.default_rng(28)
+h = hashlib.sha256()
+for gtype, bs in (("Q4_0", 18), ("Q8_0", 34), ("Q5_1", 24)):
+    for T in (1, 3, 8, 11, 64):
+        x = rng.standard_normal((T, 640)).astype(np.float32)
+        raw = rng.integers(0, 255, (96 * 20 * bs,), dtype=np.uint8)
+        raw.reshape(-1, bs)[:, 1] = 0x2C                    # fp16 scales near 0.06
+        got = ggml_ops.product_blocks(x, raw, gtype, 96)
+        h.update(b"-" if got is None else got.tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_avx2_and_portable_loops_agree_for_every_row_count():
+    """Whole groups of 4 / 8 activation rows and the rows left over (the AVX2 kernels'
+    two loops) against the portable loops, on random blocks."""
+    def run(generic: str) -> str:
+        done = subprocess.run([sys.executable, "-c", _ROWS_OF_EVERY_COUNT], cwd=REPO, capture_output=True,
+                              text=True, env={**os.environ, "GGSCOPE_GGML_GENERIC": generic}, check=True)
+        return done.stdout.strip()
+    assert run("0") == run("1")
