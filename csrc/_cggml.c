@@ -437,6 +437,93 @@ TARGETS static void mm_q0_repack_kernel(const int8_t *restrict qx, const float *
     }
 }
 
+/* ---- Q4_K weights, repacked: arch/x86/repack.cpp ggml_gemm_q4_K_8x8_q8_K / gemv (a Q4_K
+   weight of rows % 8 == 0 goes to the CPU_REPACK buffer as block_q4_Kx8 on AVX2) against
+   ggml_quantize_mat_q8_K_4x8's Q8_K rows.  Per 256-superblock and per pair of 32-element
+   sub-blocks: i = sum(q_w q_x over the first 32) * sc0 + (over the second) * sc1, exact;
+   acc = fma(float(i), d_w * d_x, acc); the mins likewise from the activations' 16-element
+   sums: acc_min = fma(float(bsum0 * m0 + bsum1 * m1), dmin_w * d_x, acc_min); the element
+   is acc - acc_min. */
+
+/* ggml_quantize_mat_q8_K_4x8 (AVX2) of one row: per 256 block, amax = max |x|; iscale =
+   -127/amax when a positive element reaches amax, else 127/amax; q = round-half-even(x *
+   iscale); d = 1/iscale. */
+static void quantize_q8_k(const float *x, int8_t *q, float *d, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *xb = x + b * 256;
+        float amax = 0.0f;
+        for (int i = 0; i < 256; i++) amax = fabsf(xb[i]) > amax ? fabsf(xb[i]) : amax;
+        int positive = 0;
+        for (int i = 0; i < 256; i++) positive |= xb[i] == amax;
+        float iscale = amax != 0.0f ? 127.f / amax : 0.0f;
+        if (positive && amax != 0.0f) iscale = -127.f / amax;
+        d[b] = amax != 0.0f ? 1 / iscale : 0.0f;
+        for (int i = 0; i < 256; i++) {
+            float v = rintf(xb[i] * iscale);
+            v = v > 127.f ? 127.f : (v < -128.f ? -128.f : v);
+            q[b * 256 + i] = (int8_t) v;
+        }
+    }
+}
+
+/* block_q4_K (144 bytes): fp16 d, fp16 dmin, 12 bytes of 6-bit scales and mins
+   (get_scale_min_k4), 128 bytes of nibbles: elements 64c + l are the low nibbles of
+   qs[32c + l], 64c + 32 + l the high ones. */
+static void unpack_q4k(const uint8_t *p, uint8_t *q, float *d, float *dmin, int32_t *sc, int32_t *mn) {
+    *d = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+    *dmin = f16_to_f32((uint16_t) (p[2] | (p[3] << 8)));
+    const uint8_t *s = p + 4, *qs = p + 16;
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            sc[j] = s[j] & 63;
+            mn[j] = s[j + 4] & 63;
+        } else {
+            sc[j] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+            mn[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        }
+    }
+    for (int c = 0; c < 4; c++)
+        for (int l = 0; l < 32; l++) {
+            q[64 * c + l] = qs[32 * c + l] & 0xF;
+            q[64 * c + 32 + l] = qs[32 * c + l] >> 4;
+        }
+}
+
+TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restrict dx, const uint8_t *restrict raw,
+                                  float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 256;
+    uint8_t q[256];
+    int32_t sc[8], mn[8];
+    float dw, dmw;
+    float *acc = malloc((size_t) T * 2 * sizeof(float) + 8);
+    if (!acc) return;
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t t = 0; t < 2 * T; t++) acc[t] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            unpack_q4k(raw + (m * nb + b) * 144, q, &dw, &dmw, sc, mn);
+            for (int64_t t = 0; t < T; t++) {
+                const int8_t *y = qx + t * K + b * 256;
+                const float xd = dx[t * nb + b];
+                for (int sb = 0; sb < 4; sb++) {
+                    int32_t i0 = 0, i1 = 0, s0 = 0, s1 = 0;
+                    for (int l = 0; l < 32; l++) {
+                        i0 += q[64 * sb + l] * y[64 * sb + l];
+                        i1 += q[64 * sb + 32 + l] * y[64 * sb + 32 + l];
+                        s0 += y[64 * sb + l];
+                        s1 += y[64 * sb + 32 + l];
+                    }
+                    const int32_t i = i0 * sc[2 * sb] + i1 * sc[2 * sb + 1];
+                    const int32_t im = s0 * mn[2 * sb] + s1 * mn[2 * sb + 1];
+                    acc[2 * t] = fmaf((float) i, dw * xd, acc[2 * t]);
+                    acc[2 * t + 1] = fmaf((float) im, dmw * xd, acc[2 * t + 1]);
+                }
+            }
+        }
+        for (int64_t t = 0; t < T; t++) out[t * M + m] = acc[2 * t] - acc[2 * t + 1];
+    }
+    free(acc);
+}
+
 /* ---- flash attention, ggml-cpu's tiled path --------------------------------------- */
 
 /* ggml_v_expf (vec.h, the AVX-512 version), one lane */
@@ -779,7 +866,37 @@ static PyObject *py_swiglu(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* mm_q4k(x, raw, out, T, M, K): x float32 [T, K] (quantized to Q8_K here), raw the
+   weight's Q4_K blocks, [M, K/256] of them (144 bytes each) */
+static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
+    PyObject *xo, *ro, *oo;
+    long long T, M, K;
+    if (!PyArg_ParseTuple(args, "OOOLLL", &xo, &ro, &oo, &T, &M, &K)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_q4k: K = %lld is not whole 256-blocks", K);
+    const int64_t nb = K / 256;
+    Py_buffer x, r, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(ro, &r, 1, M * nb * 144, 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&r); return NULL; }
+    int8_t *qx = malloc((size_t) (T * K) + 1);
+    float *dx = malloc((size_t) (T * nb) * sizeof(float) + 4);
+    if (!qx || !dx) {
+        free(qx); free(dx);
+        PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t t = 0; t < T; t++) quantize_q8_k((const float *) x.buf + t * K, qx + t * K, dx + t * nb, K);
+    mm_q4k_kernel(qx, dx, r.buf, o.buf, T, M, K);
+    Py_END_ALLOW_THREADS
+    free(qx); free(dx);
+    PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef METHODS[] = {
+    {"mm_q4k", py_mm_q4k, METH_VARARGS, "repacked Q4_K x Q8_K product, ggml's order"},
     {"swiglu", py_swiglu, METH_VARARGS, "ggml_vec_swiglu_f32 row by row"},
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
     {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},

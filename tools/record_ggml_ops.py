@@ -155,7 +155,8 @@ def _produced(nodes: list[dict], arrays, node: dict, i: int) -> np.ndarray:
 
 
 def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: int = 8,
-               products_only: bool = False, elementwise_only: bool = False) -> None:
+               products_only: bool = False, elementwise_only: bool = False,
+               no_attention: bool = False) -> None:
     """A few of llama.cpp's nodes with everything needed to recompute them without the
     model or llama.cpp, for tests/forward/test_ggml_ops.py: per weight type and path the
     first product (its weight's bytes, the first ``rows`` rows of its input and output),
@@ -170,6 +171,7 @@ def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: i
     nodes = json.loads(Path(dump + ".json").read_text())
     arrays = np.load(dump)
     keep: dict[str, np.ndarray] = {"tokens": np.asarray(tokens, np.int32)}
+    skip = products_only or no_attention            # no attention, rope or GLU cases
     seen = set()
     for n in nodes:
         kind, key = n.get("kind"), n["key"]
@@ -185,7 +187,7 @@ def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: i
             keep[f"mm{i}.type"] = np.frombuffer(info.type.encode(), np.uint8)
             keep[f"mm{i}.x"] = arrays[f"{key}.src1"].reshape(-1, K)[:rows]
             keep[f"mm{i}.y"] = arrays[key].reshape(-1, M)[:rows]
-        elif kind == "ROPE" and "rope.x" not in keep and not products_only and f"{key}.src0" in arrays:
+        elif kind == "ROPE" and "rope.x" not in keep and not skip and f"{key}.src0" in arrays:
             # ggml.c ggml_rope_impl's op_params: n_past, n_dims, mode, n_ctx, n_ctx_orig (int32),
             # then freq_base, freq_scale, ext_factor, attn_factor, beta_fast, beta_slow (float)
             # the input as its producer left it: an elementwise op may be computed in place
@@ -194,11 +196,11 @@ def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: i
             keep["rope.pos"] = np.arange(x.shape[1] - rows, x.shape[1], dtype=np.int32)
             keep["rope.ints"] = np.asarray(n["op_params_i32"][:5], np.int32)
             keep["rope.floats"] = np.asarray(n["op_params"][5:11], np.float32)
-        elif kind == "GLU" and "glu.g" not in keep and not products_only and f"{key}.src1" in arrays:
+        elif kind == "GLU" and "glu.g" not in keep and not skip and f"{key}.src1" in arrays:
             keep["glu.g"], keep["glu.u"], keep["glu.y"] = (_produced(nodes, arrays, n, 0)[..., :rows, :],
                                                            _produced(nodes, arrays, n, 1)[..., :rows, :],
                                                            arrays[key][..., :rows, :])
-        elif kind == "FLASH_ATTN_EXT" and "fa.q" not in keep and not products_only and not elementwise_only:
+        elif kind == "FLASH_ATTN_EXT" and "fa.q" not in keep and not (skip or elementwise_only):
             for i, part in enumerate("qkvm"):
                 if f"{key}.src{i}" in arrays:
                     keep[f"fa.{part}"] = arrays[f"{key}.src{i}"]
@@ -280,6 +282,8 @@ def main(argv: list[str] | None = None) -> int:
                     "(and the logits) for tests/forward/test_ggml_ops.py")
     ap.add_argument("--elementwise-only", action="store_true", help="--cases holds the first rope and "
                     "GLU alone, on two rows each (a large model's record stays small)")
+    ap.add_argument("--products-and-logits", action="store_true", help="--cases holds the products and "
+                    "the chunk's logits, no attention, rope or GLU")
     ap.add_argument("--requantize", metavar="TYPE", help="first make a TYPE copy of MODEL with "
                     "llama-quantize --allow-requantize from --lib's directory (a temporary file)")
     ap.add_argument("--keep", metavar="DIR", help="keep llama.cpp's nodes (nodes.npz, nodes.npz.json) in DIR")
@@ -311,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cases:
             save_cases(args.model, dump, tokens, Path(args.cases), 2 if args.elementwise_only else 8,
                        products_only=bool(args.requantize),
-                       elementwise_only=args.elementwise_only)
+                       elementwise_only=args.elementwise_only, no_attention=args.products_and_logits)
         record = {"oracle": "llama.cpp as vendored in llama-cpp-python 0.3.36 (eval callback, 1 thread, "
                             "F16 cache, flash attention on)",
                   "model": Path(args.model).name, "ctx": args.ctx, **compare(args.model, dump, tokens)}

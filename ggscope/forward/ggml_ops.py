@@ -58,7 +58,9 @@ _BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q5_0": 22, "IQ4_NL": 18}
 # the types with a min, multiplied by Q8_1 activations through vec_dot for every row count
 _Q1 = {"Q4_1": 3, "Q5_1": 7}
 _BLOCK_BYTES.update({"Q4_1": 20, "Q5_1": 24})
-Q0_TYPES = tuple(_Q0) + tuple(_Q1)      # the types multiplied from their blocks
+# Q4_K, repacked on AVX2 (rows % 8 == 0) and multiplied by Q8_K activations
+_BLOCK_BYTES["Q4_K"] = 144
+Q0_TYPES = tuple(_Q0) + tuple(_Q1) + ("Q4_K",)      # the types multiplied from their blocks
 
 
 def _f16_path(T: int, M: int, K: int) -> bool:
@@ -123,19 +125,23 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     T, K = x.shape
     if _cggml is None or ggml_type not in Q0_TYPES or K % 32:
         return None
+    if ggml_type == "Q4_K" and (K % 256 or not repacked(ggml_type, rows)):
+        return None                      # ggml's tiled K-quant path or vec_dot: not these kernels
     if ggml_type in _Q0 and T < 2 and not repacked(ggml_type, rows):
         return None                      # one row of a tinyBLAS type: ggml's vec_dot, not this order
     raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
-    if raw.size != rows * (K // 32) * _BLOCK_BYTES[ggml_type]:
+    row_bytes = K // (256 if ggml_type == "Q4_K" else 32) * _BLOCK_BYTES[ggml_type]
+    if raw.size != rows * row_bytes:
         return None
     xc = np.ascontiguousarray(x, np.float32)
-    row_bytes = (K // 32) * _BLOCK_BYTES[ggml_type]
     repack = repacked(ggml_type, rows)
 
     def run(r0: int, r1: int) -> np.ndarray:
         out = np.empty((T, r1 - r0), np.float32)
         part = raw[r0 * row_bytes:r1 * row_bytes]
-        if ggml_type in _Q1:
+        if ggml_type == "Q4_K":
+            _cggml.mm_q4k(xc, part, out, T, r1 - r0, K)
+        elif ggml_type in _Q1:
             _cggml.mm_q1(xc, part, _Q1[ggml_type], out, T, r1 - r0, K)
         else:
             _cggml.mm_q0(xc, part, _Q0[ggml_type], out, T, r1 - r0, K, repack)
@@ -148,7 +154,7 @@ def repacked(ggml_type: str, rows: int) -> bool:
     AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 and IQ4_NL with
     ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8), whose kernels sum in another
     order than tinyBLAS."""
-    return ggml_type in ("Q4_0", "IQ4_NL") and rows % 8 == 0
+    return ggml_type in ("Q4_0", "IQ4_NL", "Q4_K") and rows % 8 == 0
 
 
 def product_from_tensor(info, x: np.ndarray) -> np.ndarray:

@@ -27,7 +27,8 @@ from ggscope.model.split import open_model
 CASES = FIXTURES / "ggml_ops"
 TINY_Q8 = FIXTURES / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
 NAMES = ("tinyllama-Q8_0", "tinyllama-F16", "tinyllama-Q4_0", "tinyllama-IQ4_NL", "tinyllama-Q5_0",
-         "tinyllama-Q4_1", "tinyllama-Q5_1")
+         "tinyllama-Q4_1", "tinyllama-Q5_1", "tinyllama-Q4_K_S")
+TINY_Q4KS = FIXTURES / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf"
 
 pytestmark = pytest.mark.skipif(not ggml_ops.AVAILABLE, reason="ggscope.forward._cggml is not built "
                                 "(no C compiler at install): the forward pass is numpy's, not ggml's bits")
@@ -66,11 +67,11 @@ def test_products_are_llama_cpps_bits(name):
 
 
 def test_cases_cover_every_kernel_path():
-    """tinyBLAS (Q8_0, Q5_0, F16), the repacked order (Q4_0, IQ4_NL: rows % 8 == 0) and
-    vec_dot against Q8_1 (Q4_1, Q5_1)."""
+    """tinyBLAS (Q8_0, Q5_0, F16), the repacked orders (Q4_0, IQ4_NL, Q4_K: rows % 8 ==
+    0) and vec_dot against Q8_1 (Q4_1, Q5_1)."""
     paths = {(g, ggml_ops.repacked(g, y.shape[1])) for n in NAMES for g, _, _, y in _products(n)}
     assert {("Q8_0", False), ("F16", False), ("Q5_0", False), ("Q4_0", True), ("IQ4_NL", True),
-            ("Q4_1", False), ("Q5_1", False)} <= paths
+            ("Q4_1", False), ("Q5_1", False), ("Q4_K", True)} <= paths
 
 
 @pytest.mark.parametrize("name", NAMES[:2])
@@ -98,13 +99,14 @@ def test_flash_attention_is_llama_cpps_bits():
     assert np.array_equal(_bits(got), _bits(want))
 
 
-def test_whole_chunk_logits_are_llama_cpps_bits():
+@pytest.mark.parametrize("name,path", [("tinyllama-Q8_0", TINY_Q8), ("tinyllama-Q4_K_S", TINY_Q4KS)])
+def test_whole_chunk_logits_are_llama_cpps_bits(name, path):
     """Every op of the forward pass together: llama.cpp's logits of the chunk's second
-    half, to the bit (embedding, rms_norm, rope, the products, flash attention over an
-    F16 cache, SwiGLU, the output projection)."""
-    z = np.load(CASES / "tinyllama-Q8_0.npz")
+    half, to the bit (embedding, rms_norm, rope, the products -- Q8_0; Q5_0, Q5_1, Q4_K
+    --, flash attention over an F16 cache, SwiGLU, the output projection)."""
+    z = np.load(CASES / f"{name}.npz")
     tokens = [int(t) for t in z["tokens"]]
-    module, w = load_weights(open_model(str(TINY_Q8)))
+    module, w = load_weights(open_model(str(path)))
     logits, _ = module.forward(w, tokens, None, kv_f16=True, logits_from=len(tokens) // 2, flash_attn=True)
     assert np.array_equal(_bits(logits), _bits(z["logits"]))
 
@@ -172,8 +174,7 @@ def test_records_say_every_node_matched():
     gemma-3-270m files, which CI does not have): no node and no logit differs."""
     for path in sorted(CASES.glob("*.json")):
         rec = json.loads(path.read_text())
-        # Q4_K (tinyllama-Q4_K_S's ffn_down): no kernel yet, numpy's product, unchecked
-        assert set(rec["ops"].get("MUL_MAT without a kernel", {})) <= {"Q4_K"}, path.name
+        assert "MUL_MAT without a kernel" not in rec["ops"], path.name
         assert all(v["differ"] == 0 for k, v in rec["ops"].items() if "differ" in v), path.name
         assert rec["logits"]["differ"] == 0, path.name
 
