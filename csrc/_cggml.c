@@ -29,6 +29,9 @@
      block after block.  (An ARM build repacks differently; a build without AVX2 not.)
    * mm_q1: Q4_1 / Q5_1, which sgemm does not take: vec_dot_q4_1_q8_1 / _q5_1_q8_1 (see
      the kernel's comment; AVX2 builds).
+   * mm_q4k: Q4_K of rows % 8 == 0, repacked on AVX2 (repack.cpp ggml_gemm_q4_K_8x8_q8_K):
+     see the kernel's comment.  Q4_K of other shapes (ggml-cpu's tiled K-quant path) and
+     the other K / i-quant types have no kernel here.
    * fa_tiled: ggml-cpu/ops.cpp ggml_compute_forward_flash_attn_ext_tiled (q F32, k/v
      F16 or F32, >= GGML_FA_TILE_Q = 64 query rows), per query row: scores over tiles of
      GGML_FA_TILE_KV = 64 keys, each a sequential fma over the head dimension

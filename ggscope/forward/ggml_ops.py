@@ -11,10 +11,10 @@ fixtures were recorded on).
 
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
 ``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the block types
-of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1 -- its ``blocks``), or None where
-ggml takes a path these kernels do not have: one row of an F16 or tinyBLAS type (ggml's
-vec_dot), an F16 matrix whose rows are not a multiple of 4 or width not of 16, the K
-and other i-quant types.  The caller then computes it with numpy: the same values to
+of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K -- its ``blocks``), or None
+where ggml takes a path these kernels do not have: one row of an F16 or tinyBLAS type
+(ggml's vec_dot), an F16 matrix whose rows are not a multiple of 4 or width not of 16, a
+Q4_K matrix whose rows are not a multiple of 8, the other K and i-quant types, BF16.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
 from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows.
 ``flash_attention(q, k, v, mask, scale, softcap)`` is ggml-cpu's tiled flash attention
@@ -81,7 +81,7 @@ def product(x: np.ndarray, w) -> np.ndarray | None:
     if gtype == "F16" and _f16_path(T, M, K):
         return product_f16_rows(x, w)
     blocks = getattr(w, "blocks", None)
-    if gtype in Q0_TYPES and blocks is not None:
+    if gtype in Q0_TYPES and blocks is not None and w.flags.c_contiguous:   # not a transposed view
         return product_blocks(x, blocks, gtype, M)
     return None
 

@@ -17,7 +17,8 @@ A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed`
 blocks in memory, decoded whole through the compiled decoders for each product.
 
 Where ``ggml_ops`` has ggml-cpu's own kernel for a weight type and shape (F16, Q8_0,
-Q4_0, Q5_0, IQ4_NL through llamafile's sgemm or the repacked Q4_0 path), ``linear`` and
+Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K: llamafile's sgemm, the repacked paths, vec_dot),
+``linear`` and
 ``StreamedRows.project`` use it: the same bits as llama.cpp, not only the same rounding.
 
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
@@ -64,7 +65,7 @@ _WITH_MIN = {"Q4_1": 20, "Q5_1": 24}
 class Mat(np.ndarray):
     """A float32 weight that remembers how llama.cpp rounds what it multiplies
     (``vec_dot``: None for F32 weights), its ggml type, for Q4_1 / Q5_1 its blocks' mins
-    ([out, in/32], for the Q8_1 s term) and for Q8_0 / Q4_0 / Q5_0 / IQ4_NL its blocks (the integers
+    ([out, in/32], for the Q8_1 s term) and for ``ggml_ops.Q0_TYPES`` its blocks (the integers
     ``ggml_ops`` multiplies as ggml does).  Views keep the tags; a slice's blocks are
     no longer its own, so ``ggml_ops`` checks their size before use."""
     vec_dot: str | None = None
