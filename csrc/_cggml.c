@@ -527,6 +527,161 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
     free(acc);
 }
 
+/* ---- Q3_K / Q4_K / Q5_K / Q6_K weights, ggml-cpu's tiled K-quant path
+   (ggml-cpu/tiled/tiled.cpp, taken for at least 8 activation rows when the weight is not
+   repacked; the VNNI microkernel of tiled-kernel.cpp) against quantize_row_q8_K's rows
+   (ggml-quants.c quantize_row_q8_K_ref: the first element of largest |x| sets iscale =
+   -127/x, q = round-half-even(x * iscale) capped at 127, d = 1/iscale, and 16-element
+   sums).  Per 256-superblock, all in exact integers: s1 = sum over sub-blocks of
+   scale * (sum(code * q) - BIAS * bsum), s2 = sum of min * bsum; then result = d_w *
+   float(s1), result = fma(-dmin_w, float(s2), result) where the type has mins, and the
+   element += result * d_x (a product, then a sum: no fma), superblock after superblock.
+   codes are unsigned (Q6_K: 6 bits, BIAS 32; Q5_K: 5, Q4_K: 4, with mins; Q3_K: 3 bits,
+   BIAS 4). */
+typedef struct {
+    uint8_t code[256];
+    int32_t scale[16], min[16];                     /* per sub-block (16 or 32 elements) */
+    float d, dmin;
+    int sub, bias, has_min, bytes;
+} kblock_t;
+
+static int kquant_bytes(int type) {
+    switch (type) {
+    case 11: return 110;                             /* Q3_K */
+    case 12: return 144;                             /* Q4_K */
+    case 13: return 176;                             /* Q5_K */
+    case 14: return 210;                             /* Q6_K */
+    default: return 0;
+    }
+}
+
+static void scale_min_k4(const uint8_t *s, int32_t *sc, int32_t *mn) {   /* get_scale_min_k4 */
+    for (int j = 0; j < 8; j++) {
+        if (j < 4) {
+            sc[j] = s[j] & 63;
+            mn[j] = s[j + 4] & 63;
+        } else {
+            sc[j] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+            mn[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        }
+    }
+}
+
+static void unpack_kquant(const uint8_t *p, int type, kblock_t *k) {
+    k->has_min = type == 12 || type == 13;
+    k->bias = type == 14 ? 32 : (type == 11 ? 4 : 0);
+    k->sub = (type == 12 || type == 13) ? 32 : 16;
+    k->dmin = 0.0f;
+    if (type == 12 || type == 13) {
+        k->d = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+        k->dmin = f16_to_f32((uint16_t) (p[2] | (p[3] << 8)));
+        scale_min_k4(p + 4, k->scale, k->min);
+        const uint8_t *qh = p + 16, *ql = p + (type == 13 ? 48 : 16);
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t b = ql[32 * c + l];
+                k->code[64 * c + l] = (uint8_t) ((b & 0xF) | (type == 13 ? ((qh[l] >> (2 * c)) & 1) << 4 : 0));
+                k->code[64 * c + 32 + l] = (uint8_t) ((b >> 4) | (type == 13 ? ((qh[l] >> (2 * c + 1)) & 1) << 4 : 0));
+            }
+    } else if (type == 14) {
+        const uint8_t *ql = p, *qh = p + 128;
+        const int8_t *sc = (const int8_t *) (p + 192);
+        k->d = f16_to_f32((uint16_t) (p[208] | (p[209] << 8)));
+        for (int i = 0; i < 16; i++) k->scale[i] = sc[i];
+        for (int n = 0; n < 2; n++)
+            for (int l = 0; l < 32; l++) {
+                const uint8_t *a = ql + 64 * n, *h = qh + 32 * n;
+                k->code[128 * n + l] = (uint8_t) ((a[l] & 0xF) | (((h[l] >> 0) & 3) << 4));
+                k->code[128 * n + 32 + l] = (uint8_t) ((a[l + 32] & 0xF) | (((h[l] >> 2) & 3) << 4));
+                k->code[128 * n + 64 + l] = (uint8_t) ((a[l] >> 4) | (((h[l] >> 4) & 3) << 4));
+                k->code[128 * n + 96 + l] = (uint8_t) ((a[l + 32] >> 4) | (((h[l] >> 6) & 3) << 4));
+            }
+    } else {                                         /* Q3_K: hmask[32], qs[64], scales[12], d */
+        const uint8_t *hm = p, *q = p + 32;
+        k->d = f16_to_f32((uint16_t) (p[108] | (p[109] << 8)));
+        uint32_t aux[4];
+        memcpy(aux, p + 96, 12);
+        const uint32_t tmp = aux[2];
+        aux[2] = ((aux[0] >> 4) & 0x0f0f0f0f) | (((tmp >> 4) & 0x03030303) << 4);
+        aux[3] = ((aux[1] >> 4) & 0x0f0f0f0f) | (((tmp >> 6) & 0x03030303) << 4);
+        aux[0] = (aux[0] & 0x0f0f0f0f) | (((tmp >> 0) & 0x03030303) << 4);
+        aux[1] = (aux[1] & 0x0f0f0f0f) | (((tmp >> 2) & 0x03030303) << 4);
+        const int8_t *scales = (const int8_t *) aux;
+        for (int i = 0; i < 16; i++) k->scale[i] = scales[i] - 32;
+        for (int n = 0; n < 2; n++)
+            for (int j = 0; j < 4; j++) {
+                const uint8_t m = (uint8_t) (1u << (4 * n + j));
+                for (int l = 0; l < 16; l++) {
+                    k->code[128 * n + 32 * j + l] = (uint8_t) (((q[32 * n + l] >> (2 * j)) & 3) + ((hm[l] & m) ? 4 : 0));
+                    k->code[128 * n + 32 * j + 16 + l] =
+                        (uint8_t) (((q[32 * n + l + 16] >> (2 * j)) & 3) + ((hm[l + 16] & m) ? 4 : 0));
+                }
+            }
+    }
+}
+
+/* quantize_row_q8_K_ref: q [256 per block], d, bsums [16 per block] */
+static void quantize_q8_k_ref(const float *x, int8_t *q, float *d, int32_t *bsums, int64_t n) {
+    for (int64_t b = 0; b < n / 256; b++) {
+        const float *xb = x + b * 256;
+        float max = 0.0f, amax = 0.0f;
+        for (int i = 0; i < 256; i++) {
+            const float ax = fabsf(xb[i]);
+            if (ax > amax) { amax = ax; max = xb[i]; }
+        }
+        if (amax == 0.0f) {
+            d[b] = 0.0f;
+            memset(q + b * 256, 0, 256);
+        } else {
+            const float iscale = -127.f / max;
+            for (int i = 0; i < 256; i++) {
+                const int v = (int) rintf(iscale * xb[i]);
+                q[b * 256 + i] = (int8_t) (v < 127 ? v : 127);
+            }
+            d[b] = 1 / iscale;
+        }
+        for (int g = 0; g < 16; g++) {
+            int32_t sum = 0;
+            for (int i = 0; i < 16; i++) sum += q[b * 256 + 16 * g + i];
+            bsums[b * 16 + g] = sum;
+        }
+    }
+}
+
+TARGETS static void mm_ktiled_kernel(const int8_t *restrict qx, const float *restrict dx,
+                                     const int32_t *restrict bs, const uint8_t *restrict raw, int type,
+                                     float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 256;
+    const int bytes = kquant_bytes(type);
+    kblock_t kb;
+    float *acc = malloc((size_t) T * sizeof(float) + 4);
+    if (!acc) return;
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t t = 0; t < T; t++) acc[t] = 0.0f;
+        for (int64_t b = 0; b < nb; b++) {
+            unpack_kquant(raw + (m * nb + b) * bytes, type, &kb);
+            const int ns = 256 / kb.sub, per = kb.sub / 16;
+            for (int64_t t = 0; t < T; t++) {
+                const int8_t *y = qx + t * K + b * 256;
+                const int32_t *bsum = bs + (t * nb + b) * 16;
+                int32_t s1 = 0, s2 = 0;
+                for (int sidx = 0; sidx < ns; sidx++) {
+                    int32_t raw_sum = 0, bsum_s = 0;
+                    for (int i = 0; i < kb.sub; i++) raw_sum += kb.code[sidx * kb.sub + i] * y[sidx * kb.sub + i];
+                    for (int u = 0; u < per; u++) bsum_s += bsum[sidx * per + u];
+                    s1 += kb.scale[sidx] * (raw_sum - kb.bias * bsum_s);
+                    s2 += kb.min[sidx] * bsum_s;
+                }
+                float result = kb.d * (float) s1;
+                if (kb.has_min) result = fmaf(-kb.dmin, (float) s2, result);
+                acc[t] = acc[t] + result * dx[t * nb + b];
+            }
+        }
+        for (int64_t t = 0; t < T; t++) out[t * M + m] = acc[t];
+    }
+    free(acc);
+}
+
 /* ---- flash attention, ggml-cpu's tiled path --------------------------------------- */
 
 /* ggml_v_expf (vec.h, the AVX-512 version), one lane */
@@ -889,8 +1044,16 @@ static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
         PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
         return PyErr_NoMemory();
     }
+    int32_t bsums[16];
     Py_BEGIN_ALLOW_THREADS
-    for (int64_t t = 0; t < T; t++) quantize_q8_k((const float *) x.buf + t * K, qx + t * K, dx + t * nb, K);
+    /* whole groups of 4 rows: ggml_quantize_mat_q8_K_4x8; the rows left: quantize_row_q8_K */
+    for (int64_t t = 0; t < T; t++) {
+        const float *xr = (const float *) x.buf + t * K;
+        if (t < T - T % 4) quantize_q8_k(xr, qx + t * K, dx + t * nb, K);
+        else
+            for (int64_t b = 0; b < nb; b++)
+                quantize_q8_k_ref(xr + b * 256, qx + t * K + b * 256, dx + t * nb + b, bsums, 256);
+    }
     mm_q4k_kernel(qx, dx, r.buf, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
     free(qx); free(dx);
@@ -898,7 +1061,40 @@ static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* mm_ktiled(x, raw, type, out, T, M, K): x float32 [T, K] (quantized to Q8_K here), raw
+   the weight's blocks of ggml type 11 (Q3_K), 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K) */
+static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
+    PyObject *xo, *ro, *oo;
+    int type;
+    long long T, M, K;
+    if (!PyArg_ParseTuple(args, "OOiOLLL", &xo, &ro, &type, &oo, &T, &M, &K)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (!kquant_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_ktiled: ggml type %d is not a K type", type);
+    if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_ktiled: K = %lld is not whole 256-blocks", K);
+    const int64_t nb = K / 256;
+    Py_buffer x, r, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(ro, &r, 1, M * nb * kquant_bytes(type), 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&r); return NULL; }
+    int8_t *qx = malloc((size_t) (T * K) + 1);
+    float *dx = malloc((size_t) (T * nb) * sizeof(float) + 4);
+    int32_t *bs = malloc((size_t) (T * nb * 16) * sizeof(int32_t) + 4);
+    if (!qx || !dx || !bs) {
+        free(qx); free(dx); free(bs);
+        PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+        return PyErr_NoMemory();
+    }
+    Py_BEGIN_ALLOW_THREADS
+    quantize_q8_k_ref(x.buf, qx, dx, bs, T * K);
+    mm_ktiled_kernel(qx, dx, bs, r.buf, type, o.buf, T, M, K);
+    Py_END_ALLOW_THREADS
+    free(qx); free(dx); free(bs);
+    PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef METHODS[] = {
+    {"mm_ktiled", py_mm_ktiled, METH_VARARGS, "ggml-cpu's tiled K-quant x Q8_K product, its order"},
     {"mm_q4k", py_mm_q4k, METH_VARARGS, "repacked Q4_K x Q8_K product, ggml's order"},
     {"swiglu", py_swiglu, METH_VARARGS, "ggml_vec_swiglu_f32 row by row"},
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},

@@ -11,10 +11,11 @@ fixtures were recorded on).
 
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
 ``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the block types
-of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K -- its ``blocks``), or None
-where ggml takes a path these kernels do not have: one row of an F16 or tinyBLAS type
-(ggml's vec_dot), an F16 matrix whose rows are not a multiple of 4 or width not of 16, a
-Q4_K matrix whose rows are not a multiple of 8, the other K and i-quant types, BF16.  The caller then computes it with numpy: the same values to
+of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K -- its
+``blocks``), or None where ggml takes a path these kernels do not have: one row of an F16
+or tinyBLAS type and fewer than 8 rows of a K type (ggml's vec_dot), an F16 matrix whose
+rows are not a multiple of 4 or width not of 16, Q2_K (repacked on AVX-512), the
+i-quants but IQ4_NL, BF16.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
 from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows.
 ``flash_attention(q, k, v, mask, scale, softcap)`` is ggml-cpu's tiled flash attention
@@ -58,9 +59,12 @@ _BLOCK_BYTES = {"Q8_0": 34, "Q4_0": 18, "Q5_0": 22, "IQ4_NL": 18}
 # the types with a min, multiplied by Q8_1 activations through vec_dot for every row count
 _Q1 = {"Q4_1": 3, "Q5_1": 7}
 _BLOCK_BYTES.update({"Q4_1": 20, "Q5_1": 24})
-# Q4_K, repacked on AVX2 (rows % 8 == 0) and multiplied by Q8_K activations
-_BLOCK_BYTES["Q4_K"] = 144
-Q0_TYPES = tuple(_Q0) + tuple(_Q1) + ("Q4_K",)      # the types multiplied from their blocks
+# the K types by Q8_K activations: Q4_K repacked on AVX2 (rows % 8 == 0); Q3_K .. Q6_K (and
+# Q4_K of other rows) through ggml-cpu's tiled K-quant path for at least 8 rows
+_K = {"Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14}
+_BLOCK_BYTES.update({"Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210})
+_TILED_MIN_ROWS = 8      # tiled.cpp ggml_tiled_min_batch: fewer activation rows take vec_dot
+Q0_TYPES = tuple(_Q0) + tuple(_Q1) + tuple(_K)      # the types multiplied from their blocks
 
 
 def _f16_path(T: int, M: int, K: int) -> bool:
@@ -125,12 +129,13 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     T, K = x.shape
     if _cggml is None or ggml_type not in Q0_TYPES or K % 32:
         return None
-    if ggml_type == "Q4_K" and (K % 256 or not repacked(ggml_type, rows)):
-        return None                      # ggml's tiled K-quant path or vec_dot: not these kernels
+    tiled = ggml_type in _K and not repacked(ggml_type, rows)
+    if ggml_type in _K and (K % 256 or (tiled and T < _TILED_MIN_ROWS)):
+        return None                      # ggml's vec_dot for the K types: not these kernels
     if ggml_type in _Q0 and T < 2 and not repacked(ggml_type, rows):
         return None                      # one row of a tinyBLAS type: ggml's vec_dot, not this order
     raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
-    row_bytes = K // (256 if ggml_type == "Q4_K" else 32) * _BLOCK_BYTES[ggml_type]
+    row_bytes = K // (256 if ggml_type in _K else 32) * _BLOCK_BYTES[ggml_type]
     if raw.size != rows * row_bytes:
         return None
     xc = np.ascontiguousarray(x, np.float32)
@@ -139,7 +144,9 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     def run(r0: int, r1: int) -> np.ndarray:
         out = np.empty((T, r1 - r0), np.float32)
         part = raw[r0 * row_bytes:r1 * row_bytes]
-        if ggml_type == "Q4_K":
+        if tiled:
+            _cggml.mm_ktiled(xc, part, _K[ggml_type], out, T, r1 - r0, K)
+        elif ggml_type == "Q4_K":
             _cggml.mm_q4k(xc, part, out, T, r1 - r0, K)
         elif ggml_type in _Q1:
             _cggml.mm_q1(xc, part, _Q1[ggml_type], out, T, r1 - r0, K)

@@ -3,7 +3,8 @@
 The cases in fixtures/ggml_ops/ are what llama.cpp computed (its eval callback, one
 thread, F16 cache, flash attention on) on the first 128-token chunk of the perplexity
 corpus, recorded by tools/record_ggml_ops.py from the TinyLlama test model and its
-llama-quantize copies (F16, Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1): per weight type and path the first
+llama-quantize copies (F16, Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1, Q6_K, Q5_K, Q3_K_S): per weight
+type and path the first
 product's weight bytes, input rows and output rows, one flash attention, and the whole
 chunk's logits.  "Equal" here means every float32 bit pattern: numpy's sums (the
 fallback without the extension) get the same values to ~1e-7, which these tests reject.
@@ -27,7 +28,8 @@ from ggscope.model.split import open_model
 CASES = FIXTURES / "ggml_ops"
 TINY_Q8 = FIXTURES / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
 NAMES = ("tinyllama-Q8_0", "tinyllama-F16", "tinyllama-Q4_0", "tinyllama-IQ4_NL", "tinyllama-Q5_0",
-         "tinyllama-Q4_1", "tinyllama-Q5_1", "tinyllama-Q4_K_S")
+         "tinyllama-Q4_1", "tinyllama-Q5_1", "tinyllama-Q4_K_S", "tinyllama-Q6_K", "tinyllama-Q5_K",
+         "tinyllama-Q3_K_S")
 TINY_Q4KS = FIXTURES / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf"
 
 pytestmark = pytest.mark.skipif(not ggml_ops.AVAILABLE, reason="ggscope.forward._cggml is not built "
@@ -68,10 +70,11 @@ def test_products_are_llama_cpps_bits(name):
 
 def test_cases_cover_every_kernel_path():
     """tinyBLAS (Q8_0, Q5_0, F16), the repacked orders (Q4_0, IQ4_NL, Q4_K: rows % 8 ==
-    0) and vec_dot against Q8_1 (Q4_1, Q5_1)."""
+    0), vec_dot against Q8_1 (Q4_1, Q5_1) and the tiled K-quant path (Q3_K, Q5_K, Q6_K)."""
     paths = {(g, ggml_ops.repacked(g, y.shape[1])) for n in NAMES for g, _, _, y in _products(n)}
     assert {("Q8_0", False), ("F16", False), ("Q5_0", False), ("Q4_0", True), ("IQ4_NL", True),
-            ("Q4_1", False), ("Q5_1", False), ("Q4_K", True)} <= paths
+            ("Q4_1", False), ("Q5_1", False), ("Q4_K", True), ("Q3_K", False), ("Q5_K", False),
+            ("Q6_K", False)} <= paths
 
 
 @pytest.mark.parametrize("name", NAMES[:2])
