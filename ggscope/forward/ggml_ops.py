@@ -13,7 +13,7 @@ Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a we
 ``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the block types
 of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K -- its
 ``blocks``), or None where ggml takes a path these kernels do not have: one row of an F16
-or tinyBLAS type and fewer than 8 rows of a K type (ggml's vec_dot), an F16 matrix whose
+or IQ4_NL matrix and fewer than 8 rows of a K type (ggml's vec_dot), an F16 matrix whose
 rows are not a multiple of 4 or width not of 16, Q2_K (repacked on AVX-512), the
 i-quants but IQ4_NL, BF16.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
@@ -132,8 +132,10 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     tiled = ggml_type in _K and not repacked(ggml_type, rows)
     if ggml_type in _K and (K % 256 or (tiled and T < _TILED_MIN_ROWS)):
         return None                      # ggml's vec_dot for the K types: not these kernels
-    if ggml_type in _Q0 and T < 2 and not repacked(ggml_type, rows):
-        return None                      # one row of a tinyBLAS type: ggml's vec_dot, not this order
+    if ggml_type == "IQ4_NL" and T < 2 and not repacked(ggml_type, rows):
+        return None                      # one row: ggml_vec_dot_iq4_nl_q8_0's two accumulators
+    # (one row of Q8_0 / Q4_0 / Q5_0: ggml_vec_dot_*_q8_0 (arch/x86/quants.c, AVX2) sums in
+    # tinyBLAS_Q0_AVX's order -- 8 lanes of 4 products, fma by block, hsum_float_8)
     raw = np.ascontiguousarray(blocks, np.uint8).reshape(-1)
     row_bytes = K // (256 if ggml_type in _K else 32) * _BLOCK_BYTES[ggml_type]
     if raw.size != rows * row_bytes:
