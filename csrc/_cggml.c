@@ -790,6 +790,66 @@ static void rope_cache(const int32_t *pos, int64_t T, int64_t half, int n_dims, 
     }
 }
 
+/* ---- flash attention, ggml-cpu's one-row path (ops.cpp
+   ggml_compute_forward_flash_attn_ext_f16_one_chunk: fewer than 64 query rows), F16 cache:
+   q rounded to F16; each score is ggml_vec_dot_f16 (AVX-512: 4 registers of 16 lanes by
+   fma over 64-element steps, added pairwise (0+2, 1+3, then 0+1) and reduced as
+   _mm512_reduce_add_ps into a double, the elements past the last 64 added one by one in
+   double); the running output is an F16 vector (each update rounded: ggml_vec_scale_f16,
+   ggml_vec_mad_f16 = fp16(fma(v, p, acc))); probabilities by the C library's expf; S =
+   fma(S, ms, vs) (contracted in the oracle's build). */
+static float vec_dot_f16(const float *restrict x, const float *restrict y, int64_t n) {
+    const int64_t np = n & ~(int64_t) 63;
+    float sum[4][16];
+    memset(sum, 0, sizeof sum);
+    for (int64_t i = 0; i < np; i += 64)
+        for (int j = 0; j < 4; j++)
+            for (int l = 0; l < 16; l++) sum[j][l] = fmaf(x[i + 16 * j + l], y[i + 16 * j + l], sum[j][l]);
+    double sumf = 0.0;
+    if (np) {
+        for (int l = 0; l < 16; l++) {
+            sum[0][l] = sum[0][l] + sum[2][l];
+            sum[1][l] = sum[1][l] + sum[3][l];
+        }
+        for (int l = 0; l < 16; l++) sum[0][l] = sum[0][l] + sum[1][l];
+        sumf = (double) reduce16(sum[0]);
+    }
+    for (int64_t i = np; i < n; i++) sumf += (double) (x[i] * y[i]);
+    return (float) sumf;
+}
+
+static inline float round16(float v) { return f16_to_f32(f32_to_f16(v)); }
+
+static void fa_onerow(const float *restrict q, const float *restrict k, const float *restrict v,
+                      const float *restrict mask, float *restrict out, int64_t S, int64_t D, int64_t Dv,
+                      int64_t kstride, int64_t vstride, float scale, float softcap, float *restrict qh) {
+    for (int64_t d = 0; d < D; d++) qh[d] = round16(q[d]);
+    float Ssum = 0.0f, M = -INFINITY;
+    for (int64_t d = 0; d < Dv; d++) out[d] = 0.0f;
+    for (int64_t ic = 0; ic < S; ic++) {
+        const float mv = mask[ic];
+        if (mv == -INFINITY) continue;
+        float s = vec_dot_f16(k + ic * kstride, qh, D);
+        s = s * scale;
+        if (softcap != 0.0f) s = softcap * tanhf(s);
+        s += mv;
+        const float Mold = M;
+        float ms = 1.0f, vs = 1.0f;
+        if (s > M) {
+            M = s;
+            ms = expf(Mold - M);
+            for (int64_t d = 0; d < Dv; d++) out[d] = round16(out[d] * ms);
+        } else {
+            vs = expf(s - M);
+        }
+        const float *vr = v + ic * vstride;
+        for (int64_t d = 0; d < Dv; d++) out[d] = round16(fmaf(vr[d], vs, out[d]));
+        Ssum = fmaf(Ssum, ms, vs);
+    }
+    const float inv = Ssum == 0.0f ? 0.0f : 1.0f / Ssum;
+    for (int64_t d = 0; d < Dv; d++) out[d] *= inv;
+}
+
 /* ---- Python entry points ---------------------------------------------------------- */
 
 static int get_buf(PyObject *o, Py_buffer *b, Py_ssize_t itemsize, Py_ssize_t n, int writable, const char *what) {
@@ -945,18 +1005,19 @@ static PyObject *py_mm_q0(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* fa_tiled(q, k, v, mask, out, T, H, S, Hkv, D, Dv, scale, softcap):
+/* fa_tiled(q, k, v, mask, out, T, H, S, Hkv, D, Dv, scale, softcap, onerow=False):
    q [T, H, D], k [S, Hkv, D], v [S, Hkv, Dv], mask [T, S], out [T, H, Dv], all float32;
    query head h reads key/value head h / (H / Hkv) */
 static PyObject *py_fa_tiled(PyObject *self, PyObject *args) {
     PyObject *qo, *ko, *vo, *mo, *oo;
     long long T, H, S, Hkv, D, Dv;
     float scale, softcap;
-    if (!PyArg_ParseTuple(args, "OOOOOLLLLLLff", &qo, &ko, &vo, &mo, &oo, &T, &H, &S, &Hkv, &D, &Dv, &scale,
-                          &softcap))
+    int onerow = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOLLLLLLff|p", &qo, &ko, &vo, &mo, &oo, &T, &H, &S, &Hkv, &D, &Dv, &scale,
+                          &softcap, &onerow))
         return NULL;
     if (!dims_ok(T, H, S) || !dims_ok(Hkv, D, Dv)) return NULL;
-    if (softcap != 0.0f) scale /= softcap;         /* as ops.cpp does before the tiles */
+    if (softcap != 0.0f) scale /= softcap;         /* as ops.cpp does before either path */
     if (Hkv < 1 || H % Hkv) return PyErr_Format(PyExc_ValueError, "fa_tiled: %lld heads over %lld kv heads", H, Hkv);
     Py_buffer q, k, v, m, o;
     if (get_buf(qo, &q, 4, T * H * D, 0, "q") < 0) return NULL;
@@ -970,13 +1031,22 @@ static PyObject *py_fa_tiled(PyObject *self, PyObject *args) {
     }
     const int64_t g = H / Hkv;
     float kq[FA_TILE];
+    float *qh = onerow ? malloc((size_t) D * sizeof(float) + 4) : NULL;
+    if (onerow && !qh) {
+        PyBuffer_Release(&q); PyBuffer_Release(&k); PyBuffer_Release(&v); PyBuffer_Release(&m); PyBuffer_Release(&o);
+        return PyErr_NoMemory();
+    }
     Py_BEGIN_ALLOW_THREADS
     for (int64_t t = 0; t < T; t++)
-        for (int64_t h = 0; h < H; h++)
-            fa_row((const float *) q.buf + (t * H + h) * D, (const float *) k.buf + (h / g) * D,
-                   (const float *) v.buf + (h / g) * Dv, (const float *) m.buf + t * S,
-                   (float *) o.buf + (t * H + h) * Dv, S, D, Dv, Hkv * D, Hkv * Dv, scale, softcap, kq);
+        for (int64_t h = 0; h < H; h++) {
+            const float *qr = (const float *) q.buf + (t * H + h) * D, *kr = (const float *) k.buf + (h / g) * D;
+            const float *vr = (const float *) v.buf + (h / g) * Dv, *mr = (const float *) m.buf + t * S;
+            float *orow = (float *) o.buf + (t * H + h) * Dv;
+            if (onerow) fa_onerow(qr, kr, vr, mr, orow, S, D, Dv, Hkv * D, Hkv * Dv, scale, softcap, qh);
+            else fa_row(qr, kr, vr, mr, orow, S, D, Dv, Hkv * D, Hkv * Dv, scale, softcap, kq);
+        }
     Py_END_ALLOW_THREADS
+    free(qh);
     PyBuffer_Release(&q); PyBuffer_Release(&k); PyBuffer_Release(&v); PyBuffer_Release(&m); PyBuffer_Release(&o);
     Py_RETURN_NONE;
 }

@@ -234,8 +234,9 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     masked = key_pos[None, :] > pos[:, None]                           # [T, S]
     if swa and c.n_swa:
         masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
-    if flash and T >= ggml_ops.FA_TILE_Q:
-        # ggml-cpu's tiled kernel itself, bit for bit (ggml_ops; None without the extension)
+    if flash and (T >= ggml_ops.FA_TILE_Q or f16):
+        # ggml-cpu's kernels themselves, bit for bit (ggml_ops; None without the extension):
+        # tiled for 64 rows or more, else its one-row path (which only an F16 cache takes here)
         mask = np.where(masked, np.float32(-np.inf), np.float32(0))
         scale = 1.0 if c.traits.q_scale else c.kq_scale
         out = ggml_ops.flash_attention(q, k, v, mask, scale, c.attn_softcap or 0.0)

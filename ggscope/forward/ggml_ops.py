@@ -80,7 +80,7 @@ def product(x: np.ndarray, w) -> np.ndarray | None:
     gtype = getattr(w, "ggml_type", None)
     T, K = x.shape
     M = w.shape[0]
-    if w.shape[1] != K or T < 2:
+    if w.shape[1] != K:
         return None
     if gtype == "F16" and _f16_path(T, M, K):
         return product_f16_rows(x, w)
@@ -191,9 +191,11 @@ def quantize_q8_0(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 
 def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray,
                     scale: float, softcap: float = 0.0) -> np.ndarray | None:
-    """ggml_compute_forward_flash_attn_ext_tiled: q [T, H, D] float32, k [S, Hkv, D] and
-    v [S, Hkv, Dv] (an F16 cache's values as float32), mask [T, S] (0 or -inf) ->
-    [T, H, Dv]; None without the extension."""
+    """ggml-cpu's flash attention over an F16 cache: q [T, H, D] float32, k [S, Hkv, D] and
+    v [S, Hkv, Dv] (the cache's values as float32), mask [T, S] (0 or -inf) -> [T, H, Dv];
+    ggml_compute_forward_flash_attn_ext_tiled for ``FA_TILE_Q`` rows or more, else the
+    one-row path (..._f16_one_chunk: q and the running output in F16); None without the
+    extension."""
     if _cggml is None:
         return None
     T, H, D = q.shape
@@ -201,7 +203,7 @@ def flash_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarra
     out = np.empty((T, H, Dv), np.float32)
     _cggml.fa_tiled(np.ascontiguousarray(q, np.float32), np.ascontiguousarray(k, np.float32),
                     np.ascontiguousarray(v, np.float32), np.ascontiguousarray(mask, np.float32), out,
-                    T, H, S, Hkv, D, Dv, float(scale), float(softcap))
+                    T, H, S, Hkv, D, Dv, float(scale), float(softcap), T < FA_TILE_Q)
     return out
 
 

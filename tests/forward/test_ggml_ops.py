@@ -90,11 +90,13 @@ def test_numpy_products_are_not_these_bits(name):
     assert differ > 0
 
 
-def test_flash_attention_is_llama_cpps_bits():
-    z = np.load(CASES / "tinyllama-Q8_0.npz")
+@pytest.mark.parametrize("name", ["tinyllama-Q8_0", "tinyllama-Q8_0-ctx32"])
+def test_flash_attention_is_llama_cpps_bits(name):
+    """128 query rows: the tiled path; 32: the one-row path (F16 q and output)."""
+    z = np.load(CASES / f"{name}.npz")
     q, k, v, m = z["fa.q"][0], z["fa.k"][0], z["fa.v"][0], z["fa.m"][0, 0]     # [H, T, D], [Hkv, S, D]
     T, S = q.shape[1], k.shape[1]
-    assert T >= ggml_ops.FA_TILE_Q                      # the tiled path
+    assert (T >= ggml_ops.FA_TILE_Q) == (name == "tinyllama-Q8_0")
     scale, _, softcap = (float(p) for p in z["fa.params"])
     got = ggml_ops.flash_attention(q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2),
                                    m[:T, :S], scale, softcap)
@@ -102,7 +104,8 @@ def test_flash_attention_is_llama_cpps_bits():
     assert np.array_equal(_bits(got), _bits(want))
 
 
-@pytest.mark.parametrize("name,path", [("tinyllama-Q8_0", TINY_Q8), ("tinyllama-Q4_K_S", TINY_Q4KS)])
+@pytest.mark.parametrize("name,path", [("tinyllama-Q8_0", TINY_Q8), ("tinyllama-Q4_K_S", TINY_Q4KS),
+                                       ("tinyllama-Q8_0-ctx32", TINY_Q8)])
 def test_whole_chunk_logits_are_llama_cpps_bits(name, path):
     """Every op of the forward pass together: llama.cpp's logits of the chunk's second
     half, to the bit (embedding, rms_norm, rope, the products -- Q8_0; Q5_0, Q5_1, Q4_K
