@@ -870,18 +870,26 @@ static int dims_ok(int64_t a, int64_t b, int64_t c) {
     return 1;
 }
 
-/* mm_f16(x16, w, out, T, M, K): x16 float32 [T, K] already F16-rounded, w float32 [M, K] */
+/* mm_f16(x16, w, out, T, M, K, vecdot=False): x16 float32 [T, K] already F16-rounded, w
+   float32 [M, K]; vecdot: ggml_vec_dot_f16's order instead of tinyBLAS's */
 static PyObject *py_mm_f16(PyObject *self, PyObject *args) {
     PyObject *xo, *wo, *oo;
     long long T, M, K;
-    if (!PyArg_ParseTuple(args, "OOOLLL", &xo, &wo, &oo, &T, &M, &K)) return NULL;
+    int vecdot = 0;
+    if (!PyArg_ParseTuple(args, "OOOLLL|p", &xo, &wo, &oo, &T, &M, &K, &vecdot)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
-    if (K % 16) return PyErr_Format(PyExc_ValueError, "mm_f16: K = %lld is not a multiple of 16", K);
+    if (K % 16 && !vecdot) return PyErr_Format(PyExc_ValueError, "mm_f16: K = %lld is not a multiple of 16", K);
     Py_buffer x, w, o;
     if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
     if (get_buf(wo, &w, 4, M * K, 0, "w") < 0) { PyBuffer_Release(&x); return NULL; }
     if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&w); return NULL; }
     Py_BEGIN_ALLOW_THREADS
+    if (vecdot) {                 /* ggml's vec_dot_f16 per element (one row, or shapes tinyBLAS refuses) */
+        const float *xb = x.buf, *wb = w.buf;
+        float *ob = o.buf;
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t m = 0; m < M; m++) ob[t * M + m] = vec_dot_f16(wb + m * K, xb + t * K, K);
+    } else
 #ifdef HAVE_AVX2_PATH
     if (have_avx2()) mm_f16_avx2(x.buf, w.buf, o.buf, T, M, K);
     else

@@ -310,11 +310,17 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         x = x + weights.positions[pos]
     if c.traits.embed_scale:
         x = x * np.float32(math.sqrt(c.n_embd))
+    # the rows whose logits are asked for: llama.cpp's graphs keep only these after the
+    # last layer's attention (ggml_get_rows(cur, inp_out_ids)), so that layer's FFN runs on
+    # them alone -- and with one row, ggml multiplies by vec_dot, not by a matrix kernel
+    first = max(0, min(int(logits_from), T - 1)) if logits_from is not None else (0 if all_logits else T - 1)
     keys, values = [], []
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
         swa = c.swa_layers[il] if c.swa_layers else False
         a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa,
                              kp, vp, state.kv_f16, state.flash)
+        if il == len(weights.layers) - 1 and first:
+            a, x = a[first:], x[first:]
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
         x = x + a
@@ -329,9 +335,10 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution
-            hidden.append(x[max(0, min(int(logits_from or 0), T - 1)):].copy())
+            start = max(0, min(int(logits_from or 0), T - 1)) - (T - x.shape[0])   # x may be cut already
+            hidden.append(x[max(0, start):].copy())
     if logits_from is not None:
-        all_logits, x = True, x[max(0, min(int(logits_from), T - 1)):]
+        all_logits = True
     rows = x if all_logits else x[-1:]
     h = _norm(c, rows, weights.output_norm, weights.output_norm_b)
     logits = _lin(h, weights.output, weights.output_b)                 # [T', V]

@@ -12,10 +12,9 @@ fixtures were recorded on).
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
 ``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the block types
 of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K -- its
-``blocks``), or None where ggml takes a path these kernels do not have: one row of an F16
-or IQ4_NL matrix and fewer than 8 rows of a K type (ggml's vec_dot), an F16 matrix whose
-rows are not a multiple of 4 or width not of 16, Q2_K (repacked on AVX-512), the
-i-quants but IQ4_NL, BF16.  The caller then computes it with numpy: the same values to
+``blocks``), or None where ggml takes a path these kernels do not have: one row of an
+IQ4_NL matrix and fewer than 8 rows of a K type (ggml's vec_dot), Q2_K (repacked on
+AVX-512), the i-quants but IQ4_NL, BF16.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
 from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows.
 ``flash_attention(q, k, v, mask, scale, softcap)`` is ggml-cpu's tiled flash attention
@@ -46,7 +45,7 @@ if os.environ.get("GGSCOPE_GGML_KERNELS", "1") == "0":   # numpy's sums on purpo
     _cggml = None
 
 __all__ = ["AVAILABLE", "FA_TILE_Q", "Q0_TYPES", "product", "product_blocks", "product_f16_rows",
-           "f16_path", "repacked", "product_from_tensor", "quantize_q8_0", "flash_attention",
+           "f16_vecdot", "repacked", "product_from_tensor", "quantize_q8_0", "flash_attention",
            "rope_cos_sin", "swiglu"]
 
 AVAILABLE = _cggml is not None
@@ -82,8 +81,8 @@ def product(x: np.ndarray, w) -> np.ndarray | None:
     M = w.shape[0]
     if w.shape[1] != K:
         return None
-    if gtype == "F16" and _f16_path(T, M, K):
-        return product_f16_rows(x, w)
+    if gtype == "F16":
+        return product_f16_rows(x, w, vecdot=not _f16_path(T, M, K))
     blocks = getattr(w, "blocks", None)
     if gtype in Q0_TYPES and blocks is not None and w.flags.c_contiguous:   # not a transposed view
         return product_blocks(x, blocks, gtype, M)
@@ -103,36 +102,42 @@ def _by_rows(rows: int, work: int, run) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
-def product_f16_rows(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """x [T, in] times some rows [r, in] of an F16 matrix (their values as float32) that
-    ``f16_path`` accepted as a whole: tinyBLAS's order for each element does not depend
-    on which rows are computed together."""
+def product_f16_rows(x: np.ndarray, rows: np.ndarray, vecdot: bool) -> np.ndarray:
+    """x [T, in] times some rows [r, in] of an F16 matrix (their values as float32), in
+    tinyBLAS's order or (``vecdot``: one activation row, or a matrix tinyBLAS refuses,
+    see ``f16_vecdot``) ggml_vec_dot_f16's; neither depends on which rows are computed
+    together."""
     T, K = x.shape
     x16 = np.ascontiguousarray(x, np.float32).astype(np.float16).astype(np.float32)
     w = np.ascontiguousarray(rows, np.float32)
 
     def run(r0: int, r1: int) -> np.ndarray:
         out = np.empty((T, r1 - r0), np.float32)
-        _cggml.mm_f16(x16, w[r0:r1], out, T, r1 - r0, K)
+        _cggml.mm_f16(x16, w[r0:r1], out, T, r1 - r0, K, vecdot)
         return out
     return _by_rows(w.shape[0], T * w.shape[0] * K, run)
 
 
-def f16_path(T: int, rows: int, cols: int) -> bool:
-    """Whether ggml multiplies an F16 matrix [rows, cols] by T rows through tinyBLAS
-    (and the kernels here have its order)."""
-    return _cggml is not None and _f16_path(T, rows, cols)
+def f16_vecdot(T: int, rows: int, cols: int) -> bool:
+    """Whether ggml multiplies an F16 matrix [rows, cols] by T activation rows with
+    vec_dot_f16 rather than tinyBLAS."""
+    return not _f16_path(T, rows, cols)
 
 
-def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int) -> np.ndarray | None:
-    """x [T, in] times a Q8_0 / Q4_0 weight of ``rows`` rows given as its blocks, or None."""
+def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
+                   matrix_rows: int | None = None) -> np.ndarray | None:
+    """x [T, in] times ``rows`` rows of a ``Q0_TYPES`` weight given as their blocks, or
+    None; ``matrix_rows``: the whole matrix's rows when these are a slice of it (which
+    path ggml takes depends on the matrix, not on the slice)."""
     T, K = x.shape
     if _cggml is None or ggml_type not in Q0_TYPES or K % 32:
         return None
-    tiled = ggml_type in _K and not repacked(ggml_type, rows)
+    whole = rows if matrix_rows is None else matrix_rows
+    repack = repacked(ggml_type, whole)
+    tiled = ggml_type in _K and not repack
     if ggml_type in _K and (K % 256 or (tiled and T < _TILED_MIN_ROWS)):
         return None                      # ggml's vec_dot for the K types: not these kernels
-    if ggml_type == "IQ4_NL" and T < 2 and not repacked(ggml_type, rows):
+    if ggml_type == "IQ4_NL" and T < 2 and not repack:
         return None                      # one row: ggml_vec_dot_iq4_nl_q8_0's two accumulators
     # (one row of Q8_0 / Q4_0 / Q5_0: ggml_vec_dot_*_q8_0 (arch/x86/quants.c, AVX2) sums in
     # tinyBLAS_Q0_AVX's order -- 8 lanes of 4 products, fma by block, hsum_float_8)
@@ -141,7 +146,6 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int)
     if raw.size != rows * row_bytes:
         return None
     xc = np.ascontiguousarray(x, np.float32)
-    repack = repacked(ggml_type, rows)
 
     def run(r0: int, r1: int) -> np.ndarray:
         out = np.empty((T, r1 - r0), np.float32)
@@ -172,8 +176,8 @@ def product_from_tensor(info, x: np.ndarray) -> np.ndarray:
     got = None
     if info.type in Q0_TYPES:
         got = product_blocks(x, info.raw(), info.type, M)
-    elif info.type == "F16" and f16_path(x.shape[0], M, K):
-        got = product_f16_rows(x, info.dequantize().reshape(M, K))
+    elif info.type == "F16" and _cggml is not None:
+        got = product_f16_rows(x, info.dequantize().reshape(M, K), f16_vecdot(x.shape[0], M, K))
     if got is None:
         raise ValueError(f"{info.name}: no ggml kernel for {info.type} with {x.shape[0]} rows")
     return got

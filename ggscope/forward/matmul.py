@@ -269,10 +269,11 @@ class StreamedRows:
         (``ggml_ops``: Q8_0 / Q4_0 from the stored blocks, F16 decoded), else numpy
         over x rounded as ggml rounds it."""
         x = np.asarray(x, dtype=np.float32)
-        exact_ok = self.vec_dot is not None and ggml_ops.AVAILABLE and x.ndim == 2 and x.shape[0] >= 2
+        exact_ok = self.vec_dot is not None and ggml_ops.AVAILABLE and x.ndim == 2
         xr = round_activations(x, self.vec_dot)
         rows, cols = self.shape
-        f16 = exact_ok and self.info.type == "F16" and ggml_ops.f16_path(x.shape[0], rows, cols)
+        f16 = exact_ok and self.info.type == "F16"
+        vecdot = ggml_ops.f16_vecdot(x.shape[0], rows, cols)
         out = np.empty((x.shape[0], rows), dtype=np.float32)
         buf = np.empty((min(self.chunk_rows, rows), cols), dtype=np.float32)
         for r0 in range(0, rows, self.chunk_rows):
@@ -280,11 +281,11 @@ class StreamedRows:
             raw = self._read(r0, r1)
             got = None
             if exact_ok and self.info.type in _Q0_BLOCKS:
-                got = ggml_ops.product_blocks(x, raw, self.info.type, r1 - r0)
+                got = ggml_ops.product_blocks(x, raw, self.info.type, r1 - r0, matrix_rows=rows)
             if got is None:
                 w = self._decode(raw, buf[:r1 - r0])
                 if f16:
-                    got = ggml_ops.product_f16_rows(x, w)
+                    got = ggml_ops.product_f16_rows(x, w, vecdot)
                 if got is None:
                     np.matmul(xr, w.T, out=out[:, r0:r1])
                     continue
