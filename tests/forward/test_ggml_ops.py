@@ -105,11 +105,12 @@ def test_flash_attention_is_llama_cpps_bits(name):
 
 
 @pytest.mark.parametrize("name,path", [("tinyllama-Q8_0", TINY_Q8), ("tinyllama-Q4_K_S", TINY_Q4KS),
-                                       ("tinyllama-Q8_0-ctx32", TINY_Q8)])
+                                       ("tinyllama-Q8_0-ctx32", TINY_Q8), ("tinyllama-Q8_0-ctx2", TINY_Q8)])
 def test_whole_chunk_logits_are_llama_cpps_bits(name, path):
     """Every op of the forward pass together: llama.cpp's logits of the chunk's second
     half, to the bit (embedding, rms_norm, rope, the products -- Q8_0; Q5_0, Q5_1, Q4_K
-    --, flash attention over an F16 cache, SwiGLU, the output projection)."""
+    --, flash attention over an F16 cache, SwiGLU, the output projection); at 2 tokens
+    the last layer's FFN and the output run on one row (ggml's vec_dot)."""
     z = np.load(CASES / f"{name}.npz")
     tokens = [int(t) for t in z["tokens"]]
     module, w = load_weights(open_model(str(path)))
