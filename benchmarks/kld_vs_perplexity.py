@@ -10,7 +10,8 @@ quantization against them (llama-perplexity: ``-m BASE --kl-divergence-base F`` 
 of ``--repeat`` rounds (each round runs both sides, so a busy spell on the shared
 machine hits both), tokens evaluated per second (2 models x chunks x ctx), and the
 ratio (>1 = ggscope faster).  ggscope's numpy uses ``--threads`` BLAS threads
-(OMP_NUM_THREADS / OPENBLAS_NUM_THREADS), llama-perplexity ``-t``.  The load average is
+(OMP_NUM_THREADS / OPENBLAS_NUM_THREADS), its compiled ggml kernels split each product
+over ggscope.source.stream.THREADS (2) threads, llama-perplexity ``-t``.  The load average is
 printed before and after; the reports' PPL(Q) and Mean KLD lines are printed side by side.
 A third side, "ggscope numpy", is ggscope with its compiled ggml kernels turned off
 (GGSCOPE_GGML_KERNELS=0: numpy's sums, not ggml's bits): what the kernels change in
