@@ -1,4 +1,5 @@
-"""The optional C extensions (csrc/_cstats.c, _cpairs.c, _cjson.c, _guard.c, _cscan.c, _cvocab.c).
+"""The optional C extensions (csrc/_cstats.c, _cpairs.c, _cjson.c, _guard.c, _cscan.c, _cvocab.c,
+_cggml.c).
 
 Why a setup.py beside pyproject.toml: setuptools declares C extensions only here.  The
 extension is optional: without a C compiler or Python's headers the install still
@@ -28,4 +29,6 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                    Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"],
                              depends=STRINGS + ["csrc/_utf8.h", "csrc/_seedhash.h"], extra_compile_args=FLAGS,
+                             optional=True),
+                   Extension("ggscope.forward._cggml", ["csrc/_cggml.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True)])

@@ -10,8 +10,12 @@ quantization against them (llama-perplexity: ``-m BASE --kl-divergence-base F`` 
 of ``--repeat`` rounds (each round runs both sides, so a busy spell on the shared
 machine hits both), tokens evaluated per second (2 models x chunks x ctx), and the
 ratio (>1 = ggscope faster).  ggscope's numpy uses ``--threads`` BLAS threads
-(OMP_NUM_THREADS / OPENBLAS_NUM_THREADS), llama-perplexity ``-t``.  The load average is
-printed before and after; both reports' Mean KLD lines are printed side by side.
+(OMP_NUM_THREADS / OPENBLAS_NUM_THREADS), its compiled ggml kernels split each product
+over ggscope.source.stream.THREADS (2) threads, llama-perplexity ``-t``.  The load average is
+printed before and after; the reports' PPL(Q) and Mean KLD lines are printed side by side.
+A third side, "ggscope numpy", is ggscope with its compiled ggml kernels turned off
+(GGSCOPE_GGML_KERNELS=0: numpy's sums, not ggml's bits): what the kernels change in
+speed and in the figures.
 
     python benchmarks/kld_vs_perplexity.py --tool PATH/llama-perplexity BASE QUANT \\
         --corpus fixtures/perplexity/corpus.txt [--ctx 128] [--chunks 2] [--threads 2] [--repeat 2]
@@ -44,6 +48,11 @@ def _kld(text: str) -> str:
     return f"{m.group(1)} ± {m.group(2)}" if m else "?"
 
 
+def _ppl_q(text: str) -> str:
+    m = re.search(r"Mean PPL\(Q\)\s*:\s*(\S+)", text)
+    return m.group(1) if m else "?"
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("base")
@@ -58,7 +67,7 @@ def main() -> int:
     env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS=str(args.threads),
                OPENBLAS_NUM_THREADS=str(args.threads), MKL_NUM_THREADS=str(args.threads))
     common = ["-c", str(args.ctx), "--chunks", str(args.chunks), "-t", str(args.threads)]
-    best = {"ggscope": float("inf"), "llama-perplexity": float("inf")}
+    best = {"ggscope": float("inf"), "ggscope numpy": float("inf"), "llama-perplexity": float("inf")}
     reports = {}
     print(f"load average before: {os.getloadavg()}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,16 +79,18 @@ def main() -> int:
                               "--kl-divergence-base", f, "--kl-divergence", *common], env)
             best["llama-perplexity"] = min(best["llama-perplexity"], t1 + t2)
             reports["llama-perplexity"] = out
-            t3, out = _timed([sys.executable, "-m", "ggscope.cli", "diff", args.base, args.quant,
-                              "--corpus", args.corpus, "--ctx", str(args.ctx), "--chunks",
-                              str(args.chunks), "--kl-divergence-base", str(Path(tmp) / "g.kld")], env)
-            best["ggscope"] = min(best["ggscope"], t3)
-            reports["ggscope"] = out
+            for side, kernels in (("ggscope", "1"), ("ggscope numpy", "0")):
+                t3, out = _timed([sys.executable, "-m", "ggscope.cli", "diff", args.base, args.quant,
+                                  "--corpus", args.corpus, "--ctx", str(args.ctx), "--chunks",
+                                  str(args.chunks), "--kl-divergence-base", str(Path(tmp) / "g.kld")],
+                                 dict(env, GGSCOPE_GGML_KERNELS=kernels))
+                best[side] = min(best[side], t3)
+                reports[side] = out
     print(f"load average after:  {os.getloadavg()}")
     tokens = 2 * args.chunks * args.ctx
-    print(f"{'side':18} {'seconds':>8} {'tokens/s':>9}  Mean KLD")
+    print(f"{'side':18} {'seconds':>8} {'tokens/s':>9}  {'PPL(Q)':>9}  Mean KLD")
     for side, t in best.items():
-        print(f"{side:18} {t:8.2f} {tokens / t:9.1f}  {_kld(reports[side])}")
+        print(f"{side:18} {t:8.2f} {tokens / t:9.1f}  {_ppl_q(reports[side]):>9}  {_kld(reports[side])}")
     print(f"ratio ggscope / llama-perplexity (tokens/s): "
           f"{best['llama-perplexity'] / best['ggscope']:.3f}")
     return 0

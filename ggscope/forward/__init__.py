@@ -34,7 +34,7 @@ import numpy as np
 from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 from ggscope.facts.rwkv_arch import arch_version, head_geometry
-from ggscope.forward.matmul import typed as _typed      # imports nothing of this package
+from ggscope.forward.matmul import typed as _typed      # imports nothing of this package's __init__
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ggscope.forward import ggml_ops
 from ggscope.forward.matmul import linear as _lin, round_activations
 from ggscope.forward.ops import layer_norm, sigmoid, silu
 from ggscope.forward.traits import Config
@@ -133,7 +134,7 @@ def _f32(v) -> np.ndarray:
 def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
          freq_scale: float = 1.0, freq_factors: np.ndarray | None = None,
          yarn: tuple[float, float, float, float] | None = None,
-         attn_factor: float = 1.0) -> np.ndarray:
+         attn_factor: float = 1.0, libm: bool = True) -> np.ndarray:
     """Rotary position embedding of the first ``n_rot`` dims of each head (ggml_rope_ext).
 
     x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
@@ -143,27 +144,21 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     product ``theta *= theta_scale`` with ``theta_scale = powf(base, -2.0f/n_rot)``, so
     the rounding of each step carries into the next (at position 127 the last pair's angle
     is off the exact one by up to ~1e-5 relative, which the logits of a long-context model
-    feel).
+    feel), and cos / sin are the C library's cosf / sinf (``ggml_ops.rope_cos_sin``; glibc's
+    are not correctly rounded: 1 % of gemma-3-270m's rotated q differed by an ulp) unless
+    ``libm`` is False (``--exact``: correctly rounded, as before the kernels).
     """
     half = n_rot // 2
-    scale = _f32(np.float64(np.float32(base)) ** np.float64(np.float32(-2.0 / n_rot)))
-    theta = np.empty((pos.shape[0], half), dtype=np.float32)              # [T, n_rot/2]
-    t = pos.astype(np.float32)
-    for i in range(half):
-        theta[:, i] = t
-        t = t * scale
-    extrap = theta if freq_factors is None else theta / freq_factors.astype(np.float32)[:half]
-    fs = np.float32(freq_scale)
-    angle = fs * extrap
-    mscale = np.float32(attn_factor)
+    ext, corr = 0.0, (0.0, 0.0)
     if yarn is not None and yarn[0] != 0.0:
-        ext, beta_fast, beta_slow, n_ctx_orig = yarn
-        low, high = _yarn_corr_dims(n_rot, n_ctx_orig, base, beta_fast, beta_slow)
-        mix = _yarn_ramp(low, high, half)[None, :] * np.float32(ext)
-        angle = angle * (np.float32(1) - mix) + extrap * mix
-        mscale = mscale * (np.float32(1) + np.float32(0.1) * _f32(math.log(1.0 / float(fs))))
-    cos = (_f32(np.cos(angle.astype(np.float64))) * mscale)[:, None, :]   # [T, 1, n_rot/2]
-    sin = (_f32(np.sin(angle.astype(np.float64))) * mscale)[:, None, :]
+        ext = yarn[0]
+        corr = _yarn_corr_dims(n_rot, yarn[3], base, yarn[1], yarn[2])
+    got = None
+    if libm:
+        got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    if got is None:                                  # no compiled extension: numpy's libm, not ggml's
+        got = _rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    cos, sin = got[0][:, None, :], got[1][:, None, :]                     # [T, 1, n_rot/2]
     out = x.astype(np.float32, copy=True)
     if neox:
         a, b = x[..., :half], x[..., half:n_rot]
@@ -177,6 +172,30 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     out[..., lo] = _f32(a64 * cos - (b * sin))
     out[..., hi] = _f32(a64 * sin + (b * cos))
     return out
+
+
+def _rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
+                  freq_factors: np.ndarray | None, ext: float, corr: tuple[float, float],
+                  attn_factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """``ggml_ops.rope_cos_sin`` in numpy: each libm call correctly rounded (glibc's cosf
+    and sinf are not: about 1 % of the values differ by an ulp)."""
+    half = n_rot // 2
+    scale = _f32(np.float64(np.float32(base)) ** np.float64(np.float32(-2.0 / n_rot)))
+    theta = np.empty((pos.shape[0], half), dtype=np.float32)              # [T, n_rot/2]
+    t = pos.astype(np.float32)
+    for i in range(half):
+        theta[:, i] = t
+        t = t * scale
+    extrap = theta if freq_factors is None else theta / freq_factors.astype(np.float32)[:half]
+    fs = np.float32(freq_scale)
+    angle = fs * extrap
+    mscale = np.float32(attn_factor)
+    if ext != 0.0:
+        mix = _yarn_ramp(corr[0], corr[1], half)[None, :] * np.float32(ext)
+        angle = angle * (np.float32(1) - mix) + extrap * mix
+        mscale = mscale * (np.float32(1) + np.float32(0.1) * _f32(math.log(1.0 / float(fs))))
+    return (_f32(np.cos(angle.astype(np.float64))) * mscale,
+            _f32(np.sin(angle.astype(np.float64))) * mscale)
 
 
 def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
@@ -206,12 +225,25 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     flash attention is on -- llama-perplexity's default on a CPU -- and a batch has at
     least GGML_FA_TILE_Q = 64 rows: ggml-cpu/ops.cpp
     ggml_compute_forward_flash_attn_ext_tiled): k and v are read from the F16 cache
-    as float32, q and the probabilities stay float32.
+    as float32, q and the probabilities stay float32 -- computed by ggml's kernel in
+    its own order (``ggml_ops.flash_attention``) where the extension is built.
     """
-    if f16 and not flash:
-        q = _f16(q)
     T, H = q.shape[0], q.shape[1]
     S, Hkv = k.shape[0], k.shape[1]
+    key_pos = np.arange(S)
+    masked = key_pos[None, :] > pos[:, None]                           # [T, S]
+    if swa and c.n_swa:
+        masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
+    if flash and (T >= ggml_ops.FA_TILE_Q or f16):
+        # ggml-cpu's kernels themselves, bit for bit (ggml_ops; None without the extension):
+        # tiled for 64 rows or more, else its one-row path (which only an F16 cache takes here)
+        mask = np.where(masked, np.float32(-np.inf), np.float32(0))
+        scale = 1.0 if c.traits.q_scale else c.kq_scale
+        out = ggml_ops.flash_attention(q, k, v, mask, scale, c.attn_softcap or 0.0)
+        if out is not None:
+            return out
+    if f16 and not flash:
+        q = _f16(q)
     g = H // Hkv
     qh = q.transpose(1, 0, 2).reshape(Hkv, g * T, q.shape[2])          # [Hkv, g*T, Dk]
     scores = qh @ k.transpose(1, 2, 0)                                 # [Hkv, g*T, S]
@@ -221,10 +253,6 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     if c.attn_softcap:
         cap = np.float32(c.attn_softcap)
         scores = np.tanh(scores / cap) * cap
-    key_pos = np.arange(S)
-    masked = key_pos[None, :] > pos[:, None]                           # [T, S]
-    if swa and c.n_swa:
-        masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
     scores = np.where(masked[None], np.float32(-np.inf), scores)
     scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
     probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
@@ -242,7 +270,7 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
     if swa and c.traits.swa_rope_base is not None:
         base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
     return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
-                yarn, c.attn_factor)
+                yarn, c.attn_factor, libm=not c.exact)
 
 
 def _f16(x: np.ndarray) -> np.ndarray:
@@ -315,10 +343,24 @@ def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b) -
         a = _act(c, u)
     elif gate is None:                                                 # fused [gate; up]
         half = u.shape[-1] // 2
-        a = _act(c, u[:, :half]) * u[:, half:]
+        a = _glu(c, u[:, :half], u[:, half:])
     else:
-        a = _act(c, _lin(h, gate, gate_b)) * u
+        a = _glu(c, _lin(h, gate, gate_b), u)
     return _lin(a, down, down_b)
+
+
+def _glu(c: Config, g: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """act(g) * u; GEGLU as ggml_vec_geglu_f32 (ggml-cpu/vec.h) computes it: a gate at or
+    below -10 gives +0 itself, not 0 * u (which is -0 for a negative u); SwiGLU through
+    ggml's own kernel (``ggml_ops.swiglu``) where the extension is built."""
+    if c.traits.act == "silu" and not c.exact:
+        a = ggml_ops.swiglu(g, u)                     # ggml's vector expf, bit for bit
+        if a is not None:
+            return a
+    a = _act(c, g) * u
+    if c.traits.act == "gelu" and not c.exact:
+        a = np.where(g <= -10, np.float32(0), a).astype(np.float32)
+    return a
 
 
 def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:

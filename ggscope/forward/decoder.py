@@ -21,7 +21,9 @@ module maps the tensors to weights and runs the blocks; what a block computes is
 ``blocks.py``.
 
 Numerics follow llama.cpp's CPU backend: activations are rounded as ggml-cpu rounds
-them for each weight's type (``matmul.py``), GELU goes through ggml's fp16 table, and
+them for each weight's type (``matmul.py``) and, where the compiled kernels are built
+(``ggml_ops``), the products, flash attention, rope angles and SwiGLU are ggml's own
+arithmetic, bit for bit; GELU goes through ggml's fp16 table, and
 the token embedding stays in the file's encoding (rows decoded on lookup; a tied output
 streams it).  Every other weight is decoded once, at load, by the compiled decoders
 (``loading``) to one float32 array -- up to ``loading.DECODED_BUDGET`` bytes of matrices;
@@ -45,7 +47,7 @@ import numpy as np
 
 from ggscope.core.errors import FileChanged, GGScopeError
 from ggscope.forward import WeightError, WeightMapper, architecture, check_tokens
-from ggscope.forward import loading
+from ggscope.forward import ggml_ops, loading
 from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
 from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _moe, _norm, gelu, rms_norm, rope
@@ -128,7 +130,8 @@ def load(model, exact: bool = False) -> Weights:
             if exact:
                 return m.take(full, shape, slot)                     # plain float32: no rounding
             values, info = m.take(full, shape, slot), model.tensor(full)
-            raw = info.raw() if info.type in ("Q4_1", "Q5_1") else None     # block mins: matmul.typed
+            # Q4_1 / Q5_1: block mins; Q8_0, Q4_0, ...: the blocks ggml_ops multiplies (matmul.typed)
+            raw = info.raw() if info.type in ("Q4_1", "Q5_1", *ggml_ops.Q0_TYPES) else None
             return _typed(values, info.type, raw)
         except ValueError as exc:       # blocks that do not tile the claimed shape: the file's fault
             raise WeightError(f"{model.path}: tensor {full!r} ({model.tensor(full).type}): its blocks do "
@@ -307,11 +310,17 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         x = x + weights.positions[pos]
     if c.traits.embed_scale:
         x = x * np.float32(math.sqrt(c.n_embd))
+    # the rows whose logits are asked for: llama.cpp's graphs keep only these after the
+    # last layer's attention (ggml_get_rows(cur, inp_out_ids)), so that layer's FFN runs on
+    # them alone -- and with one row, ggml multiplies by vec_dot, not by a matrix kernel
+    first = max(0, min(int(logits_from), T - 1)) if logits_from is not None else (0 if all_logits else T - 1)
     keys, values = [], []
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
         swa = c.swa_layers[il] if c.swa_layers else False
         a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa,
                              kp, vp, state.kv_f16, state.flash)
+        if il == len(weights.layers) - 1 and first:
+            a, x = a[first:], x[first:]
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
         x = x + a
@@ -326,9 +335,10 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution
-            hidden.append(x[max(0, min(int(logits_from or 0), T - 1)):].copy())
+            start = max(0, min(int(logits_from or 0), T - 1)) - (T - x.shape[0])   # x may be cut already
+            hidden.append(x[max(0, start):].copy())
     if logits_from is not None:
-        all_logits, x = True, x[max(0, min(int(logits_from), T - 1)):]
+        all_logits = True
     rows = x if all_logits else x[-1:]
     h = _norm(c, rows, weights.output_norm, weights.output_norm_b)
     logits = _lin(h, weights.output, weights.output_b)                 # [T', V]

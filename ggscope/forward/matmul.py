@@ -16,6 +16,11 @@ chunks of rows into one reused float32 buffer.
 A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed``: its
 blocks in memory, decoded whole through the compiled decoders for each product.
 
+Where ``ggml_ops`` has ggml-cpu's own kernel for a weight type and shape (F16, Q8_0,
+Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K: llamafile's sgemm, the repacked paths, vec_dot),
+``linear`` and
+``StreamedRows.project`` use it: the same bits as llama.cpp, not only the same rounding.
+
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
 ``Mat``, a plain array, ``Packed`` or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
 weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
@@ -29,6 +34,7 @@ import numpy as np
 
 from ggscope.core.errors import GGScopeError
 from ggscope.facts.ggml_types import LAYOUTS
+from ggscope.forward import ggml_ops
 from ggscope.forward.loading import decode_blocks
 from ggscope.source.ranges import RangeReader
 from ggscope.quant import dequantizer
@@ -58,27 +64,38 @@ _WITH_MIN = {"Q4_1": 20, "Q5_1": 24}
 
 class Mat(np.ndarray):
     """A float32 weight that remembers how llama.cpp rounds what it multiplies
-    (``vec_dot``: None for F32 weights) and, for Q4_1 / Q5_1, its blocks' mins
-    ([out, in/32], for the Q8_1 s term).  Views (an expert's slice) keep them."""
+    (``vec_dot``: None for F32 weights), its ggml type, for Q4_1 / Q5_1 its blocks' mins
+    ([out, in/32], for the Q8_1 s term) and for ``ggml_ops.Q0_TYPES`` its blocks (the integers
+    ``ggml_ops`` multiplies as ggml does).  Views keep the tags; a slice's blocks are
+    no longer its own, so ``ggml_ops`` checks their size before use."""
     vec_dot: str | None = None
     mins: np.ndarray | None = None
+    ggml_type: str | None = None
+    blocks: np.ndarray | None = None
 
     def __array_finalize__(self, obj) -> None:
         self.vec_dot = getattr(obj, "vec_dot", None)
         self.mins = getattr(obj, "mins", None)
+        self.ggml_type = getattr(obj, "ggml_type", None)
+        self.blocks = getattr(obj, "blocks", None)
 
 
 def typed(arr: np.ndarray, ggml_type: str, raw: np.ndarray | None = None) -> np.ndarray:
     """``arr`` tagged with its type's activation rounding; ``raw`` (the tensor's bytes)
-    gives a Q4_1 / Q5_1 matrix its block mins."""
+    gives a Q4_1 / Q5_1 matrix its block mins and a ``ggml_ops.Q0_TYPES`` matrix its blocks."""
     kind = _VEC_DOT.get(ggml_type)
     if kind is None or arr.ndim < 2:
         return arr
     out = arr.view(Mat)
-    out.vec_dot = kind
+    out.vec_dot, out.ggml_type = kind, ggml_type
     if raw is not None and arr.ndim == 2:
         out.mins = block_mins(raw, ggml_type, arr.shape)
+        if ggml_type in _Q0_BLOCKS:
+            out.blocks = np.ascontiguousarray(raw, np.uint8).reshape(-1)
     return out
+
+
+_Q0_BLOCKS = ggml_ops.Q0_TYPES     # the types ggml_ops multiplies from their blocks
 
 
 def block_mins(raw: np.ndarray, ggml_type: str, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -188,7 +205,9 @@ class Packed:
         if self.vec_dot is None:
             return out
         arr = out.view(Mat)
-        arr.vec_dot, arr.mins = self.vec_dot, self.mins
+        arr.vec_dot, arr.mins, arr.ggml_type = self.vec_dot, self.mins, self.type
+        if self.type in _Q0_BLOCKS:
+            arr.blocks = self.blocks
         return arr
 
 
@@ -246,25 +265,46 @@ class StreamedRows:
         return self._decode(raw, out)
 
     def project(self, x: np.ndarray) -> np.ndarray:
-        x = round_activations(np.asarray(x, dtype=np.float32), self.vec_dot)
+        """``x @ self.T``, each chunk of rows through ggml's own kernel where it has one
+        (``ggml_ops``: Q8_0 / Q4_0 from the stored blocks, F16 decoded), else numpy
+        over x rounded as ggml rounds it."""
+        x = np.asarray(x, dtype=np.float32)
+        exact_ok = self.vec_dot is not None and ggml_ops.AVAILABLE and x.ndim == 2
+        xr = round_activations(x, self.vec_dot)
         rows, cols = self.shape
+        f16 = exact_ok and self.info.type == "F16"
+        vecdot = ggml_ops.f16_vecdot(x.shape[0], rows, cols)
         out = np.empty((x.shape[0], rows), dtype=np.float32)
         buf = np.empty((min(self.chunk_rows, rows), cols), dtype=np.float32)
         for r0 in range(0, rows, self.chunk_rows):
             r1 = min(rows, r0 + self.chunk_rows)
-            w = self._decode(self._read(r0, r1), buf[:r1 - r0])
-            np.matmul(x, w.T, out=out[:, r0:r1])
+            raw = self._read(r0, r1)
+            got = None
+            if exact_ok and self.info.type in _Q0_BLOCKS:
+                got = ggml_ops.product_blocks(x, raw, self.info.type, r1 - r0, matrix_rows=rows)
+            if got is None:
+                w = self._decode(raw, buf[:r1 - r0])
+                if f16:
+                    got = ggml_ops.product_f16_rows(x, w, vecdot)
+                if got is None:
+                    np.matmul(xr, w.T, out=out[:, r0:r1])
+                    continue
+            out[:, r0:r1] = got
         return out
 
 
 def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
     """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
-    llama.cpp's CPU backend rounds it for w's type."""
+    llama.cpp's CPU backend rounds it for w's type -- and, where ``ggml_ops`` has ggml's
+    kernel for the type and shape, summed in ggml's order, bit for bit."""
     if isinstance(w, Packed):
         w = w.values(reuse=True)                 # used only for this product
+    y = None
     if isinstance(w, StreamedRows):
         y = w.project(x)
-    else:
+    elif getattr(w, "vec_dot", None) is not None and np.ndim(x) == 2:
+        y = ggml_ops.product(np.asarray(x, np.float32), w)
+    if y is None and not isinstance(w, StreamedRows):
         mins = getattr(w, "mins", None)
         xr = round_activations(np.asarray(x), getattr(w, "vec_dot", None))
         y = xr @ np.asarray(w).T
