@@ -34,7 +34,7 @@ flash_attn, type_k, type_v) -> Graph``; ``names`` is the set of tensor names in 
 from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
-from ggscope.memory import graph_ssm
+from ggscope.memory import graph_gdn, graph_ssm
 from ggscope.memory.galloc import Graph
 
 __all__ = ["DECODER", "described", "build"]
@@ -48,6 +48,8 @@ DECODER: dict[str, dict] = {
     "qwen3": {"block": "llama", "qk_norm": True},
     "granitehybrid": {"block": "llama", "scales": True, "rope_key": "rope.scaling.finetuned"},
     "falcon-h1": {"block": "falcon-h1"},
+    "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
+    "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
 }
 _QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 
@@ -62,7 +64,8 @@ def described(hp, names) -> bool:
     attn_layers = [il for il in range(hp.n_layer) if hp.attn[il]]
     if len({hp.n_head[il] for il in attn_layers}) > 1 or len({hp.n_head_kv[il] for il in attn_layers}) > 1:
         return False
-    need = [f"blk.{il}.attn_q.weight" for il in attn_layers] + [f"blk.{il}.ssm_in.weight" for il in
+    mixer = "attn_qkv.weight" if "gdn" in DECODER[hp.arch] else "ssm_in.weight"
+    need = [f"blk.{il}.attn_q.weight" for il in attn_layers] + [f"blk.{il}.{mixer}" for il in
                                                                  range(hp.n_layer) if hp.recr[il]]
     return all(n in names for n in need) and "output_norm.weight" in names
 
@@ -126,10 +129,11 @@ class _Builder:
             inpL = self.scale(inpL, self.key("embedding_scale"))
         gf.expand(inpL)
         rope = not (self.spec.get("rope_key") and not self.meta.get(f"{hp.arch}.{self.spec['rope_key']}", True))
-        pos = g.new_input((T,), g.I32, "inp_pos")
+        pos = g.new_input((T * self.spec.get("pos_per_embd", 1),), g.I32, "inp_pos")
         if any(hp.recr):
             self.rs = graph_ssm.rs_input(self.n_rs, self.ns)
             self.ssm = graph_ssm.ssm_params(self.meta, hp.arch)
+            self.gdn = graph_gdn.params(self.meta, hp.arch)
         out_ids = g.new_input((T,), g.I32, "out_ids")
         res_scale = self.key("residual_scale") if self.spec.get("scales") else 0.0
         for il in range(hp.n_layer):
@@ -148,6 +152,14 @@ class _Builder:
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
                 continue
+            if self.spec["block"] == "qwen35":
+                gf.expand(cur)
+                cur = graph_gdn.gdn(self, cur, il, self.spec["gdn"]) if hp.recr[il] else self.attention(il, cur, pos)
+                cur = g.dup("ADD", cur, (cur, inpSA))
+                residual = cur
+                cur = self.ffn(b, self.norm(cur, self.w(b + "post_attention_norm.weight", n_embd)))
+                inpL = g.dup("ADD", cur, (cur, residual))
+                continue
             if hp.recr[il]:
                 cur = graph_ssm.mamba2(self, self.ssm, cur, il)
             else:
@@ -160,7 +172,10 @@ class _Builder:
             cur = self.scale(cur, res_scale)
             inpL = g.dup("ADD", cur, (cur, ffn_inp))
         cur = self.norm(inpL, self.w("output_norm.weight", n_embd))
-        cur.output = True                                   # result_norm (t_embd)
+        cur.output = True                                   # result_norm (t_embd, or t_h_nextn)
+        if self.spec["block"] == "qwen35":                 # embeddings_nextn_masked = false
+            cur = g.get_rows(cur, out_ids)
+            cur.output = True
         out_w = self.w("output.weight", n_embd, hp.n_vocab) or tok_embd
         logits = g.mul_mat(out_w, cur, "result_output")
         if self.spec.get("scales"):
@@ -181,6 +196,8 @@ class _Builder:
         hp, T, b = self.hp, self.T, f"blk.{il}."
         n_embd, n_head, n_head_kv, d = hp.n_embd, hp.n_head[il], hp.n_head_kv[il], hp.head_k
         n_gqa = d * n_head_kv
+        if self.spec.get("q_gate"):
+            return self.gated_attention(il, cur, pos)
         q = self.lin(self.w(b + "attn_q.weight", n_embd, d * n_head), cur, self.w(b + "attn_q.bias", d * n_head))
         k = self.lin(self.w(b + "attn_k.weight", n_embd, n_gqa), cur, self.w(b + "attn_k.bias", n_gqa))
         v = self.lin(self.w(b + "attn_v.weight", n_embd, n_gqa), cur, self.w(b + "attn_v.bias", n_gqa))
@@ -197,6 +214,29 @@ class _Builder:
         cur = self.kv_attn(il, q, k, v)
         return self.lin(self.w(b + "attn_output.weight", d * n_head, n_embd), cur,
                         self.w(b + "attn_output.bias", n_embd))
+
+    def gated_attention(self, il, cur, pos):
+        """Qwen3-Next / Qwen3.5 attention (build_layer_attn): Q and a sigmoid gate in one
+        projection, Q/K norms, RoPE, attention without an output weight, gate, projection."""
+        hp, T, b = self.hp, self.T, f"blk.{il}."
+        n_embd, n_head, n_head_kv, d = hp.n_embd, hp.n_head[il], hp.n_head_kv[il], hp.head_k
+        q_full = self.lin(self.w(b + "attn_q.weight", n_embd, 2 * d * n_head), cur,
+                          self.w(b + "attn_q.bias", 2 * d * n_head))
+        k = self.lin(self.w(b + "attn_k.weight", n_embd, d * n_head_kv), cur, self.w(b + "attn_k.bias", d * n_head_kv))
+        v = self.lin(self.w(b + "attn_v.weight", n_embd, d * n_head_kv), cur, self.w(b + "attn_v.bias", d * n_head_kv))
+        if self.spec["q_gate"] == "4d":
+            q_full = g.reshape(q_full, 2 * d, n_head, T, 1)
+        nb = (4, 2 * d * 4, 2 * d * n_head * 4)
+        q = g.view(q_full, (d, n_head, T), nb)
+        gate = g.view(q_full, (d, n_head, T), nb, offs=d * 4)
+        k, v = g.reshape(k, d, n_head_kv, T), g.reshape(v, d, n_head_kv, T)
+        q = self.norm(q, self.w(b + "attn_q_norm.weight", d))
+        k = self.norm(k, self.w(b + "attn_k_norm.weight", d))
+        q, k = g.dup("ROPE", q, (q, pos)), g.dup("ROPE", k, (k, pos))
+        cur = self.kv_attn(il, q, k, v)
+        gate = g.cont(gate, d * n_head, T)
+        gate = g.dup("UNARY", gate, (gate,))                     # ggml_sigmoid
+        return g.mul_mat(self.w(b + "attn_output.weight", d * n_head, n_embd), g.dup("MUL", cur, (cur, gate)))
 
     def kv_attn(self, il, q, k, v):
         """llm_graph_context::build_attn (the KV-cache variant) and build_attn_mha."""
