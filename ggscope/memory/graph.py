@@ -34,7 +34,7 @@ flash_attn, type_k, type_v) -> Graph``; ``names`` is the set of tensor names in 
 from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
-from ggscope.memory import graph_gdn, graph_ssm
+from ggscope.memory import graph_gdn, graph_moe, graph_ssm
 from ggscope.memory.galloc import Graph
 
 __all__ = ["DECODER", "described", "build"]
@@ -46,10 +46,12 @@ DECODER: dict[str, dict] = {
     "llama": {"block": "llama"},
     "qwen2": {"block": "llama"},
     "qwen3": {"block": "llama", "qk_norm": True},
+    "qwen3moe": {"block": "llama", "qk_norm": True},
     "granitehybrid": {"block": "llama", "scales": True, "rope_key": "rope.scaling.finetuned"},
     "falcon-h1": {"block": "falcon-h1"},
     "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
+    "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
 }
 _QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 
@@ -57,7 +59,9 @@ _QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 def described(hp, names) -> bool:
     """True when ``build`` describes this model's graph: a table architecture without MoE,
     sliding window or MLA, one head size, its layers' weights under the expected names."""
-    if hp.arch not in DECODER or hp.n_expert_used or hp.swa_any or hp.mla or not hp.ffn_gated:
+    if hp.arch not in DECODER or hp.swa_any or hp.mla or not hp.ffn_gated:
+        return False
+    if hp.n_expert_used and not all(f"blk.{il}.ffn_gate_exps.weight" in names for il in range(hp.n_layer)):
         return False
     if hp.head_k != hp.head_v or hp.kv_layers != hp.n_layer:
         return False
@@ -185,6 +189,8 @@ class _Builder:
         return gf
 
     def ffn(self, b, cur):
+        if b + "ffn_gate_inp.weight" in self.names:
+            return graph_moe.moe(self, cur, int(b.split(".")[1]))
         n_ff, n_embd = self.hp.n_ff, self.hp.n_embd
         up = self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff))
         gate = self.lin(self.w(b + "ffn_gate.weight", n_embd, n_ff), cur, self.w(b + "ffn_gate.bias", n_ff))
