@@ -24,7 +24,8 @@ as vendored in llama-cpp-python 0.3.36):
   window) get both: a KV cache over the layers its attention filter keeps (at
   ``n_ctx_seq`` cells) and the recurrent state over the recurrent layers; which layers
   are which is ``ggscope.memory.hparams`` (``recr``/``attn``).
-* compute buffer - ``ggscope.memory.compute`` (the worst-case graph's live tensors).
+* compute buffer - ``ggscope.memory.compute``: on the CPU ggml-alloc replayed over the
+  reserve graph where ``ggscope.memory.graph`` describes it, else the plan of peaks.
 
 Contract: ``plan(mf, Options) -> Plan`` (frozen): ``buffers`` (``Buffer(kind, name,
 nbytes, cache)``), ``kv`` (per cache: cells, layers, K and V bytes), the byte totals
@@ -260,7 +261,9 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
                                                for _ in part)))
     layers_peak, output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)
     if o.ngl == 0:
-        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak)))
+        replay = _compute.replay_bytes(hp, mf.metadata, frozenset(t.name for t in mf.tensors), caches, n_ubatch,
+                                       n_seq, o.flash_attn, o.cache_type_k, o.cache_type_v)
+        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak) if replay is None else replay))
     else:
         # one compute buffer per backend, the device's first (sched_reserve's order), each
         # the peak of the blocks it runs; the output (logits and one row of n_embd) runs on
