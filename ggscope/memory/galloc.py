@@ -36,7 +36,7 @@ dozen); nothing is per element.
 """
 from __future__ import annotations
 
-__all__ = ["Tensor", "Graph", "reserve", "INPLACE_OPS", "ALIGNMENT"]
+__all__ = ["Tensor", "Graph", "reserve", "INPLACE_OPS", "UNARY_OPS", "ALIGNMENT"]
 
 ALIGNMENT = 32                       # TENSOR_ALIGNMENT, the CPU buffer type's alignment
 
@@ -44,6 +44,10 @@ ALIGNMENT = 32                       # TENSOR_ALIGNMENT, the CPU buffer type's a
 INPLACE_OPS = frozenset({"FILL", "SCALE", "DIAG_MASK_ZERO", "DIAG_MASK_INF", "ADD", "ADD_ID", "ADD1", "SUB", "MUL",
                          "DIV", "SQR", "SQRT", "LOG", "UNARY", "ROPE", "ROPE_BACK", "SILU_BACK", "RMS_NORM",
                          "RMS_NORM_BACK", "CLAMP", "SOFT_MAX", "SOFT_MAX_BACK"})
+# GGML_OP_UNARY, named as ggml_op_desc prints it (ggml_unary_op_name), in place like UNARY
+UNARY_OPS = frozenset({"ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK", "SILU",
+                       "HARDSWISH", "HARDSIGMOID", "EXP", "GELU_ERF", "XIELU", "FLOOR", "CEIL", "ROUND", "TRUNC",
+                       "SOFTPLUS", "EXPM1"})
 # ops whose result is a view of their first source (ggml_view_tensor / ggml_view_impl)
 VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 
@@ -53,18 +57,21 @@ def _pad(n: int, a: int = ALIGNMENT) -> int:
 
 
 class Tensor:
-    """One ggml tensor: shape ``ne`` and strides ``nb`` (4 each), element size, op and sources.
+    """One ggml tensor: shape ``ne`` and strides ``nb`` (4 each), the bytes of one block of
+    ``blck`` elements (``esize``; blck 1 but for quantized caches), op and sources.
     ``view_src`` is the root tensor whose memory a view uses (ggml_new_tensor_impl
     collapses views of views); ``external`` tensors (weights, the caches) live in other
     buffers and are never placed here."""
-    __slots__ = ("op", "ne", "nb", "esize", "src", "view_src", "view_offs", "input", "output", "external", "name")
+    __slots__ = ("op", "ne", "nb", "esize", "blck", "src", "view_src", "view_offs", "input", "output", "external",
+                 "name")
 
     def __init__(self, op: str, ne, esize: int = 4, src=(), *, nb=None, view_of: "Tensor | None" = None,
-                 offs: int = 0, external: bool = False, name: str = ""):
+                 offs: int = 0, external: bool = False, name: str = "", blck: int = 1):
         ne = tuple(int(x) for x in ne) + (1,) * (4 - len(ne))
-        self.op, self.ne, self.esize, self.src, self.name = op, ne, esize, tuple(src), name
+        self.op, self.ne, self.esize, self.blck, self.src, self.name = op, ne, esize, blck, tuple(src), name
         if nb is None:
-            nb = (esize, esize * ne[0], esize * ne[0] * ne[1], esize * ne[0] * ne[1] * ne[2])
+            row = esize * ne[0] // blck
+            nb = (esize, row, row * ne[1], row * ne[1] * ne[2])
         self.nb = tuple(nb)
         self.view_src, self.view_offs = None, offs
         if view_of is not None:
@@ -75,13 +82,15 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        """ggml_nbytes for a one-element block: the last byte any index reaches."""
+        """ggml_nbytes: the last byte any index reaches (whole blocks along dim 0)."""
         if any(n <= 0 for n in self.ne):
             return 0
-        return self.esize + sum((n - 1) * s for n, s in zip(self.ne, self.nb))
+        if self.blck == 1:
+            return self.esize + sum((n - 1) * s for n, s in zip(self.ne, self.nb))
+        return self.ne[0] * self.nb[0] // self.blck + sum((n - 1) * s for n, s in zip(self.ne[1:], self.nb[1:]))
 
     def contiguous(self) -> bool:
-        return self.nb == Tensor("", self.ne, self.esize).nb
+        return self.nb == Tensor("", self.ne, self.esize, blck=self.blck).nb
 
     def __repr__(self) -> str:            # for debugging a replay, never shown to a user
         return f"{self.name or self.op}{list(self.ne)}"
@@ -190,13 +199,13 @@ def reserve(graph: Graph) -> int:
         if node.external or hn.allocated or node.view_src is not None:
             return
         hn.allocated = True
-        if node.op in INPLACE_OPS:
+        if node.op in INPLACE_OPS or node.op in UNARY_OPS:
             for parent in node.src:
                 if parent is None or not is_own(parent):
                     continue
                 if parent.output or (parent.view_src is not None and parent.view_src.output):
                     continue
-                if parent.esize != node.esize or parent.ne != node.ne or parent.nb != node.nb:
+                if (parent.esize, parent.blck, parent.ne, parent.nb) != (node.esize, node.blck, node.ne, node.nb):
                     continue
                 ph = h(parent)
                 if ph.n_children == 1 and ph.n_views == 0:

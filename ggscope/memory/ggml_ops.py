@@ -13,10 +13,11 @@ an external tensor; nothing here allocates or reads data.
 """
 from __future__ import annotations
 
+from ggscope.facts.ggml_types import type_by_name
 from ggscope.memory.galloc import Tensor
 
-__all__ = ["F32", "F16", "I32", "I64", "new_input", "weight", "op", "dup", "view", "reshape", "permute", "transpose",
-           "mul_mat", "cont", "get_rows", "concat", "cpy_into", "set_rows", "cast", "glu", "hadamard", "nelements"]
+__all__ = ["F32", "F16", "I32", "I64", "new_input", "weight", "cache_type", "op", "dup", "view", "reshape", "permute", "transpose",
+           "mul_mat", "cont", "get_rows", "concat", "cpy_into", "set_rows", "cast", "glu", "unary", "hadamard", "nelements"]
 
 F32, F16, I32, I64 = 4, 2, 4, 8
 
@@ -32,9 +33,15 @@ def new_input(ne, esize=F32, name="") -> Tensor:
     return t
 
 
-def weight(ne, name="", esize=F32) -> Tensor:
+def weight(ne, name="", esize=F32, blck=1) -> Tensor:
     """A model weight or a cache tensor: in its own buffer, never placed by the allocator."""
-    return Tensor("NONE", ne, esize, external=True, name=name)
+    return Tensor("NONE", ne, esize, external=True, name=name, blck=blck)
+
+
+def cache_type(name: str) -> tuple[int, int]:
+    """(bytes per block, elements per block) of a cache type (ggscope.facts.ggml_types)."""
+    t = type_by_name(name.upper())
+    return t.block_bytes, t.block_elems
 
 
 def op(kind, ne, src, esize=F32, name="") -> Tensor:
@@ -51,10 +58,10 @@ def view(a, ne, nb=None, offs=0, kind="VIEW", src=None) -> Tensor:
     ggml_view_tensor: the result shares a's memory (its root ``view_src``)."""
     ne = tuple(ne) + (1,) * (4 - len(ne))
     if nb is None:
-        nb = Tensor("", ne, a.esize).nb
+        nb = Tensor("", ne, a.esize, blck=a.blck).nb
     elif len(nb) < 4:
         nb = tuple(nb) + tuple(nb[-1] * ne[i] for i in range(len(nb), 4))
-    return Tensor(kind, ne, a.esize, src if src is not None else (a,), nb=nb, view_of=a, offs=offs)
+    return Tensor(kind, ne, a.esize, src if src is not None else (a,), nb=nb, view_of=a, offs=offs, blck=a.blck)
 
 
 def reshape(a, *ne) -> Tensor:
@@ -108,9 +115,15 @@ def cast(a, esize) -> Tensor:
     return t
 
 
-def glu(a, b) -> Tensor:
-    """ggml_*glu_split(a, b): a's shape (GLU is not an in-place op for ggml-alloc)."""
-    return op("GLU", a.ne, (a, b), a.esize)
+def glu(a, b, name="SWIGLU") -> Tensor:
+    """ggml_*glu_split(a, b): a's shape (GLU is not an in-place op for ggml-alloc); the op is
+    named as ggml_op_desc prints it (ggml_glu_op_name)."""
+    return op(name, a.ne, (a, b), a.esize)
+
+
+def unary(a, name: str) -> Tensor:
+    """ggml_unary (ggml_silu, ggml_sigmoid, ggml_softplus, ...): a's shape, named by its unary op."""
+    return dup(name, a, (a,))
 
 
 def hadamard(cur, rot) -> Tensor:

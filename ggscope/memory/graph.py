@@ -48,7 +48,7 @@ DECODER: dict[str, dict] = {
     "qwen3": {"block": "llama", "qk_norm": True},
     "qwen3moe": {"block": "llama", "qk_norm": True},
     "granitehybrid": {"block": "llama", "scales": True, "rope_key": "rope.scaling.finetuned"},
-    "falcon-h1": {"block": "falcon-h1"},
+    "falcon-h1": {"block": "falcon-h1", "ffn_norm": "ffn_norm"},      # tn(LLM_TENSOR_FFN_NORM, i): no ".weight"
     "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
@@ -153,7 +153,7 @@ class _Builder:
                 if il == hp.n_layer - 1:
                     cur, inpSA = g.get_rows(cur, out_ids), g.get_rows(inpSA, out_ids)
                 ffn_inp = inpSA
-                cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd)))
+                cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
                 continue
             if self.spec["block"] == "qwen35":
@@ -241,7 +241,7 @@ class _Builder:
         q, k = g.dup("ROPE", q, (q, pos)), g.dup("ROPE", k, (k, pos))
         cur = self.kv_attn(il, q, k, v)
         gate = g.cont(gate, d * n_head, T)
-        gate = g.dup("UNARY", gate, (gate,))                     # ggml_sigmoid
+        gate = g.unary(gate, "SIGMOID")
         return g.mul_mat(self.w(b + "attn_output.weight", d * n_head, n_embd), g.dup("MUL", cur, (cur, gate)))
 
     def kv_attn(self, il, q, k, v):
@@ -258,8 +258,8 @@ class _Builder:
         gf.expand(q)
         gf.expand(v)
         gf.expand(k)
-        ck = g.weight((n_gqa, n_kv, ns), f"cache_k_l{il}", g.F16)
-        cv = g.weight((n_gqa if self.fa else n_gqa_max, n_kv, ns), f"cache_v_l{il}", g.F16)
+        ck = g.weight((n_gqa, n_kv, ns), f"cache_k_l{il}", *g.cache_type(self.type_k))
+        cv = g.weight((n_gqa if self.fa else n_gqa_max, n_kv, ns), f"cache_v_l{il}", *g.cache_type(self.type_v))
         # cpy_k / cpy_v: SET_ROWS into the caches (external: nothing placed here)
         kv2 = g.view(k, (n_gqa, T), (k.esize, k.nb[2]))
         gf.expand(g.set_rows(g.reshape(ck, n_gqa, n_kv * ns) if ns > 1 else ck, kv2, k_idxs))
@@ -273,8 +273,11 @@ class _Builder:
             vv = g.reshape(vv, 1, g.nelements(vv))
             dst = g.reshape(cv, 1, g.nelements(cv))
         gf.expand(g.set_rows(dst, vv, v_idxs))
-        kk = g.view(ck, (d, n_head_kv, n_kv, ns))           # get_k / get_v
-        vk = g.view(cv, (d, n_head_kv, n_kv, ns) if self.fa else (n_kv, n_head_kv, d, ns))
+        kk = g.view(ck, (d, n_head_kv, n_kv, ns), (ck.nb[0], ck.nb[1] * d // n_gqa, ck.nb[1], ck.nb[2]))
+        if self.fa:                                         # get_k / get_v (v transposed without FA)
+            vk = g.view(cv, (d, n_head_kv, n_kv, ns), (cv.nb[0], cv.nb[1] * d // n_gqa, cv.nb[1], cv.nb[2]))
+        else:
+            vk = g.view(cv, (n_kv, n_head_kv, d, ns), (cv.nb[0], cv.esize * n_kv * d, cv.esize * n_kv, cv.nb[2]))
         qv = g.view(q, (q.ne[0], q.ne[1], q.ne[2] // ns, ns), (q.nb[0], q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // ns)))
         qp, kp, vp = g.permute(qv, (0, 2, 1, 3)), g.permute(kk, (0, 2, 1, 3)), g.permute(vk, (0, 2, 1, 3))
         if self.fa:

@@ -43,10 +43,6 @@ def _l2_norm(x):
     return g.dup("SCALE", x, (x,))
 
 
-def _unary(x):                              # ggml_unary (SiLU, sigmoid, softplus): a's shape
-    return g.dup("UNARY", x, (x,))
-
-
 def gdn(b, cur, il: int, variant: str):
     gf, ns, T = b.gf, b.ns, b.T
     p = b.gdn
@@ -63,14 +59,14 @@ def gdn(b, cur, il: int, variant: str):
         ba = g.reshape(ba, 2 * nv // nk, nk, nst, ns)
         beta = g.view(ba, (nv // nk, nk, nst, ns), (4,) + ba.nb[1:])
         alpha = g.view(ba, (nv // nk, nk, nst, ns), (4,) + ba.nb[1:], offs=(nv // nk) * 4)
-        beta = _unary(g.cont(beta))
+        beta = g.unary(g.cont(beta), "SIGMOID")
         alpha = g.cont(alpha, nv, nst, ns)
     else:
         beta = g.mul_mat(b.w(pre + "ssm_beta.weight", n_embd, nv), cur)
-        beta = _unary(g.reshape(beta, 1, nv, nst, ns))
+        beta = g.unary(g.reshape(beta, 1, nv, nst, ns), "SIGMOID")
         alpha = g.reshape(g.mul_mat(b.w(pre + "ssm_alpha.weight", n_embd, nv), cur), nv, nst, ns)
     alpha = g.dup("ADD", alpha, (alpha, b.w(pre + "ssm_dt.bias", nv)))
-    alpha = _unary(alpha)
+    alpha = g.unary(alpha, "SOFTPLUS")
     gate = g.dup("MUL", alpha, (alpha, b.w(pre + "ssm_a", nv)))
     if variant == "qwen3next":
         beta = g.reshape(beta, 1, nv, nst, ns)
@@ -86,7 +82,7 @@ def gdn(b, cur, il: int, variant: str):
     gf.expand(g.cpy_into(last, g.view(conv_all, ((ks - 1) * ch, ns), (4, conv_all.nb[1]))))
     state = build_rs(gf, ssm_all, b.hp.n_embd_s, ns, b.n_rs, b.rs)
     state = g.reshape(state, hv, hv, nv, ns)
-    mix = _unary(g.op("SSM_CONV", (ch, nst, ns), (conv_in, b.w(pre + "ssm_conv1d.weight", ks, ch))))
+    mix = g.unary(g.op("SSM_CONV", (ch, nst, ns), (conv_in, b.w(pre + "ssm_conv1d.weight", ks, ch))), "SILU")
     nb1 = 4 * (2 * hk * nk + hv * nv)
     q = g.view(mix, (hk, nk, nst, ns), (4, hk * 4, nb1, nb1 * nst))
     k = g.view(mix, (hk, nk, nst, ns), (4, hk * 4, nb1, nb1 * nst), offs=hk * nk * 4)
@@ -103,7 +99,7 @@ def gdn(b, cur, il: int, variant: str):
     gf.expand(g.cpy_into(new_state, g.view(ssm_all, (b.hp.n_embd_s, ns), (4, ssm_all.nb[1]))))
     z2 = g.reshape(z, hv, nv, nst, ns)
     normed = b.norm(out, b.w(pre + "ssm_norm.weight", hv))
-    y = g.dup("MUL", normed, (normed, _unary(z2)))
+    y = g.dup("MUL", normed, (normed, g.unary(z2, "SILU")))
     y = g.reshape(y, hv * nv, nst, ns)
     cur = g.mul_mat(b.w(pre + "ssm_out.weight", hv * nv, n_embd), y)
     return g.reshape(cur, n_embd, nst * ns)

@@ -78,6 +78,6 @@ def moe(b, cur, il: int):
     gate_w = b.w(pre + "ffn_gate_inp_shexp.weight", n_embd, 1)
     if gate_w is not None:
         sg = g.mul_mat(gate_w, cur)
-        sg = g.dup("UNARY", sg, (sg,))                      # ggml_sigmoid
+        sg = g.unary(sg, "SIGMOID")
         shexp = g.dup("MUL", shexp, (shexp, sg))
     return g.dup("ADD", out, (out, shexp))

@@ -83,7 +83,7 @@ def mamba2(b, p: dict, cur, il: int):
     bias = b.w(pre + "ssm_conv1d.bias", ch)
     if bias is not None:
         xbc = g.dup("ADD", xbc, (xbc, bias))
-    xbc = g.dup("UNARY", xbc, (xbc,))                                 # ggml_silu
+    xbc = g.unary(xbc, "SILU")
     x = g.view(xbc, (head_dim, n_head, nst, ns), (4, head_dim * 4, xbc.nb[1], xbc.nb[2]))
     B = g.view(xbc, (d_state, n_group, nst, ns), (4, d_state * 4, xbc.nb[1], xbc.nb[2]), offs=d_inner * 4)
     C = g.view(xbc, (d_state, n_group, nst, ns), (4, d_state * 4, xbc.nb[1], xbc.nb[2]),
