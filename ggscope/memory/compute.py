@@ -29,12 +29,13 @@ attention layers (their recurrent layers' activations are below the output's on 
 recorded widths).
 
 For the architectures ``ggscope.memory.graph`` describes (``graph.DECODER``: llama,
-qwen2, qwen3, qwen3moe, granitehybrid, falcon-h1, qwen3next, qwen35, qwen35moe) the CPU
+qwen2, qwen3, qwen3moe, gemma2, gemma3, granitehybrid, falcon-h1, qwen3next, qwen35,
+qwen35moe) the CPU
 buffer is not planned from peaks but replayed: ``ggscope.memory.galloc`` runs ggml-alloc's
 rules over the reserve graph node by node (``replay_bytes``), which also decides what this
 plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom of the buffer)
 leave a hole below the logits once a long-lived tensor lands above them.  The plan of
-peaks below is the fallback for every other architecture (gemma2/3/3n, phi3, starcoder2,
+peaks below is the fallback for every other architecture (gemma3n, phi3, starcoder2,
 gpt2, the MoE decoders beyond the qwen3 family, MLA, mamba, rwkv, jamba, nemotron_h, lfm2,
 plamo2, minimax-01, kimi-linear, bailingmoe3, ...) and for offloaded runs (``--ngl``).
 
@@ -66,15 +67,16 @@ __all__ = ["compute_bytes", "peaks", "inputs_bytes", "replay_bytes"]
 
 
 def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str,
-                 type_v: str) -> int | None:
+                 type_v: str, kv_unified: bool = False) -> int | None:
     """The CPU compute buffer ggml-alloc reserves, replayed over llama.cpp's reserve graph
-    (``ggscope.memory.graph``, ``galloc``); None when the graph is not described."""
-    if not _graph.described(hp, names):
+    (``ggscope.memory.graph``, ``galloc``); None when the graph is not described (or a
+    unified cache serves several sequences: one mask stream, not replayed)."""
+    if not _graph.described(hp, names) or (kv_unified and n_seq > 1):
         return None
-    live = [c for c in caches if c.layers]
-    if len(live) != 1 or len(caches) != 1:
+    cells = {c.name: c.cells for c in caches if c.layers}
+    if set(cells) != ({"kv", "kv (swa)"} if hp.swa_any else {"kv"}):
         return None
-    g = _graph.build(hp, meta, names, live[0].cells, n_ubatch, n_seq, flash_attn, type_k, type_v)
+    g = _graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v)
     return _galloc.reserve(g)
 
 

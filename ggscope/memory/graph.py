@@ -28,7 +28,8 @@ switches); everything else keeps ``ggscope.memory.compute``'s plan of peaks.  We
 caches are external tensors: only shapes are used, never data.
 
 Contract: ``described(hp, names) -> bool``; ``build(hp, meta, names, n_kv, n_ubatch, n_seq,
-flash_attn, type_k, type_v) -> Graph``; ``names`` is the set of tensor names in the file
+flash_attn, type_k, type_v) -> Graph`` (``n_kv``: the cache's cells, or a dict of cells by
+cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names in the file
 (optional biases and norms are switched on by presence, as the loader does).
 """
 from __future__ import annotations
@@ -50,6 +51,8 @@ DECODER: dict[str, dict] = {
     "granitehybrid": {"block": "llama", "scales": True, "rope_key": "rope.scaling.finetuned"},
     "falcon-h1": {"block": "falcon-h1", "ffn_norm": "ffn_norm"},      # tn(LLM_TENSOR_FFN_NORM, i): no ".weight"
     "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
+    "gemma2": {"block": "gemma", "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
+    "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
 }
@@ -59,7 +62,9 @@ _QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 def described(hp, names) -> bool:
     """True when ``build`` describes this model's graph: a table architecture without MoE,
     sliding window or MLA, one head size, its layers' weights under the expected names."""
-    if hp.arch not in DECODER or hp.swa_any or hp.mla or not hp.ffn_gated:
+    if hp.arch not in DECODER or hp.mla or not hp.ffn_gated:
+        return False
+    if hp.swa_any and DECODER[hp.arch]["block"] != "gemma":
         return False
     if hp.n_expert_used and not all(f"blk.{il}.ffn_gate_exps.weight" in names for il in range(hp.n_layer)):
         return False
@@ -77,12 +82,14 @@ def described(hp, names) -> bool:
 class _Builder:
     def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v):
         self.hp, self.meta, self.names, self.fa = hp, meta, names, flash_attn
-        self.n_kv, self.T, self.ns, self.n_rs = n_kv, n_tokens, n_seq, n_seq
+        self.n_kv = n_kv if isinstance(n_kv, dict) else {"kv": n_kv}     # cache name -> cells
+        self.T, self.ns, self.n_rs = n_tokens, n_seq, n_seq
+        self.iswa = "kv (swa)" in self.n_kv
         self.type_k, self.type_v = type_k, type_v
         self.spec = DECODER[hp.arch]
         self.gf = Graph()
         self.rs = None
-        self._attn_inputs = None
+        self._attn_inputs = {}
 
     def key(self, name, default=0.0):
         return float(self.meta.get(f"{self.hp.arch}.{name}", default) or 0.0)
@@ -101,14 +108,16 @@ class _Builder:
     def scale(self, x, s):
         return g.dup("SCALE", x, (x,)) if s else x
 
-    def attn_inputs(self):
-        """build_attn_inp_kv_impl's inputs (created once; they join the graph where first used)."""
-        if self._attn_inputs is None:
+    def attn_inputs(self, cache: str):
+        """build_attn_inp_kv_impl's inputs for one cache (created once; they join the graph
+        where first used): K/V row indices, the mask over the cache's cells, the rotations."""
+        if cache not in self._attn_inputs:
             T, d = self.T, self.hp.head_k
             n_gqa_max = max(self.hp.n_embd_v_gqa(il) for il in range(self.hp.n_layer))
             k_idxs = g.new_input((T,), g.I64, "attn_inp_k_idxs")
             v_idxs = g.new_input((T if self.fa else T * n_gqa_max,), g.I64, "attn_inp_v_idxs")
-            mask = g.new_input((self.n_kv, T // self.ns, 1, self.ns), g.F16 if self.fa else g.F32, "attn_inp_kq_mask")
+            mask = g.new_input((self.n_kv[cache], T // self.ns, 1, self.ns), g.F16 if self.fa else g.F32,
+                               "attn_inp_kq_mask")
             k_rot = v_rot = None
             if self.type_k in _QUANTIZED and d % 64 == 0:
                 nrot = 64
@@ -117,8 +126,8 @@ class _Builder:
                 k_rot = g.new_input((nrot, nrot), g.F32, "attn_inp_k_rot")
             if self.type_v in _QUANTIZED and d % 64 == 0:
                 v_rot = g.new_input((64, 64), g.F32, "attn_inp_v_rot")
-            self._attn_inputs = (k_idxs, v_idxs, mask, k_rot, v_rot)
-        return self._attn_inputs
+            self._attn_inputs[cache] = (k_idxs, v_idxs, mask, k_rot, v_rot)
+        return self._attn_inputs[cache]
 
     def build(self) -> Graph:
         hp, T, gf = self.hp, self.T, self.gf
@@ -132,6 +141,8 @@ class _Builder:
         if self.spec.get("scales"):
             inpL = self.scale(inpL, self.key("embedding_scale"))
         gf.expand(inpL)
+        if self.spec["block"] == "gemma":                   # ggml_scale(inpL, sqrtf(n_embd))
+            inpL = g.dup("SCALE", inpL, (inpL,))
         rope = not (self.spec.get("rope_key") and not self.meta.get(f"{hp.arch}.{self.spec['rope_key']}", True))
         pos = g.new_input((T * self.spec.get("pos_per_embd", 1),), g.I32, "inp_pos")
         if any(hp.recr):
@@ -155,6 +166,16 @@ class _Builder:
                 ffn_inp = inpSA
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
+            if self.spec["block"] == "gemma":
+                cur = self.attention(il, cur, pos)
+                if il == hp.n_layer - 1:
+                    cur, inpL = g.get_rows(cur, out_ids), g.get_rows(inpL, out_ids)
+                cur = self.norm(cur, self.w(b + "post_attention_norm.weight", n_embd))
+                sa_out = g.dup("ADD", cur, (cur, inpL))
+                cur = self.ffn(b, self.norm(sa_out, self.w(b + "ffn_norm.weight", n_embd)))
+                cur = self.norm(cur, self.w(b + "post_ffw_norm.weight", n_embd))
+                inpL = g.dup("ADD", cur, (cur, sa_out))
                 continue
             if self.spec["block"] == "qwen35":
                 gf.expand(cur)
@@ -184,6 +205,10 @@ class _Builder:
         logits = g.mul_mat(out_w, cur, "result_output")
         if self.spec.get("scales"):
             logits = self.scale(logits, self.key("logit_scale"))
+        cap = self.spec.get("logit_softcap")
+        if cap is True or (cap and self.key(cap)):          # f_final_logit_softcapping
+            logits = g.unary(g.dup("SCALE", logits, (logits,)), "TANH")
+            logits = g.dup("SCALE", logits, (logits,))
         logits.output = True
         gf.expand(logits)
         return gf
@@ -194,7 +219,7 @@ class _Builder:
         n_ff, n_embd = self.hp.n_ff, self.hp.n_embd
         up = self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff))
         gate = self.lin(self.w(b + "ffn_gate.weight", n_embd, n_ff), cur, self.w(b + "ffn_gate.bias", n_ff))
-        cur = g.glu(gate, up)                               # ggml_swiglu_split(gate, up)
+        cur = g.glu(gate, up, self.spec.get("act", "SWIGLU"))   # ggml_swiglu_split / geglu_split
         return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
 
     def attention(self, il, cur, pos):
@@ -217,6 +242,8 @@ class _Builder:
             k = self.norm(k, self.w(b + "attn_k_norm.weight", d))
         if pos is not None:
             k = g.dup("ROPE", k, (k, pos))
+        if self.spec["block"] == "gemma":                   # ggml_scale(Qcur, f_attention_scale)
+            q = g.dup("SCALE", q, (q,))
         cur = self.kv_attn(il, q, k, v)
         return self.lin(self.w(b + "attn_output.weight", d * n_head, n_embd), cur,
                         self.w(b + "attn_output.bias", n_embd))
@@ -246,8 +273,10 @@ class _Builder:
 
     def kv_attn(self, il, q, k, v):
         """llm_graph_context::build_attn (the KV-cache variant) and build_attn_mha."""
-        gf, hp, T, ns, n_kv = self.gf, self.hp, self.T, self.ns, self.n_kv
-        k_idxs, v_idxs, mask, k_rot, v_rot = self.attn_inputs()
+        gf, hp, T, ns = self.gf, self.hp, self.T, self.ns
+        cache = "kv (swa)" if self.iswa and hp.is_swa[il] else "kv"
+        n_kv = self.n_kv[cache]
+        k_idxs, v_idxs, mask, k_rot, v_rot = self.attn_inputs(cache)
         d, n_head_kv = hp.head_k, hp.n_head_kv[il]
         n_gqa = d * n_head_kv
         n_gqa_max = max(hp.n_embd_v_gqa(i) for i in range(hp.n_layer))
@@ -255,9 +284,8 @@ class _Builder:
             q, k = g.hadamard(q, k_rot), g.hadamard(k, k_rot)
         if v_rot is not None:
             v = g.hadamard(v, v_rot)
-        gf.expand(q)
-        gf.expand(v)
-        gf.expand(k)
+        for t in ((q, k, v) if self.iswa else (q, v, k)):    # the iSWA variant expands K before V
+            gf.expand(t)
         ck = g.weight((n_gqa, n_kv, ns), f"cache_k_l{il}", *g.cache_type(self.type_k))
         cv = g.weight((n_gqa if self.fa else n_gqa_max, n_kv, ns), f"cache_v_l{il}", *g.cache_type(self.type_v))
         # cpy_k / cpy_v: SET_ROWS into the caches (external: nothing placed here)
@@ -289,6 +317,9 @@ class _Builder:
             cur = g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
         else:
             kq = g.mul_mat(kp, qp, "kq")
+            if self.spec.get("attn_softcap"):               # hparams.attn_soft_cap
+                kq = g.unary(g.dup("SCALE", kq, (kq,)), "TANH")
+                kq = g.dup("SCALE", kq, (kq,))
             kq = g.dup("SOFT_MAX", kq, (kq, mask))
             kqv = g.mul_mat(vp, kq, "kqv")
             cur = g.permute(kqv, (0, 2, 1, 3))

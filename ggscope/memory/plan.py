@@ -263,7 +263,7 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
     layers_peak, output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)
     if o.ngl == 0:
         replay = _compute.replay_bytes(hp, mf.metadata, frozenset(t.name for t in mf.tensors), caches, n_ubatch,
-                                       n_seq, o.flash_attn, o.cache_type_k, o.cache_type_v)
+                                       n_seq, o.flash_attn, o.cache_type_k, o.cache_type_v, o.kv_unified)
         bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak), how="peaks") if replay is None else
                     Buffer("compute", "CPU", replay, how="replay"))
     else:
