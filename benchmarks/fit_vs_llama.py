@@ -66,7 +66,7 @@ def main() -> int:
             path = build(rec, Path(d) / (rp.stem + ".gguf"))
             mf = ggscope.open(str(path))
             hp = read(mf.metadata, {t.name: tuple(t.shape) for t in mf.tensors})
-            replayed = replay_graph.described(hp, {t.name for t in mf.tensors})
+            replayed = replay_graph.described(hp, {t.name for t in mf.tensors}, mf.metadata)
             feats = frozenset("avx512" if f == "avx512f" else f for f in rec["cpu"])
             peer_cache: dict[int, dict | None] = {}
             for run in rec["runs"]:

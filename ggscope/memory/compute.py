@@ -71,7 +71,7 @@ def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn:
     """The CPU compute buffer ggml-alloc reserves, replayed over llama.cpp's reserve graph
     (``ggscope.memory.graph``, ``galloc``); None when the graph is not described (or a
     unified cache serves several sequences: one mask stream, not replayed)."""
-    if not _graph.described(hp, names) or (kv_unified and n_seq > 1):
+    if not _graph.described(hp, names, meta) or (kv_unified and n_seq > 1):
         return None
     cells = {c.name: c.cells for c in caches if c.layers}
     if set(cells) != ({"kv", "kv (swa)"} if hp.swa_any else {"kv"}):

@@ -59,10 +59,16 @@ DECODER: dict[str, dict] = {
 _QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 
 
-def described(hp, names) -> bool:
-    """True when ``build`` describes this model's graph: a table architecture without MoE,
-    sliding window or MLA, one head size, its layers' weights under the expected names."""
-    if hp.arch not in DECODER or hp.mla or not hp.ffn_gated:
+LLAMA_MAX_EXPERTS = 512                    # src/llama-hparams.h
+
+
+def described(hp, names, meta) -> bool:
+    """True when ``build`` describes this model's graph: a table architecture without MLA,
+    a sliding window only where the block has one, one head size, its layers' weights under
+    the expected names, and sizes llama.cpp could build the graph from (positive, dividing
+    as its asserts require; a hostile header falls back to the plan of peaks, never loops
+    over a count it claims)."""
+    if hp.arch not in DECODER or hp.mla or not hp.ffn_gated or not _sizes_ok(hp, meta):
         return False
     if hp.swa_any and DECODER[hp.arch]["block"] != "gemma":
         return False
@@ -77,6 +83,37 @@ def described(hp, names) -> bool:
     need = [f"blk.{il}.attn_q.weight" for il in attn_layers] + [f"blk.{il}.{mixer}" for il in
                                                                  range(hp.n_layer) if hp.recr[il]]
     return all(n in names for n in need) and "output_norm.weight" in names
+
+
+def _sizes_ok(hp, meta) -> bool:
+    try:
+        if min(hp.n_embd, hp.n_vocab, hp.n_ff or hp.n_ff_exp) <= 0:
+            return False
+        n_ff = meta.get(f"{hp.arch}.feed_forward_length")     # one FFN width for every layer
+        if n_ff is not None and not isinstance(n_ff, (int, float)) and len({int(x) for x in n_ff}) > 1:
+            return False
+        for il in range(hp.n_layer):
+            if hp.attn[il] and not (hp.head_k > 0 and hp.n_head_kv[il] > 0 and hp.n_head[il] > 0
+                                    and hp.n_head[il] % hp.n_head_kv[il] == 0):
+                return False
+        if hp.n_expert_used:
+            n_exp = int(meta.get(f"{hp.arch}.expert_count", 0))
+            if not (0 < hp.n_expert_used <= n_exp <= LLAMA_MAX_EXPERTS and hp.n_ff_exp > 0):
+                return False
+        if any(hp.recr):
+            if "gdn" in DECODER[hp.arch]:
+                p = graph_gdn.params(meta, hp.arch)
+                ok = (p["d_conv"] >= 1 and p["n_k"] > 0 and p["n_v"] > 0 and p["d_state"] > 0 and p["d_inner"] > 0
+                      and p["d_inner"] % p["n_v"] == 0 and p["n_v"] % p["n_k"] == 0)
+            else:
+                p = graph_ssm.ssm_params(meta, hp.arch)
+                ok = (p["d_conv"] >= 1 and p["n_head"] > 0 and p["n_group"] > 0 and p["d_state"] > 0
+                      and p["d_inner"] > 0 and p["d_inner"] % p["n_head"] == 0 and p["d_inner"] % p["n_group"] == 0)
+            if not ok:
+                return False
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
 
 
 class _Builder:

@@ -39,7 +39,7 @@ def _replay_graph(rec_path: Path, pa: dict, tmp: Path):
     mf = ggscope.open(str(build(rec, tmp / (rec_path.stem + ".gguf"))))
     hp = read(mf.metadata, {t.name: tuple(t.shape) for t in mf.tensors})
     names = {t.name for t in mf.tensors}
-    assert graph.described(hp, names)
+    assert graph.described(hp, names, mf.metadata)
     p = plan(mf, Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
                          cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], parallel=pa["parallel"],
                          features=frozenset()))

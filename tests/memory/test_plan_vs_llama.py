@@ -115,7 +115,7 @@ def test_offload_records_cover_none_partial_and_all_layers():
 
 def _replayed(mf) -> bool:
     hp = read(mf.metadata, {t.name: tuple(t.shape) for t in mf.tensors})
-    return replay_graph.described(hp, {t.name for t in mf.tensors})
+    return replay_graph.described(hp, {t.name for t in mf.tensors}, mf.metadata)
 
 
 def test_every_modelled_hybrid_family_is_recorded():
