@@ -17,7 +17,7 @@ from ggscope.facts.ggml_types import type_by_name
 from ggscope.memory.galloc import Tensor
 
 __all__ = ["F32", "F16", "I32", "I64", "new_input", "weight", "cache_type", "op", "dup", "view", "reshape", "permute", "transpose",
-           "mul_mat", "cont", "get_rows", "concat", "cpy_into", "set_rows", "cast", "glu", "unary", "hadamard", "nelements"]
+           "mul_mat", "cont", "get_rows", "concat", "cpy_into", "set_rows", "cast", "glu", "glu1", "unary", "hadamard", "nelements"]
 
 F32, F16, I32, I64 = 4, 2, 4, 8
 
@@ -119,6 +119,11 @@ def glu(a, b, name="SWIGLU") -> Tensor:
     """ggml_*glu_split(a, b): a's shape (GLU is not an in-place op for ggml-alloc); the op is
     named as ggml_op_desc prints it (ggml_glu_op_name)."""
     return op(name, a.ne, (a, b), a.esize)
+
+
+def glu1(a, name="SWIGLU") -> Tensor:
+    """ggml_swiglu(a) and its kin: one input, gate and value halves of each row (ne0 / 2)."""
+    return op(name, (a.ne[0] // 2,) + a.ne[1:], (a,), a.esize)
 
 
 def unary(a, name: str) -> Tensor:

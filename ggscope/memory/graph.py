@@ -51,6 +51,7 @@ DECODER: dict[str, dict] = {
     "granitehybrid": {"block": "llama", "scales": True, "rope_key": "rope.scaling.finetuned"},
     "falcon-h1": {"block": "falcon-h1", "ffn_norm": "ffn_norm"},      # tn(LLM_TENSOR_FFN_NORM, i): no ".weight"
     "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
+    "phi3": {"block": "phi3", "q_scale": True},
     "gemma2": {"block": "gemma", "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
     "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
@@ -80,9 +81,9 @@ def described(hp, names, meta) -> bool:
     if len({hp.n_head[il] for il in attn_layers}) > 1 or len({hp.n_head_kv[il] for il in attn_layers}) > 1:
         return False
     mixer = "attn_qkv.weight" if "gdn" in DECODER[hp.arch] else "ssm_in.weight"
-    need = [f"blk.{il}.attn_q.weight" for il in attn_layers] + [f"blk.{il}.{mixer}" for il in
-                                                                 range(hp.n_layer) if hp.recr[il]]
-    return all(n in names for n in need) and "output_norm.weight" in names
+    need = [f"blk.{il}.{mixer}" for il in range(hp.n_layer) if hp.recr[il]]
+    return (all(n in names for n in need) and "output_norm.weight" in names
+            and all(f"blk.{il}.attn_q.weight" in names or f"blk.{il}.attn_qkv.weight" in names for il in attn_layers))
 
 
 def _sizes_ok(hp, meta) -> bool:
@@ -134,9 +135,10 @@ class _Builder:
     def w(self, name, *ne):
         return g.weight(ne, name) if name in self.names else None
 
-    def norm(self, x, w):                   # build_norm(LLM_NORM_RMS): rms_norm, times the weight
+    def norm(self, x, w, bias=None):        # build_norm(LLM_NORM_RMS): rms_norm, times the weight, plus the bias
         cur = g.dup("RMS_NORM", x, (x,))
-        return g.dup("MUL", cur, (cur, w)) if w is not None else cur
+        cur = g.dup("MUL", cur, (cur, w)) if w is not None else cur
+        return g.dup("ADD", cur, (cur, bias)) if bias is not None else cur
 
     def lin(self, w, x, b=None):
         cur = g.mul_mat(w, x)
@@ -191,7 +193,7 @@ class _Builder:
         for il in range(hp.n_layer):
             b = f"blk.{il}."
             inpSA = inpL
-            cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd))
+            cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd), self.w(b + "attn_norm.bias", n_embd))
             if self.spec["block"] == "falcon-h1":
                 attn = self.attention(il, cur, pos if rope else None)
                 cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd))
@@ -203,6 +205,16 @@ class _Builder:
                 ffn_inp = inpSA
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
+            if self.spec["block"] == "phi3":
+                residual = inpL
+                cur = self.attention(il, cur, pos)
+                if il == hp.n_layer - 1:
+                    cur, residual = g.get_rows(cur, out_ids), g.get_rows(residual, out_ids)
+                residual = g.dup("ADD", cur, (cur, residual))
+                cur = self.norm(residual, self.w(b + "ffn_norm.weight", n_embd), self.w(b + "ffn_norm.bias", n_embd))
+                cur = self.ffn(b, cur)
+                inpL = g.dup("ADD", residual, (residual, cur))
                 continue
             if self.spec["block"] == "gemma":
                 cur = self.attention(il, cur, pos)
@@ -233,13 +245,16 @@ class _Builder:
             cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd)))
             cur = self.scale(cur, res_scale)
             inpL = g.dup("ADD", cur, (cur, ffn_inp))
-        cur = self.norm(inpL, self.w("output_norm.weight", n_embd))
+        cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd))
         cur.output = True                                   # result_norm (t_embd, or t_h_nextn)
         if self.spec["block"] == "qwen35":                 # embeddings_nextn_masked = false
             cur = g.get_rows(cur, out_ids)
             cur.output = True
         out_w = self.w("output.weight", n_embd, hp.n_vocab) or tok_embd
         logits = g.mul_mat(out_w, cur, "result_output")
+        out_b = self.w("output.bias", hp.n_vocab)
+        if out_b is not None:
+            logits = g.dup("ADD", logits, (logits, out_b))
         if self.spec.get("scales"):
             logits = self.scale(logits, self.key("logit_scale"))
         cap = self.spec.get("logit_softcap")
@@ -254,8 +269,13 @@ class _Builder:
         if b + "ffn_gate_inp.weight" in self.names:
             return graph_moe.moe(self, cur, int(b.split(".")[1]))
         n_ff, n_embd = self.hp.n_ff, self.hp.n_embd
+        gate_w = self.w(b + "ffn_gate.weight", n_embd, n_ff)
+        if gate_w is None:                                  # phi3: gate and up fused, ggml_swiglu
+            up = self.lin(self.w(b + "ffn_up.weight", n_embd, 2 * n_ff), cur, self.w(b + "ffn_up.bias", 2 * n_ff))
+            cur = g.glu1(up, self.spec.get("act", "SWIGLU"))
+            return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
         up = self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff))
-        gate = self.lin(self.w(b + "ffn_gate.weight", n_embd, n_ff), cur, self.w(b + "ffn_gate.bias", n_ff))
+        gate = self.lin(gate_w, cur, self.w(b + "ffn_gate.bias", n_ff))
         cur = g.glu(gate, up, self.spec.get("act", "SWIGLU"))   # ggml_swiglu_split / geglu_split
         return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
 
@@ -266,10 +286,23 @@ class _Builder:
         n_gqa = d * n_head_kv
         if self.spec.get("q_gate"):
             return self.gated_attention(il, cur, pos)
-        q = self.lin(self.w(b + "attn_q.weight", n_embd, d * n_head), cur, self.w(b + "attn_q.bias", d * n_head))
-        k = self.lin(self.w(b + "attn_k.weight", n_embd, n_gqa), cur, self.w(b + "attn_k.bias", n_gqa))
-        v = self.lin(self.w(b + "attn_v.weight", n_embd, n_gqa), cur, self.w(b + "attn_v.bias", n_gqa))
-        q, k, v = g.reshape(q, d, n_head, T), g.reshape(k, d, n_head_kv, T), g.reshape(v, d, n_head_kv, T)
+        clamp = self.key("attention.clamp_kqv") > 0         # hparams.f_clamp_kqv
+        wqkv = self.w(b + "attn_qkv.weight", n_embd, d * n_head + 2 * n_gqa)
+        if wqkv is not None:                                # build_qkv's fused path: views of one product
+            qkv = self.lin(wqkv, cur, self.w(b + "attn_qkv.bias", d * n_head + 2 * n_gqa))
+            qkv = g.dup("CLAMP", qkv, (qkv,)) if clamp else qkv
+            nb = (4, 4 * d, qkv.nb[1])
+            q = g.view(qkv, (d, n_head, T), nb)
+            k = g.view(qkv, (d, n_head_kv, T), nb, offs=4 * d * n_head)
+            v = g.view(qkv, (d, n_head_kv, T), nb, offs=4 * (d * n_head + n_gqa))
+        else:
+            q = self.lin(self.w(b + "attn_q.weight", n_embd, d * n_head), cur, self.w(b + "attn_q.bias", d * n_head))
+            q = g.dup("CLAMP", q, (q,)) if clamp else q
+            k = self.lin(self.w(b + "attn_k.weight", n_embd, n_gqa), cur, self.w(b + "attn_k.bias", n_gqa))
+            k = g.dup("CLAMP", k, (k,)) if clamp else k
+            v = self.lin(self.w(b + "attn_v.weight", n_embd, n_gqa), cur, self.w(b + "attn_v.bias", n_gqa))
+            v = g.dup("CLAMP", v, (v,)) if clamp else v
+            q, k, v = g.reshape(q, d, n_head, T), g.reshape(k, d, n_head_kv, T), g.reshape(v, d, n_head_kv, T)
         qk_norm = self.spec.get("qk_norm")
         if qk_norm:
             q = self.norm(q, self.w(b + "attn_q_norm.weight", d))
@@ -279,7 +312,7 @@ class _Builder:
             k = self.norm(k, self.w(b + "attn_k_norm.weight", d))
         if pos is not None:
             k = g.dup("ROPE", k, (k, pos))
-        if self.spec["block"] == "gemma":                   # ggml_scale(Qcur, f_attention_scale)
+        if self.spec.get("q_scale") or self.spec["block"] == "gemma":   # ggml_scale(Qcur, ...)
             q = g.dup("SCALE", q, (q,))
         cur = self.kv_attn(il, q, k, v)
         return self.lin(self.w(b + "attn_output.weight", d * n_head, n_embd), cur,
