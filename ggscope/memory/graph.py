@@ -52,6 +52,8 @@ DECODER: dict[str, dict] = {
     "falcon-h1": {"block": "falcon-h1", "ffn_norm": "ffn_norm"},      # tn(LLM_TENSOR_FFN_NORM, i): no ".weight"
     "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
     "phi3": {"block": "phi3", "q_scale": True},
+    "starcoder2": {"block": "llama", "norm": "NORM", "gelu_ffn": True},
+    "gpt2": {"block": "llama", "norm": "NORM", "gelu_ffn": True, "rope": False, "pos_embd": True},
     "gemma2": {"block": "gemma", "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
     "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
@@ -69,7 +71,9 @@ def described(hp, names, meta) -> bool:
     the expected names, and sizes llama.cpp could build the graph from (positive, dividing
     as its asserts require; a hostile header falls back to the plan of peaks, never loops
     over a count it claims)."""
-    if hp.arch not in DECODER or hp.mla or not hp.ffn_gated or not _sizes_ok(hp, meta):
+    if hp.arch not in DECODER or hp.mla or not _sizes_ok(hp, meta):
+        return False
+    if not hp.ffn_gated and not DECODER[hp.arch].get("gelu_ffn"):
         return False
     if hp.swa_any and DECODER[hp.arch]["block"] != "gemma":
         return False
@@ -125,6 +129,7 @@ class _Builder:
         self.iswa = "kv (swa)" in self.n_kv
         self.type_k, self.type_v = type_k, type_v
         self.spec = DECODER[hp.arch]
+        self.block_norm = self.spec.get("norm", "RMS_NORM")
         self.gf = Graph()
         self.rs = None
         self._attn_inputs = {}
@@ -135,8 +140,9 @@ class _Builder:
     def w(self, name, *ne):
         return g.weight(ne, name) if name in self.names else None
 
-    def norm(self, x, w, bias=None):        # build_norm(LLM_NORM_RMS): rms_norm, times the weight, plus the bias
-        cur = g.dup("RMS_NORM", x, (x,))
+    def norm(self, x, w, bias=None, kind="RMS_NORM"):
+        """build_norm: RMS norm (or LayerNorm, NORM), times the weight, plus the bias."""
+        cur = g.dup(kind, x, (x,))
         cur = g.dup("MUL", cur, (cur, w)) if w is not None else cur
         return g.dup("ADD", cur, (cur, bias)) if bias is not None else cur
 
@@ -182,8 +188,12 @@ class _Builder:
         gf.expand(inpL)
         if self.spec["block"] == "gemma":                   # ggml_scale(inpL, sqrtf(n_embd))
             inpL = g.dup("SCALE", inpL, (inpL,))
-        rope = not (self.spec.get("rope_key") and not self.meta.get(f"{hp.arch}.{self.spec['rope_key']}", True))
+        rope = self.spec.get("rope", True) and not (
+            self.spec.get("rope_key") and not self.meta.get(f"{hp.arch}.{self.spec['rope_key']}", True))
         pos = g.new_input((T * self.spec.get("pos_per_embd", 1),), g.I32, "inp_pos")
+        if self.spec.get("pos_embd"):                       # learned positions: get_rows, added
+            p = g.get_rows(g.weight((n_embd, hp.n_ctx_train), "position_embd.weight"), pos)
+            inpL = g.dup("ADD", inpL, (inpL, p))
         if any(hp.recr):
             self.rs = graph_ssm.rs_input(self.n_rs, self.ns)
             self.ssm = graph_ssm.ssm_params(self.meta, hp.arch)
@@ -193,7 +203,8 @@ class _Builder:
         for il in range(hp.n_layer):
             b = f"blk.{il}."
             inpSA = inpL
-            cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd), self.w(b + "attn_norm.bias", n_embd))
+            cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd), self.w(b + "attn_norm.bias", n_embd),
+                            self.block_norm)
             if self.spec["block"] == "falcon-h1":
                 attn = self.attention(il, cur, pos if rope else None)
                 cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd))
@@ -242,10 +253,12 @@ class _Builder:
                 cur, inpSA = g.get_rows(cur, out_ids), g.get_rows(inpSA, out_ids)
             cur = self.scale(cur, res_scale)
             ffn_inp = g.dup("ADD", cur, (cur, inpSA))
-            cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd)))
+            cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd),
+                                        self.w(b + "ffn_norm.bias", n_embd), self.block_norm))
             cur = self.scale(cur, res_scale)
             inpL = g.dup("ADD", cur, (cur, ffn_inp))
-        cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd))
+        cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd),
+                        self.block_norm)
         cur.output = True                                   # result_norm (t_embd, or t_h_nextn)
         if self.spec["block"] == "qwen35":                 # embeddings_nextn_masked = false
             cur = g.get_rows(cur, out_ids)
@@ -270,6 +283,10 @@ class _Builder:
             return graph_moe.moe(self, cur, int(b.split(".")[1]))
         n_ff, n_embd = self.hp.n_ff, self.hp.n_embd
         gate_w = self.w(b + "ffn_gate.weight", n_embd, n_ff)
+        if gate_w is None and self.spec.get("gelu_ffn"):     # up, GELU (in place), down
+            up = self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff))
+            return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), g.unary(up, "GELU"),
+                            self.w(b + "ffn_down.bias", n_embd))
         if gate_w is None:                                  # phi3: gate and up fused, ggml_swiglu
             up = self.lin(self.w(b + "ffn_up.weight", n_embd, 2 * n_ff), cur, self.w(b + "ffn_up.bias", 2 * n_ff))
             cur = g.glu1(up, self.spec.get("act", "SWIGLU"))
