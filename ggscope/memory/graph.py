@@ -54,6 +54,9 @@ DECODER: dict[str, dict] = {
     "phi3": {"block": "phi3", "q_scale": True},
     "starcoder2": {"block": "llama", "norm": "NORM", "gelu_ffn": True},
     "gpt2": {"block": "llama", "norm": "NORM", "gelu_ffn": True, "rope": False, "pos_embd": True},
+    "mpt": {"block": "llama", "norm": "NORM", "gelu_ffn": True, "rope": False, "pos_embd": "if present",
+            "qk_norm": "2d"},
+    "falcon": {"block": "falcon", "norm": "NORM", "gelu_ffn": True},
     "gemma2": {"block": "gemma", "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
     "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
@@ -191,7 +194,8 @@ class _Builder:
         rope = self.spec.get("rope", True) and not (
             self.spec.get("rope_key") and not self.meta.get(f"{hp.arch}.{self.spec['rope_key']}", True))
         pos = g.new_input((T * self.spec.get("pos_per_embd", 1),), g.I32, "inp_pos")
-        if self.spec.get("pos_embd"):                       # learned positions: get_rows, added
+        if self.spec.get("pos_embd") and (self.spec["pos_embd"] is True or "position_embd.weight" in self.names):
+            # learned positions: get_rows, added
             p = g.get_rows(g.weight((n_embd, hp.n_ctx_train), "position_embd.weight"), pos)
             inpL = g.dup("ADD", inpL, (inpL, p))
         if any(hp.recr):
@@ -216,6 +220,19 @@ class _Builder:
                 ffn_inp = inpSA
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
+            if self.spec["block"] == "falcon":              # attention and FFN both from the attn norm
+                attn_norm = cur
+                w2 = self.w(b + "attn_norm_2.weight", n_embd)
+                if w2 is not None:
+                    cur = self.norm(inpL, w2, self.w(b + "attn_norm_2.bias", n_embd), self.block_norm)
+                cur = self.attention(il, cur, pos)
+                if il == hp.n_layer - 1:
+                    cur, inpL, attn_norm = (g.get_rows(t, out_ids) for t in (cur, inpL, attn_norm))
+                ffn_inp = cur
+                cur = self.ffn(b, attn_norm)
+                cur = g.dup("ADD", cur, (cur, ffn_inp))
+                inpL = g.dup("ADD", cur, (cur, inpL))
                 continue
             if self.spec["block"] == "phi3":
                 residual = inpL
@@ -284,9 +301,11 @@ class _Builder:
         n_ff, n_embd = self.hp.n_ff, self.hp.n_embd
         gate_w = self.w(b + "ffn_gate.weight", n_embd, n_ff)
         if gate_w is None and self.spec.get("gelu_ffn"):     # up, GELU (in place), down
-            up = self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff))
-            return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), g.unary(up, "GELU"),
-                            self.w(b + "ffn_down.bias", n_embd))
+            up = g.unary(self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff)),
+                         "GELU")
+            act = self.w(b + "ffn.act.scales", n_ff)        # mpt's activation scales: a DIV
+            up = g.dup("DIV", up, (up, act)) if act is not None else up
+            return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), up, self.w(b + "ffn_down.bias", n_embd))
         if gate_w is None:                                  # phi3: gate and up fused, ggml_swiglu
             up = self.lin(self.w(b + "ffn_up.weight", n_embd, 2 * n_ff), cur, self.w(b + "ffn_up.bias", 2 * n_ff))
             cur = g.glu1(up, self.spec.get("act", "SWIGLU"))
@@ -321,6 +340,13 @@ class _Builder:
             v = g.dup("CLAMP", v, (v,)) if clamp else v
             q, k, v = g.reshape(q, d, n_head, T), g.reshape(k, d, n_head_kv, T), g.reshape(v, d, n_head_kv, T)
         qk_norm = self.spec.get("qk_norm")
+        if qk_norm == "2d":                                 # mpt: LayerNorm over whole rows, if present
+            qk_norm = None
+            if b + "attn_q_norm.weight" in self.names:
+                q = g.reshape(self.norm(g.reshape(q, d * n_head, T), self.w(b + "attn_q_norm.weight", d * n_head),
+                                        self.w(b + "attn_q_norm.bias", d * n_head), "NORM"), d, n_head, T)
+                k = g.reshape(self.norm(g.reshape(k, n_gqa, T), self.w(b + "attn_k_norm.weight", n_gqa),
+                                        self.w(b + "attn_k_norm.bias", n_gqa), "NORM"), d, n_head_kv, T)
         if qk_norm:
             q = self.norm(q, self.w(b + "attn_q_norm.weight", d))
         if pos is not None:
