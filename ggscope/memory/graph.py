@@ -5,44 +5,50 @@ Why: the compute buffer is ggml-alloc's plan of one graph - llama_context::graph
 all of them outputs, over the whole cache (``n_kv`` = the cache size), and the scheduler
 reserves for it.  Replaying the allocator needs that graph node for node: the same ops,
 shapes, views and order (``ggml_build_forward_expand`` calls included).  This module writes
-it with the ggml calls llama.cpp makes (llama.cpp as vendored in llama-cpp-python 0.3.36):
+it with the ggml calls llama.cpp makes (llama.cpp as vendored in llama-cpp-python 0.3.36),
+one builder with per-architecture switches (the table ``DECODER``):
 
 * inputs - ``build_inp_embd`` (token ids and the embeddings input, both in the graph
-  through ``ggml_build_forward_select``; ``f_embedding_scale``), ``build_inp_pos``,
-  ``build_attn_inp_kv`` (the K and V row indices, the KQ mask ``n_kv x n_tokens``, f16
-  with flash attention, and with a quantized cache the Hadamard rotation inputs
-  ``attn_inp_k_rot``/``attn_inp_v_rot`` of src/llama-kv-cache.cpp), ``build_inp_out_ids``,
-  ``build_inp_mem_hybrid`` (src/llama-graph.cpp);
-* the standard decoder block (src/models/llama.cpp, qwen2.cpp, qwen3.cpp,
-  granite-hybrid.cpp): RMS norm, Q/K/V projections with optional biases (``build_qkv``),
-  optional Q/K norms, RoPE, ``build_attn`` (rotations, the K/V stores as SET_ROWS into
-  cache views, ``build_attn_mha`` with or without flash attention), the output projection,
-  the residual (``f_residual_scale``), ``build_ffn`` (SwiGLU, parallel gate), the last
-  layer's ``get_rows`` of the outputs; falcon-h1's block (attention and Mamba-2 side by
-  side, src/models/falcon-h1.cpp); Mamba-2 layers are ``ggscope.memory.graph_ssm``;
-* the output norm (``result_norm``) and the logits (``result_output``, ``f_logit_scale``),
-  the graph's outputs (``llm_graph_result::set_outputs``).
+  through ``ggml_build_forward_select``; embedding scales), ``build_inp_pos`` (four
+  positions per token with multi-section RoPE), learned positions (GPT-2, MPT),
+  ``build_inp_out_ids``, ``build_inp_mem_hybrid``'s recurrent-state input;
+* the blocks of src/models/<arch>.cpp: "llama" (llama, qwen2, qwen3, qwen3moe, starcoder2,
+  gpt2, mpt, granitehybrid - norm, attention or a Mamba-2 mixer, the last layer's
+  ``get_rows`` of the outputs, residual, norm, FFN, residual), "gemma" (post norms),
+  "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
+  (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
+  gated attention, a post-attention norm, the outputs picked after the output norm);
+* the FFN - ``build_ffn`` (SwiGLU/GeGLU with a parallel gate, fused gate-up SwiGLU, GELU
+  without a gate, biases) or ``build_moe_ffn`` (``ggscope.memory.graph_moe``);
+* the output norm (``result_norm``) and the logits (``result_output``; logit scale or
+  soft-cap, output bias), the graph's outputs (``llm_graph_result::set_outputs``).
 
-Which architectures are described is the table ``DECODER`` (architecture -> block kind and
-switches); everything else keeps ``ggscope.memory.compute``'s plan of peaks.  Weights and
-caches are external tensors: only shapes are used, never data.
+Attention is ``ggscope.memory.graph_attn``, Mamba-2 ``graph_ssm``, the gated delta net
+``graph_gdn``.  Architectures not in the table keep ``ggscope.memory.compute``'s plan of
+peaks.  Weights and caches are external tensors: only shapes are used, never data.
 
-Contract: ``described(hp, names) -> bool``; ``build(hp, meta, names, n_kv, n_ubatch, n_seq,
-flash_attn, type_k, type_v) -> Graph`` (``n_kv``: the cache's cells, or a dict of cells by
-cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names in the file
+Contract: ``described(hp, names, meta) -> bool``; ``build(hp, meta, names, n_kv, n_ubatch,
+n_seq, flash_attn, type_k, type_v) -> Graph`` (``n_kv``: the cache's cells, or a dict of
+cells by cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names in the file
 (optional biases and norms are switched on by presence, as the loader does).
 """
 from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
-from ggscope.memory import graph_gdn, graph_moe, graph_ssm
+from ggscope.memory import graph_attn, graph_gdn, graph_moe, graph_ssm
 from ggscope.memory.galloc import Graph
 
 __all__ = ["DECODER", "described", "build"]
 
-# architecture -> block: "llama" (attention or, in a hybrid, Mamba-2 per layer, then the
-# FFN) or "falcon-h1" (attention and Mamba-2 summed); qk_norm: Q/K RMS norms before RoPE;
-# scales: the granite multipliers read from the file; rope: a key that switches RoPE off
+# architecture -> its switches: block (see the module docstring); qk_norm: Q/K RMS norms
+# before RoPE ("2d": MPT's LayerNorm over rows); q_scale: Q scaled after RoPE; q_gate:
+# Qwen3-Next / Qwen3.5's gated Q ("4d": via a 4-d reshape); gdn: the delta-net variant;
+# norm: "NORM" for LayerNorm; gelu_ffn: FFN without a gate; act: the gated activation;
+# rope: False (ALiBi, learned positions); rope_key: a file key that switches RoPE off;
+# pos_embd: learned positions (always, or "if present"); pos_per_embd: positions per token;
+# scales: granite's embedding / residual / logit multipliers; attn_softcap, logit_softcap:
+# Gemma's soft-caps (True, or the key whose non-zero value switches it on); ffn_norm: the
+# FFN norm's tensor name where it is not "ffn_norm.weight"
 DECODER: dict[str, dict] = {
     "llama": {"block": "llama"},
     "qwen2": {"block": "llama"},
@@ -62,7 +68,6 @@ DECODER: dict[str, dict] = {
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
 }
-_QUANTIZED = {"q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"}
 
 
 LLAMA_MAX_EXPERTS = 512                    # src/llama-hparams.h
@@ -135,7 +140,7 @@ class _Builder:
         self.block_norm = self.spec.get("norm", "RMS_NORM")
         self.gf = Graph()
         self.rs = None
-        self._attn_inputs = {}
+        self.attn_cache = {}               # cache name -> its attention inputs
 
     def key(self, name, default=0.0):
         return float(self.meta.get(f"{self.hp.arch}.{name}", default) or 0.0)
@@ -155,27 +160,6 @@ class _Builder:
 
     def scale(self, x, s):
         return g.dup("SCALE", x, (x,)) if s else x
-
-    def attn_inputs(self, cache: str):
-        """build_attn_inp_kv_impl's inputs for one cache (created once; they join the graph
-        where first used): K/V row indices, the mask over the cache's cells, the rotations."""
-        if cache not in self._attn_inputs:
-            T, d = self.T, self.hp.head_k
-            n_gqa_max = max(self.hp.n_embd_v_gqa(il) for il in range(self.hp.n_layer))
-            k_idxs = g.new_input((T,), g.I64, "attn_inp_k_idxs")
-            v_idxs = g.new_input((T if self.fa else T * n_gqa_max,), g.I64, "attn_inp_v_idxs")
-            mask = g.new_input((self.n_kv[cache], T // self.ns, 1, self.ns), g.F16 if self.fa else g.F32,
-                               "attn_inp_kq_mask")
-            k_rot = v_rot = None
-            if self.type_k in _QUANTIZED and d % 64 == 0:
-                nrot = 64
-                while d % (nrot * 2) == 0:
-                    nrot *= 2
-                k_rot = g.new_input((nrot, nrot), g.F32, "attn_inp_k_rot")
-            if self.type_v in _QUANTIZED and d % 64 == 0:
-                v_rot = g.new_input((64, 64), g.F32, "attn_inp_v_rot")
-            self._attn_inputs[cache] = (k_idxs, v_idxs, mask, k_rot, v_rot)
-        return self._attn_inputs[cache]
 
     def build(self) -> Graph:
         hp, T, gf = self.hp, self.T, self.gf
@@ -210,7 +194,7 @@ class _Builder:
             cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd), self.w(b + "attn_norm.bias", n_embd),
                             self.block_norm)
             if self.spec["block"] == "falcon-h1":
-                attn = self.attention(il, cur, pos if rope else None)
+                attn = graph_attn.attention(self, il, cur, pos if rope else None)
                 cur = self.norm(inpL, self.w(b + "attn_norm.weight", n_embd))
                 ssm = graph_ssm.mamba2(self, self.ssm, cur, il)
                 cur = g.dup("ADD", attn, (attn, ssm))
@@ -226,7 +210,7 @@ class _Builder:
                 w2 = self.w(b + "attn_norm_2.weight", n_embd)
                 if w2 is not None:
                     cur = self.norm(inpL, w2, self.w(b + "attn_norm_2.bias", n_embd), self.block_norm)
-                cur = self.attention(il, cur, pos)
+                cur = graph_attn.attention(self, il, cur, pos)
                 if il == hp.n_layer - 1:
                     cur, inpL, attn_norm = (g.get_rows(t, out_ids) for t in (cur, inpL, attn_norm))
                 ffn_inp = cur
@@ -236,7 +220,7 @@ class _Builder:
                 continue
             if self.spec["block"] == "phi3":
                 residual = inpL
-                cur = self.attention(il, cur, pos)
+                cur = graph_attn.attention(self, il, cur, pos)
                 if il == hp.n_layer - 1:
                     cur, residual = g.get_rows(cur, out_ids), g.get_rows(residual, out_ids)
                 residual = g.dup("ADD", cur, (cur, residual))
@@ -245,7 +229,7 @@ class _Builder:
                 inpL = g.dup("ADD", residual, (residual, cur))
                 continue
             if self.spec["block"] == "gemma":
-                cur = self.attention(il, cur, pos)
+                cur = graph_attn.attention(self, il, cur, pos)
                 if il == hp.n_layer - 1:
                     cur, inpL = g.get_rows(cur, out_ids), g.get_rows(inpL, out_ids)
                 cur = self.norm(cur, self.w(b + "post_attention_norm.weight", n_embd))
@@ -256,7 +240,8 @@ class _Builder:
                 continue
             if self.spec["block"] == "qwen35":
                 gf.expand(cur)
-                cur = graph_gdn.gdn(self, cur, il, self.spec["gdn"]) if hp.recr[il] else self.attention(il, cur, pos)
+                cur = (graph_gdn.gdn(self, cur, il, self.spec["gdn"]) if hp.recr[il] else
+                       graph_attn.attention(self, il, cur, pos))
                 cur = g.dup("ADD", cur, (cur, inpSA))
                 residual = cur
                 cur = self.ffn(b, self.norm(cur, self.w(b + "post_attention_norm.weight", n_embd)))
@@ -265,7 +250,7 @@ class _Builder:
             if hp.recr[il]:
                 cur = graph_ssm.mamba2(self, self.ssm, cur, il)
             else:
-                cur = self.attention(il, cur, pos if rope else None)
+                cur = graph_attn.attention(self, il, cur, pos if rope else None)
             if il == hp.n_layer - 1:
                 cur, inpSA = g.get_rows(cur, out_ids), g.get_rows(inpSA, out_ids)
             cur = self.scale(cur, res_scale)
@@ -314,134 +299,6 @@ class _Builder:
         gate = self.lin(gate_w, cur, self.w(b + "ffn_gate.bias", n_ff))
         cur = g.glu(gate, up, self.spec.get("act", "SWIGLU"))   # ggml_swiglu_split / geglu_split
         return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
-
-    def attention(self, il, cur, pos):
-        """build_qkv, optional Q/K norms, RoPE, build_attn, the output projection."""
-        hp, T, b = self.hp, self.T, f"blk.{il}."
-        n_embd, n_head, n_head_kv, d = hp.n_embd, hp.n_head[il], hp.n_head_kv[il], hp.head_k
-        n_gqa = d * n_head_kv
-        if self.spec.get("q_gate"):
-            return self.gated_attention(il, cur, pos)
-        clamp = self.key("attention.clamp_kqv") > 0         # hparams.f_clamp_kqv
-        wqkv = self.w(b + "attn_qkv.weight", n_embd, d * n_head + 2 * n_gqa)
-        if wqkv is not None:                                # build_qkv's fused path: views of one product
-            qkv = self.lin(wqkv, cur, self.w(b + "attn_qkv.bias", d * n_head + 2 * n_gqa))
-            qkv = g.dup("CLAMP", qkv, (qkv,)) if clamp else qkv
-            nb = (4, 4 * d, qkv.nb[1])
-            q = g.view(qkv, (d, n_head, T), nb)
-            k = g.view(qkv, (d, n_head_kv, T), nb, offs=4 * d * n_head)
-            v = g.view(qkv, (d, n_head_kv, T), nb, offs=4 * (d * n_head + n_gqa))
-        else:
-            q = self.lin(self.w(b + "attn_q.weight", n_embd, d * n_head), cur, self.w(b + "attn_q.bias", d * n_head))
-            q = g.dup("CLAMP", q, (q,)) if clamp else q
-            k = self.lin(self.w(b + "attn_k.weight", n_embd, n_gqa), cur, self.w(b + "attn_k.bias", n_gqa))
-            k = g.dup("CLAMP", k, (k,)) if clamp else k
-            v = self.lin(self.w(b + "attn_v.weight", n_embd, n_gqa), cur, self.w(b + "attn_v.bias", n_gqa))
-            v = g.dup("CLAMP", v, (v,)) if clamp else v
-            q, k, v = g.reshape(q, d, n_head, T), g.reshape(k, d, n_head_kv, T), g.reshape(v, d, n_head_kv, T)
-        qk_norm = self.spec.get("qk_norm")
-        if qk_norm == "2d":                                 # mpt: LayerNorm over whole rows, if present
-            qk_norm = None
-            if b + "attn_q_norm.weight" in self.names:
-                q = g.reshape(self.norm(g.reshape(q, d * n_head, T), self.w(b + "attn_q_norm.weight", d * n_head),
-                                        self.w(b + "attn_q_norm.bias", d * n_head), "NORM"), d, n_head, T)
-                k = g.reshape(self.norm(g.reshape(k, n_gqa, T), self.w(b + "attn_k_norm.weight", n_gqa),
-                                        self.w(b + "attn_k_norm.bias", n_gqa), "NORM"), d, n_head_kv, T)
-        if qk_norm:
-            q = self.norm(q, self.w(b + "attn_q_norm.weight", d))
-        if pos is not None:
-            q = g.dup("ROPE", q, (q, pos))
-        if qk_norm:
-            k = self.norm(k, self.w(b + "attn_k_norm.weight", d))
-        if pos is not None:
-            k = g.dup("ROPE", k, (k, pos))
-        if self.spec.get("q_scale") or self.spec["block"] == "gemma":   # ggml_scale(Qcur, ...)
-            q = g.dup("SCALE", q, (q,))
-        cur = self.kv_attn(il, q, k, v)
-        return self.lin(self.w(b + "attn_output.weight", d * n_head, n_embd), cur,
-                        self.w(b + "attn_output.bias", n_embd))
-
-    def gated_attention(self, il, cur, pos):
-        """Qwen3-Next / Qwen3.5 attention (build_layer_attn): Q and a sigmoid gate in one
-        projection, Q/K norms, RoPE, attention without an output weight, gate, projection."""
-        hp, T, b = self.hp, self.T, f"blk.{il}."
-        n_embd, n_head, n_head_kv, d = hp.n_embd, hp.n_head[il], hp.n_head_kv[il], hp.head_k
-        q_full = self.lin(self.w(b + "attn_q.weight", n_embd, 2 * d * n_head), cur,
-                          self.w(b + "attn_q.bias", 2 * d * n_head))
-        k = self.lin(self.w(b + "attn_k.weight", n_embd, d * n_head_kv), cur, self.w(b + "attn_k.bias", d * n_head_kv))
-        v = self.lin(self.w(b + "attn_v.weight", n_embd, d * n_head_kv), cur, self.w(b + "attn_v.bias", d * n_head_kv))
-        if self.spec["q_gate"] == "4d":
-            q_full = g.reshape(q_full, 2 * d, n_head, T, 1)
-        nb = (4, 2 * d * 4, 2 * d * n_head * 4)
-        q = g.view(q_full, (d, n_head, T), nb)
-        gate = g.view(q_full, (d, n_head, T), nb, offs=d * 4)
-        k, v = g.reshape(k, d, n_head_kv, T), g.reshape(v, d, n_head_kv, T)
-        q = self.norm(q, self.w(b + "attn_q_norm.weight", d))
-        k = self.norm(k, self.w(b + "attn_k_norm.weight", d))
-        q, k = g.dup("ROPE", q, (q, pos)), g.dup("ROPE", k, (k, pos))
-        cur = self.kv_attn(il, q, k, v)
-        gate = g.cont(gate, d * n_head, T)
-        gate = g.unary(gate, "SIGMOID")
-        return g.mul_mat(self.w(b + "attn_output.weight", d * n_head, n_embd), g.dup("MUL", cur, (cur, gate)))
-
-    def kv_attn(self, il, q, k, v):
-        """llm_graph_context::build_attn (the KV-cache variant) and build_attn_mha."""
-        gf, hp, T, ns = self.gf, self.hp, self.T, self.ns
-        cache = "kv (swa)" if self.iswa and hp.is_swa[il] else "kv"
-        n_kv = self.n_kv[cache]
-        k_idxs, v_idxs, mask, k_rot, v_rot = self.attn_inputs(cache)
-        d, n_head_kv = hp.head_k, hp.n_head_kv[il]
-        n_gqa = d * n_head_kv
-        n_gqa_max = max(hp.n_embd_v_gqa(i) for i in range(hp.n_layer))
-        if k_rot is not None:
-            q, k = g.hadamard(q, k_rot), g.hadamard(k, k_rot)
-        if v_rot is not None:
-            v = g.hadamard(v, v_rot)
-        for t in ((q, k, v) if self.iswa else (q, v, k)):    # the iSWA variant expands K before V
-            gf.expand(t)
-        ck = g.weight((n_gqa, n_kv, ns), f"cache_k_l{il}", *g.cache_type(self.type_k))
-        cv = g.weight((n_gqa if self.fa else n_gqa_max, n_kv, ns), f"cache_v_l{il}", *g.cache_type(self.type_v))
-        # cpy_k / cpy_v: SET_ROWS into the caches (external: nothing placed here)
-        kv2 = g.view(k, (n_gqa, T), (k.esize, k.nb[2]))
-        gf.expand(g.set_rows(g.reshape(ck, n_gqa, n_kv * ns) if ns > 1 else ck, kv2, k_idxs))
-        if self.fa:
-            vv = g.view(v, (n_gqa, T), (v.esize, v.nb[2]))
-            dst = g.reshape(cv, n_gqa, n_kv * ns) if ns > 1 else cv
-        else:
-            vv = g.reshape(v, n_gqa, T) if v.nb[2] == v.esize * n_gqa else g.cont(v, n_gqa, T)
-            if n_gqa < n_gqa_max:
-                vv = g.op("PAD", (n_gqa_max, T), (vv,))
-            vv = g.reshape(vv, 1, g.nelements(vv))
-            dst = g.reshape(cv, 1, g.nelements(cv))
-        gf.expand(g.set_rows(dst, vv, v_idxs))
-        kk = g.view(ck, (d, n_head_kv, n_kv, ns), (ck.nb[0], ck.nb[1] * d // n_gqa, ck.nb[1], ck.nb[2]))
-        if self.fa:                                         # get_k / get_v (v transposed without FA)
-            vk = g.view(cv, (d, n_head_kv, n_kv, ns), (cv.nb[0], cv.nb[1] * d // n_gqa, cv.nb[1], cv.nb[2]))
-        else:
-            vk = g.view(cv, (n_kv, n_head_kv, d, ns), (cv.nb[0], cv.esize * n_kv * d, cv.esize * n_kv, cv.nb[2]))
-        qv = g.view(q, (q.ne[0], q.ne[1], q.ne[2] // ns, ns), (q.nb[0], q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // ns)))
-        qp, kp, vp = g.permute(qv, (0, 2, 1, 3)), g.permute(kk, (0, 2, 1, 3)), g.permute(vk, (0, 2, 1, 3))
-        if self.fa:
-            if self.type_k == "f32":
-                kp = g.cast(kp, g.F16)
-            if self.type_v == "f32":
-                vp = g.cast(vp, g.F16)
-            cur = g.op("FLASH_ATTN_EXT", (vp.ne[0], qp.ne[2], qp.ne[1], qp.ne[3]), (qp, kp, vp, mask))
-            cur = g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
-        else:
-            kq = g.mul_mat(kp, qp, "kq")
-            if self.spec.get("attn_softcap"):               # hparams.attn_soft_cap
-                kq = g.unary(g.dup("SCALE", kq, (kq,)), "TANH")
-                kq = g.dup("SCALE", kq, (kq,))
-            kq = g.dup("SOFT_MAX", kq, (kq, mask))
-            kqv = g.mul_mat(vp, kq, "kqv")
-            cur = g.permute(kqv, (0, 2, 1, 3))
-            cur = g.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
-        gf.expand(cur)
-        if v_rot is not None:
-            cur = g.hadamard(cur, v_rot)
-        return cur
-
 
 def build(hp, meta, names, n_kv: int, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str = "f16",
           type_v: str = "f16") -> Graph:
