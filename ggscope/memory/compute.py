@@ -74,7 +74,8 @@ def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn:
     if not _graph.described(hp, names, meta) or (kv_unified and n_seq > 1):
         return None
     cells = {c.name: c.cells for c in caches if c.layers}
-    if set(cells) != ({"kv", "kv (swa)"} if hp.swa_any else {"kv"}):
+    want = set() if not any(hp.attn) else {"kv", "kv (swa)"} if hp.swa_any else {"kv"}
+    if set(cells) != want:
         return None
     g = _graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v)
     return _galloc.reserve(g)

@@ -67,6 +67,8 @@ DECODER: dict[str, dict] = {
     "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
+    "mamba": {"block": "mamba"},
+    "mamba2": {"block": "mamba"},
 }
 
 
@@ -81,7 +83,7 @@ def described(hp, names, meta) -> bool:
     over a count it claims)."""
     if hp.arch not in DECODER or hp.mla or not _sizes_ok(hp, meta):
         return False
-    if not hp.ffn_gated and not DECODER[hp.arch].get("gelu_ffn"):
+    if not hp.ffn_gated and not DECODER[hp.arch].get("gelu_ffn") and DECODER[hp.arch]["block"] != "mamba":
         return False
     if hp.swa_any and DECODER[hp.arch]["block"] != "gemma":
         return False
@@ -100,7 +102,7 @@ def described(hp, names, meta) -> bool:
 
 def _sizes_ok(hp, meta) -> bool:
     try:
-        if min(hp.n_embd, hp.n_vocab, hp.n_ff or hp.n_ff_exp) <= 0:
+        if min(hp.n_embd, hp.n_vocab) <= 0 or (DECODER[hp.arch]["block"] != "mamba" and (hp.n_ff or hp.n_ff_exp) <= 0):
             return False
         n_ff = meta.get(f"{hp.arch}.feed_forward_length")     # one FFN width for every layer
         if n_ff is not None and not isinstance(n_ff, (int, float)) and len({int(x) for x in n_ff}) > 1:
@@ -121,7 +123,8 @@ def _sizes_ok(hp, meta) -> bool:
             else:
                 p = graph_ssm.ssm_params(meta, hp.arch)
                 ok = (p["d_conv"] >= 1 and p["n_head"] > 0 and p["n_group"] > 0 and p["d_state"] > 0
-                      and p["d_inner"] > 0 and p["d_inner"] % p["n_head"] == 0 and p["d_inner"] % p["n_group"] == 0)
+                      and p["d_inner"] > 0 and (hp.arch == "mamba" or (p["d_inner"] % p["n_head"] == 0
+                                                                       and p["d_inner"] % p["n_group"] == 0)))
             if not ok:
                 return False
     except (TypeError, ValueError, OverflowError):
@@ -204,6 +207,12 @@ class _Builder:
                 ffn_inp = inpSA
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
+            if self.spec["block"] == "mamba":               # src/models/mamba.cpp: mixer, residual
+                cur = (graph_ssm.mamba2 if hp.arch == "mamba2" else graph_ssm.mamba1)(self, self.ssm, cur, il)
+                if il == hp.n_layer - 1:
+                    cur, inpL = g.get_rows(cur, out_ids), g.get_rows(inpL, out_ids)
+                inpL = g.dup("ADD", cur, (cur, inpL))
                 continue
             if self.spec["block"] == "falcon":              # attention and FFN both from the attn norm
                 attn_norm = cur

@@ -17,7 +17,12 @@ From llama.cpp as vendored in llama-cpp-python 0.3.36:
   the D skip, the z gate (SwiGLU), the grouped RMS norm, the out-projection.
   ``n_rs_seq`` (rollback snapshots) is 0, so one state per sequence is written (K = 1).
 
-Contract: ``rs_input(n_rs) -> (s_copy, main, extra)``; ``mamba2(b, ctx, cur, il) -> Tensor``
+Mamba-1 (``build_mamba_layer``, src/models/mamba.cpp's "mamba" architecture) is the same
+state handling around one head per channel: x and z from the in-projection, the
+convolution, dt / B / C from ``ssm_x`` (RMS-normed when the file asks), dt's own projection.
+
+Contract: ``rs_input(n_rs) -> (s_copy, main, extra)``; ``mamba2(b, ctx, cur, il)`` and
+``mamba1(b, ctx, cur, il) -> Tensor``
 where ``b`` is the graph builder (its ``gf``, weights and sizes) and ``ctx`` the ssm
 hyperparameters read by ``ssm_params(meta, arch)``.
 """
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
 
-__all__ = ["ssm_params", "rs_input", "build_rs", "mamba2"]
+__all__ = ["ssm_params", "rs_input", "build_rs", "mamba1", "mamba2"]
 
 
 def ssm_params(meta: dict, arch: str) -> dict:
@@ -111,3 +116,52 @@ def mamba2(b, p: dict, cur, il: int):
         y = b.norm(y, norm)
     y = g.reshape(y, d_inner, nst * ns)
     return g.mul_mat(b.w(pre + "ssm_out.weight", d_inner, b.hp.n_embd), y)
+
+
+def mamba1(b, p: dict, cur, il: int):
+    """llm_build_mamba_base::build_mamba_layer (Mamba-1: one head per channel, x_proj for dt,
+    B and C, their RMS norms where the file has them or ``ssm.dt_b_c_rms`` says so)."""
+    gf, ns, T = b.gf, b.ns, b.T
+    nst = T // ns
+    d_conv, d_inner, d_state, dt_rank = p["d_conv"], p["d_inner"], p["d_state"], p["n_head"]
+    pre = f"blk.{il}."
+    conv_all = g.weight((b.hp.n_embd_r, b.n_rs), f"cache_r_l{il}")
+    ssm_all = g.weight((b.hp.n_embd_s, b.n_rs), f"cache_s_l{il}")
+    conv = g.reshape(build_rs(gf, conv_all, b.hp.n_embd_r, ns, b.n_rs, b.rs), d_conv - 1, d_inner, ns)
+    cur = g.reshape(cur, cur.ne[0], nst, ns)
+    xz = g.mul_mat(b.w(pre + "ssm_in.weight", b.hp.n_embd, 2 * d_inner), cur)
+    x = g.view(xz, (d_inner, nst, ns), (4, xz.nb[1], xz.nb[2]))
+    z = g.view(xz, (d_inner, nst, ns), (4, xz.nb[1], xz.nb[2]), offs=d_inner * 4)
+    conv_x = g.concat(conv, g.transpose(x), 0)
+    last = g.view(conv_x, (d_conv - 1, d_inner, ns), (4, conv_x.nb[1], conv_x.nb[2]), offs=nst * 4)
+    gf.expand(g.cpy_into(last, g.view(conv_all, ((d_conv - 1) * d_inner * ns,))))
+    x = g.op("SSM_CONV", (d_inner, nst, ns), (conv_x, b.w(pre + "ssm_conv1d.weight", d_conv, d_inner)))
+    x = g.dup("ADD", x, (x, b.w(pre + "ssm_conv1d.bias", d_inner)))
+    x = g.unary(x, "SILU")
+    x_db = g.mul_mat(b.w(pre + "ssm_x.weight", d_inner, dt_rank + 2 * d_state), x)
+    dt = g.view(x_db, (dt_rank, nst, ns), (4, x_db.nb[1], x_db.nb[2]))
+    B = g.view(x_db, (d_state, 1, nst, ns), (4, d_state * 4, x_db.nb[1], x_db.nb[2]), offs=4 * dt_rank)
+    C = g.view(x_db, (d_state, 1, nst, ns), (4, d_state * 4, x_db.nb[1], x_db.nb[2]), offs=4 * (dt_rank + d_state))
+    norms = [b.w(pre + f"ssm_{n}_norm.weight", 1) for n in ("dt", "b", "c")]
+    if int(b.meta.get(f"{b.hp.arch}.ssm.dt_b_c_rms", 0) or 0) or all(n is not None for n in norms):
+        dt, B, C = (b.norm(t, w) for t, w in zip((dt, B, C), norms))
+    else:
+        dt = g.cont(dt)
+    dt = g.mul_mat(b.w(pre + "ssm_dt.weight", dt_rank, d_inner), dt)
+    dt = g.dup("ADD", dt, (dt, b.w(pre + "ssm_dt.bias", d_inner)))
+    xs = g.reshape(x, 1, d_inner, nst, ns)
+
+    def scan_rows(states, ids):
+        ssm = g.reshape(states, d_state, 1, d_inner, b.n_rs)
+        return g.op("SSM_SCAN", (g.nelements(xs) + d_state * d_inner * ids.ne[0],),
+                    (ssm, xs, dt, b.w(pre + "ssm_a", d_state, d_inner), B, C, ids))
+
+    y_ssm = build_rs(gf, ssm_all, b.hp.n_embd_s, ns, b.n_rs, b.rs, scan_rows)
+    gf.expand(g.cpy_into(g.view(y_ssm, (d_state * d_inner * ns,), offs=xs.nb[3] * xs.ne[3]),
+                         g.view(ssm_all, (d_state * d_inner * ns,))))
+    y = g.view(y_ssm, (d_inner, nst, ns), (4, xs.nb[2], xs.nb[3]))
+    xd = g.dup("MUL", x, (x, b.w(pre + "ssm_d", d_inner)))
+    y = g.dup("ADD", y, (y, xd))
+    y = g.glu(g.cont(z), y)
+    cur = g.mul_mat(b.w(pre + "ssm_out.weight", d_inner, b.hp.n_embd), y)
+    return g.reshape(cur, cur.ne[0], nst * ns)
