@@ -13,11 +13,12 @@ one builder with per-architecture switches (the table ``DECODER``):
   positions per token with multi-section RoPE), learned positions (GPT-2, MPT),
   ``build_inp_out_ids``, ``build_inp_mem_hybrid``'s recurrent-state input;
 * the blocks of src/models/<arch>.cpp: "llama" (llama, qwen2, qwen3, qwen3moe, starcoder2,
-  gpt2, mpt, granitehybrid - norm, attention or a Mamba-2 mixer, the last layer's
+  gpt2, mpt, granitehybrid, jamba - norm, attention or a Mamba mixer, the last layer's
   ``get_rows`` of the outputs, residual, norm, FFN, residual), "gemma" (post norms),
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
   (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
-  gated attention, a post-attention norm, the outputs picked after the output norm);
+  gated attention, a post-attention norm, the outputs picked after the output norm),
+  "mamba" (mamba, mamba2: the mixer and the residual, no FFN);
 * the FFN - ``build_ffn`` (SwiGLU/GeGLU with a parallel gate, fused gate-up SwiGLU, GELU
   without a gate, biases) or ``build_moe_ffn`` (``ggscope.memory.graph_moe``);
 * the output norm (``result_norm``) and the logits (``result_output``; logit scale or
@@ -48,7 +49,9 @@ __all__ = ["DECODER", "described", "build"]
 # pos_embd: learned positions (always, or "if present"); pos_per_embd: positions per token;
 # scales: granite's embedding / residual / logit multipliers; attn_softcap, logit_softcap:
 # Gemma's soft-caps (True, or the key whose non-zero value switches it on); ffn_norm: the
-# FFN norm's tensor name where it is not "ffn_norm.weight"
+# FFN norm's tensor name where it is not "ffn_norm.weight"; mamba: 1 for Mamba-1 mixers;
+# residual_first: the residual is the first operand of the adds; moe_norm_w: False where
+# build_moe_ffn is called without normalising the experts' weights
 DECODER: dict[str, dict] = {
     "llama": {"block": "llama"},
     "qwen2": {"block": "llama"},
@@ -67,6 +70,7 @@ DECODER: dict[str, dict] = {
     "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
+    "jamba": {"block": "llama", "rope": False, "mamba": 1, "residual_first": True, "moe_norm_w": False},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -257,17 +261,18 @@ class _Builder:
                 inpL = g.dup("ADD", cur, (cur, residual))
                 continue
             if hp.recr[il]:
-                cur = graph_ssm.mamba2(self, self.ssm, cur, il)
+                cur = (graph_ssm.mamba1 if self.spec.get("mamba") == 1 else graph_ssm.mamba2)(self, self.ssm, cur, il)
             else:
                 cur = graph_attn.attention(self, il, cur, pos if rope else None)
             if il == hp.n_layer - 1:
                 cur, inpSA = g.get_rows(cur, out_ids), g.get_rows(inpSA, out_ids)
             cur = self.scale(cur, res_scale)
-            ffn_inp = g.dup("ADD", cur, (cur, inpSA))
+            first = self.spec.get("residual_first")          # jamba adds (residual, x): in-place order
+            ffn_inp = g.dup("ADD", inpSA, (inpSA, cur)) if first else g.dup("ADD", cur, (cur, inpSA))
             cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd),
                                         self.w(b + "ffn_norm.bias", n_embd), self.block_norm))
             cur = self.scale(cur, res_scale)
-            inpL = g.dup("ADD", cur, (cur, ffn_inp))
+            inpL = g.dup("ADD", ffn_inp, (ffn_inp, cur)) if first else g.dup("ADD", cur, (cur, ffn_inp))
         cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd),
                         self.block_norm)
         cur.output = True                                   # result_norm (t_embd, or t_h_nextn)

@@ -5,7 +5,8 @@ the router's probabilities and the selected experts' weights) decide the layers'
 ``ggscope.memory.graph`` calls this module for a layer whose file has ``ffn_gate_inp``.
 From llama.cpp as vendored in llama-cpp-python 0.3.36, src/llama-graph.cpp
 ``build_moe_ffn`` with the softmax gating, SiLU and the weights normalised (``norm_w``),
-as src/models/llama.cpp, qwen3moe.cpp, qwen3next.cpp and qwen35moe.cpp call it: router
+as src/models/llama.cpp, qwen3moe.cpp, qwen3next.cpp and qwen35moe.cpp call it (jamba.cpp
+without normalising the weights): router
 logits, soft-max, the top ``n_expert_used`` (``ggml_argsort_top_k``: an argsort and a
 view), their probabilities gathered, summed, clamped and divided; the up and gate
 projections of the selected experts (``ggml_mul_mat_id``), SwiGLU, the down projection,
@@ -42,11 +43,12 @@ def moe(b, cur, il: int):
     sorted_ = g.op("ARGSORT", probs.ne, (probs,), g.I32)
     selected = g.view(sorted_, (n_used, sorted_.ne[1], sorted_.ne[2], sorted_.ne[3]), sorted_.nb)
     weights = g.get_rows(g.reshape(probs, 1, n_exp, T), selected)
-    weights = g.reshape(weights, n_used, T)
-    wsum = g.op("SUM_ROWS", (1, T), (weights,))
-    wsum = g.dup("CLAMP", wsum, (wsum,))
-    weights = g.dup("DIV", weights, (weights, wsum))
-    weights = g.reshape(weights, 1, n_used, T)
+    if b.spec.get("moe_norm_w", True):                  # norm_w: the weights summed to one
+        weights = g.reshape(weights, n_used, T)
+        wsum = g.op("SUM_ROWS", (1, T), (weights,))
+        wsum = g.dup("CLAMP", wsum, (wsum,))
+        weights = g.dup("DIV", weights, (weights, wsum))
+        weights = g.reshape(weights, 1, n_used, T)
     w_scale = float(b.meta.get(f"{hp.arch}.expert_weights_scale", 0) or 0)
     if w_scale not in (0.0, 1.0):
         weights = g.dup("SCALE", weights, (weights,))
