@@ -18,7 +18,8 @@ one builder with per-architecture switches (the table ``DECODER``):
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
   (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
   gated attention, a post-attention norm, the outputs picked after the output norm),
-  "mamba" (mamba, mamba2: the mixer and the residual, no FFN);
+  "mamba" (mamba, mamba2: the mixer and the residual, no FFN), "nemotron_h" (one mixer per
+  layer - Mamba-2, attention without RoPE or a squared-ReLU FFN - and the residual);
 * the FFN - ``build_ffn`` (SwiGLU/GeGLU with a parallel gate, fused gate-up SwiGLU, GELU
   without a gate, biases) or ``build_moe_ffn`` (``ggscope.memory.graph_moe``);
 * the output norm (``result_norm``) and the logits (``result_output``; logit scale or
@@ -49,7 +50,8 @@ __all__ = ["DECODER", "described", "build"]
 # pos_embd: learned positions (always, or "if present"); pos_per_embd: positions per token;
 # scales: granite's embedding / residual / logit multipliers; attn_softcap, logit_softcap:
 # Gemma's soft-caps (True, or the key whose non-zero value switches it on); ffn_norm: the
-# FFN norm's tensor name where it is not "ffn_norm.weight"; mamba: 1 for Mamba-1 mixers;
+# FFN norm's tensor name where it is not "ffn_norm.weight"; ungated: the activation of an
+# FFN without a gate ("GELU", "RELU_SQR"); mamba: 1 for Mamba-1 mixers;
 # residual_first: the residual is the first operand of the adds; moe_norm_w: False where
 # build_moe_ffn is called without normalising the experts' weights
 DECODER: dict[str, dict] = {
@@ -61,16 +63,17 @@ DECODER: dict[str, dict] = {
     "falcon-h1": {"block": "falcon-h1", "ffn_norm": "ffn_norm"},      # tn(LLM_TENSOR_FFN_NORM, i): no ".weight"
     "qwen3next": {"block": "qwen35", "gdn": "qwen3next", "q_gate": "4d"},
     "phi3": {"block": "phi3", "q_scale": True},
-    "starcoder2": {"block": "llama", "norm": "NORM", "gelu_ffn": True},
-    "gpt2": {"block": "llama", "norm": "NORM", "gelu_ffn": True, "rope": False, "pos_embd": True},
-    "mpt": {"block": "llama", "norm": "NORM", "gelu_ffn": True, "rope": False, "pos_embd": "if present",
+    "starcoder2": {"block": "llama", "norm": "NORM", "ungated": "GELU"},
+    "gpt2": {"block": "llama", "norm": "NORM", "ungated": "GELU", "rope": False, "pos_embd": True},
+    "mpt": {"block": "llama", "norm": "NORM", "ungated": "GELU", "rope": False, "pos_embd": "if present",
             "qk_norm": "2d"},
-    "falcon": {"block": "falcon", "norm": "NORM", "gelu_ffn": True},
+    "falcon": {"block": "falcon", "norm": "NORM", "ungated": "GELU"},
     "gemma2": {"block": "gemma", "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
     "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "jamba": {"block": "llama", "rope": False, "mamba": 1, "residual_first": True, "moe_norm_w": False},
+    "nemotron_h": {"block": "nemotron_h", "rope": False, "ungated": "RELU_SQR"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -87,7 +90,7 @@ def described(hp, names, meta) -> bool:
     over a count it claims)."""
     if hp.arch not in DECODER or hp.mla or not _sizes_ok(hp, meta):
         return False
-    if not hp.ffn_gated and not DECODER[hp.arch].get("gelu_ffn") and DECODER[hp.arch]["block"] != "mamba":
+    if not hp.ffn_gated and not DECODER[hp.arch].get("ungated") and DECODER[hp.arch]["block"] != "mamba":
         return False
     if hp.swa_any and DECODER[hp.arch]["block"] != "gemma":
         return False
@@ -109,7 +112,7 @@ def _sizes_ok(hp, meta) -> bool:
         if min(hp.n_embd, hp.n_vocab) <= 0 or (DECODER[hp.arch]["block"] != "mamba" and (hp.n_ff or hp.n_ff_exp) <= 0):
             return False
         n_ff = meta.get(f"{hp.arch}.feed_forward_length")     # one FFN width for every layer
-        if n_ff is not None and not isinstance(n_ff, (int, float)) and len({int(x) for x in n_ff}) > 1:
+        if n_ff is not None and not isinstance(n_ff, (int, float)) and len({int(x) for x in n_ff} - {0}) > 1:
             return False
         for il in range(hp.n_layer):
             if hp.attn[il] and not (hp.head_k > 0 and hp.n_head_kv[il] > 0 and hp.n_head[il] > 0
@@ -212,6 +215,15 @@ class _Builder:
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
                 continue
+            if self.spec["block"] == "nemotron_h":          # one mixer per layer: Mamba-2, attention or FFN
+                if hp.recr[il]:
+                    cur = graph_ssm.mamba2(self, self.ssm, cur, il)
+                elif hp.attn[il]:
+                    cur = graph_attn.attention(self, il, cur, None)
+                else:
+                    cur = self.ffn(b, cur)
+                inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
             if self.spec["block"] == "mamba":               # src/models/mamba.cpp: mixer, residual
                 cur = (graph_ssm.mamba2 if hp.arch == "mamba2" else graph_ssm.mamba1)(self, self.ssm, cur, il)
                 if il == hp.n_layer - 1:
@@ -276,7 +288,7 @@ class _Builder:
         cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd),
                         self.block_norm)
         cur.output = True                                   # result_norm (t_embd, or t_h_nextn)
-        if self.spec["block"] == "qwen35":                 # embeddings_nextn_masked = false
+        if self.spec["block"] in ("qwen35", "nemotron_h"):   # embeddings_nextn_masked = false
             cur = g.get_rows(cur, out_ids)
             cur.output = True
         out_w = self.w("output.weight", n_embd, hp.n_vocab) or tok_embd
@@ -299,9 +311,11 @@ class _Builder:
             return graph_moe.moe(self, cur, int(b.split(".")[1]))
         n_ff, n_embd = self.hp.n_ff, self.hp.n_embd
         gate_w = self.w(b + "ffn_gate.weight", n_embd, n_ff)
-        if gate_w is None and self.spec.get("gelu_ffn"):     # up, GELU (in place), down
-            up = g.unary(self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff)),
-                         "GELU")
+        if gate_w is None and self.spec.get("ungated"):     # up, GELU or squared ReLU (in place), down
+            up = self.lin(self.w(b + "ffn_up.weight", n_embd, n_ff), cur, self.w(b + "ffn_up.bias", n_ff))
+            up = g.unary(up, "GELU" if self.spec["ungated"] == "GELU" else "RELU")
+            if self.spec["ungated"] == "RELU_SQR":
+                up = g.dup("SQR", up, (up,))
             act = self.w(b + "ffn.act.scales", n_ff)        # mpt's activation scales: a DIV
             up = g.dup("DIV", up, (up, act)) if act is not None else up
             return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), up, self.w(b + "ffn_down.bias", n_embd))
