@@ -53,7 +53,9 @@ __all__ = ["DECODER", "described", "build"]
 # FFN norm's tensor name where it is not "ffn_norm.weight"; ungated: the activation of an
 # FFN without a gate ("GELU", "RELU_SQR"); mamba: 1 for Mamba-1 mixers;
 # residual_first: the residual is the first operand of the adds; moe_norm_w: False where
-# build_moe_ffn is called without normalising the experts' weights
+# build_moe_ffn is called without normalising the experts' weights; moe_gating, moe_act:
+# gpt-oss's expert gating and activation; swa: the block may have sliding-window layers (two
+# caches); outputs: "l_out" where the outputs are picked from the last layer's output
 DECODER: dict[str, dict] = {
     "llama": {"block": "llama"},
     "qwen2": {"block": "llama"},
@@ -68,12 +70,14 @@ DECODER: dict[str, dict] = {
     "mpt": {"block": "llama", "norm": "NORM", "ungated": "GELU", "rope": False, "pos_embd": "if present",
             "qk_norm": "2d"},
     "falcon": {"block": "falcon", "norm": "NORM", "ungated": "GELU"},
-    "gemma2": {"block": "gemma", "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
-    "gemma3": {"block": "gemma", "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
+    "gemma2": {"block": "gemma", "swa": True, "act": "GEGLU", "attn_softcap": True, "logit_softcap": True},
+    "gemma3": {"block": "gemma", "swa": True, "act": "GEGLU", "qk_norm": True, "logit_softcap": "final_logit_softcapping"},
     "qwen35": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "qwen35moe": {"block": "qwen35", "gdn": "qwen35", "q_gate": "3d", "pos_per_embd": 4},
     "jamba": {"block": "llama", "rope": False, "mamba": 1, "residual_first": True, "moe_norm_w": False},
     "nemotron_h": {"block": "nemotron_h", "rope": False, "ungated": "RELU_SQR"},
+    "gpt-oss": {"block": "llama", "swa": True, "ffn_norm": "post_attention_norm.weight", "outputs": "l_out",
+                "moe_gating": "softmax_weight", "moe_norm_w": False, "moe_act": "SWIGLU_OAI"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -92,7 +96,7 @@ def described(hp, names, meta) -> bool:
         return False
     if not hp.ffn_gated and not DECODER[hp.arch].get("ungated") and DECODER[hp.arch]["block"] != "mamba":
         return False
-    if hp.swa_any and DECODER[hp.arch]["block"] != "gemma":
+    if hp.swa_any and not DECODER[hp.arch].get("swa"):
         return False
     if hp.n_expert_used and not all(f"blk.{il}.ffn_gate_exps.weight" in names for il in range(hp.n_layer)):
         return False
@@ -276,15 +280,18 @@ class _Builder:
                 cur = (graph_ssm.mamba1 if self.spec.get("mamba") == 1 else graph_ssm.mamba2)(self, self.ssm, cur, il)
             else:
                 cur = graph_attn.attention(self, il, cur, pos if rope else None)
-            if il == hp.n_layer - 1:
+            if il == hp.n_layer - 1 and self.spec.get("outputs") != "l_out":
                 cur, inpSA = g.get_rows(cur, out_ids), g.get_rows(inpSA, out_ids)
             cur = self.scale(cur, res_scale)
             first = self.spec.get("residual_first")          # jamba adds (residual, x): in-place order
             ffn_inp = g.dup("ADD", inpSA, (inpSA, cur)) if first else g.dup("ADD", cur, (cur, inpSA))
-            cur = self.ffn(b, self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd),
+            cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec.get("ffn_norm", "ffn_norm.weight"), n_embd),
                                         self.w(b + "ffn_norm.bias", n_embd), self.block_norm))
             cur = self.scale(cur, res_scale)
             inpL = g.dup("ADD", ffn_inp, (ffn_inp, cur)) if first else g.dup("ADD", cur, (cur, ffn_inp))
+        if self.spec.get("outputs") == "l_out":            # gpt-oss: t_h_nextn, then the outputs picked
+            inpL.output = True
+            inpL = g.get_rows(inpL, out_ids)
         cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd),
                         self.block_norm)
         cur.output = True                                   # result_norm (t_embd, or t_h_nextn)

@@ -129,6 +129,8 @@ def kv_attn(b, il, q, k, v):
     cache = "kv (swa)" if b.iswa and hp.is_swa[il] else "kv"
     n_kv = b.n_kv[cache]
     k_idxs, v_idxs, mask, k_rot, v_rot = attn_inputs(b, cache)
+    sink_w = b.w(f"blk.{il}.attn_sinks.weight", hp.n_head[il])       # gpt-oss: ggml_*_add_sinks
+    sinks = (sink_w,) if sink_w is not None else ()
     d, n_head_kv = hp.head_k, hp.n_head_kv[il]
     n_gqa = d * n_head_kv
     n_gqa_max = max(hp.n_embd_v_gqa(i) for i in range(hp.n_layer))
@@ -165,14 +167,14 @@ def kv_attn(b, il, q, k, v):
             kp = g.cast(kp, g.F16)
         if b.type_v == "f32":
             vp = g.cast(vp, g.F16)
-        cur = g.op("FLASH_ATTN_EXT", (vp.ne[0], qp.ne[2], qp.ne[1], qp.ne[3]), (qp, kp, vp, mask))
+        cur = g.op("FLASH_ATTN_EXT", (vp.ne[0], qp.ne[2], qp.ne[1], qp.ne[3]), (qp, kp, vp, mask) + sinks)
         cur = g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
     else:
         kq = g.mul_mat(kp, qp, "kq")
         if b.spec.get("attn_softcap"):               # hparams.attn_soft_cap
             kq = g.unary(g.dup("SCALE", kq, (kq,)), "TANH")
             kq = g.dup("SCALE", kq, (kq,))
-        kq = g.dup("SOFT_MAX", kq, (kq, mask))
+        kq = g.dup("SOFT_MAX", kq, (kq, mask) + sinks)
         kqv = g.mul_mat(vp, kq, "kqv")
         cur = g.permute(kqv, (0, 2, 1, 3))
         cur = g.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])

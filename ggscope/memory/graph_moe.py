@@ -13,7 +13,8 @@ projections of the selected experts (``ggml_mul_mat_id``), SwiGLU, the down proj
 times the weights, then the experts' rows summed one view at a time (each step expanded
 into the graph).  A shared expert (``ffn_*_shexp``) is a plain ``build_ffn`` beside it,
 gated by a sigmoid of ``ffn_gate_inp_shexp`` when the file has that tensor (Qwen3-Next,
-Qwen3.5-MoE).
+Qwen3.5-MoE).  gpt-oss's variant: router and expert biases (``ggml_add_id``), the
+soft-max over the selected logits only (``SOFTMAX_WEIGHT`` gating) and SwiGLU-OAI.
 
 Contract: ``moe(b, cur, il) -> Tensor`` where ``b`` is ``ggscope.memory.graph``'s builder.
 """
@@ -33,16 +34,27 @@ def _mul_mat_id(w, cur, ids, n_out):
     return g.op("MUL_MAT_ID", (n_out, ids.ne[0], cur.ne[2], 1), (w, cur, ids))
 
 
+def _add_id(b, name, x, ids):
+    """ggml_add_id: a per-expert bias, in place (ADD_ID is one of ggml-alloc's in-place ops)."""
+    bias = b.w(name, x.ne[0], 1)
+    return x if bias is None else g.dup("ADD_ID", x, (x, bias, ids))
+
+
 def moe(b, cur, il: int):
     hp, gf = b.hp, b.gf
     pre = f"blk.{il}."
     n_embd, T = cur.ne[0], cur.ne[1]
     n_exp, n_used, n_ff = n_expert(b), hp.n_expert_used, hp.n_ff_exp or hp.n_ff
-    logits = g.mul_mat(b.w(pre + "ffn_gate_inp.weight", n_embd, n_exp), cur)
-    probs = g.dup("SOFT_MAX", logits, (logits,))
+    logits = b.lin(b.w(pre + "ffn_gate_inp.weight", n_embd, n_exp), cur, b.w(pre + "ffn_gate_inp.bias", n_exp))
+    softmax_weight = b.spec.get("moe_gating") == "softmax_weight"
+    probs = logits if softmax_weight else g.dup("SOFT_MAX", logits, (logits,))
     sorted_ = g.op("ARGSORT", probs.ne, (probs,), g.I32)
     selected = g.view(sorted_, (n_used, sorted_.ne[1], sorted_.ne[2], sorted_.ne[3]), sorted_.nb)
     weights = g.get_rows(g.reshape(probs, 1, n_exp, T), selected)
+    if softmax_weight:                                  # LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT
+        weights = g.reshape(weights, n_used, T)
+        weights = g.dup("SOFT_MAX", weights, (weights,))
+        weights = g.reshape(weights, 1, n_used, T)
     if b.spec.get("moe_norm_w", True):                  # norm_w: the weights summed to one
         weights = g.reshape(weights, n_used, T)
         wsum = g.op("SUM_ROWS", (1, T), (weights,))
@@ -54,10 +66,13 @@ def moe(b, cur, il: int):
         weights = g.dup("SCALE", weights, (weights,))
     gf.expand(weights)
     x = g.reshape(cur, n_embd, 1, T)
-    up = _mul_mat_id(b.w(pre + "ffn_up_exps.weight", n_embd, n_ff, n_exp), x, selected, n_ff)
-    gate = _mul_mat_id(b.w(pre + "ffn_gate_exps.weight", n_embd, n_ff, n_exp), x, selected, n_ff)
-    act = g.glu(gate, up)
+    up = _add_id(b, pre + "ffn_up_exps.bias", _mul_mat_id(b.w(pre + "ffn_up_exps.weight", n_embd, n_ff, n_exp), x,
+                                                           selected, n_ff), selected)
+    gate = _add_id(b, pre + "ffn_gate_exps.bias", _mul_mat_id(b.w(pre + "ffn_gate_exps.weight", n_embd, n_ff, n_exp),
+                                                               x, selected, n_ff), selected)
+    act = g.glu(gate, up, b.spec.get("moe_act", "SWIGLU"))
     experts = _mul_mat_id(b.w(pre + "ffn_down_exps.weight", n_ff, n_embd, n_exp), act, selected, n_embd)
+    experts = _add_id(b, pre + "ffn_down_exps.bias", experts, selected)
     experts = g.dup("MUL", experts, (experts, weights))
     gf.expand(experts)
     views = []
