@@ -41,7 +41,7 @@ def _replay_graph(rec_path: Path, pa: dict, tmp: Path):
     names = {t.name for t in mf.tensors}
     assert graph.described(hp, names, mf.metadata)
     p = plan(mf, Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
-                         cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], parallel=pa["parallel"],
+                         cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], parallel=pa["parallel"], swa_full=pa["swa_full"],
                          features=frozenset()))
     cells = {c.name: c.cells for c in p.caches if c.layers}
     return graph.build(hp, mf.metadata, names, cells, p.n_ubatch, pa["parallel"], pa["flash_attn"],
@@ -66,7 +66,7 @@ def test_same_nodes_as_llama_cpp(path, tmp_path):
     assert len(got) == len(want["nodes"]), path.stem
     # and the buffer is the one llama.cpp printed for this configuration
     runs = [r for r in rec["runs"] if all(r["params"].get(k, 1 if k == "parallel" else None) == v
-                                          for k, v in pa.items() if k not in ("batch", "swa_full"))
+                                          for k, v in pa.items() if k != "batch")
             and r["params"]["ubatch"] == pa["ubatch"] and "compute_dev" not in r["llama"]]
     for r in runs:
         assert round(galloc.reserve(g) / (1 << 20), 4) == r["llama"]["compute"], path.stem
