@@ -73,7 +73,7 @@ def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn:
     unified cache serves several sequences: one mask stream, not replayed)."""
     if not _graph.described(hp, names, meta) or (kv_unified and n_seq > 1):
         return None
-    cells = {c.name: c.cells for c in caches if c.layers}
+    cells = {c.name: c.cells for c in caches}          # an empty base cache beside a windowed one too
     want = set() if not any(hp.attn) else {"kv", "kv (swa)"} if hp.swa_any else {"kv"}
     if set(cells) != want:
         return None

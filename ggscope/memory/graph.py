@@ -13,7 +13,8 @@ one builder with per-architecture switches (the table ``DECODER``):
   positions per token with multi-section RoPE), learned positions (GPT-2, MPT),
   ``build_inp_out_ids``, ``build_inp_mem_hybrid``'s recurrent-state input;
 * the blocks of src/models/<arch>.cpp: "llama" (llama, qwen2, qwen3, qwen3moe, starcoder2,
-  gpt2, mpt, granitehybrid, jamba - norm, attention or a Mamba mixer, the last layer's
+  gpt2, mpt, granitehybrid, jamba, lfm2, gpt-oss - norm, attention or a recurrent mixer
+  (Mamba-1, Mamba-2, LFM2's short convolution), the last layer's
   ``get_rows`` of the outputs, residual, norm, FFN, residual), "gemma" (post norms),
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
   (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
@@ -55,7 +56,8 @@ __all__ = ["DECODER", "described", "build"]
 # residual_first: the residual is the first operand of the adds; moe_norm_w: False where
 # build_moe_ffn is called without normalising the experts' weights; moe_gating, moe_act:
 # gpt-oss's expert gating and activation; swa: the block may have sliding-window layers (two
-# caches); outputs: "l_out" where the outputs are picked from the last layer's output
+# caches); outputs: "l_out" where the outputs are picked from the last layer's output;
+# mixer: "shortconv" for LFM2's recurrent layers; output_norm: its tensor name if not the usual
 DECODER: dict[str, dict] = {
     "llama": {"block": "llama"},
     "qwen2": {"block": "llama"},
@@ -78,6 +80,8 @@ DECODER: dict[str, dict] = {
     "nemotron_h": {"block": "nemotron_h", "rope": False, "ungated": "RELU_SQR"},
     "gpt-oss": {"block": "llama", "swa": True, "ffn_norm": "post_attention_norm.weight", "outputs": "l_out",
                 "moe_gating": "softmax_weight", "moe_norm_w": False, "moe_act": "SWIGLU_OAI"},
+    "lfm2": {"block": "llama", "swa": True, "qk_norm": True, "residual_first": True, "mixer": "shortconv",
+             "output_norm": "token_embd_norm.weight"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -105,9 +109,10 @@ def described(hp, names, meta) -> bool:
     attn_layers = [il for il in range(hp.n_layer) if hp.attn[il]]
     if len({hp.n_head[il] for il in attn_layers}) > 1 or len({hp.n_head_kv[il] for il in attn_layers}) > 1:
         return False
-    mixer = "attn_qkv.weight" if "gdn" in DECODER[hp.arch] else "ssm_in.weight"
+    mixer = ("attn_qkv.weight" if "gdn" in DECODER[hp.arch] else "shortconv.in_proj.weight"
+             if DECODER[hp.arch].get("mixer") == "shortconv" else "ssm_in.weight")
     need = [f"blk.{il}.{mixer}" for il in range(hp.n_layer) if hp.recr[il]]
-    return (all(n in names for n in need) and "output_norm.weight" in names
+    return (all(n in names for n in need) and DECODER[hp.arch].get("output_norm", "output_norm.weight") in names
             and all(f"blk.{il}.attn_q.weight" in names or f"blk.{il}.attn_qkv.weight" in names for il in attn_layers))
 
 
@@ -126,7 +131,10 @@ def _sizes_ok(hp, meta) -> bool:
             n_exp = int(meta.get(f"{hp.arch}.expert_count", 0))
             if not (0 < hp.n_expert_used <= n_exp <= LLAMA_MAX_EXPERTS and hp.n_ff_exp > 0):
                 return False
-        if any(hp.recr):
+        if any(hp.recr) and DECODER[hp.arch].get("mixer") == "shortconv":
+            if int(meta.get(f"{hp.arch}.shortconv.l_cache", 0)) < 2:
+                return False
+        elif any(hp.recr):
             if "gdn" in DECODER[hp.arch]:
                 p = graph_gdn.params(meta, hp.arch)
                 ok = (p["d_conv"] >= 1 and p["n_k"] > 0 and p["n_v"] > 0 and p["d_state"] > 0 and p["d_inner"] > 0
@@ -276,7 +284,9 @@ class _Builder:
                 cur = self.ffn(b, self.norm(cur, self.w(b + "post_attention_norm.weight", n_embd)))
                 inpL = g.dup("ADD", cur, (cur, residual))
                 continue
-            if hp.recr[il]:
+            if hp.recr[il] and self.spec.get("mixer") == "shortconv":
+                cur = graph_ssm.shortconv(self, cur, il)
+            elif hp.recr[il]:
                 cur = (graph_ssm.mamba1 if self.spec.get("mamba") == 1 else graph_ssm.mamba2)(self, self.ssm, cur, il)
             else:
                 cur = graph_attn.attention(self, il, cur, pos if rope else None)
@@ -292,8 +302,8 @@ class _Builder:
         if self.spec.get("outputs") == "l_out":            # gpt-oss: t_h_nextn, then the outputs picked
             inpL.output = True
             inpL = g.get_rows(inpL, out_ids)
-        cur = self.norm(inpL, self.w("output_norm.weight", n_embd), self.w("output_norm.bias", n_embd),
-                        self.block_norm)
+        cur = self.norm(inpL, self.w(self.spec.get("output_norm", "output_norm.weight"), n_embd),
+                        self.w("output_norm.bias", n_embd), self.block_norm)
         cur.output = True                                   # result_norm (t_embd, or t_h_nextn)
         if self.spec["block"] in ("qwen35", "nemotron_h"):   # embeddings_nextn_masked = false
             cur = g.get_rows(cur, out_ids)

@@ -41,12 +41,14 @@ def attn_inputs(b, cache: str):
         mask = g.new_input((b.n_kv[cache], T // b.ns, 1, b.ns), g.F16 if b.fa else g.F32,
                            "attn_inp_kq_mask")
         k_rot = v_rot = None
-        if b.type_k in QUANTIZED and d % 64 == 0:
+        if b.hp.hybrid and b.iswa:                      # build_inp_mem_hybrid_iswa builds no rotations
+            pass
+        elif b.type_k in QUANTIZED and d % 64 == 0:
             nrot = 64
             while d % (nrot * 2) == 0:
                 nrot *= 2
             k_rot = g.new_input((nrot, nrot), g.F32, "attn_inp_k_rot")
-        if b.type_v in QUANTIZED and d % 64 == 0:
+        if b.type_v in QUANTIZED and d % 64 == 0 and not (b.hp.hybrid and b.iswa):
             v_rot = g.new_input((64, 64), g.F32, "attn_inp_v_rot")
         b.attn_cache[cache] = (k_idxs, v_idxs, mask, k_rot, v_rot)
     return b.attn_cache[cache]

@@ -21,8 +21,10 @@ Mamba-1 (``build_mamba_layer``, src/models/mamba.cpp's "mamba" architecture) is 
 state handling around one head per channel: x and z from the in-projection, the
 convolution, dt / B / C from ``ssm_x`` (RMS-normed when the file asks), dt's own projection.
 
-Contract: ``rs_input(n_rs) -> (s_copy, main, extra)``; ``mamba2(b, ctx, cur, il)`` and
-``mamba1(b, ctx, cur, il) -> Tensor``
+LFM2's short convolution (``shortconv``) uses the same state read and write-back.
+
+Contract: ``rs_input(n_rs) -> (s_copy, main, extra)``; ``mamba2(b, ctx, cur, il)``,
+``mamba1(b, ctx, cur, il)`` and ``shortconv(b, cur, il) -> Tensor``
 where ``b`` is the graph builder (its ``gf``, weights and sizes) and ``ctx`` the ssm
 hyperparameters read by ``ssm_params(meta, arch)``.
 """
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
 
-__all__ = ["ssm_params", "rs_input", "build_rs", "mamba1", "mamba2"]
+__all__ = ["ssm_params", "rs_input", "build_rs", "mamba1", "mamba2", "shortconv"]
 
 
 def ssm_params(meta: dict, arch: str) -> dict:
@@ -165,3 +167,27 @@ def mamba1(b, p: dict, cur, il: int):
     y = g.glu(g.cont(z), y)
     cur = g.mul_mat(b.w(pre + "ssm_out.weight", d_inner, b.hp.n_embd), y)
     return g.reshape(cur, cur.ne[0], nst * ns)
+
+
+def shortconv(b, cur, il: int):
+    """LFM2's short-convolution block (src/models/lfm2.cpp ``build_shortconv_block``, causal):
+    in-projection to B, C and x, B*x convolved over the previous ``l_cache - 1`` columns (the
+    last ones copied back into the state), C times the result, out-projection."""
+    gf, ns, T = b.gf, b.ns, b.T
+    nst, n_embd = T // ns, b.hp.n_embd
+    d_conv = int(b.meta.get(f"{b.hp.arch}.shortconv.l_cache", 0)) - 1
+    pre = f"blk.{il}."
+    cur = g.reshape(cur, n_embd, nst, ns)
+    bcx = g.mul_mat(b.w(pre + "shortconv.in_proj.weight", n_embd, 3 * n_embd), cur)
+    nb = (4, bcx.nb[1], bcx.nb[2])
+    bb, c, x = (g.view(bcx, (n_embd, nst, ns), nb, offs=i * n_embd * 4) for i in range(3))
+    bx = g.transpose(g.dup("MUL", bb, (bb, x)))
+    state = g.weight((b.hp.n_embd_r, b.n_rs), f"cache_r_l{il}")
+    conv = g.reshape(build_rs(gf, state, b.hp.n_embd_r, ns, b.n_rs, b.rs), d_conv, n_embd, ns)
+    bx = g.concat(conv, bx, 0)
+    snap = g.view(bx, (d_conv, bx.ne[1], bx.ne[2]), (4, bx.nb[1], bx.nb[2]), offs=(bx.ne[0] - d_conv) * 4)
+    gf.expand(g.cpy_into(snap, g.view(state, (d_conv * n_embd, ns), (4, state.nb[1]))))
+    conv_out = g.op("SSM_CONV", (n_embd, nst, ns), (bx, b.w(pre + "shortconv.conv.weight", d_conv + 1, n_embd)))
+    y = g.dup("MUL", c, (c, conv_out))
+    y = g.mul_mat(b.w(pre + "shortconv.out_proj.weight", n_embd, n_embd), y)
+    return g.reshape(y, y.ne[0], nst * ns)
