@@ -4,7 +4,8 @@ Reads every record in ``fixtures/llama_memory`` (llama.cpp's own sizes, recorded
 ``tools/record_llama_memory.py``), rebuilds each model from its recipe (sparse, zero
 data), and prints one row per recorded run: llama.cpp's model / KV / compute MiB,
 ggscope's, the error, and how ggscope derived the compute buffer ("replay": ggml-alloc
-replayed over the reserve graph, ggscope.memory.galloc; "peaks": the plan of peaks).  With ``--hf-gguf DIR`` (an npm prefix holding
+replayed over the reserve graph, ggscope.memory.galloc; "peaks": the plan of peaks).
+With ``--hf-gguf DIR`` (an npm prefix holding
 ``@huggingface/gguf``: ``npm install --prefix DIR @huggingface/gguf``) each model is also
 passed to its ``gguf-view -c N`` and its K+V cache and total (printed in GB, 1e9 bytes,
 two decimals) are shown beside llama.cpp's f16 runs.  gguf-parser-go ships no PyPI or npm

@@ -23,21 +23,22 @@ said):
   running in place);
 * the output: the logits (``n_vocab``) beside the last hidden state and its norm.
 
-Hybrid models the replay below does not describe (jamba, nemotron_h, lfm2, plamo2,
-kimi-linear, bailingmoe3, minimax-01) are planned as attention models over their
-attention layers (their recurrent layers' activations are below the output's on the
-recorded widths).
+Hybrid models the replay does not describe (plamo2, kimi-linear, bailingmoe3, minimax-01)
+are planned as attention models over their attention layers (their recurrent layers'
+activations are below the output's on the recorded widths).
 
-For the architectures ``ggscope.memory.graph`` describes (``graph.DECODER``: llama,
-qwen2, qwen3, qwen3moe, gemma2, gemma3, granitehybrid, falcon-h1, qwen3next, qwen35,
-qwen35moe) the CPU
-buffer is not planned from peaks but replayed: ``ggscope.memory.galloc`` runs ggml-alloc's
-rules over the reserve graph node by node (``replay_bytes``), which also decides what this
-plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom of the buffer)
-leave a hole below the logits once a long-lived tensor lands above them.  The plan of
-peaks below is the fallback for every other architecture (gemma3n, phi3, starcoder2,
-gpt2, the MoE decoders beyond the qwen3 family, MLA, mamba, rwkv, jamba, nemotron_h, lfm2,
-plamo2, minimax-01, kimi-linear, bailingmoe3, ...) and for offloaded runs (``--ngl``).
+For the architectures ``ggscope.memory.graph`` describes (its table ``DECODER``: the
+llama, qwen2/3, phi3, gemma2/3, starcoder2, gpt2, mpt, falcon, gpt-oss and MoE decoders, and
+the mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2, qwen3next and qwen3.5
+families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
+runs ggml-alloc's rules over the reserve graph node by node (``replay_bytes``), which also
+decides what this plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom
+of the buffer) leave a hole below the logits once a long-lived tensor lands above them.
+The plan of peaks below is the fallback for every other architecture (e.g. deepseek2 and
+other MLA models, rwkv6/7, plamo2, minimax-01, kimi-linear, bailingmoe3, gemma3n, lfm2moe,
+nemotron_h_moe), for a header the replay refuses (``graph.described``), for a unified cache
+over several sequences, and for offloaded runs (``--ngl``: the scheduler's split across
+backends is not replayed).
 
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,

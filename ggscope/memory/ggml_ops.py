@@ -16,8 +16,9 @@ from __future__ import annotations
 from ggscope.facts.ggml_types import type_by_name
 from ggscope.memory.galloc import Tensor
 
-__all__ = ["F32", "F16", "I32", "I64", "new_input", "weight", "cache_type", "op", "dup", "view", "reshape", "permute", "transpose",
-           "mul_mat", "cont", "get_rows", "concat", "cpy_into", "set_rows", "cast", "glu", "glu1", "unary", "hadamard", "nelements"]
+__all__ = ["F32", "F16", "I32", "I64", "new_input", "weight", "cache_type", "op", "dup", "view", "reshape", "permute",
+           "transpose", "mul_mat", "cont", "get_rows", "concat", "cpy_into", "set_rows", "cast", "glu", "glu1", "unary",
+           "hadamard", "nelements"]
 
 F32, F16, I32, I64 = 4, 2, 4, 8
 

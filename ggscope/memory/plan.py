@@ -28,7 +28,8 @@ as vendored in llama-cpp-python 0.3.36):
   reserve graph where ``ggscope.memory.graph`` describes it, else the plan of peaks.
 
 Contract: ``plan(mf, Options) -> Plan`` (frozen): ``buffers`` (``Buffer(kind, name,
-nbytes, cache, how)``; ``how`` says whether a compute buffer is replayed or planned), ``kv`` (per cache: cells, layers, K and V bytes), the byte totals
+nbytes, cache, how)``; ``how`` says whether a compute buffer is replayed or planned),
+``kv`` (per cache: cells, layers, K and V bytes), the byte totals
 ``model_bytes``, ``kv_bytes``/``k_bytes``/``v_bytes``, ``recurrent_bytes``,
 ``output_bytes``, ``compute_bytes``, ``total_bytes``.  ``max_context(mf, Options, budget)``
 and ``max_layers(...)`` answer the converse.  Raises ``ValueError`` (one sentence) for a
@@ -141,8 +142,9 @@ class Plan:
                 "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "k_bytes": self.k_bytes,
                 "v_bytes": self.v_bytes, "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "total_bytes": self.total_bytes,
-                "buffers": [{"kind": b.kind, "name": b.name, "bytes": b.nbytes, **({"cache": b.cache} if b.cache else {}),
-                             **({"derived_by": b.how} if b.how else {})} for b in self.buffers],
+                "buffers": [{"kind": b.kind, "name": b.name, "bytes": b.nbytes,
+                             **({"cache": b.cache} if b.cache else {}), **({"derived_by": b.how} if b.how else {})}
+                            for b in self.buffers],
                 "kv_caches": [{"name": c.name, "cells": c.cells, "layers": c.layers, "k_bytes": c.k_bytes,
                                "v_bytes": c.v_bytes, "buffer_bytes": c.buffer_bytes} for c in self.caches]}
 

@@ -46,7 +46,8 @@ def _replay_graph(rec_path: Path, pa: dict, tmp: Path):
     names = {t.name for t in mf.tensors}
     assert graph.described(hp, names, mf.metadata)
     p = plan(mf, Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
-                         cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], parallel=pa["parallel"], swa_full=pa["swa_full"],
+                         cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], parallel=pa["parallel"],
+                         swa_full=pa["swa_full"],
                          features=frozenset()))
     cells = {c.name: c.cells for c in p.caches}
     return graph.build(hp, mf.metadata, names, cells, p.n_ubatch, pa["parallel"], pa["flash_attn"],
