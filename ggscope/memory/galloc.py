@@ -29,7 +29,8 @@ from llama.cpp as vendored in llama-cpp-python 0.3.36:
   its allocation size ``ggml_nbytes``.
 
 Contract: build tensors with ``Tensor`` (weights and cache tensors ``external=True``;
-``view_of`` for views, whose root ``view_src`` is kept as ggml keeps it), collect them
+``view_of`` for views, whose root ``view_src`` is kept as ggml keeps it; ``set_output``
+flags a view's source too, as ``ggml_set_output`` does), collect them
 with ``Graph.expand`` in llama.cpp's order, and ``reserve(graph) -> int`` is the buffer
 size in bytes.  Work is linear in the graph's nodes times its free blocks (at most a few
 dozen); nothing is per element.
@@ -88,6 +89,13 @@ class Tensor:
         if self.blck == 1:
             return self.esize + sum((n - 1) * s for n, s in zip(self.ne, self.nb))
         return self.ne[0] * self.nb[0] // self.blck + sum((n - 1) * s for n, s in zip(self.ne[1:], self.nb[1:]))
+
+    def set_output(self) -> "Tensor":
+        """ggml_set_output: the tensor and the tensor whose memory it views are outputs."""
+        self.output = True
+        if self.view_src is not None:
+            self.view_src.output = True
+        return self
 
     def contiguous(self) -> bool:
         return self.nb == Tensor("", self.ne, self.esize, blck=self.blck).nb

@@ -301,14 +301,14 @@ class _Builder:
             cur = self.scale(cur, res_scale)
             inpL = g.dup("ADD", ffn_inp, (ffn_inp, cur)) if first else g.dup("ADD", cur, (cur, ffn_inp))
         if self.spec.get("outputs") == "l_out":            # gpt-oss: t_h_nextn, then the outputs picked
-            inpL.output = True
+            inpL.set_output()
             inpL = g.get_rows(inpL, out_ids)
         cur = self.norm(inpL, self.w(self.spec.get("output_norm", "output_norm.weight"), n_embd),
                         self.w("output_norm.bias", n_embd), self.block_norm)
-        cur.output = True                                   # result_norm (t_embd, or t_h_nextn)
+        cur.set_output()                                    # result_norm (t_embd, or t_h_nextn)
         if self.spec["block"] in ("qwen35", "nemotron_h"):   # embeddings_nextn_masked = false
             cur = g.get_rows(cur, out_ids)
-            cur.output = True
+            cur.set_output()
         out_w = self.w("output.weight", n_embd, hp.n_vocab) or tok_embd
         logits = g.mul_mat(out_w, cur, "result_output")
         out_b = self.w("output.bias", hp.n_vocab)
@@ -320,7 +320,7 @@ class _Builder:
         if cap is True or (cap and self.key(cap)):          # f_final_logit_softcapping
             logits = g.unary(g.dup("SCALE", logits, (logits,)), "TANH")
             logits = g.dup("SCALE", logits, (logits,))
-        logits.output = True
+        logits.set_output()
         gf.expand(logits)
         return gf
 

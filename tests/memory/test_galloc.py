@@ -9,6 +9,12 @@ reuse, outputs never freed, views keeping their source alive).
 """
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from ggscope.memory import ggml_ops as g
 from ggscope.memory.galloc import Graph, Tensor, _Alloc, reserve
 
 
@@ -115,3 +121,53 @@ def test_quantized_block_sizes():
     q = Tensor("NONE", (4096, 256), 34, external=True, blck=32)   # q8_0: 34 bytes per 32 values
     assert q.nbytes == 4096 // 32 * 34 * 256
     assert q.contiguous()
+
+
+RANDOM = Path(__file__).resolve().parents[2] / "fixtures" / "llama_graph" / "galloc_random.json"
+
+
+def _replay_rows(rows: list[list]) -> int:
+    """The graph tools/record_galloc_cases.py built with ggml, rebuilt with ggscope.memory.ggml_ops."""
+    ts: list[Tensor] = []
+    for row in rows:
+        op, args = row[0], [a for a in row[1:] if a != "out"]
+        if op == "input":
+            t = g.new_input((args[0],), g.F32)
+        elif op in ("add", "mul"):
+            t = g.dup(op.upper(), ts[args[0]], (ts[args[0]], ts[args[1]]))
+        elif op in ("scale", "rms_norm", "soft_max"):
+            t = g.dup(op.upper(), ts[args[0]], (ts[args[0]],))
+        elif op == "silu":
+            t = g.unary(ts[args[0]], "SILU")
+        elif op == "cont":
+            t = g.cont(ts[args[0]])
+        elif op == "mul_mat":
+            a, b, k = ts[args[0]], ts[args[1]], args[2]
+            na, nb = g.nelements(a), g.nelements(b)
+            t = g.mul_mat(g.reshape(a, k, na // k), g.reshape(b, k, nb // k))
+            t = g.reshape(t, (na // k) * (nb // k), 1)
+        elif op == "view":
+            t = g.view(ts[args[0]], (args[1],))
+        elif op == "concat":
+            t = g.concat(ts[args[0]], ts[args[1]], 0)
+        else:
+            raise AssertionError(op)
+        if row[-1] == "out":
+            t.set_output()                                 # ggml_set_output: a view's source too
+        ts.append(t)
+    ts[-1].set_output()
+    graph = Graph()
+    for t in ts:
+        graph.expand(t)
+    return reserve(graph)
+
+
+def test_random_graphs_reserve_what_ggml_reserves():
+    """300 random graphs ggml's own allocator reserved (tools/record_galloc_cases.py, through
+    ctypes on the pinned llama.cpp's libggml-base): every size equal."""
+    if not RANDOM.exists():
+        pytest.skip("fixtures/llama_graph/galloc_random.json is absent (tools/record_galloc_cases.py writes it)")
+    cases = json.loads(RANDOM.read_text())["cases"]
+    assert len(cases) >= 100
+    wrong = [(i, c["ggml_bytes"], got) for i, c in enumerate(cases) if (got := _replay_rows(c["rows"])) != c["ggml_bytes"]]
+    assert not wrong, wrong[:5]
