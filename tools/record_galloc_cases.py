@@ -6,7 +6,7 @@ of f32 tensors with ggml itself (through ctypes, on the ``libggml-base`` of a ll
 ``ggml_init`` without allocation, the ops below, ``ggml_set_input`` / ``ggml_set_output``,
 ``ggml_build_forward_expand``), reserves each with ``ggml_gallocr_reserve`` on the CPU
 buffer type and writes the graph (as a list of ops) and ggml's buffer size to
-``fixtures/llama_graph/galloc_random.json``.  ``tests/memory/test_galloc.py`` rebuilds each
+``fixtures/ggml_alloc/random_graphs.json``.  ``tests/memory/test_galloc.py`` rebuilds each
 graph with ``ggscope.memory.ggml_ops`` and must get the same size: best-fit ties, block
 merging, in-place reuse, views keeping their source alive, outputs never freed, inputs
 first - on graphs no model has.
@@ -31,7 +31,7 @@ import os
 import random
 from pathlib import Path
 
-OUT = Path(__file__).resolve().parent.parent / "fixtures" / "llama_graph" / "galloc_random.json"
+OUT = Path(__file__).resolve().parent.parent / "fixtures" / "ggml_alloc" / "random_graphs.json"
 UNARY = ("scale", "rms_norm", "soft_max", "silu", "cont")
 
 

@@ -123,7 +123,7 @@ def test_quantized_block_sizes():
     assert q.contiguous()
 
 
-RANDOM = Path(__file__).resolve().parents[2] / "fixtures" / "llama_graph" / "galloc_random.json"
+RANDOM = Path(__file__).resolve().parents[2] / "fixtures" / "ggml_alloc" / "random_graphs.json"
 
 
 def _replay_rows(rows: list[list]) -> int:
@@ -166,7 +166,7 @@ def test_random_graphs_reserve_what_ggml_reserves():
     """300 random graphs ggml's own allocator reserved (tools/record_galloc_cases.py, through
     ctypes on the pinned llama.cpp's libggml-base): every size equal."""
     if not RANDOM.exists():
-        pytest.skip("fixtures/llama_graph/galloc_random.json is absent (tools/record_galloc_cases.py writes it)")
+        pytest.skip("fixtures/ggml_alloc/random_graphs.json is absent (tools/record_galloc_cases.py writes it)")
     cases = json.loads(RANDOM.read_text())["cases"]
     assert len(cases) >= 100
     wrong = [(i, c["ggml_bytes"], got) for i, c in enumerate(cases) if (got := _replay_rows(c["rows"])) != c["ggml_bytes"]]
