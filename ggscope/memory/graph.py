@@ -13,7 +13,8 @@ one builder with per-architecture switches (the table ``DECODER``):
   positions per token with multi-section RoPE), learned positions (GPT-2, MPT),
   ``build_inp_out_ids``, ``build_inp_mem_hybrid``'s recurrent-state input;
 * the blocks of src/models/<arch>.cpp: "llama" (llama, qwen2, qwen3, qwen3moe, starcoder2,
-  gpt2, mpt, granitehybrid, jamba, lfm2, gpt-oss - norm, attention or a recurrent mixer
+  gpt2, mpt, granitehybrid, jamba, lfm2, gpt-oss, deepseek2 - norm, attention (or
+  DeepSeek-2's latent attention, ``ggscope.memory.graph_mla``) or a recurrent mixer
   (Mamba-1, Mamba-2, LFM2's short convolution), the last layer's
   ``get_rows`` of the outputs, residual, norm, FFN, residual), "gemma" (post norms),
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
@@ -38,7 +39,7 @@ cells by cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names 
 from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
-from ggscope.memory import graph_attn, graph_gdn, graph_moe, graph_ssm
+from ggscope.memory import graph_attn, graph_gdn, graph_mla, graph_moe, graph_ssm
 from ggscope.memory.galloc import Graph
 
 __all__ = ["DECODER", "described", "build"]
@@ -57,7 +58,9 @@ __all__ = ["DECODER", "described", "build"]
 # build_moe_ffn is called without normalising the experts' weights; moe_gating, moe_act:
 # gpt-oss's expert gating and activation; swa: the block may have sliding-window layers (two
 # caches); outputs: "l_out" where the outputs are picked from the last layer's output;
-# mixer: "shortconv" for LFM2's recurrent layers; output_norm: its tensor name if not the usual
+# mixer: "shortconv" for LFM2's recurrent layers; output_norm: its tensor name if not the usual;
+# mla: DeepSeek-2's latent attention (``ggscope.memory.graph_mla``); moe_gating "file": the
+# gating function, weight norm and scale as the file (or llama.cpp's defaults) set them
 DECODER: dict[str, dict] = {
     "llama": {"block": "llama"},
     "qwen2": {"block": "llama"},
@@ -83,6 +86,7 @@ DECODER: dict[str, dict] = {
                 "moe_gating": "softmax_weight", "moe_norm_w": False, "moe_act": "SWIGLU_OAI"},
     "lfm2": {"block": "llama", "swa": True, "qk_norm": True, "residual_first": True, "mixer": "shortconv",
              "output_norm": "token_embd_norm.weight"},
+    "deepseek2": {"block": "llama", "mla": True, "moe_gating": "file"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -97,15 +101,18 @@ def described(hp, names, meta) -> bool:
     the expected names, and sizes llama.cpp could build the graph from (positive, dividing
     as its asserts require; a hostile header falls back to the plan of peaks, never loops
     over a count it claims)."""
-    if hp.arch not in DECODER or hp.mla or not _sizes_ok(hp, meta):
+    if hp.arch not in DECODER or (hp.mla and not DECODER[hp.arch].get("mla")) or not _sizes_ok(hp, meta):
+        return False
+    if DECODER[hp.arch].get("mla") and not (hp.mla and graph_mla.described(hp, names, meta)):
         return False
     if not hp.ffn_gated and not DECODER[hp.arch].get("ungated") and DECODER[hp.arch]["block"] != "mamba":
         return False
     if hp.swa_any and not DECODER[hp.arch].get("swa"):
         return False
-    if hp.n_expert_used and not all(f"blk.{il}.ffn_gate_exps.weight" in names for il in range(hp.n_layer)):
+    if hp.n_expert_used and not all(f"blk.{il}.ffn_gate_exps.weight" in names for il in range(hp.n_layer)
+                                    if f"blk.{il}.ffn_gate_inp.weight" in names):
         return False
-    if hp.head_k != hp.head_v or hp.kv_layers != hp.n_layer:
+    if (hp.head_k != hp.head_v and not hp.mla) or hp.kv_layers != hp.n_layer:
         return False
     attn_layers = [il for il in range(hp.n_layer) if hp.attn[il]]
     if len({hp.n_head[il] for il in attn_layers}) > 1 or len({hp.n_head_kv[il] for il in attn_layers}) > 1:
@@ -114,7 +121,8 @@ def described(hp, names, meta) -> bool:
              if DECODER[hp.arch].get("mixer") == "shortconv" else "ssm_in.weight")
     need = [f"blk.{il}.{mixer}" for il in range(hp.n_layer) if hp.recr[il]]
     return (all(n in names for n in need) and DECODER[hp.arch].get("output_norm", "output_norm.weight") in names
-            and all(f"blk.{il}.attn_q.weight" in names or f"blk.{il}.attn_qkv.weight" in names for il in attn_layers))
+            and (hp.mla or all(f"blk.{il}.attn_q.weight" in names or f"blk.{il}.attn_qkv.weight" in names
+                               for il in attn_layers)))
 
 
 def _sizes_ok(hp, meta) -> bool:
@@ -209,6 +217,8 @@ class _Builder:
             self.rs = graph_ssm.rs_input(self.n_rs, self.ns)
             self.ssm = graph_ssm.ssm_params(self.meta, hp.arch)
             self.gdn = graph_gdn.params(self.meta, hp.arch)
+        if self.spec.get("mla"):
+            self.mla = graph_mla.params(self.meta, hp.arch)
         out_ids = g.new_input((T,), g.I32, "out_ids")
         res_scale = self.key("residual_scale") if self.spec.get("scales") else 0.0
         for il in range(hp.n_layer):
@@ -289,6 +299,8 @@ class _Builder:
                 cur = graph_ssm.shortconv(self, cur, il)
             elif hp.recr[il]:
                 cur = (graph_ssm.mamba1 if self.spec.get("mamba") == 1 else graph_ssm.mamba2)(self, self.ssm, cur, il)
+            elif self.spec.get("mla"):
+                cur = graph_mla.mla(self, il, cur, pos)
             else:
                 cur = graph_attn.attention(self, il, cur, pos if rope else None)
             if il == hp.n_layer - 1 and self.spec.get("outputs") != "l_out":

@@ -40,22 +40,41 @@ def _add_id(b, name, x, ids):
     return x if bias is None else g.dup("ADD_ID", x, (x, bias, ids))
 
 
+def _gating(b) -> tuple[str, bool]:
+    """(gating function, norm_w): the architecture's, or for deepseek2 the file's
+    ``expert_gating_func`` (1 softmax, 2 sigmoid, 3 softmax of the chosen weights; unset:
+    sigmoid for 47/48 layers over 154880 tokens, else softmax, as load_arch_hparams says)
+    and ``expert_weights_norm``."""
+    spec, hp, meta = b.spec, b.hp, b.meta
+    if spec.get("moe_gating") != "file":
+        return spec.get("moe_gating", "softmax"), spec.get("moe_norm_w", True)
+    func = int(meta.get(f"{hp.arch}.expert_gating_func", 0) or 0)
+    if func == 0:
+        func = 2 if hp.n_layer in (47, 48) and hp.n_vocab == 154880 else 1
+    return ({1: "softmax", 2: "sigmoid", 3: "softmax_weight"}.get(func, "softmax"),
+            bool(meta.get(f"{hp.arch}.expert_weights_norm", False)))
+
+
 def moe(b, cur, il: int):
     hp, gf = b.hp, b.gf
     pre = f"blk.{il}."
     n_embd, T = cur.ne[0], cur.ne[1]
     n_exp, n_used, n_ff = n_expert(b), hp.n_expert_used, hp.n_ff_exp or hp.n_ff
     logits = b.lin(b.w(pre + "ffn_gate_inp.weight", n_embd, n_exp), cur, b.w(pre + "ffn_gate_inp.bias", n_exp))
-    softmax_weight = b.spec.get("moe_gating") == "softmax_weight"
-    probs = logits if softmax_weight else g.dup("SOFT_MAX", logits, (logits,))
-    sorted_ = g.op("ARGSORT", probs.ne, (probs,), g.I32)
+    gating, norm_w = _gating(b)
+    softmax_weight = gating == "softmax_weight"
+    probs = (logits if softmax_weight else g.unary(logits, "SIGMOID") if gating == "sigmoid" else
+             g.dup("SOFT_MAX", logits, (logits,)))
+    probs_b = b.w(pre + "exp_probs_b.bias", n_exp)
+    selection = g.dup("ADD", probs, (probs, probs_b)) if probs_b is not None else probs
+    sorted_ = g.op("ARGSORT", selection.ne, (selection,), g.I32)
     selected = g.view(sorted_, (n_used, sorted_.ne[1], sorted_.ne[2], sorted_.ne[3]), sorted_.nb)
     weights = g.get_rows(g.reshape(probs, 1, n_exp, T), selected)
     if softmax_weight:                                  # LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT
         weights = g.reshape(weights, n_used, T)
         weights = g.dup("SOFT_MAX", weights, (weights,))
         weights = g.reshape(weights, 1, n_used, T)
-    if b.spec.get("moe_norm_w", True):                  # norm_w: the weights summed to one
+    if norm_w:                                          # norm_w: the weights summed to one
         weights = g.reshape(weights, n_used, T)
         wsum = g.op("SUM_ROWS", (1, T), (weights,))
         wsum = g.dup("CLAMP", wsum, (wsum,))
