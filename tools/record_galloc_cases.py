@@ -42,7 +42,8 @@ class _Params(ctypes.Structure):
 def _lib(path: str):
     g = ctypes.CDLL(os.path.join(path, "libggml-base.so"))
     P = ctypes.c_void_p
-    sig = {"ggml_init": (P, [_Params]), "ggml_free": (None, [P]), "ggml_new_tensor_1d": (P, [P, ctypes.c_int, ctypes.c_int64]),
+    sig = {"ggml_init": (P, [_Params]), "ggml_free": (None, [P]),
+           "ggml_new_tensor_1d": (P, [P, ctypes.c_int, ctypes.c_int64]),
            "ggml_add": (P, [P, P, P]), "ggml_mul": (P, [P, P, P]), "ggml_scale": (P, [P, P, ctypes.c_float]),
            "ggml_rms_norm": (P, [P, P, ctypes.c_float]), "ggml_soft_max": (P, [P, P]), "ggml_silu": (P, [P, P]),
            "ggml_cont": (P, [P, P]), "ggml_mul_mat": (P, [P, P, P]),

@@ -20,6 +20,7 @@ one builder with per-architecture switches (the table ``DECODER``):
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
   (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
   gated attention, a post-attention norm, the outputs picked after the output norm),
+  "rwkv6" (``ggscope.memory.graph_rwkv``),
   "mamba" (mamba, mamba2: the mixer and the residual, no FFN), "nemotron_h" (one mixer per
   layer - Mamba-2, attention without RoPE or a squared-ReLU FFN - and the residual);
 * the FFN - ``build_ffn`` (SwiGLU/GeGLU with a parallel gate, fused gate-up SwiGLU, GELU
@@ -39,7 +40,7 @@ cells by cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names 
 from __future__ import annotations
 
 from ggscope.memory import ggml_ops as g
-from ggscope.memory import graph_attn, graph_gdn, graph_mla, graph_moe, graph_ssm
+from ggscope.memory import graph_attn, graph_gdn, graph_mla, graph_moe, graph_rwkv, graph_ssm
 from ggscope.memory.galloc import Graph
 
 __all__ = ["DECODER", "described", "build"]
@@ -87,6 +88,7 @@ DECODER: dict[str, dict] = {
     "lfm2": {"block": "llama", "swa": True, "qk_norm": True, "residual_first": True, "mixer": "shortconv",
              "output_norm": "token_embd_norm.weight"},
     "deepseek2": {"block": "llama", "mla": True, "moe_gating": "file"},
+    "rwkv6": {"block": "rwkv6", "norm": "NORM"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -101,6 +103,9 @@ def described(hp, names, meta) -> bool:
     the expected names, and sizes llama.cpp could build the graph from (positive, dividing
     as its asserts require; a hostile header falls back to the plan of peaks, never loops
     over a count it claims)."""
+    if hp.arch in DECODER and DECODER[hp.arch]["block"] == "rwkv6":
+        return (graph_rwkv.described(hp, names, meta) and min(hp.n_embd, hp.n_vocab, hp.n_ff) > 0
+                and "output_norm.weight" in names)
     if hp.arch not in DECODER or (hp.mla and not DECODER[hp.arch].get("mla")) or not _sizes_ok(hp, meta):
         return False
     if DECODER[hp.arch].get("mla") and not (hp.mla and graph_mla.described(hp, names, meta)):
@@ -204,6 +209,9 @@ class _Builder:
         if self.spec.get("scales"):
             inpL = self.scale(inpL, self.key("embedding_scale"))
         gf.expand(inpL)
+        if self.spec["block"] == "rwkv6":                   # the token embeddings' LayerNorm
+            inpL = self.norm(inpL, self.w("token_embd_norm.weight", n_embd), self.w("token_embd_norm.bias", n_embd),
+                             "NORM")
         if self.spec["block"] == "gemma":                   # ggml_scale(inpL, sqrtf(n_embd))
             inpL = g.dup("SCALE", inpL, (inpL,))
         rope = self.spec.get("rope", True) and not (
@@ -237,6 +245,9 @@ class _Builder:
                 ffn_inp = inpSA
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
+            if self.spec["block"] == "rwkv6":
+                inpL = graph_rwkv.layer(self, il, inpL, out_ids)
                 continue
             if self.spec["block"] == "nemotron_h":          # one mixer per layer: Mamba-2, attention or FFN
                 if hp.recr[il]:

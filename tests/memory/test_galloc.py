@@ -169,5 +169,6 @@ def test_random_graphs_reserve_what_ggml_reserves():
         pytest.skip("fixtures/ggml_alloc/random_graphs.json is absent (tools/record_galloc_cases.py writes it)")
     cases = json.loads(RANDOM.read_text())["cases"]
     assert len(cases) >= 100
-    wrong = [(i, c["ggml_bytes"], got) for i, c in enumerate(cases) if (got := _replay_rows(c["rows"])) != c["ggml_bytes"]]
+    wrong = [(i, c["ggml_bytes"], got) for i, c in enumerate(cases)
+             if (got := _replay_rows(c["rows"])) != c["ggml_bytes"]]
     assert not wrong, wrong[:5]
