@@ -29,9 +29,8 @@ activations are below the output's on the recorded widths).
 
 For the architectures ``ggscope.memory.graph`` describes (its table ``DECODER``: the
 llama, qwen2/3, phi3, gemma2/3, starcoder2, gpt2, mpt, falcon, gpt-oss, deepseek2 (MLA) and
-MoE decoders, and
-the rwkv6, mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2, qwen3next and qwen3.5
-families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
+MoE decoders, and the rwkv6, mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2,
+qwen3next and qwen3.5 families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
 runs ggml-alloc's rules over the reserve graph node by node (``replay_bytes``), which also
 decides what this plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom
 of the buffer) leave a hole below the logits once a long-lived tensor lands above them.
