@@ -29,12 +29,12 @@ activations are below the output's on the recorded widths).
 
 For the architectures ``ggscope.memory.graph`` describes (its table ``DECODER``: the
 llama, qwen2/3, phi3, gemma2/3, starcoder2, gpt2, mpt, falcon, gpt-oss, deepseek2 (MLA) and
-MoE decoders, and the rwkv6, mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2,
+MoE decoders, and the rwkv6/7, mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2,
 qwen3next and qwen3.5 families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
 runs ggml-alloc's rules over the reserve graph node by node (``replay_bytes``), which also
 decides what this plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom
 of the buffer) leave a hole below the logits once a long-lived tensor lands above them.
-The plan of peaks below is the fallback for every other architecture (e.g. rwkv7, plamo2,
+The plan of peaks below is the fallback for every other architecture (e.g. arwkv7, plamo2,
 minimax-01, kimi-linear, bailingmoe3, gemma3n, lfm2moe, nemotron_h_moe, the other MLA
 models), for a header the replay refuses (``graph.described``), for a unified cache
 over several sequences, and for offloaded runs (``--ngl``: the scheduler's split across

@@ -20,7 +20,7 @@ one builder with per-architecture switches (the table ``DECODER``):
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
   (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
   gated attention, a post-attention norm, the outputs picked after the output norm),
-  "rwkv6" (``ggscope.memory.graph_rwkv``),
+  "rwkv6" (rwkv6 and rwkv7, ``ggscope.memory.graph_rwkv``),
   "mamba" (mamba, mamba2: the mixer and the residual, no FFN), "nemotron_h" (one mixer per
   layer - Mamba-2, attention without RoPE or a squared-ReLU FFN - and the residual);
 * the FFN - ``build_ffn`` (SwiGLU/GeGLU with a parallel gate, fused gate-up SwiGLU, GELU
@@ -89,6 +89,7 @@ DECODER: dict[str, dict] = {
              "output_norm": "token_embd_norm.weight"},
     "deepseek2": {"block": "llama", "mla": True, "moe_gating": "file"},
     "rwkv6": {"block": "rwkv6", "norm": "NORM"},
+    "rwkv7": {"block": "rwkv6", "norm": "NORM"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -176,6 +177,7 @@ class _Builder:
         self.block_norm = self.spec.get("norm", "RMS_NORM")
         self.gf = Graph()
         self.rs = None
+        self.v_first = None                # RWKV-7: the first layer's V, read by every later layer
         self.attn_cache = {}               # cache name -> its attention inputs
 
     def key(self, name, default=0.0):

@@ -1,4 +1,4 @@
-"""RWKV-6's block in llama.cpp's reserve graph: token shift, time mix (WKV6), channel mix.
+"""RWKV-6 and RWKV-7 blocks in llama.cpp's reserve graph: token shift, time mix (WKV6/7), channel mix.
 
 Why: rwkv6 models keep no KV cache but a token-shift and a WKV state per layer; their
 block's many element-wise steps (in place where ggml-alloc allows) and the WKV6 output
@@ -11,7 +11,11 @@ rows picked, the channel mix, the residual and the optional halving every
 ``rescale_every_n_layers``), src/models/rwkv6-base.cpp (``build_rwkv6_time_mix``: the
 five interpolations from one LoRA (``time_mix_w1``/``w2``, fused or per-target lerps), R,
 K, V and the gate (SiLU), the decay LoRA and its exp(-exp()), ``ggml_rwkv_wkv6`` over the
-state, the state copied back, the per-head group norm; ``build_rwkv6_channel_mix``).
+state, the state copied back, the per-head group norm; ``build_rwkv6_channel_mix``);
+src/models/rwkv7.cpp and rwkv7-base.cpp for RWKV-7 (the same layer around
+``build_rwkv7_time_mix``: all interpolations at once, the decay, value-residual, gate and
+in-context-learning-rate LoRAs, the first layer's V kept for every later layer,
+``ggml_rwkv_wkv7``, the group norm and the bonus term; a two-matrix channel mix).
 
 Contract: ``layer(b, il, inpL, out_ids) -> Tensor`` (the layer's output, the next inpL);
 ``described(hp, names, meta) -> bool``.
@@ -29,8 +33,13 @@ def described(hp, names, meta) -> bool:
     rows, heads dividing the width, the LoRA widths in the file."""
     a = hp.arch
     head = int(meta.get(f"{a}.wkv.head_size", 0) or 0)
-    return (a == "rwkv6" and head > 0 and hp.n_embd % head == 0
-            and int(meta.get(f"{a}.token_shift_count", 2) or 2) == 2
+    common = (head > 0 and hp.n_embd % head == 0 and int(meta.get(f"{a}.token_shift_count", 2) or 2) == 2)
+    if a == "rwkv7":
+        ranks = [int(meta.get(f"{a}.attention.{n}_lora_rank", 0) or 0)
+                 for n in ("decay", "iclr", "value_residual_mix")]
+        return common and min(ranks) > 0 and all(f"blk.{il}.time_mix_lerp_fused.weight" in names
+                                                 for il in range(hp.n_layer))
+    return (a == "rwkv6" and common
             and int(meta.get(f"{a}.time_mix_extra_dim", 0) or 0) > 0
             and int(meta.get(f"{a}.time_decay_extra_dim", 0) or 0) > 0
             and not any(int(x) for x in _per_layer(meta.get(f"{a}.attention.head_count_kv", 0)))
@@ -104,6 +113,86 @@ def _time_mix(b, il, cur, x_prev):
     return g.reshape(cur, n_embd, T // b.ns, b.ns)
 
 
+def _time_mix7(b, il, cur, x_prev):
+    """build_rwkv7_time_mix: six (or five) interpolations at once, the LoRAs of decay, value
+    residual (from the first layer's V, kept alive to the last layer), gate and in-context
+    learning rate, ``ggml_rwkv_wkv7``, the group norm and the bonus term."""
+    hp, T, pre, ns = b.hp, b.T, f"blk.{il}.", b.ns
+    n_embd = hp.n_embd
+    head = int(b.meta[f"{hp.arch}.wkv.head_size"])
+    hc = n_embd // head
+
+    def rank(name):
+        return int(b.meta.get(f"{hp.arch}.attention.{name}_lora_rank", 0) or 0)
+    gating = pre + "time_mix_g1.weight" in b.names and pre + "time_mix_g2.weight" in b.names
+    sx = g.dup("SUB", x_prev, (x_prev, cur))
+    sx = g.op("REPEAT", (n_embd, T // ns, ns, 6 if gating else 5), (sx,))
+    xxx = g.dup("MUL", sx, (sx, b.w(pre + "time_mix_lerp_fused.weight", n_embd, 1, 1, 6 if gating else 5)))
+    xxx = g.dup("ADD", xxx, (xxx, cur))
+    xr, xw, xk, xv, xa, *xg = (g.view(xxx, (n_embd, T), (4, xxx.nb[1]), offs=i * n_embd * T * 4)
+                              for i in range(6 if gating else 5))
+
+    def lora(x, n1, n2, r, act=None):
+        y = g.mul_mat(b.w(pre + n1, n_embd, r), x)
+        y = g.unary(y, act) if act else y
+        return g.mul_mat(b.w(pre + n2, r, n_embd), y)
+    r = g.mul_mat(b.w(pre + "time_mix_receptance.weight", n_embd, n_embd), xr)
+    w = lora(xw, "time_mix_w1.weight", "time_mix_w2.weight", rank("decay"), "TANH")
+    w = g.dup("ADD", w, (w, b.w(pre + "time_mix_w0.weight", n_embd)))
+    w = g.unary(w, "SIGMOID")
+    w = g.unary(g.dup("SCALE", w, (w,)), "EXP")
+    k = g.mul_mat(b.w(pre + "time_mix_key.weight", n_embd, n_embd), xk)
+    v = g.mul_mat(b.w(pre + "time_mix_value.weight", n_embd, n_embd), xv)
+    if b.v_first is None:
+        b.v_first = v
+    else:
+        mix = lora(xv, "time_mix_v1.weight", "time_mix_v2.weight", rank("value_residual_mix"))
+        mix = g.unary(g.dup("ADD", mix, (mix, b.w(pre + "time_mix_v0.weight", n_embd))), "SIGMOID")
+        d = g.dup("SUB", b.v_first, (b.v_first, v))
+        v = g.dup("ADD", v, (v, g.dup("MUL", d, (d, mix))))
+    gate = lora(xg[0], "time_mix_g1.weight", "time_mix_g2.weight", rank("gate"), "SIGMOID") if gating else None
+    a = lora(xa, "time_mix_a1.weight", "time_mix_a2.weight", rank("iclr"))
+    a = g.unary(g.dup("ADD", a, (a, b.w(pre + "time_mix_a0.weight", n_embd))), "SIGMOID")
+    kk = g.dup("MUL", k, (k, b.w(pre + "time_mix_k_k.weight", n_embd)))
+    kk = g.dup("L2_NORM", g.reshape(kk, head, hc, T), (g.reshape(kk, head, hc, T),))
+    ka = g.dup("MUL", k, (k, b.w(pre + "time_mix_k_a.weight", n_embd)))
+    aka = g.dup("MUL", a, (a, ka))
+    k = g.dup("ADD", k, (k, g.dup("SUB", aka, (aka, ka))))
+    r, w, k, v, a = (g.reshape(t, head, hc, T) for t in (r, w, k, v, a))
+    s_all = g.weight((hp.n_embd_s, b.n_rs), f"cache_s_l{il}")
+    state = build_rs(b.gf, s_all, hp.n_embd_s, ns, b.n_rs, b.rs)
+    out = g.op("RWKV_WKV7", (head * hc, T + head * ns),
+               (r, w, k, v, g.unary(kk, "NEG"), g.dup("MUL", kk, (kk, a)), state))
+    cur = g.view(out, (n_embd * T,))
+    b.gf.expand(g.cpy_into(g.view(out, (n_embd * head * ns,), offs=n_embd * T * 4),
+                           g.view(s_all, (hp.n_embd_s * ns,))))
+    if pre + "time_mix_ln.weight" in b.names and pre + "time_mix_ln.bias" in b.names:
+        cur = g.reshape(g.dup("NORM", g.reshape(cur, head, hc, T), (g.reshape(cur, head, hc, T),)), n_embd, T)
+        cur = g.dup("MUL", cur, (cur, b.w(pre + "time_mix_ln.weight", n_embd)))
+        cur = g.dup("ADD", cur, (cur, b.w(pre + "time_mix_ln.bias", n_embd)))
+    else:
+        cur = g.reshape(cur, n_embd, T)
+    kr = g.dup("MUL", k, (k, r))
+    kr = g.dup("MUL", kr, (kr, g.reshape(b.w(pre + "time_mix_r_k.weight", n_embd), head, hc)))
+    rk = g.op("SUM_ROWS", (1, hc, T), (kr,))
+    vrk = g.dup("MUL", v, (v, rk))
+    cur = g.dup("ADD", cur, (cur, g.reshape(vrk, n_embd, T)))
+    if gating:
+        cur = g.dup("MUL", cur, (cur, gate))
+    cur = g.mul_mat(b.w(pre + "time_mix_output.weight", n_embd, n_embd), cur)
+    return g.reshape(cur, n_embd, T // ns, ns)
+
+
+def _channel_mix7(b, il, cur, x_prev):
+    pre, n_embd, n_ff = f"blk.{il}.", b.hp.n_embd, b.hp.n_ff
+    sx = g.dup("SUB", x_prev, (x_prev, cur))
+    xk = g.dup("MUL", sx, (sx, b.w(pre + "channel_mix_lerp_k.weight", n_embd)))
+    xk = g.dup("ADD", xk, (xk, cur))
+    k = g.unary(g.mul_mat(b.w(pre + "channel_mix_key.weight", n_embd, n_ff), xk), "RELU")
+    k = g.dup("SQR", k, (k,))
+    return g.mul_mat(b.w(pre + "channel_mix_value.weight", n_ff, n_embd), k)
+
+
 def _channel_mix(b, il, cur, x_prev):
     pre, n_embd, n_ff = f"blk.{il}.", b.hp.n_embd, b.hp.n_ff
     sx = g.dup("SUB", x_prev, (x_prev, cur))
@@ -127,7 +216,8 @@ def layer(b, il: int, inpL, out_ids):
     ffn_shift = g.view(shift, (n_embd, 1, ns), (4, shift.nb[1], shift.nb[2]), offs=n_embd * 4)
     att_norm = b.norm(inpL, b.w(pre + "attn_norm.weight", n_embd), b.w(pre + "attn_norm.bias", n_embd), "NORM")
     x_prev = g.concat(att_shift, g.view(att_norm, (n_embd, nst - 1, ns), (4, att_norm.nb[1], att_norm.nb[2])), 1)
-    cur = _time_mix(b, il, att_norm, x_prev)
+    rwkv7 = hp.arch == "rwkv7"
+    cur = (_time_mix7 if rwkv7 else _time_mix)(b, il, att_norm, x_prev)
     ffn_inp = g.dup("ADD", cur, (cur, inpL))
     ffn_norm = b.norm(ffn_inp, b.w(pre + "attn_norm_2.weight", n_embd), b.w(pre + "attn_norm_2.bias", n_embd), "NORM")
     x_prev = g.concat(ffn_shift, g.view(ffn_norm, (n_embd, nst - 1, ns), (4, ffn_norm.nb[1], ffn_norm.nb[2])), 1)
@@ -138,9 +228,9 @@ def layer(b, il: int, inpL, out_ids):
     ffn_inp, ffn_norm, x_prev = (g.reshape(t, n_embd, T) for t in (ffn_inp, ffn_norm, x_prev))
     if il == hp.n_layer - 1:
         ffn_inp, ffn_norm, x_prev = (g.get_rows(t, out_ids) for t in (ffn_inp, ffn_norm, x_prev))
-    cur = _channel_mix(b, il, ffn_norm, x_prev)
+    cur = (_channel_mix7 if rwkv7 else _channel_mix)(b, il, ffn_norm, x_prev)
     cur = g.dup("ADD", cur, (cur, ffn_inp))
-    every = int(b.meta.get(f"{hp.arch}.rescale_every_n_layers", 0) or 0)
+    every = 0 if rwkv7 else int(b.meta.get(f"{hp.arch}.rescale_every_n_layers", 0) or 0)
     if every and (il + 1) % every == 0:
         cur = g.dup("SCALE", cur, (cur,))
     return cur
