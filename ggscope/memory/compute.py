@@ -23,20 +23,19 @@ said):
   running in place);
 * the output: the logits (``n_vocab``) beside the last hidden state and its norm.
 
-Hybrid models the replay does not describe (plamo2, kimi-linear, bailingmoe3, minimax-01)
+Hybrid models the replay does not describe (plamo2, kimi-linear, bailingmoe3)
 are planned as attention models over their attention layers (their recurrent layers'
 activations are below the output's on the recorded widths).
 
 For the architectures ``ggscope.memory.graph`` describes (its table ``DECODER``: the
 llama, qwen2/3, phi3, gemma2/3, starcoder2, gpt2, mpt, falcon, gpt-oss, deepseek2 (MLA) and
 MoE decoders, and the rwkv6/7, mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2,
-qwen3next and qwen3.5 families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
+minimax-01, qwen3next and qwen3.5 families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
 runs ggml-alloc's rules over the reserve graph node by node (``replay_bytes``), which also
 decides what this plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom
 of the buffer) leave a hole below the logits once a long-lived tensor lands above them.
 The plan of peaks below is the fallback for every other architecture (e.g. arwkv7, plamo2,
-minimax-01, kimi-linear, bailingmoe3, gemma3n, lfm2moe, nemotron_h_moe, the other MLA
-models), for a header the replay refuses (``graph.described``), for a unified cache
+kimi-linear, bailingmoe3, gemma3n, lfm2moe, nemotron_h_moe, the other MLA models), for a header the replay refuses (``graph.described``), for a unified cache
 over several sequences, and for offloaded runs (``--ngl``: the scheduler's split across
 backends is not replayed).
 
@@ -64,7 +63,10 @@ from __future__ import annotations
 from ggscope.memory import galloc as _galloc
 from ggscope.memory import graph as _graph
 
-__all__ = ["compute_bytes", "peaks", "inputs_bytes", "replay_bytes"]
+__all__ = ["compute_bytes", "peaks", "inputs_bytes", "replay_bytes", "RESERVE_ONE_SEQ"]
+
+# src/llama-context.cpp sched_reserve: the architectures reserved once more with n_seqs = 1
+RESERVE_ONE_SEQ = frozenset({"minimax-01", "kimi-linear"})
 
 
 def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str,
@@ -78,8 +80,15 @@ def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn:
     want = set() if not any(hp.attn) else {"kv", "kv (swa)"} if hp.swa_any else {"kv"}
     if set(cells) != want:
         return None
-    g = _graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v)
-    return _galloc.reserve(g)
+    size = _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v))
+    if hp.arch in RESERVE_ONE_SEQ and n_seq > 1:
+        # llama_context::sched_reserve reserves the micro-batch again as one sequence for these
+        # ([TAG_RESERVE_DIAG_DECAY]: their decay input grows with the tokens per sequence squared);
+        # ggml-alloc keeps the larger buffer.  (The token-generation graph reserved in between has
+        # no tensor larger than the micro-batch's, so it never sets the size.)
+        size = max(size, _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, 1, flash_attn, type_k,
+                                                      type_v, n_rs=n_seq)))
+    return size
 
 
 def compute_bytes(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool) -> int:

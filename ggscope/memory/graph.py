@@ -20,7 +20,8 @@ one builder with per-architecture switches (the table ``DECODER``):
   "phi3" (its residual order), "falcon" (attention and FFN from one norm), "falcon-h1"
   (attention and Mamba-2 summed), "qwen35" (qwen3next, qwen35, qwen35moe: delta-net or
   gated attention, a post-attention norm, the outputs picked after the output norm),
-  "rwkv6" (rwkv6 and rwkv7, ``ggscope.memory.graph_rwkv``),
+  "rwkv6" (rwkv6 and rwkv7, ``ggscope.memory.graph_rwkv``), "minimax" (lightning or full
+  attention, the residual taken from the norm and scaled, MoE),
   "mamba" (mamba, mamba2: the mixer and the residual, no FFN), "nemotron_h" (one mixer per
   layer - Mamba-2, attention without RoPE or a squared-ReLU FFN - and the residual);
 * the FFN - ``build_ffn`` (SwiGLU/GeGLU with a parallel gate, fused gate-up SwiGLU, GELU
@@ -90,6 +91,7 @@ DECODER: dict[str, dict] = {
     "deepseek2": {"block": "llama", "mla": True, "moe_gating": "file"},
     "rwkv6": {"block": "rwkv6", "norm": "NORM"},
     "rwkv7": {"block": "rwkv6", "norm": "NORM"},
+    "minimax-01": {"block": "minimax"},
     "mamba": {"block": "mamba"},
     "mamba2": {"block": "mamba"},
 }
@@ -123,7 +125,8 @@ def described(hp, names, meta) -> bool:
     attn_layers = [il for il in range(hp.n_layer) if hp.attn[il]]
     if len({hp.n_head[il] for il in attn_layers}) > 1 or len({hp.n_head_kv[il] for il in attn_layers}) > 1:
         return False
-    mixer = ("attn_qkv.weight" if "gdn" in DECODER[hp.arch] else "shortconv.in_proj.weight"
+    mixer = ("attn_qkv.weight" if "gdn" in DECODER[hp.arch] or DECODER[hp.arch]["block"] == "minimax"
+             else "shortconv.in_proj.weight"
              if DECODER[hp.arch].get("mixer") == "shortconv" else "ssm_in.weight")
     need = [f"blk.{il}.{mixer}" for il in range(hp.n_layer) if hp.recr[il]]
     return (all(n in names for n in need) and DECODER[hp.arch].get("output_norm", "output_norm.weight") in names
@@ -144,11 +147,13 @@ def _sizes_ok(hp, meta) -> bool:
                 return False
         if hp.n_expert_used:
             n_exp = int(meta.get(f"{hp.arch}.expert_count", 0))
-            if not (0 < hp.n_expert_used <= n_exp <= LLAMA_MAX_EXPERTS and hp.n_ff_exp > 0):
+            if not (0 < hp.n_expert_used <= n_exp <= LLAMA_MAX_EXPERTS and (hp.n_ff_exp or hp.n_ff) > 0):
                 return False
         if any(hp.recr) and DECODER[hp.arch].get("mixer") == "shortconv":
             if int(meta.get(f"{hp.arch}.shortconv.l_cache", 0)) < 2:
                 return False
+        elif any(hp.recr) and DECODER[hp.arch]["block"] == "minimax":
+            pass                                          # lightning attention: the attention widths
         elif any(hp.recr):
             if "gdn" in DECODER[hp.arch]:
                 p = graph_gdn.params(meta, hp.arch)
@@ -167,10 +172,10 @@ def _sizes_ok(hp, meta) -> bool:
 
 
 class _Builder:
-    def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v):
+    def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v, n_rs):
         self.hp, self.meta, self.names, self.fa = hp, meta, names, flash_attn
         self.n_kv = n_kv if isinstance(n_kv, dict) else {"kv": n_kv}     # cache name -> cells
-        self.T, self.ns, self.n_rs = n_tokens, n_seq, n_seq
+        self.T, self.ns, self.n_rs = n_tokens, n_seq, n_rs
         self.iswa = "kv (swa)" in self.n_kv
         self.type_k, self.type_v = type_k, type_v
         self.spec = DECODER[hp.arch]
@@ -247,6 +252,18 @@ class _Builder:
                 ffn_inp = inpSA
                 cur = self.ffn(b, self.norm(ffn_inp, self.w(b + self.spec["ffn_norm"], n_embd)))
                 inpL = g.dup("ADD", cur, (cur, inpSA))
+                continue
+            if self.spec["block"] == "minimax":             # residual from the norm, scaled; MoE
+                residual = cur
+                cur = graph_gdn.lightning(self, cur, il) if hp.recr[il] else graph_attn.attention(self, il, cur, pos)
+                if il == hp.n_layer - 1:
+                    cur, residual = g.get_rows(cur, out_ids), g.get_rows(residual, out_ids)
+                residual = g.dup("SCALE", residual, (residual,))
+                ffn_inp = g.dup("ADD", cur, (cur, residual))
+                residual = self.norm(ffn_inp, self.w(b + "ffn_norm.weight", n_embd))
+                cur = self.ffn(b, residual)
+                residual = g.dup("SCALE", residual, (residual,))
+                inpL = g.dup("ADD", cur, (cur, residual))
                 continue
             if self.spec["block"] == "rwkv6":
                 inpL = graph_rwkv.layer(self, il, inpL, out_ids)
@@ -371,8 +388,10 @@ class _Builder:
         cur = g.glu(gate, up, self.spec.get("act", "SWIGLU"))   # ggml_swiglu_split / geglu_split
         return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
 
-def build(hp, meta, names, n_kv: int, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str = "f16",
-          type_v: str = "f16") -> Graph:
-    """The reserve graph (see the module docstring); ``described(hp, names)`` must hold."""
+def build(hp, meta, names, n_kv, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str = "f16",
+          type_v: str = "f16", n_rs: int | None = None) -> Graph:
+    """The reserve graph (see the module docstring) for a micro-batch of ``n_seq`` sequences
+    (``n_rs``: the recurrent state's cells, default ``n_seq``); ``described`` must hold."""
     n_tokens = (n_ubatch + n_seq - 1) // n_seq * n_seq
-    return _Builder(hp, meta, frozenset(names), n_kv, n_tokens, n_seq, flash_attn, type_k, type_v).build()
+    return _Builder(hp, meta, frozenset(names), n_kv, n_tokens, n_seq, flash_attn, type_k, type_v,
+                    n_rs or n_seq).build()

@@ -20,7 +20,10 @@ in llama-cpp-python 0.3.36:
   (``llama_context::resolve_fused_ops``) - whose output holds the tokens' rows and then the
   new state, copied back into the cache.
 
-Contract: ``gdn(b, cur, il, variant) -> Tensor`` (``variant`` "qwen3next" or "qwen35")
+MiniMax-01's lightning attention (``lightning``, src/models/minimax-01.cpp) is the other
+linear attention llama.cpp builds from plain ops over a recurrent state.
+
+Contract: ``gdn(b, cur, il, variant)`` and ``lightning(b, cur, il) -> Tensor`` (``variant`` "qwen3next" or "qwen35")
 where ``b`` is ``ggscope.memory.graph``'s builder; ``params(meta, arch)`` reads the sizes.
 """
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 from ggscope.memory import ggml_ops as g
 from ggscope.memory.graph_ssm import build_rs
 
-__all__ = ["params", "gdn"]
+__all__ = ["params", "gdn", "lightning", "la_inputs"]
 
 
 def params(meta: dict, arch: str) -> dict:
@@ -103,3 +106,60 @@ def gdn(b, cur, il: int, variant: str):
     y = g.reshape(y, hv * nv, nst, ns)
     cur = g.mul_mat(b.w(pre + "ssm_out.weight", hv * nv, n_embd), y)
     return g.reshape(cur, n_embd, nst * ns)
+
+
+def la_inputs(b):
+    """MiniMax-01's lightning-attention inputs (src/models/minimax-01.cpp ``llm_graph_input_la``):
+    the per-head slopes and the q, k and diagonal decays of the micro-batch."""
+    if "la" not in b.attn_cache:
+        n_head, nst, ns = b.hp.n_head[0], b.T // b.ns, b.ns
+        b.attn_cache["la"] = (g.new_input((n_head,), g.F32, "inp_slopes"),
+                              g.new_input((1, n_head, nst, ns), g.F32, "inp_q_decay"),
+                              g.new_input((1, n_head, nst, ns), g.F32, "inp_k_decay"),
+                              g.new_input((nst, nst, n_head, ns), g.F32, "inp_diag_decay"))
+    return b.attn_cache["la"]
+
+
+def lightning(b, cur, il: int):
+    """MiniMax-01's lightning-attention layer (the recurrent branch of its graph): fused QKV
+    (SiLU), the decays scaled per layer, the intra-block QK with the diagonal decay and the
+    inter-block product with the old state, the state decayed and updated (copied back), the
+    RMS-normed output gated by a sigmoid, the out-projection."""
+    gf, hp, ns, T = b.gf, b.hp, b.ns, b.T
+    nst, n_embd, n_head, d, pre = T // ns, hp.n_embd, hp.n_head[il], hp.head_k, f"blk.{il}."
+    slopes, q_dec, k_dec, diag_dec = la_inputs(b)
+    r_all = g.weight((hp.n_embd_r, b.n_rs), f"cache_r_l{il}")
+    gf.expand(build_rs(gf, r_all, hp.n_embd_r, ns, b.n_rs, b.rs))
+    slope_rate = g.dup("SCALE", slopes, (slopes,))
+    cur = g.reshape(cur, n_embd, nst, 1, ns)
+    qkv = g.unary(g.mul_mat(b.w(pre + "attn_qkv.weight", n_embd, 3 * d * n_head), cur), "SILU")
+    qkv = g.reshape(qkv, 3 * d, n_head, nst, ns)
+    q, k, v = (g.view(qkv, (d, n_head, nst, ns), (4,) + qkv.nb[1:], offs=i * 4 * d) for i in range(3))
+    s_all = g.weight((hp.n_embd_s, b.n_rs), f"cache_s_l{il}")
+    kv_old = g.reshape(build_rs(gf, s_all, hp.n_embd_s, ns, b.n_rs, b.rs), d, d, n_head, ns)
+
+    def decay(x):
+        return g.unary(g.dup("SCALE", x, (x,)), "EXP")
+    qd, kd, dd = decay(q_dec), decay(k_dec), decay(diag_dec)
+    q_s = g.dup("MUL", q, (q, qd))
+    none_diag = g.mul_mat(kv_old, g.permute(q_s, (0, 2, 1, 3)))
+    qk = g.mul_mat(g.permute(k, (0, 2, 1, 3)), g.permute(q, (0, 2, 1, 3)))
+    qk = g.dup("MUL", qk, (qk, dd))
+    v_t = g.cont(g.permute(v, (1, 2, 0, 3)))
+    diag = g.mul_mat(v_t, qk)
+    out = g.dup("ADD", none_diag, (none_diag, diag))
+    gf.expand(out)
+    neg = g.dup("SCALE", slope_rate, (slope_rate,))
+    block = g.reshape(g.unary(neg, "EXP"), 1, 1, n_head)
+    kv_old_s = g.dup("MUL", kv_old, (kv_old, block))
+    k_after = g.dup("MUL", k, (k, kd))
+    kv_cur = g.mul_mat(g.cont(g.permute(k_after, (1, 2, 0, 3))), v_t)
+    kv_new = g.dup("ADD", kv_old_s, (kv_old_s, kv_cur))
+    gf.expand(g.cpy_into(kv_new, g.view(s_all, (hp.n_embd_s * ns,))))
+    out = g.cont(g.permute(out, (0, 2, 1, 3)))
+    out = g.reshape(out, out.ne[0] * out.ne[1], out.ne[2], 1, out.ne[3])
+    out = b.norm(out, b.w(pre + "attn_norm_2.weight", d * n_head))
+    gate = g.unary(g.mul_mat(b.w(pre + "attn_gate.weight", n_embd, d * n_head), cur), "SIGMOID")
+    cur = g.dup("MUL", gate, (gate, out))
+    cur = g.mul_mat(b.w(pre + "attn_output.weight", d * n_head, n_embd), cur)
+    return g.reshape(cur, cur.ne[0], nst * ns)
