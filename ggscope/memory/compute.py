@@ -23,46 +23,72 @@ said):
   running in place);
 * the output: the logits (``n_vocab``) beside the last hidden state and its norm.
 
-Hybrid models (jamba, granitehybrid, nemotron_h, falcon-h1, lfm2, plamo2, the qwen3.5 /
-qwen3-next / kimi-linear / bailingmoe3 / minimax-01 families) are planned as attention
-models over their attention layers (their recurrent layers' activations are below the
-output's on the recorded widths).
+Hybrid models the replay does not describe (plamo2, kimi-linear, bailingmoe3)
+are planned as attention models over their attention layers (their recurrent layers'
+activations are below the output's on the recorded widths).
 
-The output moment has a placement effect this plan of peaks does not decide: the masks
-are graph inputs, allocated first at the bottom of the buffer and freed after the last
-layer that reads them.  If a tensor that lives on to the output (the residual stream,
-``result_norm``) was placed above them, their space stays a hole that the logits (always
-larger) cannot use, and the logits start above it: the buffer is then larger by up to the
-masks plus one row of ``n_embd`` (``hole_bytes``).  Whether that happens depends on every
-earlier placement - llama.cpp's graph details decide it (with a quantized cache this
-llama.cpp adds Hadamard rotations of Q, K and V, ``attn_inp_k_rot``, which moves the
-residual: falcon-h1 at context 32768 with flash attention is exact with an f16 cache and
-larger by the 32 MiB mask and a 4 MiB row with q8_0; llama-70b's widths likewise at 16384).
-Only a replay of ggml_gallocr over the real graph (every node, view and in-place reuse)
-could say which; 18 of the 597 recorded CPU runs keep the hole (micro-batches of 256, 512 and
-1024 tokens), all within ``hole_bytes``.
+For the architectures ``ggscope.memory.graph`` describes (its table ``DECODER``: the
+llama, qwen2/3, phi3, gemma2/3, starcoder2, gpt2, mpt, falcon, gpt-oss, deepseek2 (MLA) and
+MoE decoders, and the rwkv6/7, mamba, jamba, granitehybrid, falcon-h1, nemotron_h, lfm2,
+minimax-01, qwen3next and qwen3.5 families) the CPU buffer is not planned from peaks but replayed: ``ggscope.memory.galloc``
+runs ggml-alloc's rules over the reserve graph node by node (``replay_bytes``), which also
+decides what this plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom
+of the buffer) leave a hole below the logits once a long-lived tensor lands above them.
+The plan of peaks below is the fallback for every other architecture (e.g. arwkv7, plamo2,
+kimi-linear, bailingmoe3, gemma3n, lfm2moe, nemotron_h_moe, the other MLA models), for a header the replay refuses (``graph.described``), for a unified cache
+over several sequences, and for offloaded runs (``--ngl``: the scheduler's split across
+backends is not replayed).
 
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
 about nine rows of ``n_embd`` and the channel-mix ``2 x n_ff``, for mamba four rows of
 ``n_embd`` and four and a half of ``d_inner`` (these two constants are measured on one
-tiny model each, not derived).  This is a plan of the peaks, not a
-replay of the allocator on the real graph: ``tests/memory`` holds it to within 10 % of
-llama.cpp's printed size on every recorded architecture and context (within 1 MiB for the
-tiny models whose whole graph is a few MiB), or below it by at most ``hole_bytes``.
+tiny model each, not derived).  The plan of peaks is not a
+replay: ``tests/memory`` holds it to within 10 % of llama.cpp's printed size on every
+recorded architecture and context it is used for (within 1 MiB for the tiny models whose
+whole graph is a few MiB).
 
 With ``--ngl`` llama.cpp reserves one compute buffer per backend (measured through the
 RPC device, fixtures/llama_memory/*-rpc.json): the device's holds the output (logits and
 one row of ``n_embd``) and, when blocks are offloaded, the layers' peak; the CPU's holds
 the layers' peak while any block stays on the CPU, else only the graph inputs.
 
-Contract: ``compute_bytes(hp, caches, n_ubatch, n_seq, flash_attn) -> int``; ``peaks(...)
--> (layers, output)``; ``inputs_bytes(hp, caches, n_ubatch, flash_attn) -> int``;
-``hole_bytes(hp, caches, n_ubatch, flash_attn) -> int``.
+Contract: ``compute_bytes(hp, caches, n_ubatch, n_seq, flash_attn) -> int`` (the plan of
+peaks); ``peaks(...) -> (layers, output)``; ``inputs_bytes(hp, caches, n_ubatch, flash_attn)
+-> int``; ``replay_bytes(hp, meta, names, caches, n_ubatch, n_seq, flash_attn, type_k,
+type_v) -> int | None`` (None where the graph is not described).
 """
 from __future__ import annotations
 
-__all__ = ["compute_bytes", "peaks", "inputs_bytes", "hole_bytes"]
+from ggscope.memory import galloc as _galloc
+from ggscope.memory import graph as _graph
+
+__all__ = ["compute_bytes", "peaks", "inputs_bytes", "replay_bytes", "RESERVE_ONE_SEQ"]
+
+# src/llama-context.cpp sched_reserve: the architectures reserved once more with n_seqs = 1
+RESERVE_ONE_SEQ = frozenset({"minimax-01", "kimi-linear"})
+
+
+def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str,
+                 type_v: str, kv_unified: bool = False) -> int | None:
+    """The CPU compute buffer ggml-alloc reserves, replayed over llama.cpp's reserve graph
+    (``ggscope.memory.graph``, ``galloc``); None when the graph is not described (or a
+    unified cache serves several sequences: one mask stream, not replayed)."""
+    if not _graph.described(hp, names, meta) or (kv_unified and n_seq > 1):
+        return None
+    cells = {c.name: c.cells for c in caches}          # an empty base cache beside a windowed one too
+    want = set() if not any(hp.attn) else {"kv", "kv (swa)"} if hp.swa_any else {"kv"}
+    if set(cells) != want:
+        return None
+    size = _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v))
+    if hp.arch in RESERVE_ONE_SEQ and n_seq > 1:
+        # llama_context::sched_reserve reserves the micro-batch again as one sequence for these
+        # ([TAG_RESERVE_DIAG_DECAY]: their decay input grows with the tokens per sequence squared);
+        # ggml-alloc keeps the larger buffer.  (The token-generation graph reserved in between has
+        # no tensor larger than the micro-batch's, so it never sets the size.)
+        size = max(size, _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, 1, flash_attn, type_k,
+                                                      type_v, n_rs=n_seq)))
+    return size
 
 
 def compute_bytes(hp, caches, n_ubatch: int, n_seq: int, flash_attn: bool) -> int:
@@ -91,14 +117,6 @@ def _decay_inputs(hp, n_ubatch: int, n_seq: int) -> int:
         return 0
     nst = n_ubatch // max(1, n_seq)
     return 4 * max(hp.n_head, default=0) * n_seq * (nst * nst + 2 * nst)
-
-
-def hole_bytes(hp, caches, n_ubatch: int, flash_attn: bool, n_seq: int = 1) -> int:
-    """How much larger than ``compute_bytes`` llama.cpp's buffer can be when ggml-alloc keeps
-    the freed inputs' space (the masks, minimax-01's decays) below the logits (see the module
-    docstring): those inputs and one row of ``n_embd`` live above them."""
-    inputs = _masks(caches, n_ubatch, flash_attn) + _decay_inputs(hp, n_ubatch, n_seq)
-    return inputs + 4 * n_ubatch * hp.n_embd if inputs else 0
 
 
 def _recurrent_layer(hp, ub: int, n_seq: int, n_ff: int) -> int:

@@ -39,7 +39,8 @@ def lines(plan) -> list[str]:
             text += (f"  ({c.name}: {c.cells} cells, {c.layers} layers, K {c.k_bytes / 1048576:.2f} MiB, "
                      f"V {c.v_bytes / 1048576:.2f} MiB)")
         elif b.kind == "compute":
-            text += "  (estimate: llama.cpp's within 10 %)"
+            text += ("  (ggml-alloc replayed over llama.cpp's graph)" if b.how == "replay" else
+                     "  (estimate: llama.cpp's within 10 %)")
         out.append(text)
     out.append(f"{'total:':24}{'':>12} {human(plan.total_bytes)} ({plan.total_bytes} bytes)")
     return out

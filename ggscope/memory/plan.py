@@ -24,10 +24,12 @@ as vendored in llama-cpp-python 0.3.36):
   window) get both: a KV cache over the layers its attention filter keeps (at
   ``n_ctx_seq`` cells) and the recurrent state over the recurrent layers; which layers
   are which is ``ggscope.memory.hparams`` (``recr``/``attn``).
-* compute buffer - ``ggscope.memory.compute`` (the worst-case graph's live tensors).
+* compute buffer - ``ggscope.memory.compute``: on the CPU ggml-alloc replayed over the
+  reserve graph where ``ggscope.memory.graph`` describes it, else the plan of peaks.
 
 Contract: ``plan(mf, Options) -> Plan`` (frozen): ``buffers`` (``Buffer(kind, name,
-nbytes, cache)``), ``kv`` (per cache: cells, layers, K and V bytes), the byte totals
+nbytes, cache, how)``; ``how`` says whether a compute buffer is replayed or planned),
+``kv`` (per cache: cells, layers, K and V bytes), the byte totals
 ``model_bytes``, ``kv_bytes``/``k_bytes``/``v_bytes``, ``recurrent_bytes``,
 ``output_bytes``, ``compute_bytes``, ``total_bytes``.  ``max_context(mf, Options, budget)``
 and ``max_layers(...)`` answer the converse.  Raises ``ValueError`` (one sentence) for a
@@ -74,6 +76,7 @@ class Buffer:
     name: str                     # buffer type as llama.cpp prints it ("CPU_Mapped", "CPU")
     nbytes: int
     cache: str = ""               # for kind "kv": the Cache it belongs to
+    how: str = ""                 # for kind "compute": "replay" (ggml-alloc replayed) or "peaks"
 
 
 @dataclass(frozen=True)
@@ -139,7 +142,8 @@ class Plan:
                 "model_bytes": self.model_bytes, "kv_bytes": self.kv_bytes, "k_bytes": self.k_bytes,
                 "v_bytes": self.v_bytes, "recurrent_bytes": self.recurrent_bytes, "output_bytes": self.output_bytes,
                 "compute_bytes": self.compute_bytes, "total_bytes": self.total_bytes,
-                "buffers": [{"kind": b.kind, "name": b.name, "bytes": b.nbytes, **({"cache": b.cache} if b.cache else {})}
+                "buffers": [{"kind": b.kind, "name": b.name, "bytes": b.nbytes,
+                             **({"cache": b.cache} if b.cache else {}), **({"derived_by": b.how} if b.how else {})}
                             for b in self.buffers],
                 "kv_caches": [{"name": c.name, "cells": c.cells, "layers": c.layers, "k_bytes": c.k_bytes,
                                "v_bytes": c.v_bytes, "buffer_bytes": c.buffer_bytes} for c in self.caches]}
@@ -260,7 +264,10 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
                                                for _ in part)))
     layers_peak, output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)
     if o.ngl == 0:
-        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak)))
+        replay = _compute.replay_bytes(hp, mf.metadata, frozenset(t.name for t in mf.tensors), caches, n_ubatch,
+                                       n_seq, o.flash_attn, o.cache_type_k, o.cache_type_v, o.kv_unified)
+        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak), how="peaks") if replay is None else
+                    Buffer("compute", "CPU", replay, how="replay"))
     else:
         # one compute buffer per backend, the device's first (sched_reserve's order), each
         # the peak of the blocks it runs; the output (logits and one row of n_embd) runs on
@@ -268,9 +275,9 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
         cpu_layers, dev_layers = range(min(first_dev, hp.n_layer)), range(min(first_dev, hp.n_layer), hp.n_layer)
         cpu_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn, cpu_layers)[0]
         dev_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn, dev_layers)[0]
-        bufs.append(Buffer("compute", o.device, max(output_peak - 4 * n_ubatch * hp.n_embd, dev_peak)))
+        bufs.append(Buffer("compute", o.device, max(output_peak - 4 * n_ubatch * hp.n_embd, dev_peak), how="peaks"))
         bufs.append(Buffer("compute", "CPU", cpu_peak if len(cpu_layers) else
-                           _compute.inputs_bytes(hp, caches, n_ubatch, o.flash_attn)))
+                           _compute.inputs_bytes(hp, caches, n_ubatch, o.flash_attn), how="peaks"))
     # every cache llama.cpp creates, an empty one too (lfm2's base cache beside its windowed one)
     return Plan(hp.arch, n_ctx, n_batch, n_ubatch, tuple(bufs), tuple(caches))
 
