@@ -210,6 +210,9 @@ class GGScopeApp(HashesOnDemand, StatsOnDemand, App):
         self.auto_stats = total <= AUTO_STATS_BYTES if self._auto_stats is None else self._auto_stats
         self.set_class(mf.damage is not None, "-damaged")
         self.refresh_bindings()                 # the file's keys in the footer (check_action)
+        given = mf.extra.get("shard_given")
+        if isinstance(given, int) and 1 < given <= len(self.shards):
+            self._show_shard(given - 1)         # a split model opened through shard N shows shard N's bytes
         if mf.damage is not None:       # after the hex view's first cursor report
             from ggscope.tui.widgets.node_tree import NodeTree  # start-up: textual only when used
             self.call_after_refresh(self.show_node, mf.damage)

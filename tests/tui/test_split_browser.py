@@ -75,6 +75,19 @@ def test_a_later_shards_tensor_shows_its_own_shards_bytes(split3):
     assert "shard 3 of 3" in subtitle and "shard 3 of 3" in str(detail)
 
 
+def test_opened_through_shard_2_the_hex_view_starts_in_shard_2s_bytes(split3):
+    async def flow():
+        app = GGScopeApp(str(split3[1]), auto_stats=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await _open(app, pilot)
+            await pilot.pause()
+            hexview = app.query_one(HexView)
+            return hexview.source.path, hexview.bytes_per_row, hex_rows(hexview), str(hexview.border_subtitle)
+    path, per_row, rows, subtitle = run(flow())
+    assert path == str(split3[1]) and "shard 2 of 3" in subtitle
+    assert any(expected_row(split3[1], 0, per_row) in row for row in rows)      # its own first bytes
+
+
 def test_the_tree_has_each_shard_and_shows_its_bytes(split3):
     second = gguf.GGUFReader(split3[1])
     want = second.tensors[0]
