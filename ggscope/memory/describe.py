@@ -52,5 +52,6 @@ def one_line(plan) -> str:
         parts.append(f"KV {human(plan.kv_bytes)}")
     if plan.recurrent_bytes:
         parts.append(f"state {human(plan.recurrent_bytes)}")
-    parts.append(f"compute ~{human(plan.compute_bytes)}")
+    replayed = all(b.how == "replay" for b in plan.buffers if b.kind == "compute")
+    parts.append(f"compute {'' if replayed else '~'}{human(plan.compute_bytes)}")   # ~: the plan of peaks
     return f"{human(plan.total_bytes)} at context {plan.n_ctx} (" + ", ".join(parts) + ")"
