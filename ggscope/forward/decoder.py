@@ -127,6 +127,10 @@ def load(model, exact: bool = False) -> Weights:
         try:
             if product and slot is None:                             # decoded for each product
                 return m.packed(full, shape, rounded=not exact)
+            if product and not exact and model.tensor(full).type in ggml_ops.Q0_TYPES:
+                # multiplied from its blocks by ggml's kernels: decoded (into its slot, once)
+                # only if a product ggml_ops declines, or attribution, needs the values
+                return m.packed(full, shape, slot=slot)
             if exact:
                 return m.take(full, shape, slot)                     # plain float32: no rounding
             values, info = m.take(full, shape, slot), model.tensor(full)
