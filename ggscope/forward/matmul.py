@@ -13,8 +13,13 @@ multiplies by it in its own encoding.  ``StreamedRows`` does the same: the table
 in the file's memory map, rows are decoded on lookup, and the product decodes bounded
 chunks of rows into one reused float32 buffer.
 
-A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed``: its
-blocks in memory, decoded whole through the compiled decoders for each product.
+A matrix that is only multiplied by is a ``Packed``: its blocks in memory.  Where
+``ggml_ops`` multiplies its type from the blocks (``Q0_TYPES``) that is all a forward pass
+in llama.cpp's arithmetic reads, so no float32 copy is made at load (issue 28 item 5);
+the values are decoded when a product ggml_ops declines (one activation row of a K
+type, no compiled extension) or a caller (attribution) needs them -- once, into the
+slot the load's budget gave the matrix, or, past ``loading.DECODED_BUDGET``, afresh for
+each such product.
 
 Where ``ggml_ops`` has ggml-cpu's own kernel for a weight type and shape (F16, Q8_0,
 Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K: llamafile's sgemm, the repacked paths, vec_dot),
@@ -22,7 +27,8 @@ Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K: llamafile's sgemm, the repacked paths, vec
 ``StreamedRows.project`` use it: the same bits as llama.cpp, not only the same rounding.
 
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
-``Mat``, a plain array, ``Packed`` or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
+``Mat``, a plain array, ``Packed`` or ``StreamedRows``: the same bits whichever holds the
+weight); ``typed(arr, ggml_type, raw=None)`` tags a
 weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
 ``round_activations(x, kind)`` is the conversion alone.
 """
