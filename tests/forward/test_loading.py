@@ -3,9 +3,10 @@
 Oracles: ggml's own ``to_float`` output for every type (../shared/fixtures/ggml:
 quant-oracle.gguf decoded by ggml into dequant-oracle.gguf) for ``loading.decode``, and
 the logits the forward pass gave with every weight decoded at load, which a load that
-keeps the matrices packed (``DECODED_BUDGET`` 0: every product decodes its matrix) must
-reproduce bit for bit -- on every transformer architecture's tiny llama.cpp models, in
-both arithmetics.
+keeps the matrices packed (``DECODED_BUDGET`` 0: every product that needs float32 values
+decodes its matrix) must reproduce bit for bit -- on every transformer architecture's
+tiny llama.cpp models, in both arithmetics.  And the decodes are counted: a matrix
+ggml's kernels multiply from its blocks is never expanded (issue 28 item 5).
 """
 from __future__ import annotations
 
