@@ -13,6 +13,9 @@ before it starts, so the breakdown is of the real command:
   tokenizer (reading the vocabulary, building the encoder, encoding the prompt);
 * load (``forward.load_weights``), forward (the architecture's ``forward``: the pass the
   ratio is over), report (everything after: top-k, candidates' text, printing);
+* exit: from the end of ``cli.main`` to the parent seeing the process gone (wall clock
+  only): the interpreter's finalization -- where a reference cycle holding the weights
+  would be paid, freed by the collector at exit -- and the kernel's teardown;
 * total: the parent's wall clock from starting the child to its exit, and the child's
   CPU seconds (user + system, every thread).
 
@@ -102,6 +105,7 @@ cpu["report"] = (c_end - c_main) - sum(v for k, v in cpu.items() if k != "startu
 phases["cpu"] = cpu
 phases["status"] = status
 phases["module"] = ggscope.__file__
+phases["exit_at"] = time.time()              # the parent's clock at our exit, less this: teardown
 with open(sys.argv[1], "w") as fh:
     json.dump(phases, fh)
 """
@@ -120,7 +124,7 @@ def child(tree: Path, argv: list[str], cache: Path) -> dict | str:
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-c", CHILD, str(out), *argv], capture_output=True, text=True,
                               env=env, cwd=tree, timeout=1800)
-        wall = time.perf_counter() - t
+        wall, gone = time.perf_counter() - t, time.time()
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode or not out.stat().st_size:
             return ((proc.stderr.strip().splitlines() or ["failed"])[-1])[:60]
@@ -130,6 +134,7 @@ def child(tree: Path, argv: list[str], cache: Path) -> dict | str:
     if not Path(res["module"]).resolve().is_relative_to(tree.resolve()):
         sys.exit(f"a child meant to run the ggscope of {tree} imported {res['module']}")
     res["total"] = wall
+    res["exit"] = max(0.0, gone - res.pop("exit_at"))
     res["cpu"]["total"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return res
 
@@ -198,7 +203,7 @@ def main() -> int:
     print("floor (least of the rounds): " + "; ".join(
         f"{label} {min(w for w, _ in got):.3f} s wall, {min(c for _, c in got):.3f} s CPU" for label, got in floors.items()))
     head = "".join(f"{p:>10}" for p in PHASES)
-    print(f"{'case':<12} {'tree':<8} {'clock':<5}{head}{'total':>9}{'fixed':>8}  total/forward  floor-bound")
+    print(f"{'case':<12} {'tree':<8} {'clock':<5}{head}{'exit':>7}{'total':>9}{'fixed':>8}  total/forward  floor-bound")
     for (case, name), got in runs.items():
         ok = [r for r in got if isinstance(r, dict)]
         if not ok:
@@ -207,6 +212,7 @@ def main() -> int:
         r = min(ok, key=lambda r: r["cpu"]["total"])
         for clock, d, fl in (("wall", r, floor_wall), ("cpu", r["cpu"], floor_cpu)):
             cells = "".join(f"{d.get(p, 0.0):10.2f}" for p in PHASES)
+            cells += f"{r['exit']:7.3f}" if clock == "wall" else f"{'':7}"
             fwd = d["forward"]
             print(f"{case:<12} {name:<8} {clock:<5}{cells}{d['total']:9.2f}{d['total'] - fwd:8.2f}  "
                   f"{d['total'] / fwd:12.2f}x  {(fl + fwd) / fwd:10.2f}x")

@@ -291,14 +291,16 @@ class WeightMapper:
                 f"{self.model.path}: tensor {name!r} ({info.type}) could not be "
                 f"decoded: {exc}") from None
 
-    def packed(self, name: str, shape: tuple[int, ...], rounded: bool = True):
+    def packed(self, name: str, shape: tuple[int, ...], rounded: bool = True,
+               slot: np.ndarray | None = None):
         """``name`` checked as ``take`` checks it but left in the file's encoding
-        (``matmul.Packed``: its blocks read into memory, decoded on each use)."""
+        (``matmul.Packed``: its blocks read into memory, multiplied from them where ggml's
+        kernels can, else decoded on each use -- or once, into ``slot``, when given)."""
         from ggscope.forward.loading import read_blocks  # lazy: the loading engine only when used
         from ggscope.forward.matmul import Packed  # lazy: the loading engine only when used
         info = self._shaped(name, shape)
         blocks = self._decoding(name, info, read_blocks)
-        return Packed(blocks, info.layout, info.type, shape, _byteorder(info), rounded)
+        return Packed(blocks, info.layout, info.type, shape, _byteorder(info), rounded, slot)
 
     def take(self, name: str, shape: tuple[int, ...], out: np.ndarray | None = None) -> np.ndarray:
         from ggscope.forward import loading  # lazy: the loading engine only when used

@@ -25,10 +25,14 @@ them for each weight's type (``matmul.py``) and, where the compiled kernels are 
 (``ggml_ops``), the products, flash attention, rope angles and SwiGLU are ggml's own
 arithmetic, bit for bit; GELU goes through ggml's fp16 table, and
 the token embedding stays in the file's encoding (rows decoded on lookup; a tied output
-streams it).  Every other weight is decoded once, at load, by the compiled decoders
-(``loading``) to one float32 array -- up to ``loading.DECODED_BUDGET`` bytes of matrices;
-the matrices past it stay in the file's encoding (``matmul.Packed``) and are decoded for
-each product, to the same values.
+streams it).  A matrix only multiplied by, of a type ``ggml_ops`` multiplies from its
+blocks (``ggml_ops.Q0_TYPES``), stays as its blocks (``matmul.Packed``): llama.cpp's
+arithmetic never reads its float32 values, which are decoded only if something needs
+them (``--exact`` loads float32; a product ggml_ops declines decodes once).  Every other
+weight is decoded once, at load, by the compiled decoders (``loading``) to one float32
+array -- up to ``loading.DECODED_BUDGET`` bytes of matrices; the matrices past it stay in
+the file's encoding and are decoded for each product that needs their values, to the
+same values.
 
 Contract: ``load(model, exact=False) -> Weights`` (``exact``: no ggml rounding, the
 dequantized model as transformers computes it); ``forward(weights, tokens, state=None,
@@ -85,8 +89,9 @@ class State:
 
 # ---- loading --------------------------------------------------------------------------------
 
-# The matrices the blocks only multiply by (``linear``): past the load's decoded budget they
-# stay in the file's encoding (``matmul.Packed``), decoded for each product.
+# The matrices the blocks only multiply by (``linear``): of a type ggml_ops multiplies from
+# its blocks, or past the load's decoded budget, they stay in the file's encoding
+# (``matmul.Packed``).
 _PRODUCTS = frozenset({"attn_q", "attn_k", "attn_v", "attn_qkv", "attn_output", "attn_q_a",
                        "attn_q_b", "attn_kv_a_mqa", "attn_kv_b", "ffn_gate", "ffn_up", "ffn_down",
                        "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp", "output"})
@@ -127,6 +132,10 @@ def load(model, exact: bool = False) -> Weights:
         try:
             if product and slot is None:                             # decoded for each product
                 return m.packed(full, shape, rounded=not exact)
+            if product and not exact and model.tensor(full).type in ggml_ops.Q0_TYPES:
+                # multiplied from its blocks by ggml's kernels: decoded (into its slot, once)
+                # only if a product ggml_ops declines, or attribution, needs the values
+                return m.packed(full, shape, slot=slot)
             if exact:
                 return m.take(full, shape, slot)                     # plain float32: no rounding
             values, info = m.take(full, shape, slot), model.tensor(full)

@@ -30,7 +30,8 @@ Contract:
   (float32, C-contiguous, one value per element), on the same engines.
 * ``Budget(limit, need=None).take(n)``: room for ``n`` float32 values in the load's arena while the
   values taken so far, these included, fit ``limit`` bytes, else None (the first weights
-  of a load stay decoded, the rest packed).
+  of a load stay decoded -- or have the room to be decoded once, lazily: pages of the
+  arena nothing writes cost no memory -- the rest packed).
 """
 from __future__ import annotations
 

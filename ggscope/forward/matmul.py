@@ -13,8 +13,13 @@ multiplies by it in its own encoding.  ``StreamedRows`` does the same: the table
 in the file's memory map, rows are decoded on lookup, and the product decodes bounded
 chunks of rows into one reused float32 buffer.
 
-A matrix a load does not expand (past ``loading.DECODED_BUDGET``) is a ``Packed``: its
-blocks in memory, decoded whole through the compiled decoders for each product.
+A matrix that is only multiplied by is a ``Packed``: its blocks in memory.  Where
+``ggml_ops`` multiplies its type from the blocks (``Q0_TYPES``) that is all a forward pass
+in llama.cpp's arithmetic reads, so no float32 copy is made at load (issue 28 item 5);
+the values are decoded when a product ggml_ops declines (one activation row of a K
+type, no compiled extension) or a caller (attribution) needs them -- once, into the
+slot the load's budget gave the matrix, or, past ``loading.DECODED_BUDGET``, afresh for
+each such product.
 
 Where ``ggml_ops`` has ggml-cpu's own kernel for a weight type and shape (F16, Q8_0,
 Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K: llamafile's sgemm, the repacked paths, vec_dot),
@@ -22,7 +27,8 @@ Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q4_K: llamafile's sgemm, the repacked paths, vec
 ``StreamedRows.project`` use it: the same bits as llama.cpp, not only the same rounding.
 
 Contract: ``linear(x, w, b=None)`` is ``x @ w.T + b`` for x [T, in] and w [out, in] (a
-``Mat``, a plain array, ``Packed`` or ``StreamedRows``); ``typed(arr, ggml_type, raw=None)`` tags a
+``Mat``, a plain array, ``Packed`` or ``StreamedRows``: the same bits whichever holds the
+weight); ``typed(arr, ggml_type, raw=None)`` tags a
 weight (with ``raw``, a Q4_1 / Q5_1 weight also keeps its block mins for the Q8_1 sum term);
 ``round_activations(x, kind)`` is the conversion alone.
 """
@@ -173,25 +179,50 @@ class Packed:
     """A weight matrix kept in the file's encoding: its blocks in memory (``loading``
     reads them), about one byte a parameter for Q8_0 where float32 takes four.
 
-    ``values()`` decodes it whole, through the compiled decoders, into a fresh float32
-    array of ``shape`` -- tagged with the type's activation rounding (and a Q4_1 / Q5_1
-    matrix's block mins, read once here) unless ``rounded`` is False (``--exact``).
-    ``linear`` calls it for every product, so the product is the one of the matrix
-    decoded at load, bit for bit, and only one matrix is expanded at a time.
+    ``product(x)`` multiplies from the blocks where ``ggml_ops`` has ggml-cpu's kernel for
+    the type and shape (``ggml_ops.Q0_TYPES``, llama.cpp's rounding asked for): nothing is
+    decoded.  Else ``values()`` gives the matrix as float32, decoded through the compiled
+    decoders and tagged with the type's activation rounding (and a Q4_1 / Q5_1 matrix's
+    block mins, read once here) unless ``rounded`` is False (``--exact``).  With a ``slot``
+    (room for the values in the load's arena, ``loading.Budget``) the values are decoded
+    the first time something needs them and kept there; without one (a load past its
+    budget) they are decoded afresh for each product, and only one matrix is expanded at a
+    time.  Decoding is exact: either way the product is the one of the matrix decoded at
+    load, bit for bit.
     """
 
     def __init__(self, blocks: np.ndarray, layout: str, ggml_type: str, shape: tuple[int, ...],
-                 byteorder: str = "little", rounded: bool = True) -> None:
+                 byteorder: str = "little", rounded: bool = True, slot: np.ndarray | None = None) -> None:
         self.blocks, self.layout, self.type, self.byteorder = blocks, layout, ggml_type, byteorder
         self.shape = tuple(int(d) for d in shape)
         self.ndim = len(self.shape)
         self.vec_dot = _VEC_DOT.get(ggml_type) if rounded and self.ndim >= 2 else None
         self.mins = block_mins(blocks, ggml_type, self.shape) if self.vec_dot else None
+        n = int(np.prod(self.shape, dtype=np.int64))
+        if slot is not None and (slot.dtype != np.float32 or slot.size != n or not slot.flags.c_contiguous):
+            raise ValueError(f"a slot for {n} float32 values, not {slot.size} {slot.dtype}")
+        self.slot = slot
+        self._kept: np.ndarray | None = None
+        self._lock = threading.Lock()
+
+    def product(self, x: np.ndarray) -> np.ndarray | None:
+        """``x @ self.T`` from the blocks by ggml's own kernel, or None where ggml takes a
+        path ``ggml_ops`` does not have (the caller multiplies ``values()`` instead)."""
+        if self.vec_dot is None or self.type not in _Q0_BLOCKS or np.ndim(x) != 2 \
+                or self.ndim != 2 or x.shape[1] != self.shape[1]:
+            return None
+        return ggml_ops.product_blocks(np.asarray(x, np.float32), self.blocks, self.type, self.shape[0])
 
     def values(self, reuse: bool = False) -> np.ndarray:
-        """The matrix as float32; ``reuse`` decodes into this thread's scratch buffer
-        (kept at the largest packed matrix: no fresh pages to fault in per product),
-        valid until the thread's next ``values(reuse=True)``."""
+        """The matrix as float32: the kept values when there is a ``slot`` (decoded on the
+        first call); else fresh, or with ``reuse`` in this thread's scratch buffer (kept at
+        the largest packed matrix: no fresh pages to fault in per product), valid until the
+        thread's next ``values(reuse=True)``."""
+        if self.slot is not None:
+            with self._lock:
+                if self._kept is None:
+                    self._kept = self._decoded(self.slot.reshape(self.shape))
+            return self._kept
         n = int(np.prod(self.shape, dtype=np.int64))
         if reuse:
             buf = getattr(_scratch, "buf", None)
@@ -201,6 +232,9 @@ class Packed:
             out = buf[:n].reshape(self.shape)
         else:
             out = np.empty(self.shape, np.float32)
+        return self._decoded(out)
+
+    def _decoded(self, out: np.ndarray) -> np.ndarray:
         decode_blocks(self.layout, self.blocks, out, self.byteorder)
         if self.vec_dot is None:
             return out
@@ -297,9 +331,12 @@ def linear(x: np.ndarray, w, b: np.ndarray | None = None) -> np.ndarray:
     """ggml_mul_mat(w, x) (+ b): x [T, in], w [out, in] -> [T, out], x rounded as
     llama.cpp's CPU backend rounds it for w's type -- and, where ``ggml_ops`` has ggml's
     kernel for the type and shape, summed in ggml's order, bit for bit."""
-    if isinstance(w, Packed):
-        w = w.values(reuse=True)                 # used only for this product
     y = None
+    if isinstance(w, Packed):
+        y = w.product(x)                         # from the blocks: nothing decoded
+        if y is not None:
+            return y + b if b is not None else y
+        w = w.values(reuse=True)                 # kept, or used only for this product
     if isinstance(w, StreamedRows):
         y = w.project(x)
     elif getattr(w, "vec_dot", None) is not None and np.ndim(x) == 2:

@@ -3,9 +3,10 @@
 Oracles: ggml's own ``to_float`` output for every type (../shared/fixtures/ggml:
 quant-oracle.gguf decoded by ggml into dequant-oracle.gguf) for ``loading.decode``, and
 the logits the forward pass gave with every weight decoded at load, which a load that
-keeps the matrices packed (``DECODED_BUDGET`` 0: every product decodes its matrix) must
-reproduce bit for bit -- on every transformer architecture's tiny llama.cpp models, in
-both arithmetics.
+keeps the matrices packed (``DECODED_BUDGET`` 0: every product that needs float32 values
+decodes its matrix) must reproduce bit for bit -- on every transformer architecture's
+tiny llama.cpp models, in both arithmetics.  And the decodes are counted: a matrix
+ggml's kernels multiply from its blocks is never expanded (issue 28 item 5).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 import ggscope
 from ggscope.facts.ggml_types import LAYOUTS
-from ggscope.forward import WeightError, load_weights, loading
+from ggscope.forward import WeightError, ggml_ops, load_weights, loading
 from ggscope.forward.matmul import Packed, StreamedRows, linear, typed
 from ggscope.stats import cstats
 
@@ -111,20 +112,91 @@ def test_packed_weights_give_the_same_logits(arch_dir, monkeypatch, arch, enc, e
 
 
 def test_the_budget_keeps_the_first_matrices_decoded(repo_fixtures, monkeypatch):
-    """A budget of layer 0's attn_q and attn_k: those stay float32, every later product
-    (not only those that would have fitted) is packed; norms and the embedding never."""
+    """A budget of layer 0's attn_q and attn_k: those have room for their float32 values
+    (a slot, decoded at most once), every later product (not only those that would have
+    fitted) is packed without one; norms and the embedding are neither."""
     mf = ggscope.open(repo_fixtures / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf")
     q, k = mf.tensor("blk.0.attn_q.weight"), mf.tensor("blk.0.attn_k.weight")
     monkeypatch.setattr(loading, "DECODED_BUDGET", 4 * (q.n_elements + k.n_elements))
     _, w = load_weights(mf)
     L0 = w.layers[0]
-    assert not isinstance(L0.wq, Packed) and not isinstance(L0.wk, Packed)
-    assert all(isinstance(x, Packed) for L in w.layers for x in (L.wv, L.wo, L.gate, L.up, L.down))
+    assert all(not isinstance(x, Packed) or x.slot is not None for x in (L0.wq, L0.wk))
+    assert all(isinstance(x, Packed) and x.slot is None
+               for L in w.layers for x in (L.wv, L.wo, L.gate, L.up, L.down))
     assert all(isinstance(L.attn_norm, np.ndarray) for L in w.layers)
     assert isinstance(w.embed, StreamedRows)
     packed = sum(x.blocks.nbytes for L in w.layers for x in vars(L).values() if isinstance(x, Packed))
     assert packed < sum(4 * int(np.prod(x.shape)) for L in w.layers for x in vars(L).values()
                         if isinstance(x, Packed)) / 4      # Q4_K: 0.56 bytes a parameter
+
+
+class _Decodes:
+    """Counts the weight matrices decoded to float32: whole 2-D tensors through
+    ``loading.decode`` and packed matrices through ``Packed.values``'s decoder."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.matrices: list[str] = []
+        decode, decoded = loading.decode, Packed._decoded
+
+        def counting_decode(info, out=None):
+            if len(info.shape) >= 2 and min(int(d) for d in info.shape[:2]) > 1:
+                self.matrices.append(info.name)
+            return decode(info, out)
+
+        def counting_decoded(packed, out):
+            self.matrices.append(f"packed {packed.type} {packed.shape}")
+            return decoded(packed, out)
+        monkeypatch.setattr(loading, "decode", counting_decode)
+        monkeypatch.setattr(Packed, "_decoded", counting_decoded)
+
+
+@pytest.mark.skipif(not ggml_ops.AVAILABLE, reason="needs the compiled ggml kernels (csrc/_cggml.c)")
+def test_the_default_arithmetic_decodes_no_q8_0_matrix(arch_dir, monkeypatch):
+    """Issue 28 item 5: a Q8_0 matrix ggml's kernels multiply from its blocks is never
+    expanded to float32 -- not at load, not by a forward pass of several tokens or of one
+    (generation); ``--exact`` multiplies float32 and decodes them; the logits are the ones
+    of the matrices decoded at load (a budget of 0 decodes every matrix for each product)."""
+    path = arch_dir / "Tiny-Llama-140K-v1.0-Q8_0.gguf"
+    if not path.is_file():
+        pytest.skip(f"{path.name} not found")
+    F = pytest.importorskip("ggscope.forward")
+    counted = _Decodes(monkeypatch)
+    mf = ggscope.open(path)
+    mod, w = load_weights(mf)
+    assert any(isinstance(x, Packed) for L in w.layers for x in vars(L).values())
+    logits, state = mod.forward(w, [1, 5, 9, 3, 7], all_logits=True)
+    step, _ = mod.forward(w, [11], state)
+    assert counted.matrices == []
+    mod_e, w_e = F.load_weights(ggscope.open(path), exact=True)
+    mod_e.forward(w_e, [1, 5, 9, 3, 7])
+    assert len(counted.matrices) >= 7 * len(w_e.layers)        # q k v o gate up down per layer
+
+    # main's load: every matrix decoded to float32 and tagged with its blocks (matmul.typed)
+    for L in w.layers:
+        for name, x in list(vars(L).items()):
+            if isinstance(x, Packed):
+                fresh = Packed(x.blocks, x.layout, x.type, x.shape, x.byteorder)
+                setattr(L, name, typed(fresh.values().view(np.ndarray), x.type, x.blocks))
+    want, state_d = mod.forward(w, [1, 5, 9, 3, 7], all_logits=True)
+    want_step, _ = mod.forward(w, [11], state_d)
+    assert np.array_equal(logits.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(step.view(np.uint32), want_step.view(np.uint32))
+
+
+def test_a_kept_matrix_is_decoded_once(repo_fixtures):
+    """A Q4_K matrix with its slot: one activation row takes ggml's vec_dot, which
+    ``ggml_ops`` does not have, so the values are decoded -- on the first such product only."""
+    mf = ggscope.open(repo_fixtures / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf")
+    _, w = load_weights(mf)
+    wq = w.layers[0].wq
+    assert isinstance(wq, Packed) and wq.slot is not None
+    x = np.random.default_rng(3).standard_normal((1, wq.shape[1])).astype(np.float32)
+    first = linear(x, wq)
+    kept = wq.values()
+    assert linear(x, wq).tobytes() == first.tobytes() and wq.values() is kept
+    assert np.shares_memory(kept, wq.slot)
+    want = loading.decode(mf.tensor("blk.0.attn_q.weight"))
+    assert np.array_equal(np.asarray(kept).view(np.uint32), want.view(np.uint32))
 
 
 def test_packed_q4_1_keeps_the_q8_1_sum_term():
