@@ -136,6 +136,113 @@ TARGETS static void mm_f16_kernel(const float *restrict x, const float *restrict
     }
 }
 
+/* ---- BF16 weights: tinyBLAS<32, __m512, __m512bh> with VDPBF16PS ------------------- */
+
+/* A float32 array of BF16 values (exact) back to its 16 bits. */
+static inline uint16_t bf16_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return (uint16_t) (u >> 16);
+}
+
+/* ggml_compute_fp32_to_bf16 (ggml-impl.h): round half to even, NaN made quiet */
+static inline uint16_t f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t) ((u >> 16) | 64);
+    return (uint16_t) ((u + (0x7FFFu + ((u >> 16) & 1))) >> 16);
+}
+
+static inline float bf16_f32(uint16_t h) {
+    const uint32_t u = (uint32_t) h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* VDPBF16PS's arithmetic on one lane (Intel SDM, "VDPBF16PS": per lane two fused
+   multiply-adds, the odd pair first, inputs' denormals read as zero, a denormal result
+   flushed to zero, round to nearest even; checked against the instruction on 32 million
+   random lanes, NaN, infinities and denormals included). */
+static inline float daz(float v) { return fpclassify(v) == FP_SUBNORMAL ? copysignf(0.0f, v) : v; }
+
+static inline float dpbf16_lane(float c, uint16_t a0, uint16_t a1, uint16_t b0, uint16_t b1) {
+    c = daz(c);
+    c = daz(fmaf(daz(bf16_f32(a1)), daz(bf16_f32(b1)), c));
+    return daz(fmaf(daz(bf16_f32(a0)), daz(bf16_f32(b0)), c));
+}
+
+/* out[t][m]: 16 lanes, lane i adding the pairs (l + 2i, l + 2i + 1) of every 32 by
+   dpbf16_lane, then _mm512_reduce_add_ps; x and w BF16 bits, K % 32 == 0 */
+static void mm_bf16_kernel(const uint16_t *restrict x, const uint16_t *restrict w, float *restrict out,
+                           int64_t T, int64_t M, int64_t K) {
+    for (int64_t m = 0; m < M; m++) {
+        const uint16_t *wr = w + m * K;
+        for (int64_t t = 0; t < T; t++) {
+            const uint16_t *xr = x + t * K;
+            float acc[16] = {0};
+            for (int64_t l = 0; l < K; l += 32)
+                for (int i = 0; i < 16; i++)
+                    acc[i] = dpbf16_lane(acc[i], wr[l + 2 * i], wr[l + 2 * i + 1], xr[l + 2 * i], xr[l + 2 * i + 1]);
+            out[t * M + m] = reduce16(acc);
+        }
+    }
+}
+
+/* ggml_vec_dot_bf16 (vec.cpp, __AVX512BF16__): two 16-lane accumulators over each 64
+   (elements 0-31 and 32-63), each reduced and added in double, the rest as float
+   products in double */
+static float vec_dot_bf16(const uint16_t *restrict x, const uint16_t *restrict y, int64_t n) {
+    float c1[16] = {0}, c2[16] = {0};
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        for (int l = 0; l < 16; l++) {
+            c1[l] = dpbf16_lane(c1[l], x[i + 2 * l], x[i + 2 * l + 1], y[i + 2 * l], y[i + 2 * l + 1]);
+            c2[l] = dpbf16_lane(c2[l], x[i + 32 + 2 * l], x[i + 33 + 2 * l], y[i + 32 + 2 * l], y[i + 33 + 2 * l]);
+        }
+    double sumf = 0.0;
+    sumf += (double) reduce16(c1);
+    sumf += (double) reduce16(c2);
+    for (; i < n; i++) sumf += (double) (bf16_f32(x[i]) * bf16_f32(y[i]));
+    return (float) sumf;
+}
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 10
+#include <immintrin.h>
+#define HAVE_BF16_PATH 1
+/* mm_bf16_kernel with the instruction itself (tiles of 4 activation rows) */
+__attribute__((target("avx512f,avx512bf16"))) static void mm_bf16_avx512(const uint16_t *restrict x,
+        const uint16_t *restrict w, float *restrict out, int64_t T, int64_t M, int64_t K) {
+    for (int64_t m = 0; m < M; m++) {
+        const uint16_t *wr = w + m * K;
+        for (int64_t t0 = 0; t0 < T; t0 += 4) {
+            const int64_t rt = T - t0 < 4 ? T - t0 : 4;
+            __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+            for (int64_t l = 0; l < K; l += 32) {
+                const __m512bh a = (__m512bh) _mm512_loadu_ps((const float *) (wr + l));
+                for (int64_t c = 0; c < rt; c++)
+                    acc[c] = _mm512_dpbf16_ps(acc[c], a, (__m512bh) _mm512_loadu_ps((const float *) (x + (t0 + c) * K + l)));
+            }
+            for (int64_t c = 0; c < rt; c++) {
+                float lanes[16];
+                _mm512_storeu_ps(lanes, acc[c]);
+                out[(t0 + c) * M + m] = reduce16(lanes);
+            }
+        }
+    }
+}
+
+static int have_bf16(void) {
+    static int known = -1;
+    if (known < 0) {                                /* GGSCOPE_GGML_GENERIC=1: the portable loops (tests) */
+        const char *generic = getenv("GGSCOPE_GGML_GENERIC");
+        __builtin_cpu_init();
+        known = !(generic && generic[0] == '1') && __builtin_cpu_supports("avx512bf16");
+    }
+    return known;
+}
+#endif
+
 /* ---- Q8_0 / Q4_0 weights: tinyBLAS_Q0_AVX over Q8_0 activations -------------------- */
 
 /* quantize_row_q8_0 (x86): n % 32 == 0; q int8, d the fp16 scale as float */
@@ -900,6 +1007,45 @@ static PyObject *py_mm_f16(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* mm_bf16(x, w, out, T, M, K, vecdot=False, wbits=False): x float32 [T, K] (rounded here
+   to BF16 as ggml_cpu_fp32_to_bf16 does), w float32 [M, K] holding BF16 values or, with
+   wbits, the weight's stored BF16 bits (uint16 [M, K], little-endian); vecdot:
+   ggml_vec_dot_bf16's order instead of tinyBLAS's */
+static PyObject *py_mm_bf16(PyObject *self, PyObject *args) {
+    PyObject *xo, *wo, *oo;
+    long long T, M, K;
+    int vecdot = 0, wbits = 0;
+    if (!PyArg_ParseTuple(args, "OOOLLL|pp", &xo, &wo, &oo, &T, &M, &K, &vecdot, &wbits)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (K % 32 && !vecdot) return PyErr_Format(PyExc_ValueError, "mm_bf16: K = %lld is not a multiple of 32", K);
+    Py_buffer x, w, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(wo, &w, wbits ? 2 : 4, M * K, 0, "w") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&w); return NULL; }
+    uint16_t *xb = malloc((size_t) (T * K + (wbits ? 0 : M * K)) * 2 + 2);
+    if (!xb) { PyBuffer_Release(&x); PyBuffer_Release(&w); PyBuffer_Release(&o); return PyErr_NoMemory(); }
+    const uint16_t *wb = wbits ? (const uint16_t *) w.buf : xb + T * K;
+    Py_BEGIN_ALLOW_THREADS
+    const float *xf = x.buf, *wf = w.buf;
+    float *ob = o.buf;
+    for (int64_t i = 0; i < T * K; i++) xb[i] = f32_to_bf16(xf[i]);
+    if (!wbits)
+        for (int64_t i = 0; i < M * K; i++) xb[T * K + i] = bf16_bits(wf[i]);
+    if (vecdot) {                 /* one row, or shapes tinyBLAS refuses */
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t m = 0; m < M; m++) ob[t * M + m] = vec_dot_bf16(wb + m * K, xb + t * K, K);
+    } else
+#ifdef HAVE_BF16_PATH
+    if (have_bf16()) mm_bf16_avx512(xb, wb, ob, T, M, K);
+    else
+#endif
+    mm_bf16_kernel(xb, wb, ob, T, M, K);
+    Py_END_ALLOW_THREADS
+    free(xb);
+    PyBuffer_Release(&x); PyBuffer_Release(&w); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
 /* quantize(x, q, d, n): quantize_row_q8_0 of float32 [n] into int8 [n] and float32 [n/32] */
 static PyObject *py_quantize(PyObject *self, PyObject *args) {
     PyObject *xo, *qo, *dob;
@@ -1177,6 +1323,7 @@ static PyMethodDef METHODS[] = {
     {"swiglu", py_swiglu, METH_VARARGS, "ggml_vec_swiglu_f32 row by row"},
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
     {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},
+    {"mm_bf16", py_mm_bf16, METH_VARARGS, "tinyBLAS<32> BF16 x BF16 product (VDPBF16PS), ggml's order"},
     {"mm_q0", py_mm_q0, METH_VARARGS, "tinyBLAS_Q0_AVX Q8_0/Q4_0 x Q8_0 product, ggml's order"},
     {"mm_q1", py_mm_q1, METH_VARARGS, "vec_dot Q4_1/Q5_1 x Q8_1 product, ggml's order"},
     {"quantize", py_quantize, METH_VARARGS, "quantize_row_q8_0 (x86)"},

@@ -178,7 +178,8 @@ def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: i
         if kind == "MUL_MAT" and n["src"][0] in names and f"{key}.src1" in arrays and not elementwise_only:
             info = model.tensor(n["src"][0])
             M, K = int(info.shape[1]), int(info.shape[0])
-            path = (info.type, ggml_ops.repacked(info.type, M))
+            one_row = arrays[f"{key}.src1"].reshape(-1, K).shape[0] < 2      # vec_dot, not the gemm
+            path = (info.type, ggml_ops.repacked(info.type, M), one_row)
             if path in seen:
                 continue
             seen.add(path)
