@@ -642,9 +642,11 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
    sums).  Per 256-superblock, all in exact integers: s1 = sum over sub-blocks of
    scale * (sum(code * q) - BIAS * bsum), s2 = sum of min * bsum; then result = d_w *
    float(s1), result = fma(-dmin_w, float(s2), result) where the type has mins, and the
-   element += result * d_x (a product, then a sum: no fma), superblock after superblock.
+   element = fma(result, d_x, element), superblock after superblock (the VNNI microkernel
+   writes add(acc, mul(result, d_x)), which GCC's default -ffp-contract=fast fuses: one
+   superblock (K = 256) cannot tell, gemma-3-270m's K = 1024 and 2048 do).
    codes are unsigned (Q6_K: 6 bits, BIAS 32; Q5_K: 5, Q4_K: 4, with mins; Q3_K: 3 bits,
-   BIAS 4). */
+   BIAS 4; IQ4_XS: kvalues_iq4nl + 128, BIAS 128, 6-bit scales - 32 per 32, no min). */
 typedef struct {
     uint8_t code[256];
     int32_t scale[16], min[16];                     /* per sub-block (16 or 32 elements) */
@@ -658,6 +660,7 @@ static int kquant_bytes(int type) {
     case 12: return 144;                             /* Q4_K */
     case 13: return 176;                             /* Q5_K */
     case 14: return 210;                             /* Q6_K */
+    case 23: return 136;                             /* IQ4_XS */
     default: return 0;
     }
 }
@@ -675,6 +678,21 @@ static void scale_min_k4(const uint8_t *s, int32_t *sc, int32_t *mn) {   /* get_
 }
 
 static void unpack_kquant(const uint8_t *p, int type, kblock_t *k) {
+    if (type == 23) {            /* IQ4_XS: d, scales_h, scales_l[4], qs[128]; codes kvalues + 128 */
+        k->has_min = 0, k->bias = 128, k->sub = 32, k->dmin = 0.0f;
+        k->d = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+        const uint32_t sh = (uint32_t) (p[2] | (p[3] << 8));
+        for (int s = 0; s < 8; s++) {
+            k->scale[s] = (int32_t) (((p[4 + s / 2] >> 4 * (s % 2)) & 0xF) | (((sh >> 2 * s) & 3) << 4)) - 32;
+            k->min[s] = 0;
+            for (int j = 0; j < 16; j++) {               /* dequantize_row_iq4_xs's element order */
+                const uint8_t b = p[8 + 16 * s + j];
+                k->code[32 * s + j] = (uint8_t) (KVALUES_IQ4NL[b & 0xF] + 128);
+                k->code[32 * s + 16 + j] = (uint8_t) (KVALUES_IQ4NL[b >> 4] + 128);
+            }
+        }
+        return;
+    }
     k->has_min = type == 12 || type == 13;
     k->bias = type == 14 ? 32 : (type == 11 ? 4 : 0);
     k->sub = (type == 12 || type == 13) ? 32 : 16;
@@ -781,7 +799,7 @@ TARGETS static void mm_ktiled_kernel(const int8_t *restrict qx, const float *res
                 }
                 float result = kb.d * (float) s1;
                 if (kb.has_min) result = fmaf(-kb.dmin, (float) s2, result);
-                acc[t] = acc[t] + result * dx[t * nb + b];
+                acc[t] = fmaf(result, dx[t * nb + b], acc[t]);
             }
         }
         for (int64_t t = 0; t < T; t++) out[t * M + m] = acc[t];
