@@ -634,6 +634,52 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
     free(acc);
 }
 
+/* ---- Q2_K weights, repacked on AVX-512 (repack.cpp: rows % 8 == 0 -> block_q2_Kx8,
+   arch/x86/repack.cpp ggml_gemm_q2_K_8x8_q8_K / ggml_gemv_q2_K_8x8_q8_K).  Per 16-element
+   sub-block s the exact sum(code * q_x) times its 4-bit scale, the 4-bit min times the
+   activations' 16-element sum; the gemm (whole groups of 4 activation rows) adds them
+   over each 128-element half: acc = fma(float(i), d_w * d_x, acc), acc_min likewise with
+   dmin_w * d_x; the gemv (the rows left) over the whole superblock; the element is
+   acc - acc_min.  block_q2_K (84 bytes): scales[16] (low nibble scale, high nibble min),
+   qs[64], fp16 d, fp16 dmin; element 128n + 32j + 16h + l is bits 2j of qs[32n + 16h + l],
+   sub-block 8n + 2j + h (dequantize_row_q2_K). */
+TARGETS static void mm_q2k_kernel(const int8_t *restrict qx, const float *restrict dx, const uint8_t *restrict raw,
+                                  float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 256, T4 = T - T % 4;
+    uint8_t q[256];
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t t = 0; t < T; t++) {
+            float acc = 0.0f, accm = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = raw + (m * nb + b) * 84;
+                const float dw = f16_to_f32((uint16_t) (p[80] | (p[81] << 8)));
+                const float dmw = f16_to_f32((uint16_t) (p[82] | (p[83] << 8)));
+                for (int n = 0; n < 2; n++)
+                    for (int j = 0; j < 4; j++)
+                        for (int l = 0; l < 32; l++) q[128 * n + 32 * j + l] = (p[16 + 32 * n + l] >> (2 * j)) & 3;
+                const int8_t *y = qx + t * K + b * 256;
+                const float xd = dx[t * nb + b];
+                int32_t i = 0, im = 0;
+                for (int s = 0; s < 16; s++) {
+                    int32_t dot = 0, bsum = 0;
+                    for (int l = 0; l < 16; l++) {
+                        dot += q[16 * s + l] * y[16 * s + l];
+                        bsum += y[16 * s + l];
+                    }
+                    i += dot * (p[s] & 0xF);
+                    im += bsum * (p[s] >> 4);
+                    if (t < T4 ? (s % 8 == 7) : (s == 15)) {      /* gemm: per half; gemv: per superblock */
+                        acc = fmaf((float) i, dw * xd, acc);
+                        accm = fmaf((float) im, dmw * xd, accm);
+                        i = im = 0;
+                    }
+                }
+            }
+            out[t * M + m] = acc - accm;
+        }
+    }
+}
+
 /* ---- Q3_K / Q4_K / Q5_K / Q6_K weights, ggml-cpu's tiled K-quant path
    (ggml-cpu/tiled/tiled.cpp, taken for at least 8 activation rows when the weight is not
    repacked; the VNNI microkernel of tiled-kernel.cpp) against quantize_row_q8_K's rows
@@ -1271,13 +1317,15 @@ static PyObject *py_swiglu(PyObject *self, PyObject *args) {
 static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
     PyObject *xo, *ro, *oo;
     long long T, M, K;
-    if (!PyArg_ParseTuple(args, "OOOLLL", &xo, &ro, &oo, &T, &M, &K)) return NULL;
+    int type = 12;
+    if (!PyArg_ParseTuple(args, "OOOLLL|i", &xo, &ro, &oo, &T, &M, &K, &type)) return NULL;
+    if (type != 12 && type != 10) return PyErr_Format(PyExc_ValueError, "mm_q4k: type %d is not Q4_K or Q2_K", type);
     if (!dims_ok(T, M, K)) return NULL;
     if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_q4k: K = %lld is not whole 256-blocks", K);
     const int64_t nb = K / 256;
     Py_buffer x, r, o;
     if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
-    if (get_buf(ro, &r, 1, M * nb * 144, 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(ro, &r, 1, M * nb * (type == 12 ? 144 : 84), 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
     if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&r); return NULL; }
     int8_t *qx = malloc((size_t) (T * K) + 1);
     float *dx = malloc((size_t) (T * nb) * sizeof(float) + 4);
@@ -1296,7 +1344,8 @@ static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
             for (int64_t b = 0; b < nb; b++)
                 quantize_q8_k_ref(xr + b * 256, qx + t * K + b * 256, dx + t * nb + b, bsums, 256);
     }
-    mm_q4k_kernel(qx, dx, r.buf, o.buf, T, M, K);
+    if (type == 12) mm_q4k_kernel(qx, dx, r.buf, o.buf, T, M, K);
+    else mm_q2k_kernel(qx, dx, r.buf, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
     free(qx); free(dx);
     PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
@@ -1337,7 +1386,7 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
 
 static PyMethodDef METHODS[] = {
     {"mm_ktiled", py_mm_ktiled, METH_VARARGS, "ggml-cpu's tiled K-quant x Q8_K product, its order"},
-    {"mm_q4k", py_mm_q4k, METH_VARARGS, "repacked Q4_K x Q8_K product, ggml's order"},
+    {"mm_q4k", py_mm_q4k, METH_VARARGS, "repacked Q4_K (or, type 10, Q2_K) x Q8_K product, ggml's order"},
     {"swiglu", py_swiglu, METH_VARARGS, "ggml_vec_swiglu_f32 row by row"},
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
     {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},

@@ -13,8 +13,8 @@ Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a we
 ``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the types of
 ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, and BF16
 (its stored bits, blocks of one) -- its ``blocks``), or None where ggml takes a path these kernels do not have: one row of an
-IQ4_NL matrix and fewer than 8 rows of a K type (ggml's vec_dot), Q2_K (repacked on
-AVX-512), the i-quants but IQ4_NL and IQ4_XS, F32.  The caller then computes it with numpy: the same values to
+IQ4_NL matrix and fewer than 8 rows of a K type (ggml's vec_dot), Q2_K of rows % 8 != 0
+(tiled), the i-quants but IQ4_NL and IQ4_XS, F32.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
 from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows,
 ``product_bf16_rows`` from a BF16 matrix's (VDPBF16PS's arithmetic: fused pairs, denormals
@@ -62,9 +62,10 @@ _Q1 = {"Q4_1": 3, "Q5_1": 7}
 _BLOCK_BYTES.update({"Q4_1": 20, "Q5_1": 24})
 # the K types by Q8_K activations: Q4_K repacked on AVX2 (rows % 8 == 0); Q3_K .. Q6_K (and
 # Q4_K of other rows) through ggml-cpu's tiled K-quant path for at least 8 rows
-# IQ4_XS too (tiled.cpp takes it beside the K types; never repacked)
-_K = {"Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "IQ4_XS": 23}
-_BLOCK_BYTES.update({"Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "IQ4_XS": 136})
+# IQ4_XS too (tiled.cpp takes it beside the K types; never repacked); Q2_K repacked on
+# AVX-512 (rows % 8 == 0)
+_K = {"Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "IQ4_XS": 23, "Q2_K": 10}
+_BLOCK_BYTES.update({"Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "IQ4_XS": 136, "Q2_K": 84})
 _TILED_MIN_ROWS = 8      # tiled.cpp ggml_tiled_min_batch: fewer activation rows take vec_dot
 # BF16 by BF16 activations: tinyBLAS<32> with VDPBF16PS, or ggml_vec_dot_bf16
 Q0_TYPES = tuple(_Q0) + tuple(_Q1) + tuple(_K) + ("BF16",)   # the types multiplied from their stored bytes
@@ -193,6 +194,8 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
     tiled = ggml_type in _K and not repack
     if ggml_type in _K and (K % 256 or (tiled and T < _TILED_MIN_ROWS)):
         return None                      # ggml's vec_dot for the K types: not these kernels
+    if ggml_type == "Q2_K" and not repack:
+        return None                      # tiled.cpp's Q2_K unpack: not this kernel
     if ggml_type == "IQ4_NL" and T < 2 and not repack:
         return None                      # one row: ggml_vec_dot_iq4_nl_q8_0's two accumulators
     # (one row of Q8_0 / Q4_0 / Q5_0: ggml_vec_dot_*_q8_0 (arch/x86/quants.c, AVX2) sums in
@@ -208,8 +211,8 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
         part = raw[r0 * row_bytes:r1 * row_bytes]
         if tiled:
             _cggml.mm_ktiled(xc, part, _K[ggml_type], out, T, r1 - r0, K)
-        elif ggml_type == "Q4_K":
-            _cggml.mm_q4k(xc, part, out, T, r1 - r0, K)
+        elif ggml_type in ("Q4_K", "Q2_K"):
+            _cggml.mm_q4k(xc, part, out, T, r1 - r0, K, _K[ggml_type])
         elif ggml_type in _Q1:
             _cggml.mm_q1(xc, part, _Q1[ggml_type], out, T, r1 - r0, K)
         else:
@@ -220,10 +223,10 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
 
 def repacked(ggml_type: str, rows: int) -> bool:
     """Whether llama.cpp moves the weight into ggml-cpu's CPU_REPACK buffer on an AVX2 /
-    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 and IQ4_NL with
-    ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8), whose kernels sum in another
-    order than tinyBLAS."""
-    return ggml_type in ("Q4_0", "IQ4_NL", "Q4_K") and rows % 8 == 0
+    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0, IQ4_NL and Q4_K
+    with ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8 / block_q4_Kx8 on AVX2,
+    Q2_K block_q2_Kx8 on AVX-512), whose kernels sum in another order than tinyBLAS."""
+    return ggml_type in ("Q4_0", "IQ4_NL", "Q4_K", "Q2_K") and rows % 8 == 0
 
 
 def product_from_tensor(info, x: np.ndarray) -> np.ndarray:

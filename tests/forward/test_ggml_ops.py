@@ -3,7 +3,8 @@
 The cases in fixtures/ggml_ops/ are what llama.cpp computed (its eval callback, one
 thread, F16 cache, flash attention on) on the first 128-token chunk of the perplexity
 corpus, recorded by tools/record_ggml_ops.py from the TinyLlama test model and its
-llama-quantize copies (F16, BF16, Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1, Q6_K, Q5_K, Q3_K_S): per weight
+llama-quantize copies (F16, BF16, Q4_0, IQ4_NL, IQ4_XS, Q5_0, Q4_1, Q5_1, Q6_K, Q5_K, Q3_K_S,
+and Q2_K with --pure): per weight
 type and path the first
 product's weight bytes, input rows and output rows, one flash attention, and the whole
 chunk's logits.  "Equal" here means every float32 bit pattern: numpy's sums (the
@@ -29,7 +30,8 @@ CASES = FIXTURES / "ggml_ops"
 TINY_Q8 = FIXTURES / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
 NAMES = ("tinyllama-Q8_0", "tinyllama-F16", "tinyllama-Q4_0", "tinyllama-IQ4_NL", "tinyllama-Q5_0",
          "tinyllama-Q4_1", "tinyllama-Q5_1", "tinyllama-Q4_K_S", "tinyllama-Q6_K", "tinyllama-Q5_K",
-         "tinyllama-Q3_K_S", "tinyllama-BF16", "tinyllama-BF16-ctx2")
+         "tinyllama-Q3_K_S", "tinyllama-BF16", "tinyllama-BF16-ctx2", "tinyllama-IQ4_XS",
+         "tinyllama-Q2_K-ctx128", "tinyllama-Q2_K-ctx7")
 TINY_Q4KS = FIXTURES / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf"
 
 pytestmark = pytest.mark.skipif(not ggml_ops.AVAILABLE, reason="ggscope.forward._cggml is not built "
@@ -70,17 +72,19 @@ def test_products_are_llama_cpps_bits(name):
 
 def test_cases_cover_every_kernel_path():
     """tinyBLAS (Q8_0, Q5_0, F16, BF16), the repacked orders (Q4_0, IQ4_NL, Q4_K: rows % 8 ==
-    0), vec_dot against Q8_1 (Q4_1, Q5_1), the tiled K-quant path (Q3_K, Q5_K, Q6_K) and
-    ggml_vec_dot_bf16 (one activation row)."""
+    0; Q2_K on AVX-512: its gemm for groups of 4 activation rows, its gemv for the rest),
+    vec_dot against Q8_1 (Q4_1, Q5_1), the tiled K-quant path (Q3_K, Q5_K, Q6_K, IQ4_XS)
+    and ggml_vec_dot_bf16 (one activation row)."""
     paths = {(g, ggml_ops.repacked(g, y.shape[1])) for n in NAMES for g, _, _, y in _products(n)}
     assert {("Q8_0", False), ("F16", False), ("Q5_0", False), ("Q4_0", True), ("IQ4_NL", True),
             ("Q4_1", False), ("Q5_1", False), ("Q4_K", True), ("Q3_K", False), ("Q5_K", False),
-            ("Q6_K", False), ("BF16", False)} <= paths
+            ("Q6_K", False), ("BF16", False), ("IQ4_XS", False), ("Q2_K", True)} <= paths
     one_row = {g for n in NAMES for g, _, x, _ in _products(n) if x.shape[0] == 1}
     assert "BF16" in one_row
 
 
-@pytest.mark.parametrize("name", [*NAMES[:2], "tinyllama-BF16", "tinyllama-BF16-ctx2"])
+@pytest.mark.parametrize("name", [*NAMES[:2], "tinyllama-BF16", "tinyllama-BF16-ctx2", "tinyllama-IQ4_XS",
+                                  "tinyllama-Q2_K-ctx7"])
 def test_numpy_products_are_not_these_bits(name):
     """The test above can fail: numpy's BLAS over the same rounded activations gets the
     values but not ggml's bits."""
