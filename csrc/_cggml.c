@@ -29,9 +29,17 @@
      block after block.  (An ARM build repacks differently; a build without AVX2 not.)
    * mm_q1: Q4_1 / Q5_1, which sgemm does not take: vec_dot_q4_1_q8_1 / _q5_1_q8_1 (see
      the kernel's comment; AVX2 builds).
-   * mm_q4k: Q4_K of rows % 8 == 0, repacked on AVX2 (repack.cpp ggml_gemm_q4_K_8x8_q8_K):
-     see the kernel's comment.  Q4_K of other shapes (ggml-cpu's tiled K-quant path) and
-     the other K / i-quant types have no kernel here.
+   * mm_q4k: Q4_K of rows % 8 == 0, repacked on AVX2 (repack.cpp ggml_gemm_q4_K_8x8_q8_K),
+     and (type 10) Q2_K of rows % 8 == 0, repacked on AVX-512 (ggml_gemm / gemv_q2_K_8x8_q8_K):
+     see the kernels' comments.
+   * mm_ktiled: Q3_K .. Q6_K (Q4_K of other rows) and IQ4_XS, ggml-cpu's tiled K-quant
+     path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows.  Fewer
+     rows (ggml's vec_dot), Q2_K not repacked and the other i-quants have no kernel here.
+   * mm_bf16: BF16 weights, sgemm.cpp tinyBLAS<32, __m512, __m512bh> (a build with
+     AVX512-BF16: 16 lanes, each VDPBF16PS over pairs, then _mm512_reduce_add_ps) for at
+     least 2 rows, k % 32 == 0 and rows % 4 == 0, else vec.cpp ggml_vec_dot_bf16; the
+     instruction itself where the CPU has it, else a loop with its exact arithmetic.  (An
+     AVX-512F build without BF16 uses tinyBLAS<16> over float32: not this order.)
    * fa_tiled: ggml-cpu/ops.cpp ggml_compute_forward_flash_attn_ext_tiled (q F32, k/v
      F16 or F32, >= GGML_FA_TILE_Q = 64 query rows), per query row: scores over tiles of
      GGML_FA_TILE_KV = 64 keys, each a sequential fma over the head dimension
