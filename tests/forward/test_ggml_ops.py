@@ -181,6 +181,14 @@ def test_hostile_buffers_are_refused():
         _cggml.mm_q0(x, np.zeros(68, np.uint8), 99, np.zeros((4, 2), np.float32), 4, 2, 64)
     with pytest.raises(ValueError):
         _cggml.fa_tiled(x, x, x, x, x, 4, 3, 4, 2, 16, 16, 1.0, 0.0)
+    with pytest.raises(ValueError):          # BF16 bits: 2 bytes an element, not 4
+        _cggml.mm_bf16(x, np.zeros(2 * 64, np.uint16), np.zeros((4, 2), np.float32), 4, 2, 64, False, False)
+    with pytest.raises(ValueError):
+        _cggml.mm_bf16(x, np.zeros(64, np.uint16), np.zeros((4, 2), np.float32), 4, 2, 64, False, True)
+    with pytest.raises(ValueError):
+        _cggml.mm_q4k(np.zeros((4, 256), np.float32), np.zeros(84 * 2, np.uint8), np.zeros((4, 2), np.float32),
+                      4, 2, 256, 99)
+    assert ggml_ops.product_blocks(x, np.zeros(10, np.uint8), "BF16", 2) is None
 
 
 def test_records_say_every_node_matched():
