@@ -33,8 +33,9 @@
      and (type 10) Q2_K of rows % 8 == 0, repacked on AVX-512 (ggml_gemm / gemv_q2_K_8x8_q8_K):
      see the kernels' comments.
    * mm_ktiled: Q3_K .. Q6_K (Q4_K of other rows) and IQ4_XS, ggml-cpu's tiled K-quant
-     path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows.  Fewer
-     rows (ggml's vec_dot), Q2_K not repacked and the other i-quants have no kernel here.
+     path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows; Q6_K of
+     fewer rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K.  The other types' vec_dot,
+     Q2_K not repacked and the other i-quants have no kernel here.
    * mm_bf16: BF16 weights, sgemm.cpp tinyBLAS<32, __m512, __m512bh> (a build with
      AVX512-BF16: 16 lanes, each VDPBF16PS over pairs, then _mm512_reduce_add_ps) for at
      least 2 rows, k % 32 == 0 and rows % 4 == 0, else vec.cpp ggml_vec_dot_bf16; the
@@ -827,6 +828,40 @@ static void quantize_q8_k_ref(const float *x, int8_t *q, float *d, int32_t *bsum
     }
 }
 
+/* Q6_K with fewer than 8 activation rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K (AVX2)
+   against quantize_row_q8_K (= _ref).  Per superblock 8 int32 lanes: lane k holds, over
+   the eight 32-element chunks, scale(sub-block) * the 4 products at 4k..4k+3 of the chunk
+   (maddubs then madd by the scales), minus 32 * (bsum[2k] sc[2k] + bsum[2k+1] sc[2k+1]);
+   then lane = fma(d_x * d_w, float(lane), lane) and hsum_float_8 (= reduce8). */
+static void vec_dot_q6k_rows(const int8_t *restrict qx, const float *restrict dx, const int32_t *restrict bs,
+                             const uint8_t *restrict raw, float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 256;
+    kblock_t kb;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t t = 0; t < T; t++) {
+            float acc[8] = {0};
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = raw + (m * nb + b) * 210;
+                unpack_kquant(p, 14, &kb);                   /* codes 0..63, scale[16] signed */
+                const int8_t *y = qx + t * K + b * 256;
+                const int32_t *bsum = bs + (t * nb + b) * 16;
+                int32_t lane[8] = {0};
+                for (int c = 0; c < 8; c++)
+                    for (int k = 0; k < 8; k++) {
+                        int32_t dot = 0;
+                        for (int i = 0; i < 4; i++) dot += kb.code[32 * c + 4 * k + i] * y[32 * c + 4 * k + i];
+                        lane[k] += kb.scale[(32 * c + 4 * k) / 16] * dot;
+                    }
+                const float d = dx[t * nb + b] * kb.d;
+                for (int k = 0; k < 8; k++) {
+                    lane[k] -= 32 * (bsum[2 * k] * kb.scale[2 * k] + bsum[2 * k + 1] * kb.scale[2 * k + 1]);
+                    acc[k] = fmaf(d, (float) lane[k], acc[k]);
+                }
+            }
+            out[t * M + m] = reduce8(acc);
+        }
+}
+
 TARGETS static void mm_ktiled_kernel(const int8_t *restrict qx, const float *restrict dx,
                                      const int32_t *restrict bs, const uint8_t *restrict raw, int type,
                                      float *restrict out, int64_t T, int64_t M, int64_t K) {
@@ -1360,15 +1395,17 @@ static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* mm_ktiled(x, raw, type, out, T, M, K): x float32 [T, K] (quantized to Q8_K here), raw
+/* mm_ktiled(x, raw, type, out, T, M, K, vecdot=False; vecdot: Q6_K's ggml_vec_dot_q6_K_q8_K
+   instead of the tiled path): x float32 [T, K] (quantized to Q8_K here), raw
    the weight's blocks of ggml type 11 (Q3_K), 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K) */
 static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     PyObject *xo, *ro, *oo;
-    int type;
+    int type, vecdot = 0;
     long long T, M, K;
-    if (!PyArg_ParseTuple(args, "OOiOLLL", &xo, &ro, &type, &oo, &T, &M, &K)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &vecdot)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
     if (!kquant_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_ktiled: ggml type %d is not a K type", type);
+    if (vecdot && type != 14) return PyErr_Format(PyExc_ValueError, "mm_ktiled: no vec_dot for type %d", type);
     if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_ktiled: K = %lld is not whole 256-blocks", K);
     const int64_t nb = K / 256;
     Py_buffer x, r, o;
@@ -1385,7 +1422,8 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
     quantize_q8_k_ref(x.buf, qx, dx, bs, T * K);
-    mm_ktiled_kernel(qx, dx, bs, r.buf, type, o.buf, T, M, K);
+    if (vecdot) vec_dot_q6k_rows(qx, dx, bs, r.buf, o.buf, T, M, K);
+    else mm_ktiled_kernel(qx, dx, bs, r.buf, type, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
     free(qx); free(dx); free(bs);
     PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
