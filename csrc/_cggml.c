@@ -34,7 +34,7 @@
      see the kernels' comments.
    * mm_ktiled: Q3_K .. Q6_K (Q4_K of other rows) and IQ4_XS, ggml-cpu's tiled K-quant
      path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows; Q6_K of
-     fewer rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K.  The other types' vec_dot,
+     fewer rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K, Q5_K's ggml_vec_dot_q5_K_q8_K.  The other types' vec_dot,
      Q2_K not repacked and the other i-quants have no kernel here.
    * mm_bf16: BF16 weights, sgemm.cpp tinyBLAS<32, __m512, __m512bh> (a build with
      AVX512-BF16: 16 lanes, each VDPBF16PS over pairs, then _mm512_reduce_add_ps) for at
@@ -562,7 +562,8 @@ TARGETS static void mm_q0_repack_kernel(const int8_t *restrict qx, const float *
    sub-blocks: i = sum(q_w q_x over the first 32) * sc0 + (over the second) * sc1, exact;
    acc = fma(float(i), d_w * d_x, acc); the mins likewise from the activations' 16-element
    sums: acc_min = fma(float(bsum0 * m0 + bsum1 * m1), dmin_w * d_x, acc_min); the element
-   is acc - acc_min. */
+   is acc - acc_min.  The rows after whole groups of 4 go through the gemv, which adds the
+   integers of the whole superblock before its one fma. */
 
 /* ggml_quantize_mat_q8_K_4x8 (AVX2) of one row: per 256 block, amax = max |x|; iscale =
    -127/amax when a positive element reaches amax, else 127/amax; q = round-half-even(x *
@@ -623,6 +624,8 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
             for (int64_t t = 0; t < T; t++) {
                 const int8_t *y = qx + t * K + b * 256;
                 const float xd = dx[t * nb + b];
+                const int gemv = t >= T - T % 4;       /* the rows after whole groups of 4 */
+                int32_t gi = 0, gim = 0;
                 for (int sb = 0; sb < 4; sb++) {
                     int32_t i0 = 0, i1 = 0, s0 = 0, s1 = 0;
                     for (int l = 0; l < 32; l++) {
@@ -633,8 +636,16 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
                     }
                     const int32_t i = i0 * sc[2 * sb] + i1 * sc[2 * sb + 1];
                     const int32_t im = s0 * mn[2 * sb] + s1 * mn[2 * sb + 1];
+                    if (gemv) {                           /* ggml_gemv_q4_K_8x8_q8_K: per superblock */
+                        gi += i, gim += im;
+                        continue;
+                    }
                     acc[2 * t] = fmaf((float) i, dw * xd, acc[2 * t]);
                     acc[2 * t + 1] = fmaf((float) im, dmw * xd, acc[2 * t + 1]);
+                }
+                if (gemv) {
+                    acc[2 * t] = fmaf((float) gi, dw * xd, acc[2 * t]);
+                    acc[2 * t + 1] = fmaf((float) gim, dmw * xd, acc[2 * t + 1]);
                 }
             }
         }
@@ -828,21 +839,25 @@ static void quantize_q8_k_ref(const float *x, int8_t *q, float *d, int32_t *bsum
     }
 }
 
-/* Q6_K with fewer than 8 activation rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K (AVX2)
-   against quantize_row_q8_K (= _ref).  Per superblock 8 int32 lanes: lane k holds, over
-   the eight 32-element chunks, scale(sub-block) * the 4 products at 4k..4k+3 of the chunk
-   (maddubs then madd by the scales), minus 32 * (bsum[2k] sc[2k] + bsum[2k+1] sc[2k+1]);
-   then lane = fma(d_x * d_w, float(lane), lane) and hsum_float_8 (= reduce8). */
-static void vec_dot_q6k_rows(const int8_t *restrict qx, const float *restrict dx, const int32_t *restrict bs,
-                             const uint8_t *restrict raw, float *restrict out, int64_t T, int64_t M, int64_t K) {
+/* Q6_K / Q5_K with fewer than 8 activation rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K
+   and ggml_vec_dot_q5_K_q8_K (AVX2) against quantize_row_q8_K (= _ref).  Per superblock
+   8 int32 lanes: lane k holds, over the eight 32-element chunks, scale(sub-block) * the 4
+   products at 4k..4k+3 of the chunk (maddubs then madd by the scales); Q6_K's lane minus
+   32 * (bsum[2k] sc[2k] + bsum[2k+1] sc[2k+1]); then lane = fma(d_x * d_w, float(lane),
+   lane).  Q5_K's mins apart: summs = fma(-d_x * dmin_w, float(sum_j min_j * (bsum[2j] +
+   bsum[2j+1])), summs) (GCC fuses `summs += dmin * int`).  The element is
+   hsum_float_8 (= reduce8) of the lanes, + summs for Q5_K. */
+static void vec_dot_k_rows(const int8_t *restrict qx, const float *restrict dx, const int32_t *restrict bs,
+                           const uint8_t *restrict raw, int type, float *restrict out, int64_t T, int64_t M,
+                           int64_t K) {
     const int64_t nb = K / 256;
+    const int bytes = kquant_bytes(type);
     kblock_t kb;
     for (int64_t m = 0; m < M; m++)
         for (int64_t t = 0; t < T; t++) {
-            float acc[8] = {0};
+            float acc[8] = {0}, summs = 0.0f;
             for (int64_t b = 0; b < nb; b++) {
-                const uint8_t *p = raw + (m * nb + b) * 210;
-                unpack_kquant(p, 14, &kb);                   /* codes 0..63, scale[16] signed */
+                unpack_kquant(raw + (m * nb + b) * bytes, type, &kb);    /* unsigned codes, scales */
                 const int8_t *y = qx + t * K + b * 256;
                 const int32_t *bsum = bs + (t * nb + b) * 16;
                 int32_t lane[8] = {0};
@@ -850,15 +865,21 @@ static void vec_dot_q6k_rows(const int8_t *restrict qx, const float *restrict dx
                     for (int k = 0; k < 8; k++) {
                         int32_t dot = 0;
                         for (int i = 0; i < 4; i++) dot += kb.code[32 * c + 4 * k + i] * y[32 * c + 4 * k + i];
-                        lane[k] += kb.scale[(32 * c + 4 * k) / 16] * dot;
+                        lane[k] += kb.scale[(32 * c + 4 * k) / kb.sub] * dot;
                     }
                 const float d = dx[t * nb + b] * kb.d;
+                if (type == 13) {
+                    int32_t mins = 0;
+                    for (int j = 0; j < 8; j++) mins += kb.min[j] * (bsum[2 * j] + bsum[2 * j + 1]);
+                    summs = fmaf(-dx[t * nb + b] * kb.dmin, (float) mins, summs);
+                }
                 for (int k = 0; k < 8; k++) {
-                    lane[k] -= 32 * (bsum[2 * k] * kb.scale[2 * k] + bsum[2 * k + 1] * kb.scale[2 * k + 1]);
+                    if (type == 14)
+                        lane[k] -= 32 * (bsum[2 * k] * kb.scale[2 * k] + bsum[2 * k + 1] * kb.scale[2 * k + 1]);
                     acc[k] = fmaf(d, (float) lane[k], acc[k]);
                 }
             }
-            out[t * M + m] = reduce8(acc);
+            out[t * M + m] = type == 13 ? reduce8(acc) + summs : reduce8(acc);
         }
 }
 
@@ -1395,7 +1416,7 @@ static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* mm_ktiled(x, raw, type, out, T, M, K, vecdot=False; vecdot: Q6_K's ggml_vec_dot_q6_K_q8_K
+/* mm_ktiled(x, raw, type, out, T, M, K, vecdot=False; vecdot: Q6_K's / Q5_K's vec_dot
    instead of the tiled path): x float32 [T, K] (quantized to Q8_K here), raw
    the weight's blocks of ggml type 11 (Q3_K), 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K) */
 static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
@@ -1405,7 +1426,7 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &vecdot)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
     if (!kquant_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_ktiled: ggml type %d is not a K type", type);
-    if (vecdot && type != 14) return PyErr_Format(PyExc_ValueError, "mm_ktiled: no vec_dot for type %d", type);
+    if (vecdot && type != 14 && type != 13) return PyErr_Format(PyExc_ValueError, "mm_ktiled: no vec_dot for type %d", type);
     if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_ktiled: K = %lld is not whole 256-blocks", K);
     const int64_t nb = K / 256;
     Py_buffer x, r, o;
@@ -1422,7 +1443,7 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
     quantize_q8_k_ref(x.buf, qx, dx, bs, T * K);
-    if (vecdot) vec_dot_q6k_rows(qx, dx, bs, r.buf, o.buf, T, M, K);
+    if (vecdot) vec_dot_k_rows(qx, dx, bs, r.buf, type, o.buf, T, M, K);
     else mm_ktiled_kernel(qx, dx, bs, r.buf, type, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
     free(qx); free(dx); free(bs);
