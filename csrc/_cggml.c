@@ -33,11 +33,11 @@
      and (type 10) Q2_K of rows % 8 == 0, repacked on AVX-512 (ggml_gemm / gemv_q2_K_8x8_q8_K):
      see the kernels' comments.
    * mm_ktiled: Q3_K .. Q6_K (Q4_K of other rows) and IQ4_XS, ggml-cpu's tiled K-quant
-     path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows; Q6_K of
-     fewer rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K, Q5_K's ggml_vec_dot_q5_K_q8_K.  The other types' vec_dot,
-     Q2_K not repacked and the other i-quants have no kernel here.
-   * mm_bf16 (csrc/_cggml_bf16.h): BF16 weights, sgemm.cpp tinyBLAS<32, __m512, __m512bh> (a build with
-     AVX512-BF16: 16 lanes, each VDPBF16PS over pairs, then _mm512_reduce_add_ps) for at
+     path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows; Q6_K,
+     Q5_K and IQ4_XS of fewer rows: arch/x86/quants.c ggml_vec_dot_*_q8_K.  Q3_K's and
+     Q4_K's vec_dot, Q2_K not repacked and the other i-quants have no kernel here.
+   * mm_bf16 (csrc/_cggml_bf16.h): BF16 weights, sgemm.cpp tinyBLAS<32, __m512,
+     __m512bh> (a build with AVX512-BF16: 16 lanes, each VDPBF16PS over pairs, then _mm512_reduce_add_ps) for at
      least 2 rows, k % 32 == 0 and rows % 4 == 0, else vec.cpp ggml_vec_dot_bf16; the
      instruction itself where the CPU has it, else a loop with its exact arithmetic.  (An
      AVX-512F build without BF16 uses tinyBLAS<16> over float32: not this order.)
@@ -734,8 +734,9 @@ static void quantize_q8_k_ref(const float *x, int8_t *q, float *d, int32_t *bsum
     }
 }
 
-/* Q6_K / Q5_K with fewer than 8 activation rows: arch/x86/quants.c ggml_vec_dot_q6_K_q8_K
-   and ggml_vec_dot_q5_K_q8_K (AVX2) against quantize_row_q8_K (= _ref).  Per superblock
+/* Q6_K / Q5_K / IQ4_XS with fewer than 8 activation rows: arch/x86/quants.c
+   ggml_vec_dot_q6_K_q8_K, _q5_K_q8_K and _iq4_xs_q8_K (AVX2; IQ4_XS's signed values by
+   the sign trick, the same exact pairs) against quantize_row_q8_K (= _ref).  Per superblock
    8 int32 lanes: lane k holds, over the eight 32-element chunks, scale(sub-block) * the 4
    products at 4k..4k+3 of the chunk (maddubs then madd by the scales); Q6_K's lane minus
    32 * (bsum[2k] sc[2k] + bsum[2k+1] sc[2k+1]); then lane = fma(d_x * d_w, float(lane),
@@ -746,7 +747,7 @@ static void vec_dot_k_rows(const int8_t *restrict qx, const float *restrict dx, 
                            const uint8_t *restrict raw, int type, float *restrict out, int64_t T, int64_t M,
                            int64_t K) {
     const int64_t nb = K / 256;
-    const int bytes = kquant_bytes(type);
+    const int bytes = kquant_bytes(type), signed0 = type == 23 ? 128 : 0;   /* IQ4_XS: kvalues + 128 */
     kblock_t kb;
     for (int64_t m = 0; m < M; m++)
         for (int64_t t = 0; t < T; t++) {
@@ -759,7 +760,7 @@ static void vec_dot_k_rows(const int8_t *restrict qx, const float *restrict dx, 
                 for (int c = 0; c < 8; c++)
                     for (int k = 0; k < 8; k++) {
                         int32_t dot = 0;
-                        for (int i = 0; i < 4; i++) dot += kb.code[32 * c + 4 * k + i] * y[32 * c + 4 * k + i];
+                        for (int i = 0; i < 4; i++) dot += (kb.code[32 * c + 4 * k + i] - signed0) * y[32 * c + 4 * k + i];
                         lane[k] += kb.scale[(32 * c + 4 * k) / kb.sub] * dot;
                     }
                 const float d = dx[t * nb + b] * kb.d;
@@ -1321,7 +1322,7 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &vecdot)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
     if (!kquant_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_ktiled: ggml type %d is not a K type", type);
-    if (vecdot && type != 14 && type != 13) return PyErr_Format(PyExc_ValueError, "mm_ktiled: no vec_dot for type %d", type);
+    if (vecdot && type != 14 && type != 13 && type != 23) return PyErr_Format(PyExc_ValueError, "mm_ktiled: no vec_dot for type %d", type);
     if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_ktiled: K = %lld is not whole 256-blocks", K);
     const int64_t nb = K / 256;
     Py_buffer x, r, o;

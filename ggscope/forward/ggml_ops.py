@@ -13,7 +13,7 @@ Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a we
 ``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the types of
 ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, and BF16
 (its stored bits, blocks of one) -- its ``blocks``), or None where ggml takes a path these kernels do not have: one row of an
-IQ4_NL matrix and fewer than 8 rows of a K type but Q6_K and Q5_K (ggml's vec_dot), Q2_K of rows % 8 != 0
+IQ4_NL matrix and fewer than 8 rows of Q3_K or of Q4_K not repacked (ggml's vec_dot), Q2_K of rows % 8 != 0
 (tiled), the i-quants but IQ4_NL and IQ4_XS, F32.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
 from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows,
@@ -67,7 +67,7 @@ _BLOCK_BYTES.update({"Q4_1": 20, "Q5_1": 24})
 _K = {"Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "IQ4_XS": 23, "Q2_K": 10}
 _BLOCK_BYTES.update({"Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "IQ4_XS": 136, "Q2_K": 84})
 _TILED_MIN_ROWS = 8      # tiled.cpp ggml_tiled_min_batch: fewer activation rows take vec_dot
-_VEC_DOT_K = ("Q6_K", "Q5_K")   # the K types whose vec_dot (arch/x86/quants.c, AVX2) has a kernel
+_VEC_DOT_K = ("Q6_K", "Q5_K", "IQ4_XS")   # the K types whose vec_dot (arch/x86/quants.c, AVX2) has a kernel
 # BF16 by BF16 activations: tinyBLAS<32> with VDPBF16PS, or ggml_vec_dot_bf16
 Q0_TYPES = tuple(_Q0) + tuple(_Q1) + tuple(_K) + ("BF16",)   # the types multiplied from their stored bytes
 

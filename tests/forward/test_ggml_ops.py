@@ -32,7 +32,7 @@ NAMES = ("tinyllama-Q8_0", "tinyllama-F16", "tinyllama-Q4_0", "tinyllama-IQ4_NL"
          "tinyllama-Q4_1", "tinyllama-Q5_1", "tinyllama-Q4_K_S", "tinyllama-Q6_K", "tinyllama-Q5_K",
          "tinyllama-Q3_K_S", "tinyllama-BF16", "tinyllama-BF16-ctx2", "tinyllama-IQ4_XS",
          "tinyllama-Q2_K-ctx128", "tinyllama-Q2_K-ctx7", "tinyllama-Q6_K-ctx7", "tinyllama-Q5_K-ctx7",
-         "tinyllama-Q4_K_S-ctx7")
+         "tinyllama-Q4_K_S-ctx7", "tinyllama-IQ4_XS-ctx7")
 TINY_Q4KS = FIXTURES / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf"
 
 pytestmark = pytest.mark.skipif(not ggml_ops.AVAILABLE, reason="ggscope.forward._cggml is not built "
@@ -83,7 +83,7 @@ def test_cases_cover_every_kernel_path():
     one_row = {g for n in NAMES for g, _, x, _ in _products(n) if x.shape[0] == 1}
     assert "BF16" in one_row
     few_rows = {g for n in NAMES for g, _, x, _ in _products(n) if 4 < x.shape[0] < 8}
-    assert {"Q6_K", "Q5_K", "Q4_K", "Q2_K"} <= few_rows   # vec_dot; the repacked types' gemv
+    assert {"Q6_K", "Q5_K", "IQ4_XS", "Q4_K", "Q2_K"} <= few_rows   # vec_dot; the repacked types' gemv
 
 
 @pytest.mark.parametrize("name", [*NAMES[:2], "tinyllama-BF16", "tinyllama-BF16-ctx2", "tinyllama-IQ4_XS",
