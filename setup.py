@@ -30,5 +30,6 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                    Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"],
                              depends=STRINGS + ["csrc/_utf8.h", "csrc/_seedhash.h"], extra_compile_args=FLAGS,
                              optional=True),
-                   Extension("ggscope.forward._cggml", ["csrc/_cggml.c"], depends=HEADERS, extra_compile_args=FLAGS,
+                   Extension("ggscope.forward._cggml", ["csrc/_cggml.c"], depends=HEADERS + ["csrc/_cggml_bf16.h"],
+                             extra_compile_args=FLAGS,
                              optional=True)])

@@ -29,9 +29,18 @@
      block after block.  (An ARM build repacks differently; a build without AVX2 not.)
    * mm_q1: Q4_1 / Q5_1, which sgemm does not take: vec_dot_q4_1_q8_1 / _q5_1_q8_1 (see
      the kernel's comment; AVX2 builds).
-   * mm_q4k: Q4_K of rows % 8 == 0, repacked on AVX2 (repack.cpp ggml_gemm_q4_K_8x8_q8_K):
-     see the kernel's comment.  Q4_K of other shapes (ggml-cpu's tiled K-quant path) and
-     the other K / i-quant types have no kernel here.
+   * mm_q4k: Q4_K of rows % 8 == 0, repacked on AVX2 (repack.cpp ggml_gemm_q4_K_8x8_q8_K),
+     and (type 10) Q2_K of rows % 8 == 0, repacked on AVX-512 (ggml_gemm / gemv_q2_K_8x8_q8_K):
+     see the kernels' comments.
+   * mm_ktiled: Q3_K .. Q6_K (Q4_K of other rows) and IQ4_XS, ggml-cpu's tiled K-quant
+     path (tiled/tiled.cpp, the VNNI microkernel) for at least 8 activation rows; Q6_K,
+     Q5_K and IQ4_XS of fewer rows: arch/x86/quants.c ggml_vec_dot_*_q8_K.  Q3_K's and
+     Q4_K's vec_dot, Q2_K not repacked and the other i-quants have no kernel here.
+   * mm_bf16 (csrc/_cggml_bf16.h): BF16 weights, sgemm.cpp tinyBLAS<32, __m512,
+     __m512bh> (a build with AVX512-BF16: 16 lanes, each VDPBF16PS over pairs, then _mm512_reduce_add_ps) for at
+     least 2 rows, k % 32 == 0 and rows % 4 == 0, else vec.cpp ggml_vec_dot_bf16; the
+     instruction itself where the CPU has it, else a loop with its exact arithmetic.  (An
+     AVX-512F build without BF16 uses tinyBLAS<16> over float32: not this order.)
    * fa_tiled: ggml-cpu/ops.cpp ggml_compute_forward_flash_attn_ext_tiled (q F32, k/v
      F16 or F32, >= GGML_FA_TILE_Q = 64 query rows), per query row: scores over tiles of
      GGML_FA_TILE_KV = 64 keys, each a sequential fma over the head dimension
@@ -135,6 +144,8 @@ TARGETS static void mm_f16_kernel(const float *restrict x, const float *restrict
         }
     }
 }
+
+#include "_cggml_bf16.h"
 
 /* ---- Q8_0 / Q4_0 weights: tinyBLAS_Q0_AVX over Q8_0 activations -------------------- */
 
@@ -446,7 +457,8 @@ TARGETS static void mm_q0_repack_kernel(const int8_t *restrict qx, const float *
    sub-blocks: i = sum(q_w q_x over the first 32) * sc0 + (over the second) * sc1, exact;
    acc = fma(float(i), d_w * d_x, acc); the mins likewise from the activations' 16-element
    sums: acc_min = fma(float(bsum0 * m0 + bsum1 * m1), dmin_w * d_x, acc_min); the element
-   is acc - acc_min. */
+   is acc - acc_min.  The rows after whole groups of 4 go through the gemv, which adds the
+   integers of the whole superblock before its one fma. */
 
 /* ggml_quantize_mat_q8_K_4x8 (AVX2) of one row: per 256 block, amax = max |x|; iscale =
    -127/amax when a positive element reaches amax, else 127/amax; q = round-half-even(x *
@@ -507,6 +519,8 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
             for (int64_t t = 0; t < T; t++) {
                 const int8_t *y = qx + t * K + b * 256;
                 const float xd = dx[t * nb + b];
+                const int gemv = t >= T - T % 4;       /* the rows after whole groups of 4 */
+                int32_t gi = 0, gim = 0;
                 for (int sb = 0; sb < 4; sb++) {
                     int32_t i0 = 0, i1 = 0, s0 = 0, s1 = 0;
                     for (int l = 0; l < 32; l++) {
@@ -517,14 +531,68 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
                     }
                     const int32_t i = i0 * sc[2 * sb] + i1 * sc[2 * sb + 1];
                     const int32_t im = s0 * mn[2 * sb] + s1 * mn[2 * sb + 1];
+                    if (gemv) {                           /* ggml_gemv_q4_K_8x8_q8_K: per superblock */
+                        gi += i, gim += im;
+                        continue;
+                    }
                     acc[2 * t] = fmaf((float) i, dw * xd, acc[2 * t]);
                     acc[2 * t + 1] = fmaf((float) im, dmw * xd, acc[2 * t + 1]);
+                }
+                if (gemv) {
+                    acc[2 * t] = fmaf((float) gi, dw * xd, acc[2 * t]);
+                    acc[2 * t + 1] = fmaf((float) gim, dmw * xd, acc[2 * t + 1]);
                 }
             }
         }
         for (int64_t t = 0; t < T; t++) out[t * M + m] = acc[2 * t] - acc[2 * t + 1];
     }
     free(acc);
+}
+
+/* ---- Q2_K weights, repacked on AVX-512 (repack.cpp: rows % 8 == 0 -> block_q2_Kx8,
+   arch/x86/repack.cpp ggml_gemm_q2_K_8x8_q8_K / ggml_gemv_q2_K_8x8_q8_K).  Per 16-element
+   sub-block s the exact sum(code * q_x) times its 4-bit scale, the 4-bit min times the
+   activations' 16-element sum; the gemm (whole groups of 4 activation rows) adds them
+   over each 128-element half: acc = fma(float(i), d_w * d_x, acc), acc_min likewise with
+   dmin_w * d_x; the gemv (the rows left) over the whole superblock; the element is
+   acc - acc_min.  block_q2_K (84 bytes): scales[16] (low nibble scale, high nibble min),
+   qs[64], fp16 d, fp16 dmin; element 128n + 32j + 16h + l is bits 2j of qs[32n + 16h + l],
+   sub-block 8n + 2j + h (dequantize_row_q2_K). */
+TARGETS static void mm_q2k_kernel(const int8_t *restrict qx, const float *restrict dx, const uint8_t *restrict raw,
+                                  float *restrict out, int64_t T, int64_t M, int64_t K) {
+    const int64_t nb = K / 256, T4 = T - T % 4;
+    uint8_t q[256];
+    for (int64_t m = 0; m < M; m++) {
+        for (int64_t t = 0; t < T; t++) {
+            float acc = 0.0f, accm = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                const uint8_t *p = raw + (m * nb + b) * 84;
+                const float dw = f16_to_f32((uint16_t) (p[80] | (p[81] << 8)));
+                const float dmw = f16_to_f32((uint16_t) (p[82] | (p[83] << 8)));
+                for (int n = 0; n < 2; n++)
+                    for (int j = 0; j < 4; j++)
+                        for (int l = 0; l < 32; l++) q[128 * n + 32 * j + l] = (p[16 + 32 * n + l] >> (2 * j)) & 3;
+                const int8_t *y = qx + t * K + b * 256;
+                const float xd = dx[t * nb + b];
+                int32_t i = 0, im = 0;
+                for (int s = 0; s < 16; s++) {
+                    int32_t dot = 0, bsum = 0;
+                    for (int l = 0; l < 16; l++) {
+                        dot += q[16 * s + l] * y[16 * s + l];
+                        bsum += y[16 * s + l];
+                    }
+                    i += dot * (p[s] & 0xF);
+                    im += bsum * (p[s] >> 4);
+                    if (t < T4 ? (s % 8 == 7) : (s == 15)) {      /* gemm: per half; gemv: per superblock */
+                        acc = fmaf((float) i, dw * xd, acc);
+                        accm = fmaf((float) im, dmw * xd, accm);
+                        i = im = 0;
+                    }
+                }
+            }
+            out[t * M + m] = acc - accm;
+        }
+    }
 }
 
 /* ---- Q3_K / Q4_K / Q5_K / Q6_K weights, ggml-cpu's tiled K-quant path
@@ -535,9 +603,11 @@ TARGETS static void mm_q4k_kernel(const int8_t *restrict qx, const float *restri
    sums).  Per 256-superblock, all in exact integers: s1 = sum over sub-blocks of
    scale * (sum(code * q) - BIAS * bsum), s2 = sum of min * bsum; then result = d_w *
    float(s1), result = fma(-dmin_w, float(s2), result) where the type has mins, and the
-   element += result * d_x (a product, then a sum: no fma), superblock after superblock.
+   element = fma(result, d_x, element), superblock after superblock (the VNNI microkernel
+   writes add(acc, mul(result, d_x)), which GCC's default -ffp-contract=fast fuses: one
+   superblock (K = 256) cannot tell, gemma-3-270m's K = 1024 and 2048 do).
    codes are unsigned (Q6_K: 6 bits, BIAS 32; Q5_K: 5, Q4_K: 4, with mins; Q3_K: 3 bits,
-   BIAS 4). */
+   BIAS 4; IQ4_XS: kvalues_iq4nl + 128, BIAS 128, 6-bit scales - 32 per 32, no min). */
 typedef struct {
     uint8_t code[256];
     int32_t scale[16], min[16];                     /* per sub-block (16 or 32 elements) */
@@ -551,6 +621,7 @@ static int kquant_bytes(int type) {
     case 12: return 144;                             /* Q4_K */
     case 13: return 176;                             /* Q5_K */
     case 14: return 210;                             /* Q6_K */
+    case 23: return 136;                             /* IQ4_XS */
     default: return 0;
     }
 }
@@ -568,6 +639,21 @@ static void scale_min_k4(const uint8_t *s, int32_t *sc, int32_t *mn) {   /* get_
 }
 
 static void unpack_kquant(const uint8_t *p, int type, kblock_t *k) {
+    if (type == 23) {            /* IQ4_XS: d, scales_h, scales_l[4], qs[128]; codes kvalues + 128 */
+        k->has_min = 0, k->bias = 128, k->sub = 32, k->dmin = 0.0f;
+        k->d = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+        const uint32_t sh = (uint32_t) (p[2] | (p[3] << 8));
+        for (int s = 0; s < 8; s++) {
+            k->scale[s] = (int32_t) (((p[4 + s / 2] >> 4 * (s % 2)) & 0xF) | (((sh >> 2 * s) & 3) << 4)) - 32;
+            k->min[s] = 0;
+            for (int j = 0; j < 16; j++) {               /* dequantize_row_iq4_xs's element order */
+                const uint8_t b = p[8 + 16 * s + j];
+                k->code[32 * s + j] = (uint8_t) (KVALUES_IQ4NL[b & 0xF] + 128);
+                k->code[32 * s + 16 + j] = (uint8_t) (KVALUES_IQ4NL[b >> 4] + 128);
+            }
+        }
+        return;
+    }
     k->has_min = type == 12 || type == 13;
     k->bias = type == 14 ? 32 : (type == 11 ? 4 : 0);
     k->sub = (type == 12 || type == 13) ? 32 : 16;
@@ -648,6 +734,51 @@ static void quantize_q8_k_ref(const float *x, int8_t *q, float *d, int32_t *bsum
     }
 }
 
+/* Q6_K / Q5_K / IQ4_XS with fewer than 8 activation rows: arch/x86/quants.c
+   ggml_vec_dot_q6_K_q8_K, _q5_K_q8_K and _iq4_xs_q8_K (AVX2; IQ4_XS's signed values by
+   the sign trick, the same exact pairs) against quantize_row_q8_K (= _ref).  Per superblock
+   8 int32 lanes: lane k holds, over the eight 32-element chunks, scale(sub-block) * the 4
+   products at 4k..4k+3 of the chunk (maddubs then madd by the scales); Q6_K's lane minus
+   32 * (bsum[2k] sc[2k] + bsum[2k+1] sc[2k+1]); then lane = fma(d_x * d_w, float(lane),
+   lane).  Q5_K's mins apart: summs = fma(-d_x * dmin_w, float(sum_j min_j * (bsum[2j] +
+   bsum[2j+1])), summs) (GCC fuses `summs += dmin * int`).  The element is
+   hsum_float_8 (= reduce8) of the lanes, + summs for Q5_K. */
+static void vec_dot_k_rows(const int8_t *restrict qx, const float *restrict dx, const int32_t *restrict bs,
+                           const uint8_t *restrict raw, int type, float *restrict out, int64_t T, int64_t M,
+                           int64_t K) {
+    const int64_t nb = K / 256;
+    const int bytes = kquant_bytes(type), signed0 = type == 23 ? 128 : 0;   /* IQ4_XS: kvalues + 128 */
+    kblock_t kb;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t t = 0; t < T; t++) {
+            float acc[8] = {0}, summs = 0.0f;
+            for (int64_t b = 0; b < nb; b++) {
+                unpack_kquant(raw + (m * nb + b) * bytes, type, &kb);    /* unsigned codes, scales */
+                const int8_t *y = qx + t * K + b * 256;
+                const int32_t *bsum = bs + (t * nb + b) * 16;
+                int32_t lane[8] = {0};
+                for (int c = 0; c < 8; c++)
+                    for (int k = 0; k < 8; k++) {
+                        int32_t dot = 0;
+                        for (int i = 0; i < 4; i++) dot += (kb.code[32 * c + 4 * k + i] - signed0) * y[32 * c + 4 * k + i];
+                        lane[k] += kb.scale[(32 * c + 4 * k) / kb.sub] * dot;
+                    }
+                const float d = dx[t * nb + b] * kb.d;
+                if (type == 13) {
+                    int32_t mins = 0;
+                    for (int j = 0; j < 8; j++) mins += kb.min[j] * (bsum[2 * j] + bsum[2 * j + 1]);
+                    summs = fmaf(-dx[t * nb + b] * kb.dmin, (float) mins, summs);
+                }
+                for (int k = 0; k < 8; k++) {
+                    if (type == 14)
+                        lane[k] -= 32 * (bsum[2 * k] * kb.scale[2 * k] + bsum[2 * k + 1] * kb.scale[2 * k + 1]);
+                    acc[k] = fmaf(d, (float) lane[k], acc[k]);
+                }
+            }
+            out[t * M + m] = type == 13 ? reduce8(acc) + summs : reduce8(acc);
+        }
+}
+
 TARGETS static void mm_ktiled_kernel(const int8_t *restrict qx, const float *restrict dx,
                                      const int32_t *restrict bs, const uint8_t *restrict raw, int type,
                                      float *restrict out, int64_t T, int64_t M, int64_t K) {
@@ -674,7 +805,7 @@ TARGETS static void mm_ktiled_kernel(const int8_t *restrict qx, const float *res
                 }
                 float result = kb.d * (float) s1;
                 if (kb.has_min) result = fmaf(-kb.dmin, (float) s2, result);
-                acc[t] = acc[t] + result * dx[t * nb + b];
+                acc[t] = fmaf(result, dx[t * nb + b], acc[t]);
             }
         }
         for (int64_t t = 0; t < T; t++) out[t * M + m] = acc[t];
@@ -900,6 +1031,45 @@ static PyObject *py_mm_f16(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* mm_bf16(x, w, out, T, M, K, vecdot=False, wbits=False): x float32 [T, K] (rounded here
+   to BF16 as ggml_cpu_fp32_to_bf16 does), w float32 [M, K] holding BF16 values or, with
+   wbits, the weight's stored BF16 bits (uint16 [M, K], little-endian); vecdot:
+   ggml_vec_dot_bf16's order instead of tinyBLAS's */
+static PyObject *py_mm_bf16(PyObject *self, PyObject *args) {
+    PyObject *xo, *wo, *oo;
+    long long T, M, K;
+    int vecdot = 0, wbits = 0;
+    if (!PyArg_ParseTuple(args, "OOOLLL|pp", &xo, &wo, &oo, &T, &M, &K, &vecdot, &wbits)) return NULL;
+    if (!dims_ok(T, M, K)) return NULL;
+    if (K % 32 && !vecdot) return PyErr_Format(PyExc_ValueError, "mm_bf16: K = %lld is not a multiple of 32", K);
+    Py_buffer x, w, o;
+    if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
+    if (get_buf(wo, &w, wbits ? 2 : 4, M * K, 0, "w") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&w); return NULL; }
+    uint16_t *xb = malloc((size_t) (T * K + (wbits ? 0 : M * K)) * 2 + 2);
+    if (!xb) { PyBuffer_Release(&x); PyBuffer_Release(&w); PyBuffer_Release(&o); return PyErr_NoMemory(); }
+    const uint16_t *wb = wbits ? (const uint16_t *) w.buf : xb + T * K;
+    Py_BEGIN_ALLOW_THREADS
+    const float *xf = x.buf, *wf = w.buf;
+    float *ob = o.buf;
+    for (int64_t i = 0; i < T * K; i++) xb[i] = f32_to_bf16(xf[i]);
+    if (!wbits)
+        for (int64_t i = 0; i < M * K; i++) xb[T * K + i] = bf16_bits(wf[i]);
+    if (vecdot) {                 /* one row, or shapes tinyBLAS refuses */
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t m = 0; m < M; m++) ob[t * M + m] = vec_dot_bf16(wb + m * K, xb + t * K, K);
+    } else
+#ifdef HAVE_BF16_PATH
+    if (have_bf16()) mm_bf16_avx512(xb, wb, ob, T, M, K);
+    else
+#endif
+    mm_bf16_kernel(xb, wb, ob, T, M, K);
+    Py_END_ALLOW_THREADS
+    free(xb);
+    PyBuffer_Release(&x); PyBuffer_Release(&w); PyBuffer_Release(&o);
+    Py_RETURN_NONE;
+}
+
 /* quantize(x, q, d, n): quantize_row_q8_0 of float32 [n] into int8 [n] and float32 [n/32] */
 static PyObject *py_quantize(PyObject *self, PyObject *args) {
     PyObject *xo, *qo, *dob;
@@ -1107,13 +1277,15 @@ static PyObject *py_swiglu(PyObject *self, PyObject *args) {
 static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
     PyObject *xo, *ro, *oo;
     long long T, M, K;
-    if (!PyArg_ParseTuple(args, "OOOLLL", &xo, &ro, &oo, &T, &M, &K)) return NULL;
+    int type = 12;
+    if (!PyArg_ParseTuple(args, "OOOLLL|i", &xo, &ro, &oo, &T, &M, &K, &type)) return NULL;
+    if (type != 12 && type != 10) return PyErr_Format(PyExc_ValueError, "mm_q4k: type %d is not Q4_K or Q2_K", type);
     if (!dims_ok(T, M, K)) return NULL;
     if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_q4k: K = %lld is not whole 256-blocks", K);
     const int64_t nb = K / 256;
     Py_buffer x, r, o;
     if (get_buf(xo, &x, 4, T * K, 0, "x") < 0) return NULL;
-    if (get_buf(ro, &r, 1, M * nb * 144, 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_buf(ro, &r, 1, M * nb * (type == 12 ? 144 : 84), 0, "blocks") < 0) { PyBuffer_Release(&x); return NULL; }
     if (get_buf(oo, &o, 4, T * M, 1, "out") < 0) { PyBuffer_Release(&x); PyBuffer_Release(&r); return NULL; }
     int8_t *qx = malloc((size_t) (T * K) + 1);
     float *dx = malloc((size_t) (T * nb) * sizeof(float) + 4);
@@ -1132,22 +1304,25 @@ static PyObject *py_mm_q4k(PyObject *self, PyObject *args) {
             for (int64_t b = 0; b < nb; b++)
                 quantize_q8_k_ref(xr + b * 256, qx + t * K + b * 256, dx + t * nb + b, bsums, 256);
     }
-    mm_q4k_kernel(qx, dx, r.buf, o.buf, T, M, K);
+    if (type == 12) mm_q4k_kernel(qx, dx, r.buf, o.buf, T, M, K);
+    else mm_q2k_kernel(qx, dx, r.buf, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
     free(qx); free(dx);
     PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
     Py_RETURN_NONE;
 }
 
-/* mm_ktiled(x, raw, type, out, T, M, K): x float32 [T, K] (quantized to Q8_K here), raw
+/* mm_ktiled(x, raw, type, out, T, M, K, vecdot=False; vecdot: Q6_K's / Q5_K's vec_dot
+   instead of the tiled path): x float32 [T, K] (quantized to Q8_K here), raw
    the weight's blocks of ggml type 11 (Q3_K), 12 (Q4_K), 13 (Q5_K) or 14 (Q6_K) */
 static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     PyObject *xo, *ro, *oo;
-    int type;
+    int type, vecdot = 0;
     long long T, M, K;
-    if (!PyArg_ParseTuple(args, "OOiOLLL", &xo, &ro, &type, &oo, &T, &M, &K)) return NULL;
+    if (!PyArg_ParseTuple(args, "OOiOLLL|p", &xo, &ro, &type, &oo, &T, &M, &K, &vecdot)) return NULL;
     if (!dims_ok(T, M, K)) return NULL;
     if (!kquant_bytes(type)) return PyErr_Format(PyExc_ValueError, "mm_ktiled: ggml type %d is not a K type", type);
+    if (vecdot && type != 14 && type != 13 && type != 23) return PyErr_Format(PyExc_ValueError, "mm_ktiled: no vec_dot for type %d", type);
     if (K % 256) return PyErr_Format(PyExc_ValueError, "mm_ktiled: K = %lld is not whole 256-blocks", K);
     const int64_t nb = K / 256;
     Py_buffer x, r, o;
@@ -1164,7 +1339,8 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
     quantize_q8_k_ref(x.buf, qx, dx, bs, T * K);
-    mm_ktiled_kernel(qx, dx, bs, r.buf, type, o.buf, T, M, K);
+    if (vecdot) vec_dot_k_rows(qx, dx, bs, r.buf, type, o.buf, T, M, K);
+    else mm_ktiled_kernel(qx, dx, bs, r.buf, type, o.buf, T, M, K);
     Py_END_ALLOW_THREADS
     free(qx); free(dx); free(bs);
     PyBuffer_Release(&x); PyBuffer_Release(&r); PyBuffer_Release(&o);
@@ -1173,10 +1349,11 @@ static PyObject *py_mm_ktiled(PyObject *self, PyObject *args) {
 
 static PyMethodDef METHODS[] = {
     {"mm_ktiled", py_mm_ktiled, METH_VARARGS, "ggml-cpu's tiled K-quant x Q8_K product, its order"},
-    {"mm_q4k", py_mm_q4k, METH_VARARGS, "repacked Q4_K x Q8_K product, ggml's order"},
+    {"mm_q4k", py_mm_q4k, METH_VARARGS, "repacked Q4_K (or, type 10, Q2_K) x Q8_K product, ggml's order"},
     {"swiglu", py_swiglu, METH_VARARGS, "ggml_vec_swiglu_f32 row by row"},
     {"rope_cache", py_rope_cache, METH_VARARGS, "ggml_rope_cache_init's cos and sin, with the C library's libm"},
     {"mm_f16", py_mm_f16, METH_VARARGS, "tinyBLAS<16> F16 x F16 product, ggml's order"},
+    {"mm_bf16", py_mm_bf16, METH_VARARGS, "tinyBLAS<32> BF16 x BF16 product (VDPBF16PS), ggml's order"},
     {"mm_q0", py_mm_q0, METH_VARARGS, "tinyBLAS_Q0_AVX Q8_0/Q4_0 x Q8_0 product, ggml's order"},
     {"mm_q1", py_mm_q1, METH_VARARGS, "vec_dot Q4_1/Q5_1 x Q8_1 product, ggml's order"},
     {"quantize", py_quantize, METH_VARARGS, "quantize_row_q8_0 (x86)"},

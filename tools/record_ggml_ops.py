@@ -178,7 +178,8 @@ def save_cases(model_path: str, dump: str, tokens: list[int], out: Path, rows: i
         if kind == "MUL_MAT" and n["src"][0] in names and f"{key}.src1" in arrays and not elementwise_only:
             info = model.tensor(n["src"][0])
             M, K = int(info.shape[1]), int(info.shape[0])
-            path = (info.type, ggml_ops.repacked(info.type, M))
+            one_row = arrays[f"{key}.src1"].reshape(-1, K).shape[0] < 2      # vec_dot, not the gemm
+            path = (info.type, ggml_ops.repacked(info.type, M), one_row)
             if path in seen:
                 continue
             seen.add(path)
@@ -286,6 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                     "the chunk's logits, no attention, rope or GLU")
     ap.add_argument("--requantize", metavar="TYPE", help="first make a TYPE copy of MODEL with "
                     "llama-quantize --allow-requantize from --lib's directory (a temporary file)")
+    ap.add_argument("--pure", action="store_true", help="with --requantize: llama-quantize --pure (every "
+                    "tensor it can in TYPE, none in the preset's other types)")
     ap.add_argument("--keep", metavar="DIR", help="keep llama.cpp's nodes (nodes.npz, nodes.npz.json) in DIR")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--tokens", help=argparse.SUPPRESS)
@@ -298,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         if args.requantize:
             made = Path(tmp) / f"{Path(args.model).stem}-{args.requantize}.gguf"
-            q = subprocess.run([str(Path(args.lib) / "llama-quantize"), "--allow-requantize", args.model,
+            q = subprocess.run([str(Path(args.lib) / "llama-quantize"), "--allow-requantize",
+                                *(["--pure"] if args.pure else []), args.model,
                                 str(made), args.requantize, "1"], capture_output=True, text=True)
             if q.returncode != 0:
                 print(f"llama-quantize failed: {q.stderr.strip().splitlines()[-1:]}", file=sys.stderr)

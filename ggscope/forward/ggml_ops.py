@@ -10,13 +10,15 @@ vendored in llama-cpp-python 0.3.36 with llamafile's sgemm on (the machine the
 fixtures were recorded on).
 
 Contract: ``product(x, w)`` is ggml_mul_mat(w, x) for x [T, in] float32 and a weight
-``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the block types
-of ``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K -- its
-``blocks``), or None where ggml takes a path these kernels do not have: one row of an
-IQ4_NL matrix and fewer than 8 rows of a K type (ggml's vec_dot), Q2_K (repacked on
-AVX-512), the i-quants but IQ4_NL, BF16.  The caller then computes it with numpy: the same values to
+``w`` that carries its ggml type (``matmul.Mat``: ``ggml_type`` and, for the types of
+``Q0_TYPES`` -- Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1, Q5_1, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, and BF16
+(its stored bits, blocks of one) -- its ``blocks``), or None where ggml takes a path these kernels do not have: one row of an
+IQ4_NL matrix and fewer than 8 rows of Q3_K or of Q4_K not repacked (ggml's vec_dot), Q2_K of rows % 8 != 0
+(tiled), the i-quants but IQ4_NL and IQ4_XS, F32.  The caller then computes it with numpy: the same values to
 ~1e-7, not the same bits.  ``product_blocks(x, blocks, ggml_type, rows)`` is the same
-from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows.
+from the weight's bytes, ``product_f16_rows`` from an F16 matrix's rows,
+``product_bf16_rows`` from a BF16 matrix's (VDPBF16PS's arithmetic: fused pairs, denormals
+flushed).
 ``flash_attention(q, k, v, mask, scale, softcap)`` is ggml-cpu's tiled flash attention
 (q [T, H, D], k [S, Hkv, D], v [S, Hkv, Dv], mask [T, S] of 0 / -inf);
 ``rope_cos_sin`` the rotary angles' cos and sin as ggml_rope_cache_init computes them;
@@ -45,7 +47,7 @@ if os.environ.get("GGSCOPE_GGML_KERNELS", "1") == "0":   # numpy's sums on purpo
     _cggml = None
 
 __all__ = ["AVAILABLE", "FA_TILE_Q", "Q0_TYPES", "product", "product_blocks", "product_f16_rows",
-           "f16_vecdot", "repacked", "product_from_tensor", "quantize_q8_0", "flash_attention",
+           "product_bf16_rows", "f16_vecdot", "bf16_vecdot", "repacked", "product_from_tensor", "quantize_q8_0", "flash_attention",
            "rope_cos_sin", "swiglu"]
 
 AVAILABLE = _cggml is not None
@@ -60,16 +62,32 @@ _Q1 = {"Q4_1": 3, "Q5_1": 7}
 _BLOCK_BYTES.update({"Q4_1": 20, "Q5_1": 24})
 # the K types by Q8_K activations: Q4_K repacked on AVX2 (rows % 8 == 0); Q3_K .. Q6_K (and
 # Q4_K of other rows) through ggml-cpu's tiled K-quant path for at least 8 rows
-_K = {"Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14}
-_BLOCK_BYTES.update({"Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210})
+# IQ4_XS too (tiled.cpp takes it beside the K types; never repacked); Q2_K repacked on
+# AVX-512 (rows % 8 == 0)
+_K = {"Q3_K": 11, "Q4_K": 12, "Q5_K": 13, "Q6_K": 14, "IQ4_XS": 23, "Q2_K": 10}
+_BLOCK_BYTES.update({"Q3_K": 110, "Q4_K": 144, "Q5_K": 176, "Q6_K": 210, "IQ4_XS": 136, "Q2_K": 84})
 _TILED_MIN_ROWS = 8      # tiled.cpp ggml_tiled_min_batch: fewer activation rows take vec_dot
-Q0_TYPES = tuple(_Q0) + tuple(_Q1) + tuple(_K)      # the types multiplied from their blocks
+_VEC_DOT_K = ("Q6_K", "Q5_K", "IQ4_XS")   # the K types whose vec_dot (arch/x86/quants.c, AVX2) has a kernel
+# BF16 by BF16 activations: tinyBLAS<32> with VDPBF16PS, or ggml_vec_dot_bf16
+Q0_TYPES = tuple(_Q0) + tuple(_Q1) + tuple(_K) + ("BF16",)   # the types multiplied from their stored bytes
 
 
 def _f16_path(T: int, M: int, K: int) -> bool:
     """llamafile_sgemm's tinyBLAS<16> for F16 x F16: at least 2 rows of activations
     (n >= 2), k % 16 == 0 and m % 4 == 0 (sgemm.cpp tinyBLAS::matmul)."""
     return T >= 2 and K % 16 == 0 and M % 4 == 0
+
+
+def _bf16_path(T: int, M: int, K: int) -> bool:
+    """llamafile_sgemm's tinyBLAS<32, __m512, __m512bh> for BF16 x BF16 (a build with
+    AVX512-BF16): at least 2 rows of activations, k % 32 == 0, m % 4 == 0."""
+    return T >= 2 and K % 32 == 0 and M % 4 == 0
+
+
+def bf16_vecdot(T: int, rows: int, cols: int) -> bool:
+    """Whether ggml multiplies a BF16 matrix [rows, cols] by T activation rows with
+    ggml_vec_dot_bf16 rather than tinyBLAS."""
+    return not _bf16_path(T, rows, cols)
 
 
 def product(x: np.ndarray, w) -> np.ndarray | None:
@@ -83,6 +101,8 @@ def product(x: np.ndarray, w) -> np.ndarray | None:
         return None
     if gtype == "F16":
         return product_f16_rows(x, w, vecdot=not _f16_path(T, M, K))
+    if gtype == "BF16":
+        return product_bf16_rows(x, w, vecdot=bf16_vecdot(T, M, K))
     blocks = getattr(w, "blocks", None)
     if gtype in Q0_TYPES and blocks is not None and w.flags.c_contiguous:   # not a transposed view
         return product_blocks(x, blocks, gtype, M)
@@ -118,6 +138,42 @@ def product_f16_rows(x: np.ndarray, rows: np.ndarray, vecdot: bool) -> np.ndarra
     return _by_rows(w.shape[0], T * w.shape[0] * K, run)
 
 
+def product_bf16_rows(x: np.ndarray, rows: np.ndarray, vecdot: bool) -> np.ndarray | None:
+    """x [T, in] (float32: the kernel rounds it to BF16 as ggml_cpu_fp32_to_bf16 does)
+    times some rows [r, in] of a BF16 matrix (their values as float32, exact), in
+    tinyBLAS<32>'s order or (``vecdot``, see ``bf16_vecdot``) ggml_vec_dot_bf16's: per
+    lane VDPBF16PS (two fused multiply-adds, the odd element first, denormals read and
+    written as zero), then _mm512_reduce_add_ps.  That is the order of a build with
+    AVX512-BF16; an AVX-512F build without it (tinyBLAS<16> over float32) sums otherwise."""
+    if _cggml is None:
+        return None
+    T, K = x.shape
+    xc = np.ascontiguousarray(x, np.float32)
+    w = np.ascontiguousarray(rows, np.float32)
+
+    def run(r0: int, r1: int) -> np.ndarray:
+        out = np.empty((T, r1 - r0), np.float32)
+        _cggml.mm_bf16(xc, w[r0:r1], out, T, r1 - r0, K, vecdot)
+        return out
+    return _by_rows(w.shape[0], T * w.shape[0] * K, run)
+
+
+def _product_bf16_bits(x: np.ndarray, raw: np.ndarray, rows: int, vecdot: bool) -> np.ndarray | None:
+    """``product_bf16_rows`` from the weight's stored bytes (little-endian BF16)."""
+    T, K = x.shape
+    bits = np.ascontiguousarray(raw, np.uint8).reshape(-1)
+    if bits.size != rows * K * 2:
+        return None
+    bits = bits.view("<u2")
+    xc = np.ascontiguousarray(x, np.float32)
+
+    def run(r0: int, r1: int) -> np.ndarray:
+        out = np.empty((T, r1 - r0), np.float32)
+        _cggml.mm_bf16(xc, bits[r0 * K:r1 * K], out, T, r1 - r0, K, vecdot, True)
+        return out
+    return _by_rows(rows, T * rows * K, run)
+
+
 def f16_vecdot(T: int, rows: int, cols: int) -> bool:
     """Whether ggml multiplies an F16 matrix [rows, cols] by T activation rows with
     vec_dot_f16 rather than tinyBLAS."""
@@ -130,13 +186,18 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
     None; ``matrix_rows``: the whole matrix's rows when these are a slice of it (which
     path ggml takes depends on the matrix, not on the slice)."""
     T, K = x.shape
+    whole = rows if matrix_rows is None else matrix_rows
+    if _cggml is not None and ggml_type == "BF16":
+        return _product_bf16_bits(x, blocks, rows, bf16_vecdot(T, whole, K))
     if _cggml is None or ggml_type not in Q0_TYPES or K % 32:
         return None
-    whole = rows if matrix_rows is None else matrix_rows
     repack = repacked(ggml_type, whole)
     tiled = ggml_type in _K and not repack
-    if ggml_type in _K and (K % 256 or (tiled and T < _TILED_MIN_ROWS)):
-        return None                      # ggml's vec_dot for the K types: not these kernels
+    vecdot = tiled and T < _TILED_MIN_ROWS                  # ggml's vec_dot, not the tiled path
+    if ggml_type in _K and (K % 256 or (vecdot and ggml_type not in _VEC_DOT_K)):
+        return None                      # ggml's vec_dot for the other K types: not these kernels
+    if ggml_type == "Q2_K" and not repack:
+        return None                      # tiled.cpp's Q2_K unpack: not this kernel
     if ggml_type == "IQ4_NL" and T < 2 and not repack:
         return None                      # one row: ggml_vec_dot_iq4_nl_q8_0's two accumulators
     # (one row of Q8_0 / Q4_0 / Q5_0: ggml_vec_dot_*_q8_0 (arch/x86/quants.c, AVX2) sums in
@@ -151,9 +212,9 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
         out = np.empty((T, r1 - r0), np.float32)
         part = raw[r0 * row_bytes:r1 * row_bytes]
         if tiled:
-            _cggml.mm_ktiled(xc, part, _K[ggml_type], out, T, r1 - r0, K)
-        elif ggml_type == "Q4_K":
-            _cggml.mm_q4k(xc, part, out, T, r1 - r0, K)
+            _cggml.mm_ktiled(xc, part, _K[ggml_type], out, T, r1 - r0, K, vecdot)
+        elif ggml_type in ("Q4_K", "Q2_K"):
+            _cggml.mm_q4k(xc, part, out, T, r1 - r0, K, _K[ggml_type])
         elif ggml_type in _Q1:
             _cggml.mm_q1(xc, part, _Q1[ggml_type], out, T, r1 - r0, K)
         else:
@@ -164,10 +225,10 @@ def product_blocks(x: np.ndarray, blocks: np.ndarray, ggml_type: str, rows: int,
 
 def repacked(ggml_type: str, rows: int) -> bool:
     """Whether llama.cpp moves the weight into ggml-cpu's CPU_REPACK buffer on an AVX2 /
-    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0 and IQ4_NL with
-    ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8), whose kernels sum in another
-    order than tinyBLAS."""
-    return ggml_type in ("Q4_0", "IQ4_NL", "Q4_K") and rows % 8 == 0
+    AVX-512 CPU (repack.cpp ggml_repack_get_optimal_repack_type: Q4_0, IQ4_NL and Q4_K
+    with ne[1] % 8 == 0 become block_q4_0x8 / block_iq4_nlx8 / block_q4_Kx8 on AVX2,
+    Q2_K block_q2_Kx8 on AVX-512), whose kernels sum in another order than tinyBLAS."""
+    return ggml_type in ("Q4_0", "IQ4_NL", "Q4_K", "Q2_K") and rows % 8 == 0
 
 
 def product_from_tensor(info, x: np.ndarray) -> np.ndarray:

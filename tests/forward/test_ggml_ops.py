@@ -3,7 +3,8 @@
 The cases in fixtures/ggml_ops/ are what llama.cpp computed (its eval callback, one
 thread, F16 cache, flash attention on) on the first 128-token chunk of the perplexity
 corpus, recorded by tools/record_ggml_ops.py from the TinyLlama test model and its
-llama-quantize copies (F16, Q4_0, IQ4_NL, Q5_0, Q4_1, Q5_1, Q6_K, Q5_K, Q3_K_S): per weight
+llama-quantize copies (F16, BF16, Q4_0, IQ4_NL, IQ4_XS, Q5_0, Q4_1, Q5_1, Q6_K, Q5_K, Q3_K_S,
+and Q2_K with --pure): per weight
 type and path the first
 product's weight bytes, input rows and output rows, one flash attention, and the whole
 chunk's logits.  "Equal" here means every float32 bit pattern: numpy's sums (the
@@ -29,7 +30,9 @@ CASES = FIXTURES / "ggml_ops"
 TINY_Q8 = FIXTURES / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
 NAMES = ("tinyllama-Q8_0", "tinyllama-F16", "tinyllama-Q4_0", "tinyllama-IQ4_NL", "tinyllama-Q5_0",
          "tinyllama-Q4_1", "tinyllama-Q5_1", "tinyllama-Q4_K_S", "tinyllama-Q6_K", "tinyllama-Q5_K",
-         "tinyllama-Q3_K_S")
+         "tinyllama-Q3_K_S", "tinyllama-BF16", "tinyllama-BF16-ctx2", "tinyllama-IQ4_XS",
+         "tinyllama-Q2_K-ctx128", "tinyllama-Q2_K-ctx7", "tinyllama-Q6_K-ctx7", "tinyllama-Q5_K-ctx7",
+         "tinyllama-Q4_K_S-ctx7", "tinyllama-IQ4_XS-ctx7")
 TINY_Q4KS = FIXTURES / "TinyLlama-Test-164K-v1.0-Q4_K_S.gguf"
 
 pytestmark = pytest.mark.skipif(not ggml_ops.AVAILABLE, reason="ggscope.forward._cggml is not built "
@@ -69,15 +72,22 @@ def test_products_are_llama_cpps_bits(name):
 
 
 def test_cases_cover_every_kernel_path():
-    """tinyBLAS (Q8_0, Q5_0, F16), the repacked orders (Q4_0, IQ4_NL, Q4_K: rows % 8 ==
-    0), vec_dot against Q8_1 (Q4_1, Q5_1) and the tiled K-quant path (Q3_K, Q5_K, Q6_K)."""
+    """tinyBLAS (Q8_0, Q5_0, F16, BF16), the repacked orders (Q4_0, IQ4_NL, Q4_K: rows % 8 ==
+    0; Q2_K on AVX-512: its gemm for groups of 4 activation rows, its gemv for the rest),
+    vec_dot against Q8_1 (Q4_1, Q5_1), the tiled K-quant path (Q3_K, Q5_K, Q6_K, IQ4_XS)
+    and ggml_vec_dot_bf16 (one activation row)."""
     paths = {(g, ggml_ops.repacked(g, y.shape[1])) for n in NAMES for g, _, _, y in _products(n)}
     assert {("Q8_0", False), ("F16", False), ("Q5_0", False), ("Q4_0", True), ("IQ4_NL", True),
             ("Q4_1", False), ("Q5_1", False), ("Q4_K", True), ("Q3_K", False), ("Q5_K", False),
-            ("Q6_K", False)} <= paths
+            ("Q6_K", False), ("BF16", False), ("IQ4_XS", False), ("Q2_K", True)} <= paths
+    one_row = {g for n in NAMES for g, _, x, _ in _products(n) if x.shape[0] == 1}
+    assert "BF16" in one_row
+    few_rows = {g for n in NAMES for g, _, x, _ in _products(n) if 4 < x.shape[0] < 8}
+    assert {"Q6_K", "Q5_K", "IQ4_XS", "Q4_K", "Q2_K"} <= few_rows   # vec_dot; the repacked types' gemv
 
 
-@pytest.mark.parametrize("name", NAMES[:2])
+@pytest.mark.parametrize("name", [*NAMES[:2], "tinyllama-BF16", "tinyllama-BF16-ctx2", "tinyllama-IQ4_XS",
+                                  "tinyllama-Q2_K-ctx7", "tinyllama-Q6_K-ctx7"])
 def test_numpy_products_are_not_these_bits(name):
     """The test above can fail: numpy's BLAS over the same rounded activations gets the
     values but not ggml's bits."""
@@ -174,6 +184,14 @@ def test_hostile_buffers_are_refused():
         _cggml.mm_q0(x, np.zeros(68, np.uint8), 99, np.zeros((4, 2), np.float32), 4, 2, 64)
     with pytest.raises(ValueError):
         _cggml.fa_tiled(x, x, x, x, x, 4, 3, 4, 2, 16, 16, 1.0, 0.0)
+    with pytest.raises(ValueError):          # BF16 bits: 2 bytes an element, not 4
+        _cggml.mm_bf16(x, np.zeros(2 * 64, np.uint16), np.zeros((4, 2), np.float32), 4, 2, 64, False, False)
+    with pytest.raises(ValueError):
+        _cggml.mm_bf16(x, np.zeros(64, np.uint16), np.zeros((4, 2), np.float32), 4, 2, 64, False, True)
+    with pytest.raises(ValueError):
+        _cggml.mm_q4k(np.zeros((4, 256), np.float32), np.zeros(84 * 2, np.uint8), np.zeros((4, 2), np.float32),
+                      4, 2, 256, 99)
+    assert ggml_ops.product_blocks(x, np.zeros(10, np.uint8), "BF16", 2) is None
 
 
 def test_records_say_every_node_matched():
@@ -230,5 +248,56 @@ def test_avx2_and_portable_loops_agree_for_every_row_count():
     def run(generic: str) -> str:
         done = subprocess.run([sys.executable, "-c", _ROWS_OF_EVERY_COUNT], cwd=REPO, capture_output=True,
                               text=True, env={**os.environ, "GGSCOPE_GGML_GENERIC": generic}, check=True)
+        return done.stdout.strip()
+    assert run("0") == run("1")
+
+
+def test_bf16_products_keep_vdpbf16ps_denormal_rules():
+    """VDPBF16PS (Intel SDM) reads denormal inputs as zero and flushes a denormal result
+    to zero, the accumulator included; numpy's sums keep them.  Both ggml paths:
+    tinyBLAS<32> (2 rows, rows % 4 == 0) and ggml_vec_dot_bf16 (one row)."""
+    tiny_w = np.full((4, 64), np.uint32(0x00010000).view(np.float32), np.float32)   # a denormal BF16
+    tiny_x = np.full((2, 64), 1e-39, np.float32)                                     # BF16 denormal too
+    small = np.full((4, 64), 2.0 ** -70, np.float32)                               # products 2^-140
+    for x, w in ((np.ones((2, 64), np.float32), tiny_w), (tiny_x, np.ones((4, 64), np.float32)),
+                 (np.full((2, 64), 2.0 ** -70, np.float32), small)):
+        assert np.any(round_activations(x, "bf16") @ w.T != 0)
+        for rows in (2, 1):
+            got = ggml_ops.product_bf16_rows(x[:rows], w, ggml_ops.bf16_vecdot(rows, 4, 64))
+            assert _bits(got).tolist() == [[0] * 4] * rows
+    # a product that is normal: kept
+    got = ggml_ops.product_bf16_rows(np.full((2, 64), 2.0 ** -40, np.float32), small, False)
+    assert np.all(got == np.float32(2.0 ** -104))
+
+
+_BF16_EVERY_SHAPE = """
+import hashlib, numpy as np
+from ggscope.forward import ggml_ops
+rng = np.random.default_rng(28)
+h = hashlib.sha256()
+for T in (1, 2, 3, 8, 11):
+    for M, K in ((4, 640), (12, 96), (6, 64)):
+        x = rng.standard_normal((T, K)).astype(np.float32) * np.float32(rng.choice([1, 1e-36, 1e30], (T, K)))
+        bits = rng.integers(0, 1 << 16, (M, K), dtype=np.uint16)
+        bits[rng.random((M, K)) < 0.5] &= 0x80FF                        # small and denormal values
+        bits[(bits & 0x7F80) == 0x7F80] = 0                             # no NaN / Inf weights
+        w = (bits.astype(np.uint32) << 16).view(np.float32)
+        got = ggml_ops.product_bf16_rows(x, w, ggml_ops.bf16_vecdot(T, M, K))
+        raw = ggml_ops.product_blocks(x, bits.view(np.uint8), "BF16", M)
+        assert np.array_equal(got.view(np.uint32), raw.view(np.uint32))
+        h.update(got.tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_bf16_instruction_and_portable_loop_agree():
+    """On a CPU with AVX512-BF16 the kernel is the instruction itself; the portable loop
+    (GGSCOPE_GGML_GENERIC=1) must give its bits, tiny and denormal values included (on
+    other CPUs both runs take the loop).  Each run also holds the weight-from-values and
+    weight-from-stored-bytes entries equal."""
+    def run(generic: str) -> str:
+        done = subprocess.run([sys.executable, "-c", _BF16_EVERY_SHAPE], cwd=REPO, capture_output=True,
+                              text=True, env={**os.environ, "GGSCOPE_GGML_GENERIC": generic})
+        assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout.strip()
     assert run("0") == run("1")
