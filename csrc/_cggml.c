@@ -481,13 +481,7 @@ static void quantize_q8_k(const float *x, int8_t *q, float *d, int64_t n) {
     }
 }
 
-/* block_q4_K (144 bytes): fp16 d, fp16 dmin, 12 bytes of 6-bit scales and mins
-   (get_scale_min_k4), 128 bytes of nibbles: elements 64c + l are the low nibbles of
-   qs[32c + l], 64c + 32 + l the high ones. */
-static void unpack_q4k(const uint8_t *p, uint8_t *q, float *d, float *dmin, int32_t *sc, int32_t *mn) {
-    *d = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
-    *dmin = f16_to_f32((uint16_t) (p[2] | (p[3] << 8)));
-    const uint8_t *s = p + 4, *qs = p + 16;
+static void scale_min_k4(const uint8_t *s, int32_t *sc, int32_t *mn) {   /* get_scale_min_k4 */
     for (int j = 0; j < 8; j++) {
         if (j < 4) {
             sc[j] = s[j] & 63;
@@ -497,6 +491,16 @@ static void unpack_q4k(const uint8_t *p, uint8_t *q, float *d, float *dmin, int3
             mn[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
         }
     }
+}
+
+/* block_q4_K (144 bytes): fp16 d, fp16 dmin, 12 bytes of 6-bit scales and mins
+   (get_scale_min_k4), 128 bytes of nibbles: elements 64c + l are the low nibbles of
+   qs[32c + l], 64c + 32 + l the high ones. */
+static void unpack_q4k(const uint8_t *p, uint8_t *q, float *d, float *dmin, int32_t *sc, int32_t *mn) {
+    *d = f16_to_f32((uint16_t) (p[0] | (p[1] << 8)));
+    *dmin = f16_to_f32((uint16_t) (p[2] | (p[3] << 8)));
+    const uint8_t *qs = p + 16;
+    scale_min_k4(p + 4, sc, mn);
     for (int c = 0; c < 4; c++)
         for (int l = 0; l < 32; l++) {
             q[64 * c + l] = qs[32 * c + l] & 0xF;
@@ -626,17 +630,6 @@ static int kquant_bytes(int type) {
     }
 }
 
-static void scale_min_k4(const uint8_t *s, int32_t *sc, int32_t *mn) {   /* get_scale_min_k4 */
-    for (int j = 0; j < 8; j++) {
-        if (j < 4) {
-            sc[j] = s[j] & 63;
-            mn[j] = s[j + 4] & 63;
-        } else {
-            sc[j] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-            mn[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-        }
-    }
-}
 
 static void unpack_kquant(const uint8_t *p, int type, kblock_t *k) {
     if (type == 23) {            /* IQ4_XS: d, scales_h, scales_l[4], qs[128]; codes kvalues + 128 */
