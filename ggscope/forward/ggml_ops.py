@@ -122,20 +122,25 @@ def _by_rows(rows: int, work: int, run) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
+def _by_weight_rows(kernel, x: np.ndarray, w: np.ndarray, *extra) -> np.ndarray:
+    """``kernel(x, w[r0:r1], out, T, r1 - r0, K, *extra)`` for x [T, K] and w [rows, K]
+    (C-contiguous), split over weight rows by ``_by_rows``."""
+    T, K = x.shape
+
+    def run(r0: int, r1: int) -> np.ndarray:
+        out = np.empty((T, r1 - r0), np.float32)
+        kernel(x, w[r0:r1], out, T, r1 - r0, K, *extra)
+        return out
+    return _by_rows(w.shape[0], T * w.shape[0] * K, run)
+
+
 def product_f16_rows(x: np.ndarray, rows: np.ndarray, vecdot: bool) -> np.ndarray:
     """x [T, in] times some rows [r, in] of an F16 matrix (their values as float32), in
     tinyBLAS's order or (``vecdot``: one activation row, or a matrix tinyBLAS refuses,
     see ``f16_vecdot``) ggml_vec_dot_f16's; neither depends on which rows are computed
     together."""
-    T, K = x.shape
     x16 = np.ascontiguousarray(x, np.float32).astype(np.float16).astype(np.float32)
-    w = np.ascontiguousarray(rows, np.float32)
-
-    def run(r0: int, r1: int) -> np.ndarray:
-        out = np.empty((T, r1 - r0), np.float32)
-        _cggml.mm_f16(x16, w[r0:r1], out, T, r1 - r0, K, vecdot)
-        return out
-    return _by_rows(w.shape[0], T * w.shape[0] * K, run)
+    return _by_weight_rows(_cggml.mm_f16, x16, np.ascontiguousarray(rows, np.float32), vecdot)
 
 
 def product_bf16_rows(x: np.ndarray, rows: np.ndarray, vecdot: bool) -> np.ndarray | None:
@@ -147,31 +152,18 @@ def product_bf16_rows(x: np.ndarray, rows: np.ndarray, vecdot: bool) -> np.ndarr
     AVX512-BF16; an AVX-512F build without it (tinyBLAS<16> over float32) sums otherwise."""
     if _cggml is None:
         return None
-    T, K = x.shape
-    xc = np.ascontiguousarray(x, np.float32)
-    w = np.ascontiguousarray(rows, np.float32)
-
-    def run(r0: int, r1: int) -> np.ndarray:
-        out = np.empty((T, r1 - r0), np.float32)
-        _cggml.mm_bf16(xc, w[r0:r1], out, T, r1 - r0, K, vecdot)
-        return out
-    return _by_rows(w.shape[0], T * w.shape[0] * K, run)
+    return _by_weight_rows(_cggml.mm_bf16, np.ascontiguousarray(x, np.float32),
+                           np.ascontiguousarray(rows, np.float32), vecdot)
 
 
 def _product_bf16_bits(x: np.ndarray, raw: np.ndarray, rows: int, vecdot: bool) -> np.ndarray | None:
     """``product_bf16_rows`` from the weight's stored bytes (little-endian BF16)."""
-    T, K = x.shape
+    K = x.shape[1]
     bits = np.ascontiguousarray(raw, np.uint8).reshape(-1)
     if bits.size != rows * K * 2:
         return None
-    bits = bits.view("<u2")
-    xc = np.ascontiguousarray(x, np.float32)
-
-    def run(r0: int, r1: int) -> np.ndarray:
-        out = np.empty((T, r1 - r0), np.float32)
-        _cggml.mm_bf16(xc, bits[r0 * K:r1 * K], out, T, r1 - r0, K, vecdot, True)
-        return out
-    return _by_rows(rows, T * rows * K, run)
+    return _by_weight_rows(_cggml.mm_bf16, np.ascontiguousarray(x, np.float32),
+                           bits.view("<u2").reshape(rows, K), vecdot, True)
 
 
 def f16_vecdot(T: int, rows: int, cols: int) -> bool:
