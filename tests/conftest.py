@@ -32,6 +32,18 @@ def shared_fixtures() -> Path:
 
 
 @pytest.fixture(scope="session")
+def ggml_oracle(shared_fixtures):
+    """ggml's quantization oracle: (quant-oracle.gguf, dequant-oracle.gguf) opened, every
+    type's blocks and ggml's own float32 decoding of them (fixtures/ggml/MANIFEST.md §1)."""
+    import ggscope
+    q = shared_fixtures / "ggml" / "quant-oracle.gguf"
+    d = shared_fixtures / "ggml" / "dequant-oracle.gguf"
+    if not q.is_file() or not d.is_file():
+        pytest.skip(f"ggml oracle files not found under {shared_fixtures / 'ggml'}")
+    return ggscope.open(q), ggscope.open(d)
+
+
+@pytest.fixture(scope="session")
 def repo_fixtures() -> Path:
     """``<repo>/fixtures``, or skip when ``make_fixtures.py`` output is missing."""
     if not any(FIXTURES.glob("*.gguf")):

@@ -24,19 +24,10 @@ ARCHS = ["Llama-140K", "Qwen2-140K", "Qwen3-164K", "Qwen3MoE-4x116K", "Gemma2-11
 TOKENS = [1, 17, 300, 42, 5, 99, 250, 7]
 
 
-@pytest.fixture(scope="module")
-def oracle(shared_fixtures):
-    q = shared_fixtures / "ggml" / "quant-oracle.gguf"
-    d = shared_fixtures / "ggml" / "dequant-oracle.gguf"
-    if not q.is_file() or not d.is_file():
-        pytest.skip(f"ggml oracle files not found under {shared_fixtures / 'ggml'}")
-    return ggscope.open(q), ggscope.open(d)
-
-
-def test_decode_is_ggml_to_float_for_every_type(oracle, monkeypatch):
+def test_decode_is_ggml_to_float_for_every_type(ggml_oracle, monkeypatch):
     """Every tensor of the oracle decodes to ggml's own float32, bit for bit; the layouts
     the compiled kernels know never reach the numpy codecs."""
-    quant, deq = oracle
+    quant, deq = ggml_oracle
     numpy_layouts = []
     real = loading.decode_into
     monkeypatch.setattr(loading, "decode_into", lambda lay, *a: (numpy_layouts.append(lay), real(lay, *a))[1])
@@ -55,19 +46,19 @@ def test_decode_is_ggml_to_float_for_every_type(oracle, monkeypatch):
         assert {"Q8_0", "Q4_K", "Q6_K", "IQ2_XXS"} <= cstats.FUSED_LAYOUTS
 
 
-def test_decode_of_a_tensor_spanning_many_windows(oracle, monkeypatch):
+def test_decode_of_a_tensor_spanning_many_windows(ggml_oracle, monkeypatch):
     """Windows of a few blocks, decoded on both threads, tile the tensor exactly."""
-    quant, _ = oracle
+    quant, _ = ggml_oracle
     t = next(t for t in quant.tensors if t.type == "Q4_K")
     whole = loading.decode(t)
     monkeypatch.setattr(loading, "WINDOW_BYTES", 3 * LAYOUTS["Q4_K"].block_bytes)
     assert np.array_equal(loading.decode(t).view(np.uint32), whole.view(np.uint32))
 
 
-def test_a_tensor_the_file_does_not_hold_is_one_line(oracle, tmp_path):
+def test_a_tensor_the_file_does_not_hold_is_one_line(ggml_oracle, tmp_path):
     """Cut the file inside its last tensor: the load says which tensor and how many bytes,
     before allocating for it."""
-    quant, _ = oracle
+    quant, _ = ggml_oracle
     last = max(quant.tensors, key=lambda t: t.offset)
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(quant.source.buf[:last.offset + last.nbytes // 2].tobytes())

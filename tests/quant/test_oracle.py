@@ -10,34 +10,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ggscope
 from ggscope.facts.ggml_types import LAYOUTS
 from ggscope.quant import dequantize, dequantize_tensor
-
-
-@pytest.fixture(scope="module")
-def oracle(shared_fixtures):
-    q = shared_fixtures / "ggml" / "quant-oracle.gguf"
-    d = shared_fixtures / "ggml" / "dequant-oracle.gguf"
-    if not q.is_file() or not d.is_file():
-        pytest.skip(f"ggml oracle files not found under {shared_fixtures / 'ggml'}")
-    return ggscope.open(q), ggscope.open(d)
 
 
 def _own_tensors(quant_file):
     return [t for t in quant_file.tensors if LAYOUTS[t.layout].codec not in ("iquants", None)]
 
 
-def test_oracle_covers_every_type_the_manifest_lists(oracle):
-    names = {t.type for t in _own_tensors(oracle[0])}
+def test_oracle_covers_every_type_the_manifest_lists(ggml_oracle):
+    names = {t.type for t in _own_tensors(ggml_oracle[0])}
     expected = {"F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K",
                 "Q5_K", "Q6_K", "Q8_K", "TQ1_0", "TQ2_0", "MXFP4", "NVFP4", "Q1_0", "Q2_0",
                 "I8", "I16", "I32", "I64", "F64"}
     assert expected <= names
 
 
-def test_bit_exact_with_ggml(oracle):
-    quant, deq = oracle
+def test_bit_exact_with_ggml(ggml_oracle):
+    quant, deq = ggml_oracle
     bad = []
     for t in _own_tensors(quant):
         want = deq.tensor(t.name)
@@ -61,8 +51,8 @@ _SCALARS = {
 
 
 @pytest.mark.parametrize("type_name", sorted(_SCALARS))
-def test_big_endian_scalar_fields(oracle, type_name):
-    quant, deq = oracle
+def test_big_endian_scalar_fields(ggml_oracle, type_name):
+    quant, deq = ggml_oracle
     t = next(t for t in quant.tensors if t.type == type_name)
     lay = LAYOUTS[t.layout]
     blocks = t.raw().reshape(-1, lay.block_bytes).copy()
