@@ -231,9 +231,9 @@ def test_command_errors_and_default_file(tmp_path, monkeypatch, capsys):
     assert opened == [str(tui_command.EXAMPLE)]       # the app parses it, after its window is up
 
 
-def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
-    """Started with a path, the browser paints its frame and the overview says it is
-    parsing while ggscope.open is still running; when parsing ends the panes fill in."""
+def _gate_open(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Hold ``ggscope.model.open.open`` until ``release`` is set; ``started`` says it was
+    called.  Events, not time, order the test."""
     started, release = threading.Event(), threading.Event()
     import ggscope.model.open as model_open
     real_open = model_open.open
@@ -243,6 +243,13 @@ def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
         release.wait(60)          # a safety net for a broken test, never a measurement
         return real_open(path)
     monkeypatch.setattr(model_open, "open", gated)
+    return started, release
+
+
+def test_window_is_up_before_the_file_is_parsed(q8, monkeypatch):
+    """Started with a path, the browser paints its frame and the overview says it is
+    parsing while ggscope.open is still running; when parsing ends the panes fill in."""
+    started, release = _gate_open(monkeypatch)
 
     async def flow():
         app = GGScopeApp(str(q8), auto_stats=False)
@@ -268,15 +275,7 @@ def test_header_facts_in_the_first_frame_and_the_parse_after_it(q8, monkeypatch)
     the facts - tensor count, architecture, name, file type - while the parse has not
     even started: it starts only once that frame is drawn; then the panes fill in."""
     from ggscope.model.peek import peek
-    started, release = threading.Event(), threading.Event()
-    import ggscope.model.open as model_open
-    real_open = model_open.open
-
-    def gated(path):
-        started.set()
-        release.wait(60)          # a safety net for a broken test, never a measurement
-        return real_open(path)
-    monkeypatch.setattr(model_open, "open", gated)
+    started, release = _gate_open(monkeypatch)
     n = len(gguf.GGUFReader(q8).tensors)
 
     async def flow():
