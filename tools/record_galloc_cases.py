@@ -7,7 +7,7 @@ of f32 tensors with ggml itself (through ctypes, on the ``libggml-base`` of a ll
 ``ggml_build_forward_expand``), reserves each with ``ggml_gallocr_reserve`` on the CPU
 buffer type and writes the graph (as a list of ops) and ggml's buffer size to
 ``fixtures/ggml_alloc/random_graphs.json``.  ``tests/memory/test_galloc.py`` rebuilds each
-graph with ``ggscope.memory.ggml_ops`` and must get the same size: best-fit ties, block
+graph with ``ggscope.memory.graph_ops`` and must get the same size: best-fit ties, block
 merging, in-place reuse, views keeping their source alive, outputs never freed, inputs
 first - on graphs no model has.
 

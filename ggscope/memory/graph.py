@@ -40,7 +40,7 @@ cells by cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names 
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 from ggscope.memory import graph_attn, graph_gdn, graph_mla, graph_moe, graph_rwkv, graph_ssm
 from ggscope.memory.galloc import Graph
 

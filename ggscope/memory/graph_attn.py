@@ -23,7 +23,7 @@ pos) -> Tensor`` (the projected attention output) and ``attn_inputs(b, cache)``.
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 
 __all__ = ["attention", "attn_inputs", "QUANTIZED"]
 

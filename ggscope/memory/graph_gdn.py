@@ -28,7 +28,7 @@ where ``b`` is ``ggscope.memory.graph``'s builder; ``params(meta, arch)`` reads 
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 from ggscope.memory.graph_ssm import build_rs
 
 __all__ = ["params", "gdn", "lightning", "la_inputs"]

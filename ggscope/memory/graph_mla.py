@@ -21,7 +21,7 @@ Contract: ``attn_inputs(b)`` (created once per graph) and ``mla(b, il, cur, pos)
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 
 __all__ = ["params", "mla", "described"]
 

@@ -20,7 +20,7 @@ Contract: ``moe(b, cur, il) -> Tensor`` where ``b`` is ``ggscope.memory.graph``'
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 
 __all__ = ["moe", "n_expert"]
 

@@ -22,7 +22,7 @@ Contract: ``layer(b, il, inpL, out_ids) -> Tensor`` (the layer's output, the nex
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 from ggscope.memory.graph_ssm import build_rs
 
 __all__ = ["described", "layer"]

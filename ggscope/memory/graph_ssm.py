@@ -30,7 +30,7 @@ hyperparameters read by ``ssm_params(meta, arch)``.
 """
 from __future__ import annotations
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 
 __all__ = ["ssm_params", "rs_input", "build_rs", "mamba1", "mamba2", "shortconv"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ggscope.memory import ggml_ops as g
+from ggscope.memory import graph_ops as g
 from ggscope.memory.galloc import Graph, Tensor, _Alloc, reserve
 
 
@@ -127,7 +127,7 @@ RANDOM = Path(__file__).resolve().parents[2] / "fixtures" / "ggml_alloc" / "rand
 
 
 def _replay_rows(rows: list[list]) -> int:
-    """The graph tools/record_galloc_cases.py built with ggml, rebuilt with ggscope.memory.ggml_ops."""
+    """The graph tools/record_galloc_cases.py built with ggml, rebuilt with ggscope.memory.graph_ops."""
     ts: list[Tensor] = []
     for row in rows:
         op, args = row[0], [a for a in row[1:] if a != "out"]
