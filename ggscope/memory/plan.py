@@ -262,13 +262,14 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
             # llama_memory_recurrent: max(1, n_seq_max) cells (n_rs_seq = 0 rollback snapshots)
             bufs.append(Buffer("rs", name, sum(pad(4 * hp.n_embd_r * n_seq) + pad(4 * hp.n_embd_s * n_seq)
                                                for _ in part)))
-    layers_peak, output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)
     if o.ngl == 0:
         replay = _compute.replay_bytes(hp, mf.metadata, frozenset(t.name for t in mf.tensors), caches, n_ubatch,
                                        n_seq, o.flash_attn, o.cache_type_k, o.cache_type_v, o.kv_unified)
-        bufs.append(Buffer("compute", "CPU", max(layers_peak, output_peak), how="peaks") if replay is None else
-                    Buffer("compute", "CPU", replay, how="replay"))
+        bufs.append(Buffer("compute", "CPU", replay, how="replay") if replay is not None else
+                    Buffer("compute", "CPU", max(_compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)),
+                           how="peaks"))
     else:
+        output_peak = _compute.peaks(hp, caches, n_ubatch, n_seq, o.flash_attn)[1]
         # one compute buffer per backend, the device's first (sched_reserve's order), each
         # the peak of the blocks it runs; the output (logits and one row of n_embd) runs on
         # the device
