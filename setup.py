@@ -28,7 +28,7 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                    Extension("ggscope.source._guard", ["csrc/_guard.c"], extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.ksy._cscan", ["csrc/_cscan.c"], extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"],
-                             depends=STRINGS + ["csrc/_utf8.h", "csrc/_seedhash.h"], extra_compile_args=FLAGS,
+                             depends=STRINGS + ["csrc/_utf8.h", "csrc/_seedhash.h", "csrc/_dupfind.h"], extra_compile_args=FLAGS,
                              optional=True),
                    Extension("ggscope.forward._cggml", ["csrc/_cggml.c"], depends=HEADERS + ["csrc/_cggml_bf16.h"],
                              extra_compile_args=FLAGS,

@@ -8,7 +8,9 @@
    it has not seen.  The table's user still bounds its probes (see _cvocab.c): the hash
    makes collisions rare, not impossible.
 
-   hash_bytes(p, l) reads exactly l bytes at p. */
+   hash_bytes(p, l) reads exactly l bytes at p.  hash_prefixed(p, l), for a string with 8
+   readable bytes before it, reads those too: a different function of the same string
+   (a table uses one of the two for all its strings). */
 #ifndef GGSCOPE_SEEDHASH_H
 #define GGSCOPE_SEEDHASH_H
 #include <Python.h>
@@ -69,6 +71,19 @@ static inline uint64_t hash_bytes(const unsigned char *p, uint64_t l) {
         b = r8(p + i - 8);
     }
     return mum(SEED1 ^ l, mum(a ^ SEED1, b ^ seed));
+}
+
+/* a seeded hash of the l bytes at p, which has at least 8 readable bytes before it (a
+   GGUF string after its 8-byte length): a string of at most 16 bytes in two loads and
+   one product with no branch on its length - the 8 bytes that end it, and for a shorter
+   one those bytes shifted so that only its own remain; longer ones as hash_bytes.  Each
+   length takes one path, so equal strings hash alike. */
+static inline uint64_t hash_prefixed(const unsigned char *p, uint64_t l) {
+    if (l > 16) return hash_bytes(p, l);
+    const uint64_t big = 0 - (uint64_t) (l > 8), sh = (64 - 8 * l) & ~big;      /* sh: 0 past 8 bytes */
+    const uint64_t x = r8(p - 8 + l), y = r8(p - ((8 - l) & ~big));
+    const uint64_t a = (y >> (sh >> 1)) >> (sh - (sh >> 1)), b = x & big;
+    return mum(a ^ SEED0 ^ (l * 0x9E3779B97F4A7C15ULL), b ^ SEED1);
 }
 
 /* the seeds: Python's per-process hash secret (SipHash of a constant), mixed with this

@@ -23,15 +23,16 @@ ROUTES = ["compiled", "compiled, sorted", "compiled, sorted midway", "numpy"]
 
 
 class _Budget:
-    """The compiled module with the duplicate search's probe budget set: 0 sorts at once,
-    1 runs out in the middle of the table (the route a hash that spreads an input badly
-    takes)."""
+    """The compiled module with the duplicate search's budget of bucket visits set: 0
+    sorts at once; "midway" runs out after half the strings (every string visits at
+    least its own bucket) - the route a hash that spreads an input badly takes."""
 
-    def __init__(self, module, budget: int):
+    def __init__(self, module, budget: int | str):
         self.module, self.budget = module, budget
 
     def scan(self, *args):
-        return self.module.scan(*args, self.budget)
+        n = len(args[2]) // args[3]
+        return self.module.scan(*args, max(1, n // 2) if self.budget == "midway" else self.budget)
 
 
 @pytest.fixture(params=ROUTES)
@@ -41,7 +42,7 @@ def route(request, monkeypatch):
             pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
         if request.param != "compiled":
             monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, 0 if request.param.endswith("sorted")
-                                                                else 1))
+                                                                else "midway"))
     else:
         monkeypatch.setattr(vocab_bytes, "_cvocab", None)
     return request.param
