@@ -6,8 +6,8 @@
    vocabulary files (issue 27, item 3).  Here one walk over the file's bytes does both,
    with no per-token object, built for memory: each string's bounds, offset, UTF-8 run
    and hash in the same step (_utf8.h, _seedhash.h), the duplicates in a bucketed table
-   fetched ahead (_dupfind.h).  ``starts`` and ``gather`` read the few thousand tokens a
-   rule names without an offset per token.
+   fetched ahead (_dupfind.h).  ``gather`` copies the few thousand tokens a rule names
+   (their offsets from ggscope.ksy.strings.StringArray.starts) in one call.
 
    scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget])
        -> (dup, of, bad): the layout is ggscope.ksy.strings.StringArray's (as in
@@ -265,47 +265,6 @@ done:
     return res;
 }
 
-/* starts(first, lens, lsize, rel, rsize, width, tail, ids) -> bytes: the absolute offset
-   of the prefix of each string ``ids`` names (int64, nondecreasing, each below n), as
-   int64 bytes - one walk over the lengths up to the last id, no array of every offset.
-   Reads no string byte. */
-static PyObject *starts(PyObject *self, PyObject *args) {
-    Py_buffer ln, rl, ids;
-    Py_ssize_t first, lsize, rsize, width, tail;
-    if (!PyArg_ParseTuple(args, "ny*ny*nnny*", &first, &ln, &lsize, &rl, &rsize, &width, &tail, &ids)) return NULL;
-    PyObject *res = NULL;
-    const Py_ssize_t n = good_size(lsize) ? ln.len / lsize : 0, k = ids.len / 8;
-    if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
-        || (!rsize && rl.len) || ids.len % 8 || width < 0 || tail < 0 || first < 0) {
-        PyErr_SetString(PyExc_ValueError, "starts(first, lens, lsize, rel, rsize, width >= 0, tail >= 0, ids)");
-        goto done;
-    }
-    res = PyBytes_FromStringAndSize(NULL, k * 8);
-    if (res == NULL) goto done;
-    int64_t *out = (int64_t *) PyBytes_AS_STRING(res);
-    const int64_t *want = ids.buf;
-    uint64_t at = (uint64_t) first;
-    Py_ssize_t i = 0;
-    for (Py_ssize_t j = 0; j < k; j++) {
-        if (want[j] < 0 || want[j] >= n || (j && want[j] < want[j - 1])) {
-            PyErr_SetString(PyExc_ValueError, "starts: ids must be nondecreasing indices of the array");
-            Py_CLEAR(res);
-            goto done;
-        }
-        if (rsize) {
-            out[j] = (int64_t) ((uint64_t) first + item(rl.buf, rsize, want[j]));
-            continue;
-        }
-        for (; i < want[j]; i++) at += (uint64_t) width + item(ln.buf, lsize, i) + (uint64_t) tail;
-        out[j] = (int64_t) at;
-    }
-done:
-    PyBuffer_Release(&ln);
-    PyBuffer_Release(&rl);
-    PyBuffer_Release(&ids);
-    return res;
-}
-
 /* gather(buf, starts, lens, width) -> bytes: the strings whose prefixes are at ``starts``
    (int64) with ``lens`` (int64) bytes after a ``width``-byte prefix, each followed by a
    newline but the last.  A string outside ``buf`` raises ValueError. */
@@ -347,7 +306,6 @@ done:
 static PyMethodDef METHODS[] = {
     {"gather", gather, METH_VARARGS, "Strings at given offsets, joined by newlines."},
     {"scan", scan, METH_VARARGS, "The first duplicate string and the strings that are not UTF-8."},
-    {"starts", starts, METH_VARARGS, "The offsets of the prefixes of the strings at sorted indices."},
     {NULL, NULL, 0, NULL},
 };
 

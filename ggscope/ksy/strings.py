@@ -16,7 +16,8 @@ here costs about one byte per short string:
 
 The contract: ``len``, indexing (one string decoded), ``raw(i)``, ``tolist()`` (all
 decoded in one pass and cached), ``offsets(lo, hi)`` and ``lengths(lo, hi)`` (int64
-arrays made on demand for a range), ``part(lo, hi)`` (a range as a StringArray of its
+arrays made on demand for a range), ``starts(ids)`` and ``take(ids)`` (the offsets and
+the strings of many ids at once: the batched read every caller shares), ``part(lo, hi)`` (a range as a StringArray of its
 own), ``heads()`` (each string's first eight bytes as one uint64: a search key),
 ``blocks()`` (offsets and lengths, a bounded block at a time:
 every bulk pass here walks the array that way, so no pass allocates 16 bytes a
@@ -122,6 +123,58 @@ class StringArray(Sequence):
         np.cumsum(self.lens[lo:hi - 1], dtype=np.int64, out=out[1:])
         out[1:] += s + (self.width + self.tail) * np.arange(1, hi - lo, dtype=np.int64)
         return out
+
+    def starts(self, ids) -> np.ndarray:
+        """Absolute offsets of the prefixes of the elements ``ids`` (any order, repeats
+        allowed; int64).  A contiguous array sums, in one vectorised pass, only the
+        lengths of the ``_BLOCK``-element blocks the ids fall in: no walk per id, no int64
+        array of the whole array's offsets.  An id outside ``0..len-1`` raises IndexError."""
+        idx = np.asarray(ids, dtype=np.int64).reshape(-1)
+        n = len(self)
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
+            raise IndexError("StringArray.starts: an id outside the array")
+        if self.rel is not None or not idx.size:
+            return self.rel[idx].astype(np.int64) + self.first if self.rel is not None else np.zeros(0, np.int64)
+        blk = idx // _BLOCK
+        order = np.sort(blk)
+        used = order[np.concatenate(([True], order[1:] != order[:-1]))]     # the blocks, ascending
+        full = n // _BLOCK
+        rows = np.zeros((len(used), _BLOCK), dtype=self.lens.dtype)
+        whole = used < full
+        rows[whole] = self.lens[:full * _BLOCK].reshape(full, _BLOCK)[used[whole]]
+        if not whole[-1]:                                 # the last block, shorter
+            rows[-1, :n - full * _BLOCK] = self.lens[full * _BLOCK:]
+        acc = np.int32 if self.lens.itemsize <= 2 else np.int64       # a block of u16 sums below 2**31
+        before = np.zeros((len(used), _BLOCK), dtype=np.int64 if acc is np.int64 else np.int32)
+        np.cumsum(rows[:, :-1], axis=1, dtype=acc, out=before[:, 1:])  # lengths before each in its block
+        row, col = np.searchsorted(used, blk), idx - blk * _BLOCK
+        return self._mark_table()[blk] + col * (self.width + self.tail) + before[row, col]
+
+    def take(self, ids) -> list:
+        """``[self[i] for i in ids]``: the positions found at once (``starts``), the bytes
+        gathered after one NUL each and, unless a string holds a NUL, decoded once and
+        split - the one way a rule or a reader takes many strings by id.  The same
+        strings: NUL is ASCII, so no byte sequence runs from one string into the next."""
+        idx = np.asarray(ids, dtype=np.int64).reshape(-1)
+        if self._list is not None:
+            return [self._list[i] for i in idx.tolist()]
+        at = self.starts(idx) + self.width
+        lens = self.lens[idx].astype(np.int64)
+        if len(idx) < 16 or int(lens.sum()) > min(1024 * len(idx), _CHUNK * 16):   # few, long or many bytes: slices
+            raws = [self._arr[s:s + k].tobytes() for s, k in zip(at.tolist(), lens.tolist())]
+            return [r.decode(self.encoding, "surrogateescape") for r in raws] if self.encoding else raws
+        seg = lens + 1                                    # one NUL, then the string
+        base = np.cumsum(seg) - seg
+        pos = np.arange(int(seg.sum()), dtype=np.int64) - np.repeat(base, seg)
+        src = np.repeat(at - 1, seg) + pos                # pos 0: the NUL's place
+        joined = self._arr[src]                           # a copy: the file is never written
+        joined[base] = 0
+        if np.count_nonzero(joined == 0) != len(idx):    # a string holds a NUL: one slice each
+            return [self[i] for i in idx.tolist()]
+        raw = joined.tobytes()
+        if self.encoding is None:
+            return raw.split(b"\0")[1:]
+        return raw.decode(self.encoding, "surrogateescape").split("\0")[1:]
 
     def lengths(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """The lengths of elements ``lo..hi-1`` as int64 (made now)."""

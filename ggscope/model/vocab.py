@@ -146,6 +146,8 @@ class Vocab(Sequence):
         if len(ids) * _DECODE_ALL > len(self):
             self.texts()                                  # most of it: one pass beats one call a piece
         out: dict[str, list[int]] = {}
-        for i in ids.tolist():
-            out.setdefault(self.text(i), []).append(i)
+        ids = ids.tolist()
+        texts = [self._list[i] for i in ids] if self._list is not None else map(str, self._pieces.take(ids))
+        for i, t in zip(ids, texts):                      # a StringArray's batched read: positions at once
+            out.setdefault(t, []).append(i)
         return out

@@ -15,8 +15,9 @@ indices of the strings Python's strict UTF-8 codec refuses.  Given a memo (``mem
 ``first_duplicate`` leaves the UTF-8 verdicts of the same pass there for ``invalid_utf8``.  Both take a
 ``ggscope.ksy.strings.StringArray`` or any sequence of str/bytes (encoded UTF-8 with
 surrogateescape, which maps the bytes the parser read back exactly).  ``texts(strings,
-ids)`` is the strings at the given indices, decoded as indexing decodes one, with the
-positions of all of them found in one pass instead of one per index; ``joined_texts``
+ids)`` is the strings at the given indices, decoded as indexing decodes one - a
+StringArray's batched read (``take``, positions from ``starts``), shared with
+``ggscope.model.vocab``; ``joined_texts``
 the same strings as one newline-joined text, decoded once (no str per string);
 ``is_token(strings, needles)`` whether each needle is one string, compared only with
 the strings of its length.  Work and memory grow with the strings' bytes and count,
@@ -196,38 +197,12 @@ def _utf8(raw: bytes) -> bool:
 
 # --- many texts by index -------------------------------------------------------------
 
-def _starts(strings: StringArray, idx: np.ndarray) -> np.ndarray:
-    """The absolute offsets of the prefixes of the strings at ``idx``: one compiled walk
-    over the lengths (``_cvocab.starts``) in the ids' order, else a block at a time."""
-    if _cvocab is not None and hasattr(_cvocab, "starts"):
-        order = np.argsort(idx, kind="stable")
-        rel = strings.rel
-        got = _cvocab.starts(strings.first, np.ascontiguousarray(strings.lens), strings.lens.itemsize,
-                             np.ascontiguousarray(rel) if rel is not None else b"", rel.itemsize if rel is not None else 0,
-                             strings.width, strings.tail, np.ascontiguousarray(idx[order], dtype=np.int64))
-        starts = np.empty(len(idx), dtype=np.int64)
-        starts[order] = np.frombuffer(got, dtype=np.int64)
-        return starts
-    starts = np.empty(len(idx), dtype=np.int64)
-    for lo, hi, offs, _ in strings.blocks():
-        sel = (idx >= lo) & (idx < hi)
-        if sel.any():
-            starts[sel] = offs[idx[sel] - lo]
-    return starts
-
-
 def texts(strings: Sequence, ids: Sequence[int]) -> list:
-    """``[strings[i] for i in ids]`` (each 0 <= i < len), the positions found a block at a
-    time: indexing a contiguous array one string at a time sums the lengths before it."""
-    if not isinstance(strings, StringArray) or len(ids) < 16:
+    """``[strings[i] for i in ids]`` (each 0 <= i < len): a StringArray's through its
+    batched read (``StringArray.take``), not one offset sum per index."""
+    if not isinstance(strings, StringArray):
         return [strings[i] for i in ids]
-    idx = np.asarray(ids, dtype=np.int64)
-    starts = _starts(strings, idx)
-    ends = starts + strings.width + strings.lens[idx].astype(np.int64)
-    arr, enc, w = strings._arr, strings.encoding, strings.width
-    if enc is None:
-        return [arr[s + w:e].tobytes() for s, e in zip(starts.tolist(), ends.tolist())]
-    return [arr[s + w:e].tobytes().decode(enc, "surrogateescape") for s, e in zip(starts.tolist(), ends.tolist())]
+    return strings.take(ids)
 
 
 def _as_text(t) -> str:
@@ -251,9 +226,9 @@ def joined_texts(strings: Sequence, ids: Sequence[int]) -> str:
     idx = np.asarray(ids, dtype=np.int64)
     lens = strings.lens[idx].astype(np.int64)
     if _compiled(strings) and hasattr(_cvocab, "gather"):
-        raw = _cvocab.gather(strings._arr, _starts(strings, idx), lens, strings.width)
+        raw = _cvocab.gather(strings._arr, strings.starts(idx), lens, strings.width)
         return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")
-    at = _starts(strings, idx) + strings.width                 # each string's first byte
+    at = strings.starts(idx) + strings.width                   # each string's first byte
     seg = lens + 1                                             # the string and the newline after it
     base = np.cumsum(seg) - seg                                # where each begins in the output
     pos = np.arange(int(seg.sum()), dtype=np.int64) - np.repeat(base, seg)
@@ -287,7 +262,7 @@ def is_token(strings: Sequence, needles: Sequence[bytes]) -> list[bool]:
                 out[i] = True
             continue
         if _compiled(strings) and hasattr(_cvocab, "gather"):
-            raw = _cvocab.gather(strings._arr, _starts(strings, ids), np.full(len(ids), size, np.int64), strings.width)
+            raw = _cvocab.gather(strings._arr, strings.starts(ids), np.full(len(ids), size, np.int64), strings.width)
             rows = np.frombuffer(raw + b"\n", dtype=np.uint8).reshape(-1, size + 1)[:, :size]
         else:
             rows = np.frombuffer(b"".join(strings.raw(int(j)) for j in ids), dtype=np.uint8).reshape(-1, size)

@@ -38,6 +38,8 @@ def test_encoding_reads_only_the_pieces_the_text_can_use(shared_fixtures, monkey
     for name in ("tolist", "raw"):
         real = getattr(StringArray, name)
         monkeypatch.setattr(StringArray, name, lambda self, *a, _r=real, _n=name: (seen.update([_n]), _r(self, *a))[1])
+    take = StringArray.take                    # the batched read: the pieces it was asked for
+    monkeypatch.setattr(StringArray, "take", lambda self, ids: (seen.update({"raw": len(ids)}), take(self, ids))[1])
     tok = load(mf)
     assert tok.encode("Hello world", add_bos=False) == [15043, 3186]       # llama.cpp's ids
     assert seen["tolist"] == 0

@@ -356,18 +356,37 @@ def test_hidden_characters_reads_special_tokens_without_a_str_each(tmp_path, mon
 
 
 def test_positions_and_gathering_refuse_what_the_array_cannot_back():
+    sa = contiguous([b"ab", b"c", b"def"])
+    for arr in (sa, placed([b"ab", b"c", b"def"])):
+        want = [int(arr.offsets(i, i + 1)[0]) for i in (0, 2, 2, 1)]
+        assert arr.starts(np.array([0, 2, 2, 1])).tolist() == want        # any order, repeats
+        for ids in ([3], [-1], [0, 5]):                                  # past the end, negative
+            with pytest.raises(IndexError):
+                arr.starts(np.array(ids))
+    at = sa.starts([0, 2, 2])
+    assert at.tolist() == [4, 23, 23]                      # after "junk"; 8 + 2 and 8 + 1 bytes further
     if vocab_bytes._cvocab is None:
         pytest.skip("ggscope.rules._cvocab is not built")
-    cv, sa = vocab_bytes._cvocab, contiguous([b"ab", b"c", b"def"])
-    lens = np.ascontiguousarray(sa.lens)
-    at = np.frombuffer(cv.starts(sa.first, lens, lens.itemsize, b"", 0, 8, 0, np.array([0, 2, 2], np.int64)), np.int64)
-    assert at.tolist() == [4, 23, 23]                      # after "junk"; 8 + 2 and 8 + 1 bytes further
-    for ids in ([2, 0], [3], [-1]):                          # unsorted, past the end, negative
-        with pytest.raises(ValueError):
-            cv.starts(sa.first, lens, lens.itemsize, b"", 0, 8, 0, np.array(ids, np.int64))
+    cv = vocab_bytes._cvocab
     assert cv.gather(sa._arr, at, np.array([2, 3, 3], np.int64), 8) == b"ab\ndef\ndef"
     with pytest.raises(ValueError):                          # a length past the buffer's end
         cv.gather(sa._arr, at[:1], np.array([len(sa._arr)], np.int64), 8)
+
+
+def test_take_is_indexing_at_many_ids():
+    """The batched read every caller shares: positions over the blocks the ids fall in
+    (ids in several 4096-element blocks, the short last block, any order, repeats), one
+    decode unless a string holds a NUL."""
+    strings = [b"t%d" % i for i in range(9000)] + [b"", b"\xff\xfe", "\u00fcn\u00ef".encode(), b"a\nb"]
+    ids = [9002, 0, 4095, 4096, 4097, 8191, 8192, 9003, 9001, 9000, 5, 5] + list(range(100, 140))
+    for sa in layouts(strings) + [StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, None)]:
+        assert sa.take(ids) == [sa[i] for i in ids]
+        assert sa.take(ids[:3]) == [sa[i] for i in ids[:3]]
+        assert sa.take([]) == []
+    with_nul = strings + [b"x\0y"]
+    for sa in layouts(with_nul):
+        assert sa.take(list(range(len(with_nul) - 20, len(with_nul)))) == [sa[i] for i in range(len(with_nul) - 20,
+                                                                                                len(with_nul))]
 
 
 def test_is_token_is_whole_token_equality(route):
