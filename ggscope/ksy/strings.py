@@ -39,6 +39,7 @@ __all__ = ["StringArray", "narrow_unsigned"]
 
 _BLOCK = 4096            # elements per random-access mark of a contiguous array
 _CHUNK = 1 << 18         # elements per block of a bulk pass
+_GROUP = 64              # blocks whose lengths ``starts`` sums at once
 
 
 def narrow_unsigned(top: int) -> np.dtype:
@@ -126,29 +127,39 @@ class StringArray(Sequence):
 
     def starts(self, ids) -> np.ndarray:
         """Absolute offsets of the prefixes of the elements ``ids`` (any order, repeats
-        allowed; int64).  A contiguous array sums, in one vectorised pass, only the
-        lengths of the ``_BLOCK``-element blocks the ids fall in: no walk per id, no int64
-        array of the whole array's offsets.  An id outside ``0..len-1`` raises IndexError."""
+        allowed; int64).  A contiguous array sums, vectorised, only the lengths of the
+        ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` blocks at a time: no walk
+        per id, no int64 array of the whole array's offsets, at most a few MB at once.
+        An id outside ``0..len-1`` raises IndexError."""
         idx = np.asarray(ids, dtype=np.int64).reshape(-1)
         n = len(self)
         if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
             raise IndexError("StringArray.starts: an id outside the array")
-        if self.rel is not None or not idx.size:
-            return self.rel[idx].astype(np.int64) + self.first if self.rel is not None else np.zeros(0, np.int64)
+        if self.rel is not None:
+            return self.rel[idx].astype(np.int64) + self.first
+        out = np.empty(len(idx), dtype=np.int64)
+        if not idx.size:
+            return out
         blk = idx // _BLOCK
-        order = np.sort(blk)
-        used = order[np.concatenate(([True], order[1:] != order[:-1]))]     # the blocks, ascending
-        full = n // _BLOCK
-        rows = np.zeros((len(used), _BLOCK), dtype=self.lens.dtype)
-        whole = used < full
-        rows[whole] = self.lens[:full * _BLOCK].reshape(full, _BLOCK)[used[whole]]
-        if not whole[-1]:                                 # the last block, shorter
-            rows[-1, :n - full * _BLOCK] = self.lens[full * _BLOCK:]
-        acc = np.int32 if self.lens.itemsize <= 2 else np.int64       # a block of u16 sums below 2**31
-        before = np.zeros((len(used), _BLOCK), dtype=np.int64 if acc is np.int64 else np.int32)
-        np.cumsum(rows[:, :-1], axis=1, dtype=acc, out=before[:, 1:])  # lengths before each in its block
-        row, col = np.searchsorted(used, blk), idx - blk * _BLOCK
-        return self._mark_table()[blk] + col * (self.width + self.tail) + before[row, col]
+        order = np.argsort(blk, kind="stable")
+        sb = blk[order]
+        used = sb[np.concatenate(([True], sb[1:] != sb[:-1]))]         # the blocks, ascending
+        full, marks, step = n // _BLOCK, self._mark_table(), self.width + self.tail
+        acc = np.int32 if self.lens.itemsize <= 2 else np.int64        # a block of u16 sums below 2**31
+        for g in range(0, len(used), _GROUP):
+            grp = used[g:g + _GROUP]
+            rows = np.zeros((len(grp), _BLOCK), dtype=self.lens.dtype)
+            whole = grp < full
+            rows[whole] = self.lens[:full * _BLOCK].reshape(full, _BLOCK)[grp[whole]]
+            if not whole[-1]:                             # the last block, shorter
+                rows[-1, :n - full * _BLOCK] = self.lens[full * _BLOCK:]
+            before = np.zeros((len(grp), _BLOCK), dtype=acc)
+            np.cumsum(rows[:, :-1], axis=1, dtype=acc, out=before[:, 1:])   # lengths before each in its block
+            sel = order[np.searchsorted(sb, grp[0]):np.searchsorted(sb, grp[-1], side="right")]
+            b = blk[sel]
+            col = idx[sel] - b * _BLOCK
+            out[sel] = marks[b] + col * step + before[np.searchsorted(grp, b), col]
+        return out
 
     def take(self, ids) -> list:
         """``[self[i] for i in ids]``: the positions found at once (``starts``), the bytes
@@ -165,16 +176,12 @@ class StringArray(Sequence):
             return [r.decode(self.encoding, "surrogateescape") for r in raws] if self.encoding else raws
         seg = lens + 1                                    # one NUL, then the string
         base = np.cumsum(seg) - seg
-        pos = np.arange(int(seg.sum()), dtype=np.int64) - np.repeat(base, seg)
-        src = np.repeat(at - 1, seg) + pos                # pos 0: the NUL's place
-        joined = self._arr[src]                           # a copy: the file is never written
-        joined[base] = 0
+        joined = self._arr[np.arange(int(seg.sum()), dtype=np.int64) + np.repeat(at - 1 - base, seg)]   # a copy
+        joined[base] = 0                                  # each string's first place: its NUL
         if np.count_nonzero(joined == 0) != len(idx):    # a string holds a NUL: one slice each
             return [self[i] for i in idx.tolist()]
         raw = joined.tobytes()
-        if self.encoding is None:
-            return raw.split(b"\0")[1:]
-        return raw.decode(self.encoding, "surrogateescape").split("\0")[1:]
+        return raw.decode(self.encoding, "surrogateescape").split("\0")[1:] if self.encoding else raw.split(b"\0")[1:]
 
     def lengths(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
         """The lengths of elements ``lo..hi-1`` as int64 (made now)."""

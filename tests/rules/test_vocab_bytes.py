@@ -373,12 +373,14 @@ def test_positions_and_gathering_refuse_what_the_array_cannot_back():
         cv.gather(sa._arr, at[:1], np.array([len(sa._arr)], np.int64), 8)
 
 
-def test_take_is_indexing_at_many_ids():
+@pytest.mark.parametrize("group", [64, 1])
+def test_take_is_indexing_at_many_ids(group, monkeypatch):
     """The batched read every caller shares: positions over the blocks the ids fall in
-    (ids in several 4096-element blocks, the short last block, any order, repeats), one
-    decode unless a string holds a NUL."""
+    (ids in several 4096-element blocks, the short last block, any order, repeats; the
+    blocks summed all at once or one at a time), one decode unless a string holds a NUL."""
     strings = [b"t%d" % i for i in range(9000)] + [b"", b"\xff\xfe", "\u00fcn\u00ef".encode(), b"a\nb"]
     ids = [9002, 0, 4095, 4096, 4097, 8191, 8192, 9003, 9001, 9000, 5, 5] + list(range(100, 140))
+    monkeypatch.setattr("ggscope.ksy.strings._GROUP", group)        # the blocks summed a group at a time
     for sa in layouts(strings) + [StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, None)]:
         assert sa.take(ids) == [sa[i] for i in ids]
         assert sa.take(ids[:3]) == [sa[i] for i in ids[:3]]
