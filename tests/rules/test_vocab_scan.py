@@ -33,14 +33,18 @@ def _args(sa: StringArray, dups: bool, utf8: bool) -> tuple:
 
 @pytest.mark.parametrize("dups, utf8", [(True, True), (True, False), (False, True)])
 def test_a_string_outside_after_the_first_duplicate_is_refused(dups, utf8):
-    """The duplicate is found at string 1; string 3 claims more bytes than remain."""
+    """The duplicate is string 1; string 43, well past the strings hashed ahead of the
+    table, claims more bytes than remain."""
     cv = _compiled()
-    body = b"".join(struct.pack("<Q", len(s)) + s for s in (b"ab", b"ab", b"\xff")) + struct.pack("<Q", 50) + b"xyz"
+    strings = [b"ab", b"ab"] + [b"s%d" % k for k in range(40)] + [b"\xff"]
+    body = b"".join(struct.pack("<Q", len(s)) + s for s in strings) + struct.pack("<Q", 50) + b"xyz"
     arr = np.frombuffer(body, dtype=np.uint8)
-    lens = np.array([2, 2, 1, 50], np.uint8)
-    with pytest.raises(ValueError, match="string 3 lies outside"):
+    lens = np.array([len(s) for s in strings] + [50], np.uint8)
+    with pytest.raises(ValueError, match="string 43 lies outside"):
         cv.scan(arr, 0, lens, 1, b"", 0, 8, 0, dups, utf8)
-    assert cv.scan(arr, 0, lens[:3], 1, b"", 0, 8, 0, dups, utf8)[:2] == ((1, 0) if dups else (-1, -1))
+    dup, of, bad = cv.scan(arr, 0, lens[:-1], 1, b"", 0, 8, 0, dups, utf8)
+    assert (dup, of) == ((1, 0) if dups else (-1, -1))
+    assert np.frombuffer(bad, np.int64).tolist() == ([42] if utf8 else [])
 
 
 def test_lengths_near_two_to_the_64_do_not_wrap():
