@@ -14,7 +14,8 @@
    ggscope.report._cjson.join_json): ``lens`` holds n unsigned lengths of ``lsize`` bytes
    (1, 2, 4 or 8); string i's ``width``-byte prefix is at ``first + rel[i]`` (``rel``: n
    unsigned offsets of ``rsize`` bytes, 4 or 8) or, when ``rel`` is empty (rsize 0),
-   right after element i-1's prefix, string and ``tail`` bytes (the first at ``first``);
+   right after element i-1's prefix, string and ``tail`` bytes (the first at ``first``),
+   the prefix holding the string's length (either byte order: what the parser read);
    its bytes follow the prefix.
    - ``dup``, ``of``: with ``dups``, the smallest i whose bytes equal those of an earlier
      string and the index of that earlier string (its first occurrence), else -1, -1:
@@ -31,7 +32,10 @@
    UTF-8: runs of contiguous strings whose prefix and tail bytes between them are ASCII
    (a GGUF token array: 8-byte lengths below 128) are judged at once - an ASCII byte ends
    every sequence, so a run is valid exactly when each of its strings is; when a run
-   fails, or in another layout, every string is judged alone.
+   fails, or in another layout, every string is judged alone.  A prefix is ASCII exactly
+   when each byte of its length is below 0x80 (either byte order): no prefix is read.
+   With no tail and no duplicate search (a merges array) the lengths' sum bounds the
+   strings and the runs are found from the lengths alone: no byte is read but the runs'.
    Duplicates: each string's bucket fetched AHEAD strings early.  Bucket visits are
    counted: past ``budget`` - what no seed-blind input reaches - or with 2**24 strings or
    more, the strings are sorted by their bytes instead (n log n comparisons): no input
@@ -113,14 +117,7 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
                     else ((uint32_t *) offs)[i] = (uint32_t) (s - first);
                 }
                 if (runs && ok) {
-                    int clean;                     /* the bytes since the last string are ASCII */
-                    if (W8) {
-                        clean = !(r8(src + s) & 0x8080808080808080ULL);
-                    } else {
-                        unsigned char any = 0;
-                        for (uint64_t k = 0; k < width; k++) any |= src[s + k];
-                        clean = !(any & 0x80);
-                    }
+                    int clean = !(l & 0x8080808080808080ULL);     /* the prefix: its length's bytes */
                     for (uint64_t k = 0; k < tail && i; k++) clean &= !(src[s - tail + k] & 0x80);
                     if (!i) run = s + width;
                     else if (!clean) {             /* close the run before string i */
@@ -229,7 +226,30 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     } else if (dups) {
         w.sort = 1;                                /* budget 0, or 2**24 strings: sort at once */
     }
-    walk_any(&w);
+    uint64_t total = 0;                            /* all strings' bytes, when UTF-8 is all */
+    const int alone = w.utf8 && !dups && !rsize && !tail && width;
+    for (Py_ssize_t i = 0; i < n && alone; i++) {
+        const uint64_t l = item(ln.buf, lsize, i);
+        total = total + l < total ? UINT64_MAX : total + l;                 /* past 2**64: refused below */
+    }
+    if (alone && (uint64_t) first <= w.size && (uint64_t) n <= (w.size - (uint64_t) first) / (uint64_t) width
+        && total <= w.size - (uint64_t) first - (uint64_t) n * (uint64_t) width) {
+        /* UTF-8 alone of strings back to back, every one inside: the runs split where a
+           length has a byte past 0x7F, found from the lengths alone */
+        uint64_t at = (uint64_t) first, run = at + (uint64_t) width;
+        w.ok = 1;
+        for (Py_ssize_t i = 0; i < n && w.ok; i++) {
+            const uint64_t l = item(ln.buf, lsize, i);
+            if (i && (l & 0x8080808080808080ULL)) {
+                w.ok = utf8_span(w.src + run, at - run);
+                run = at + (uint64_t) width;
+            }
+            at += (uint64_t) width + l;
+        }
+        if (w.ok) w.ok = utf8_span(w.src + run, at - run);
+    } else {
+        walk_any(&w);
+    }
     if (w.outside >= 0) {
         PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", w.outside);
         goto done;

@@ -4,7 +4,8 @@ The walk checks each string's bounds in the same step that hashes it and judges 
 UTF-8 run, and stops hashing at the first duplicate: a string outside the buffer after
 that duplicate must still be refused, lengths near 2**64 must not wrap, and arrays of one
 string repeated or of invalid bytes everywhere get the definition's answer by every route
-(the bucketed table, the sort at once and the sort taken over halfway).  Short strings
+(the bucketed table, the sort at once and the sort taken over halfway).  A length whose
+bytes pass 0x7F ends a run of strings judged as one.  Short strings
 are hashed from the eight bytes that end them (the length prefix's bytes shifted out):
 duplicates at every length up to past two words are found in each layout.
 """
@@ -45,6 +46,23 @@ def test_a_string_outside_after_the_first_duplicate_is_refused(dups, utf8):
     dup, of, bad = cv.scan(arr, 0, lens[:-1], 1, b"", 0, 8, 0, dups, utf8)
     assert (dup, of) == ((1, 0) if dups else (-1, -1))
     assert np.frombuffer(bad, np.int64).tolist() == ([42] if utf8 else [])
+
+
+@pytest.mark.parametrize("size", [0x80, 0xA9, 0x1BF, 0xFF, 0x100, 0x8000])
+@pytest.mark.parametrize("cut", [b"a\xc3", b"\xe2\x82", b"\xf0\x9f\x98"])
+def test_a_length_byte_past_0x7f_ends_a_run(route, size, cut):
+    """A string cut after a lead byte, then one whose length prefix starts with a byte
+    past 0x7F (a continuation byte: it completes the cut sequence if the two are judged
+    as one run), and nothing else invalid: every string judged as itself - by the UTF-8
+    pass alone (runs found from the lengths) and by the walk beside the duplicate search
+    (the memo)."""
+    strings = [b"ok", cut, b"b" * size, b"\xe2\x82\xac"]
+    assert want_bad(strings) == [1]
+    for sa in layouts(strings):
+        assert vocab_bytes.invalid_utf8(sa) == [1]
+        memo: dict = {}
+        assert vocab_bytes.first_duplicate(sa, memo) is None
+        assert vocab_bytes.invalid_utf8(sa, memo) == [1]
 
 
 def test_lengths_near_two_to_the_64_do_not_wrap():
