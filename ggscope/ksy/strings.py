@@ -17,11 +17,11 @@ here costs about one byte per short string:
 The contract: ``len``, indexing (one string decoded), ``raw(i)``, ``tolist()`` (all
 decoded in one pass and cached), ``offsets(lo, hi)`` and ``lengths(lo, hi)`` (int64
 arrays made on demand for a range), ``starts(ids)`` and ``take(ids)`` (the offsets and
-the strings of many ids at once: the batched read every caller shares), ``part(lo, hi)`` (a range as a StringArray of its
-own), ``heads()`` (each string's first eight bytes as one uint64: a search key),
-``blocks()`` (offsets and lengths, a bounded block at a time:
-every bulk pass here walks the array that way, so no pass allocates 16 bytes a
-string), ``nbytes`` (what the store itself holds).  It compares equal to the list of its
+the strings of many ids at once: the batched read every caller shares), ``part(lo,
+hi)`` (a range as a StringArray of its own), ``heads()`` (each string's first eight
+bytes as one uint64: a search key), ``blocks()`` (offsets and lengths, a bounded block
+at a time: every bulk pass here walks the array that way, so no pass allocates 16
+bytes a string), ``nbytes`` (what the store itself holds).  It compares equal to the list of its
 strings.  The file's bytes are read, never written.
 """
 from __future__ import annotations
@@ -171,7 +171,7 @@ class StringArray(Sequence):
             return [self._list[i] for i in idx.tolist()]
         at = self.starts(idx) + self.width
         lens = self.lens[idx].astype(np.int64)
-        if len(idx) < 16 or int(lens.sum()) > min(1024 * len(idx), _CHUNK * 16):   # few, long or many bytes: slices
+        if len(idx) < 16 or int(lens.sum()) > min(1024 * len(idx), _CHUNK):    # few, long or many bytes: slices
             raws = [self._arr[s:s + k].tobytes() for s, k in zip(at.tolist(), lens.tolist())]
             return [r.decode(self.encoding, "surrogateescape") for r in raws] if self.encoding else raws
         seg = lens + 1                                    # one NUL, then the string
