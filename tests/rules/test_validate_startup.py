@@ -27,8 +27,11 @@ def _probe(path: Path, cache: Path | None = None) -> dict:
             "from ggscope.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             f"    main(['validate', {str(path)!r}])\n"
-            "from ggscope.rules.templates import hidden\n"
-            "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize}))\n")
+            "import gc\nfrom ggscope.rules.templates import hidden\n"
+            "from ggscope.facts.llama_arch_types import Arch, H, T\n"
+            "built = {k.__name__: sum(type(o) is k for o in gc.get_objects()) for k in (Arch, H, T)}\n"
+            "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize,\n"
+            "                  'built': built}))\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), GGSCOPE_CACHE="1") if cache is not None else None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=path.parent,
                          env=env)
@@ -70,3 +73,24 @@ def test_a_template_still_brings_its_machinery(tmp_path):
     assert "jinja2" in first["modules"] and first["compiled"] > 0
     again = _probe(path, tmp_path / "cache")
     assert [m for m in UNUSED if m in again["modules"]] == [] and again["compiled"] > 0
+
+
+def test_the_loader_table_builds_only_the_architecture_the_file_names(tmp_path):
+    """llama.cpp's loader table holds ~4,900 records for ~150 architectures; a llama file
+    builds llama's (one ``Arch``, its hparams and tensors), not the table (issue 27 item 3:
+    10-20 ms of every ``validate`` process)."""
+    import gguf
+
+    from ggscope.facts.llama_arch import ARCHS, COMMON
+    path = tmp_path / "small.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", __import__("numpy").zeros((4, 8), "float32"))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    got = _probe(path)
+    assert "ggscope.facts.llama_arch" in got["modules"]                  # the loader rules ran
+    llama = ARCHS["llama"]
+    assert got["built"] == {"Arch": 1, "H": len(COMMON) + len(llama.hparams), "T": len(llama.tensors)}
