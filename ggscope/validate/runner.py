@@ -151,7 +151,7 @@ def set_key(path: str) -> tuple[str, ...]:
     import os
 
     from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
-    from ggscope.source.remote import is_remote  # lazy: loaded only on the path that needs it
+    from ggscope.source.local import is_remote  # start-up: the network module only for a URL
     paths = shard_paths(path) or [path]
     return tuple(p if is_remote(p) else os.path.abspath(p) for p in paths)
 

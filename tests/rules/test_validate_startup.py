@@ -18,8 +18,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # difflib: suggestions for a --select word that names no rule; hashlib (OpenSSL) and the
-# templates' cache: a file with a chat template; Jinja2: a template not seen before
-UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2")
+# templates' cache: a file with a chat template; Jinja2: a template not seen before; the
+# network module: a URL
+UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard")
 
 
 def _probe(path: Path, cache: Path | None = None) -> dict:
