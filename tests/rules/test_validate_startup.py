@@ -31,8 +31,9 @@ def _probe(path: Path, cache: Path | None = None) -> dict:
             "import gc\nfrom ggscope.rules.templates import hidden\n"
             "from ggscope.facts.llama_arch_types import Arch, H, T\n"
             "built = {k.__name__: sum(type(o) is k for o in gc.get_objects()) for k in (Arch, H, T)}\n"
+            "from ggscope.facts import upstream\n"
             "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize,\n"
-            "                  'built': built}))\n")
+            "                  'built': built, 'key_patterns': upstream._patterns.cache_info().currsize}))\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), GGSCOPE_CACHE="1") if cache is not None else None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=path.parent,
                          env=env)
@@ -54,6 +55,7 @@ def test_a_vocabulary_without_a_template_loads_no_template_or_suggestion_machine
     assert "ggscope.rules.templates.hidden" in got["modules"]          # the rules ran
     assert [m for m in UNUSED if m in got["modules"]] == []
     assert got["compiled"] == 0                                         # no planted-instruction pattern
+    assert got["key_patterns"] == 0                 # standard keys only: GG601 compiled no key template
 
 
 def test_a_template_still_brings_its_machinery(tmp_path):
