@@ -19,8 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 # difflib: suggestions for a --select word that names no rule; hashlib (OpenSSL) and the
 # templates' cache: a file with a chat template; Jinja2: a template not seen before; the
-# network module: a URL
-UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard")
+# network module: a URL; the forking renderer: a template not rendered before
+UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard",
+          "ggscope.core.confined")
 
 
 def _probe(path: Path, cache: Path | None = None) -> dict:
@@ -33,7 +34,8 @@ def _probe(path: Path, cache: Path | None = None) -> dict:
             "built = {k.__name__: sum(type(o) is k for o in gc.get_objects()) for k in (Arch, H, T)}\n"
             "from ggscope.facts import upstream\n"
             "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize,\n"
-            "                  'built': built, 'key_patterns': upstream._patterns.cache_info().currsize}))\n")
+            "                  'built': built,\n"
+            "                  'key_patterns': getattr(upstream, '_patterns', upstream._templates).cache_info().currsize}))\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), GGSCOPE_CACHE="1") if cache is not None else None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=path.parent,
                          env=env)
