@@ -124,7 +124,7 @@ def _to_call(mf: ModelFile, rules: tuple[type[Rule], ...], options: dict) -> tup
     mine, names = _plan(rules, mf.format)
     if not names:
         return mine
-    holds = tuple(bool(PRECONDITIONS[n](mf, options)) for n in names)
+    holds = tuple(_holds(n, mf, options) for n in names)
     key = (mine, holds)
     hit = _RUNS.get(key)
     if hit is None:
@@ -133,6 +133,13 @@ def _to_call(mf: ModelFile, rules: tuple[type[Rule], ...], options: dict) -> tup
         if len(_RUNS) < 1024:
             _RUNS[key] = hit
     return hit
+
+
+def _holds(name: str, mf: ModelFile, options: dict) -> bool:
+    try:
+        return bool(PRECONDITIONS[name](mf, options))
+    except Exception:  # noqa: BLE001 - undecided: the rules run and judge the file (or report GG000) themselves
+        return True
 
 
 def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: dict | None = None) -> list[Finding]:
