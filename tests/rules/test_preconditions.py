@@ -127,3 +127,16 @@ def test_a_rule_whose_precondition_holds_is_called(tmp_path, calls):
     _write(projector, template=None, arch="clip")
     runner.validate(open_file(str(projector)), options={"manifest": str(tmp_path / "absent.manifest")})
     assert set(calls) == {r.code for r in GATED if r.only_if in ("sidecar", "projector", "manifest")}
+
+
+def test_a_precondition_that_raises_leaves_its_rules_to_run(tmp_path, calls, monkeypatch):
+    """A hostile file must not turn a precondition's error into a traceback: undecided, the
+    rules run and judge it themselves."""
+    def broken(mf, options):
+        raise ValueError("hostile")
+    monkeypatch.setitem(PRECONDITIONS, "template", broken)
+    plain = tmp_path / "plain.gguf"
+    _write(plain, template=None)
+    found = runner.validate(open_file(str(plain)))
+    assert set(calls) == {r.code for r in GATED if r.only_if == "template"}
+    assert "GG000" not in [f.code for f in found]
