@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -56,12 +56,17 @@ class Finding:
                 "message": self.message, "path": self.path, "start": self.start, "end": self.end}
 
 
-@dataclass
 class CheckContext:
-    """What a rule sees: the parsed file, and helpers to make findings at nodes."""
-    mf: "ModelFile"
-    rule: "Rule"
-    options: dict[str, Any] = field(default_factory=dict)
+    """What a rule sees: the parsed file (``mf``), the rule (``rule``), the run's options
+    (``options``: ``manifest``, ``base``, ...), and helpers to make findings at nodes.
+    A plain class with slots: one is made per rule and file (ninety per file)."""
+
+    __slots__ = ("mf", "rule", "options")
+
+    def __init__(self, mf: "ModelFile", rule: "Rule", options: dict[str, Any] | None = None) -> None:
+        self.mf = mf
+        self.rule = rule
+        self.options = {} if options is None else options
 
     def at(self, node: "Node | None", message: str, *, severity: Severity | None = None,
            start: int | None = None, end: int | None = None) -> Finding:
