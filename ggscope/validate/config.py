@@ -70,7 +70,7 @@ _SEEN: dict[str, tuple[tuple[int, int, int], dict | None, list]] = {}
 _SETTLED_NS = 2_000_000_000
 
 
-def _table(candidate: Path) -> tuple[dict | None, list] | None:
+def _table(candidate: str) -> tuple[dict | None, list] | None:
     """``candidate``'s ``[tool.ggscope]`` table (None: it has none) and the one-slot list
     that keeps its parsed Config, read again only when its time or size changed; None when
     it is no regular file."""
@@ -80,16 +80,17 @@ def _table(candidate: Path) -> tuple[dict | None, list] | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    key, seen = str(candidate), (st.st_ino, st.st_mtime_ns, st.st_size)
+    key, seen = candidate, (st.st_ino, st.st_mtime_ns, st.st_size)
     hit = _SEEN.get(key)
     if hit is not None and hit[0] == seen:
         return hit[1], hit[2]
     try:
-        data = candidate.read_bytes()
+        with open(candidate, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
     # no [tool.ggscope] table can be in a file without the word: not parsed (nor tomllib imported)
-    table = _read_toml(candidate).get("tool", {}).get("ggscope") if b"ggscope" in data else None
+    table = _read_toml(Path(candidate)).get("tool", {}).get("ggscope") if b"ggscope" in data else None
     kept: list = []
     if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
         _SEEN[key] = (seen, table, kept)
@@ -99,13 +100,16 @@ def _table(candidate: Path) -> tuple[dict | None, list] | None:
 
 
 def _nearest(start: str | os.PathLike | None) -> tuple[Path, dict, list] | None:
-    here = Path(start if start is not None else os.getcwd()).resolve()
-    for d in (here, *here.parents):
-        candidate = d / "pyproject.toml"
+    d = os.path.realpath(start if start is not None else os.getcwd())     # os.path: a run per file pays this walk
+    while True:
+        candidate = os.path.join(d, "pyproject.toml")
         found = _table(candidate)
         if found is not None and found[0] is not None:
-            return candidate, found[0], found[1]
-    return None
+            return Path(candidate), found[0], found[1]
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def find_pyproject(start: str | os.PathLike | None = None) -> tuple[Path, dict] | None:
