@@ -346,7 +346,7 @@ What llama.cpp's loader reads and creates for every architecture it knows, as da
 ``python -m tools.gen_llama_arch LLAMA_CPP_DIR`` to upgrade; tests/rules/test_loader_generated.py
 fails when this file is not what the script makes from the pinned source.
 """
-from ggscope.facts.llama_arch_types import Arch, H, T
+from ggscope.facts.llama_arch_types import Arch, Archs, H, T
 
 PINNED = {pinned!r}
 '''
@@ -366,15 +366,16 @@ def render(s: dict, pinned: str) -> str:
     out.append("PRE_TOKENIZERS = (\n" + "".join(f"    {p!r},\n" for p in s["pre_tokenizers"]) + ")\n")
     out.append("HPARAM_DEFAULTS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in s["defaults"].items()) + "}\n")
     out.append("COMMON = (\n" + "".join(f"    {_h(r)},\n" for r in s["common"]) + ")\n")
-    out.append("ARCHS = {")
+    # each architecture a function, its records built on first access (``llama_arch_types.Archs``)
+    out.append("ARCHS = Archs({")
     for name, a in s["archs"].items():
-        out.append(f"    {name!r}: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r}, preset={a['preset']!r},")
+        out.append(f"    {name!r}: lambda: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r}, preset={a['preset']!r},")
         out.append("        derive=(" + "".join(f"({n!r}, {e!r}), " for n, e in a["derive"]) + "),")
         out.append(f"        layer_flags={a['layer_flags']!r},")
         out.append("        checks=(\n" + "".join(f"            {c!r},\n" for c in a["checks"]) + "        ),")
         out.append("        hparams=(\n" + "".join(f"            {_h(r)},\n" for r in a["hparams"]) + "        ),")
         out.append("        tensors=(\n" + "".join(f"            {_t(r)},\n" for r in a["tensors"]) + "        )),")
-    out.append("}\n")
+    out.append("})\n")
     return "\n".join(out)
 
 

@@ -106,7 +106,7 @@ def _split(s: str) -> list[str]:
 def _check_one(path: str, select: tuple[str, ...], ignore: tuple[str, ...], deep: bool,
                manifest: str | None = None, base: str | None = None):
     """Findings of one file, or the reason it could not be checked (picklable both ways)."""
-    from ggscope.source.remote import is_remote  # start-up: asyncio only when this command needs it
+    from ggscope.source.local import is_remote  # start-up: the network module only for a URL
     from ggscope.source.mapped import check_regular_file  # start-up: numpy only when this command needs it
     from ggscope.validate.runner import validate_file  # start-up: numpy, asyncio only when this command needs it
     if not is_remote(path):

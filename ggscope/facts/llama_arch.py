@@ -5,7 +5,7 @@ What llama.cpp's loader reads and creates for every architecture it knows, as da
 ``python -m tools.gen_llama_arch LLAMA_CPP_DIR`` to upgrade; tests/rules/test_loader_generated.py
 fails when this file is not what the script makes from the pinned source.
 """
-from ggscope.facts.llama_arch_types import Arch, H, T
+from ggscope.facts.llama_arch_types import Arch, Archs, H, T
 
 PINNED = 'llama.cpp 0c1e570 as vendored in llama-cpp-python 0.3.36'
 
@@ -1032,8 +1032,8 @@ COMMON = (
     H('CLASSIFIER_OUTPUT_LABELS', None, False, 'array', 'classifier_labels', (), ()),
 )
 
-ARCHS = {
-    'clip': Arch(
+ARCHS = Archs({
+    'clip': lambda: Arch(
         cls='llama_model_clip', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1043,7 +1043,7 @@ ARCHS = {
         ),
         tensors=(
         )),
-    'llama': Arch(
+    'llama': lambda: Arch(
         cls='llama_model_llama', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1086,7 +1086,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'llama4': Arch(
+    'llama4': lambda: Arch(
         cls='llama_model_llama4', dynamic=False, preset={},
         derive=(('is_moe_layer', 'n_moe_layer_step > 0 and (i + 1) % n_moe_layer_step == 0'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -1130,7 +1130,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of (is_moe_layer)',), ('not (is_moe_layer)',)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (is_moe_layer)',), ('not (is_moe_layer)',)),
         )),
-    'deci': Arch(
+    'deci': lambda: Arch(
         cls='llama_model_deci', dynamic=False, preset={},
         derive=(('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff', 'n_ff'), ('n_head', 'n_head'), ('n_head_kv', 'n_head_kv'), ),
         layer_flags=(),
@@ -1166,7 +1166,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('n_embd',), False, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', (), ()),
         )),
-    'falcon': Arch(
+    'falcon': lambda: Arch(
         cls='llama_model_falcon', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1191,7 +1191,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'grok': Arch(
+    'grok': lambda: Arch(
         cls='llama_model_grok', dynamic=False, preset={'yarn_beta_fast': 8.0, 'f_logit_scale': 0.5773502691896257, 'f_embedding_scale': 78.38367176906169, 'f_attn_out_scale': 0.08838834764831845, 'f_attn_logit_softcapping': 30.0, 'f_router_logit_softcapping': 30.0, 'f_final_logit_softcapping': 0.0},
         derive=(),
         layer_flags=(),
@@ -1241,7 +1241,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), False, 'n_layer', (), ()),
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', ('if (!layer.ffn_post_norm)',), (None,)),
         )),
-    'gpt2': Arch(
+    'gpt2': lambda: Arch(
         cls='llama_model_gpt2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1270,7 +1270,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'gptneox': Arch(
+    'gptneox': lambda: Arch(
         cls='llama_model_gptneox', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1299,7 +1299,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'mpt': Arch(
+    'mpt': lambda: Arch(
         cls='llama_model_mpt', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1335,7 +1335,7 @@ ARCHS = {
             T('ATTN_K_NORM', 'bias', ('n_embd',), False, 'n_layer', (), ()),
             T('FFN_ACT', 'scales', ('n_ff',), False, 'n_layer', (), ()),
         )),
-    'baichuan': Arch(
+    'baichuan': lambda: Arch(
         cls='llama_model_baichuan', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1365,7 +1365,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'starcoder': Arch(
+    'starcoder': lambda: Arch(
         cls='llama_model_starcoder', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1394,7 +1394,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'refact': Arch(
+    'refact': lambda: Arch(
         cls='llama_model_refact', dynamic=False, preset={'f_max_alibi_bias': 8.0},
         derive=(),
         layer_flags=(),
@@ -1434,7 +1434,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'bert': Arch(
+    'bert': lambda: Arch(
         cls='llama_model_bert', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1474,7 +1474,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'modern-bert': Arch(
+    'modern-bert': lambda: Arch(
         cls='llama_model_modern_bert', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1505,7 +1505,7 @@ ARCHS = {
             T('CLS', 'weight', ('n_embd', 'n_embd'), False, None, (), ()),
             T('CLS_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
-    'nomic-bert': Arch(
+    'nomic-bert': lambda: Arch(
         cls='llama_model_nomic_bert', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1540,7 +1540,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'nomic-bert-moe': Arch(
+    'nomic-bert-moe': lambda: Arch(
         cls='llama_model_nomic_bert_moe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1578,7 +1578,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'neo-bert': Arch(
+    'neo-bert': lambda: Arch(
         cls='llama_model_neo_bert', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1602,7 +1602,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff*2'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'jina-bert-v2': Arch(
+    'jina-bert-v2': lambda: Arch(
         cls='llama_model_jina_bert_v2', dynamic=True, preset={'f_max_alibi_bias': 8.0},
         derive=(),
         layer_flags=(),
@@ -1644,7 +1644,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'jina-bert-v3': Arch(
+    'jina-bert-v3': lambda: Arch(
         cls='llama_model_jina_bert_v3', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1678,7 +1678,7 @@ ARCHS = {
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
             T('LAYER_OUT_NORM', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'eurobert': Arch(
+    'eurobert': lambda: Arch(
         cls='llama_model_eurobert', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1706,7 +1706,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'bloom': Arch(
+    'bloom': lambda: Arch(
         cls='llama_model_bloom', dynamic=False, preset={'f_max_alibi_bias': 8.0},
         derive=(),
         layer_flags=(),
@@ -1736,7 +1736,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'stablelm': Arch(
+    'stablelm': lambda: Arch(
         cls='llama_model_stablelm', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1770,7 +1770,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'qwen': Arch(
+    'qwen': lambda: Arch(
         cls='llama_model_qwen', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1793,7 +1793,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff//2', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff//2'), True, 'n_layer', (), ()),
         )),
-    'qwen2': Arch(
+    'qwen2': lambda: Arch(
         cls='llama_model_qwen2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1824,7 +1824,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'qwen2moe': Arch(
+    'qwen2moe': lambda: Arch(
         cls='llama_model_qwen2moe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1863,7 +1863,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', (), ()),
         )),
-    'qwen2vl': Arch(
+    'qwen2vl': lambda: Arch(
         cls='llama_model_qwen2vl', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1894,7 +1894,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'qwen3': Arch(
+    'qwen3': lambda: Arch(
         cls='llama_model_qwen3', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1927,7 +1927,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'qwen3moe': Arch(
+    'qwen3moe': lambda: Arch(
         cls='llama_model_qwen3moe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -1963,7 +1963,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'qwen3next': Arch(
+    'qwen3next': lambda: Arch(
         cls='llama_model_qwen3next', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ('qkvz_dim', 'key_dim * 2 + value_dim * 2'), ('ba_dim', 'n_v_heads * 2'), ),
         layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
@@ -2024,7 +2024,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, None, (), ()),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
-    'qwen3vl': Arch(
+    'qwen3vl': lambda: Arch(
         cls='llama_model_qwen3vl', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2059,7 +2059,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'qwen3vlmoe': Arch(
+    'qwen3vlmoe': lambda: Arch(
         cls='llama_model_qwen3vlmoe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2097,7 +2097,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'qwen35': Arch(
+    'qwen35': lambda: Arch(
         cls='llama_model_qwen35', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
         layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
@@ -2167,7 +2167,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, None, (), ()),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
-    'qwen35moe': Arch(
+    'qwen35moe': lambda: Arch(
         cls='llama_model_qwen35moe', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ),
         layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
@@ -2251,7 +2251,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, None, (), ()),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
-    'qwen4exp': Arch(
+    'qwen4exp': lambda: Arch(
         cls='llama_model_qwen4exp', dynamic=False, preset={'ple_n_heads': 0},
         derive=(('hc', 'dsv4_hc_mult'), ('hc_dim', 'hc * n_embd'), ('hc_lr', 'hc_low_rank'), ('head_k_dim', 'ssm_d_state'), ('head_v_dim', 'ssm_d_state'), ('n_k_heads', 'ssm_n_group'), ('n_v_heads', 'ssm_dt_rank'), ('key_dim', 'head_k_dim * n_k_heads'), ('value_dim', 'head_v_dim * n_v_heads'), ('conv_dim', 'key_dim * 2 + value_dim'), ('idx_dim', 'indexer_head_size'), ),
         layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
@@ -2347,7 +2347,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', (), ()),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'phi2': Arch(
+    'phi2': lambda: Arch(
         cls='llama_model_phi2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2380,7 +2380,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'phi3': Arch(
+    'phi3': lambda: Arch(
         cls='llama_model_phi3', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2409,7 +2409,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', '2 * n_ff'), True, 'n_layer', (), ()),
         )),
-    'phimoe': Arch(
+    'phimoe': lambda: Arch(
         cls='llama_model_phimoe', dynamic=False, preset={},
         derive=(('n_embd_head', 'n_embd // n_head'), ),
         layer_flags=(),
@@ -2443,7 +2443,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'plamo': Arch(
+    'plamo': lambda: Arch(
         cls='llama_model_plamo', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2472,7 +2472,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'plamo2': Arch(
+    'plamo2': lambda: Arch(
         cls='llama_model_plamo2', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_state', 'ssm_d_state'), ('num_heads', 'ssm_dt_rank'), ('intermediate_size', 'ssm_d_inner'), ('dt_dim', 'max(64, int(n_embd // 16))'), ('qk_dim', 'n_embd_head_k'), ('v_dim', 'n_embd_head_v'), ('num_attention_heads', 'n_head'), ('q_num_heads', 'num_attention_heads'), ('num_key_value_heads', 'n_head_kv'), ('k_num_heads', 'num_key_value_heads'), ('v_num_heads', 'num_key_value_heads'), ('q_proj_dim', 'q_num_heads * qk_dim'), ('k_proj_dim', 'k_num_heads * qk_dim'), ('v_proj_dim', 'v_num_heads * v_dim'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -2514,7 +2514,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff * 2'), True, 'n_layer', (), ()),
             T('FFN_POST_NORM', None, ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'plamo3': Arch(
+    'plamo3': lambda: Arch(
         cls='llama_model_plamo3', dynamic=False, preset={},
         derive=(('head_dim_q', 'n_embd_head_k'), ('head_dim_v', 'n_embd_head_v'), ('num_attention_heads', 'n_head'), ('num_key_value_heads', 'n_head_kv'), ('q_proj_dim', 'num_attention_heads * head_dim_q'), ('k_proj_dim', 'num_key_value_heads * head_dim_q'), ('v_proj_dim', 'num_key_value_heads * head_dim_v'), ('n_ff_cur', 'n_ff'), ),
         layer_flags=(),
@@ -2542,7 +2542,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff_cur * 2'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff_cur', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'codeshell': Arch(
+    'codeshell': lambda: Arch(
         cls='llama_model_codeshell', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2577,7 +2577,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'orion': Arch(
+    'orion': lambda: Arch(
         cls='llama_model_orion', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2610,7 +2610,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'internlm2': Arch(
+    'internlm2': lambda: Arch(
         cls='llama_model_internlm2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2640,7 +2640,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'minicpm': Arch(
+    'minicpm': lambda: Arch(
         cls='llama_model_minicpm', dynamic=False, preset={'f_embedding_scale': 12.0, 'rope_finetuned': True},
         derive=(),
         layer_flags=(),
@@ -2682,7 +2682,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'minicpm3': Arch(
+    'minicpm3': lambda: Arch(
         cls='llama_model_minicpm3', dynamic=False, preset={},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k - n_rot'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ),
         layer_flags=(),
@@ -2710,7 +2710,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'gemma': Arch(
+    'gemma': lambda: Arch(
         cls='llama_model_gemma', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -2737,7 +2737,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'gemma2': Arch(
+    'gemma2': lambda: Arch(
         cls='llama_model_gemma2', dynamic=False, preset={'n_swa': 4096, 'attn_soft_cap': True},
         derive=(),
         layer_flags=(),
@@ -2772,7 +2772,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'gemma3': Arch(
+    'gemma3': lambda: Arch(
         cls='llama_model_gemma3', dynamic=False, preset={'f_final_logit_softcapping': 0.0},
         derive=(),
         layer_flags=(),
@@ -2811,7 +2811,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'gemma3n': Arch(
+    'gemma3n': lambda: Arch(
         cls='llama_model_gemma3n', dynamic=False, preset={'n_layer_kv_from_start': 20, 'f_attention_scale': 1.0},
         derive=(('n_altup', 'n_altup'), ('laurel_rank', 'laurel_rank'), ('n_embd_altup', 'n_embd_altup'), ),
         layer_flags=(),
@@ -2863,7 +2863,7 @@ ARCHS = {
             T('LAUREL_R', 'weight', ('laurel_rank', 'n_embd'), True, 'n_layer', (), ()),
             T('LAUREL_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'gemma4': Arch(
+    'gemma4': lambda: Arch(
         cls='llama_model_gemma4', dynamic=False, preset={'f_attention_scale': 1.0},
         derive=(('n_embd_per_layer', 'n_embd_per_layer'), ('n_ff_exp', 'n_ff_exp'), ('n_head', 'n_head'), ('n_embd_head', 'n_embd_head_k'), ('n_embd_k', 'n_embd_k_gqa'), ('n_embd_v', 'n_embd_v_gqa'), ),
         layer_flags=(),
@@ -2920,7 +2920,7 @@ ARCHS = {
             T('PER_LAYER_PROJ', 'weight', ('n_embd_per_layer', 'n_embd'), True, 'n_layer', ('if (n_embd_per_layer > 0)',), ('n_embd_per_layer > 0',)),
             T('PER_LAYER_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', ('if (n_embd_per_layer > 0)',), ('n_embd_per_layer > 0',)),
         )),
-    'gemma4-assistant': Arch(
+    'gemma4-assistant': lambda: Arch(
         cls='llama_model_gemma4_assistant', dynamic=False, preset={'f_attention_scale': 1.0},
         derive=(('n_embd_backbone', 'n_embd_inp'), ('n_head', 'n_head'), ('n_embd_head', 'n_embd_head_k'), ('n_ff', 'n_ff'), ),
         layer_flags=(),
@@ -2958,7 +2958,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, None, ('for (int i = 0; i < n_layer_nextn; ++i)',), (None,)),
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, None, ('for (int i = 0; i < n_layer_nextn; ++i)',), (None,)),
         )),
-    'gemma-embedding': Arch(
+    'gemma-embedding': lambda: Arch(
         cls='llama_model_gemma_embedding', dynamic=False, preset={'causal_attn': False},
         derive=(),
         layer_flags=(),
@@ -3002,7 +3002,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'starcoder2': Arch(
+    'starcoder2': lambda: Arch(
         cls='llama_model_starcoder2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3037,7 +3037,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('n_embd',), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'mamba': Arch(
+    'mamba': lambda: Arch(
         cls='llama_model_mamba', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('dt_rank', 'ssm_dt_rank'), ),
         layer_flags=(),
@@ -3067,7 +3067,7 @@ ARCHS = {
             T('SSM_D', None, ('d_inner',), True, 'n_layer', (), ()),
             T('SSM_OUT', 'weight', ('d_inner', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'mamba2': Arch(
+    'mamba2': lambda: Arch(
         cls='llama_model_mamba2', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_group', 'ssm_n_group'), ('dt_rank', 'ssm_dt_rank'), ('conv_dim', 'd_inner + 2 * n_group * d_state'), ('d_in_proj', 'd_inner + conv_dim + dt_rank'), ),
         layer_flags=(),
@@ -3095,7 +3095,7 @@ ARCHS = {
             T('SSM_NORM', 'weight', ('d_inner // n_group', 'n_group'), True, 'n_layer', (), ()),
             T('SSM_OUT', 'weight', ('d_inner', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'maple': Arch(
+    'maple': lambda: Arch(
         cls='llama_model_maple', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ),
         layer_flags=(),
@@ -3134,7 +3134,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'jamba': Arch(
+    'jamba': lambda: Arch(
         cls='llama_model_jamba', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('dt_rank', 'ssm_dt_rank'), ('n_head_kv', 'n_head_kv'), ('n_embd_gqa', 'n_embd_v_gqa'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -3183,7 +3183,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of (layer.ffn_gate_inp)',), (None,)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (layer.ffn_gate_inp)',), (None,)),
         )),
-    'falcon-h1': Arch(
+    'falcon-h1': lambda: Arch(
         cls='llama_model_falcon_h1', dynamic=False, preset={},
         derive=(('hidden_size', 'n_embd'), ('ssm_conv_kernel_size', 'ssm_d_conv'), ('ssm_n_groups', 'ssm_n_group'), ('ssm_state_size', 'ssm_d_state'), ('ssm_intermediate_size', 'ssm_d_inner'), ('ssm_num_heads', 'ssm_dt_rank'), ('ssm_conv_dim', 'ssm_intermediate_size + 2 * ssm_n_groups * ssm_state_size'), ('ssm_projection_size', 'ssm_intermediate_size + ssm_conv_dim + ssm_num_heads'), ('attn_num_attention_head', 'n_head'), ('attn_num_key_value_head', 'n_head_kv'), ('ffn_intermediate_size', 'n_ff'), ),
         layer_flags=(),
@@ -3228,7 +3228,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('hidden_size',), False, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('ffn_intermediate_size',), False, 'n_layer', (), ()),
         )),
-    'xverse': Arch(
+    'xverse': lambda: Arch(
         cls='llama_model_xverse', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3258,7 +3258,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'command-r': Arch(
+    'command-r': lambda: Arch(
         cls='llama_model_command_r', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3288,7 +3288,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'cohere2': Arch(
+    'cohere2': lambda: Arch(
         cls='llama_model_cohere2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3320,7 +3320,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'cohere2moe': Arch(
+    'cohere2moe': lambda: Arch(
         cls='llama_model_cohere2moe', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
         layer_flags=(),
@@ -3397,7 +3397,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, None, (), ()),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
-    'dbrx': Arch(
+    'dbrx': lambda: Arch(
         cls='llama_model_dbrx', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3423,7 +3423,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'olmo': Arch(
+    'olmo': lambda: Arch(
         cls='llama_model_olmo', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3451,7 +3451,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'olmo2': Arch(
+    'olmo2': lambda: Arch(
         cls='llama_model_olmo2', dynamic=False, preset={},
         derive=(('n_embd_head', 'n_embd // n_head'), ),
         layer_flags=(),
@@ -3487,7 +3487,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_POST_NORM', 'weight', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'olmoe': Arch(
+    'olmoe': lambda: Arch(
         cls='llama_model_olmoe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3522,7 +3522,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'muse-glimmer': Arch(
+    'muse-glimmer': lambda: Arch(
         cls='llama_model_muse_glimmer', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3562,7 +3562,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'openelm': Arch(
+    'openelm': lambda: Arch(
         cls='llama_model_openelm', dynamic=False, preset={},
         derive=(('n_head', 'n_head'), ('n_head_qkv', '2*n_head_kv + n_head'), ('n_ff', 'n_ff'), ),
         layer_flags=(),
@@ -3585,7 +3585,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'arctic': Arch(
+    'arctic': lambda: Arch(
         cls='llama_model_arctic', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3620,7 +3620,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'deepseek': Arch(
+    'deepseek': lambda: Arch(
         cls='llama_model_deepseek', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -3661,7 +3661,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_exp * n_expert_shared', 'n_embd'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'deepseek2': Arch(
+    'deepseek2': lambda: Arch(
         cls='llama_model_deepseek2', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -3721,7 +3721,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'deepseek2-ocr': Arch(
+    'deepseek2-ocr': lambda: Arch(
         cls='llama_model_deepseek2ocr', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -3764,7 +3764,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_exp * n_expert_shared', 'n_embd'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'deepseek32': Arch(
+    'deepseek32': lambda: Arch(
         cls='llama_model_deepseek32', dynamic=False, preset={'f_norm_eps': 1e-06},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
         layer_flags=(),
@@ -3830,7 +3830,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'deepseek4': Arch(
+    'deepseek4': lambda: Arch(
         cls='llama_model_deepseek4', dynamic=False, preset={},
         derive=(('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('n_embd_head', 'n_embd_head_k'), ('o_groups', 'dsv4_o_group_count'), ('o_lora_rank', 'dsv4_o_lora_rank'), ('hc_mult', 'dsv4_hc_mult'), ('hc_dim', 'hc_mult * n_embd'), ('hc_mix_dim', '(2 + hc_mult) * hc_mult'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('n_embd_indexer', 'indexer_head_size'), ),
         layer_flags=(),
@@ -3914,7 +3914,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'chatglm': Arch(
+    'chatglm': lambda: Arch(
         cls='llama_model_chatglm', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3942,7 +3942,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff * 2'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'glm4': Arch(
+    'glm4': lambda: Arch(
         cls='llama_model_glm4', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -3979,7 +3979,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'glm4moe': Arch(
+    'glm4moe': lambda: Arch(
         cls='llama_model_glm4_moe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('use_moe', '((i) >= n_layer_dense_lead)'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
         layer_flags=(),
@@ -4033,7 +4033,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'glm-dsa': Arch(
+    'glm-dsa': lambda: Arch(
         cls='llama_model_glm_dsa', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -4099,7 +4099,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'bitnet': Arch(
+    'bitnet': lambda: Arch(
         cls='llama_model_bitnet', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4131,7 +4131,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'scale', ('1',), False, 'n_layer', (), ()),
         )),
-    't5': Arch(
+    't5': lambda: Arch(
         cls='llama_model_t5', dynamic=False, preset={},
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ('dec_n_layer', 'dec_n_layer'), ),
         layer_flags=(),
@@ -4176,7 +4176,7 @@ ARCHS = {
             T('DEC_FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, None, ('for (int i = 0; i < dec_n_layer; ++i)',), (None,)),
             T('DEC_FFN_UP', 'weight', ('n_embd', 'n_ff'), True, None, ('for (int i = 0; i < dec_n_layer; ++i)',), (None,)),
         )),
-    't5encoder': Arch(
+    't5encoder': lambda: Arch(
         cls='llama_model_t5encoder', dynamic=False, preset={},
         derive=(('n_rel_attn_bkts', 'n_rel_attn_bkts'), ),
         layer_flags=(),
@@ -4201,7 +4201,7 @@ ARCHS = {
             T('ENC_FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('ENC_FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'jais': Arch(
+    'jais': lambda: Arch(
         cls='llama_model_jais', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4232,7 +4232,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), True, 'n_layer', (), ()),
         )),
-    'jais2': Arch(
+    'jais2': lambda: Arch(
         cls='llama_model_jais2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4267,7 +4267,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'bias', ('n_embd',), True, 'n_layer', (), ()),
         )),
-    'nemotron': Arch(
+    'nemotron': lambda: Arch(
         cls='llama_model_nemotron', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4301,7 +4301,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('n_embd',), False, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', (), ()),
         )),
-    'nemotron_h': Arch(
+    'nemotron_h': lambda: Arch(
         cls='llama_model_nemotron_h', dynamic=False, preset={},
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
         layer_flags=(('is_recr', 'i < n_layer and n_head_kv == 0 and n_ff == 0'),),
@@ -4383,7 +4383,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,), optional_if='(((not load_mtp) and (False)) or (not (not load_mtp) and (False)))'),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,), optional_if='(((not load_mtp) and (False)) or (not (not load_mtp) and (False)))'),
         )),
-    'nemotron_h_moe': Arch(
+    'nemotron_h_moe': lambda: Arch(
         cls='llama_model_nemotron_h_moe', dynamic=False, preset={},
         derive=(('mtp_only', "n_layer_nextn > 0 and not has('blk.0.attn_norm.weight')"), ('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ('n_expert_used_i', 'n_expert_used'), ('n_ff_exp_i', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ),
         layer_flags=(('is_recr', 'i < n_layer and n_head_kv == 0 and n_ff == 0'),),
@@ -4464,7 +4464,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,), optional_if='(((not load_mtp) and (False)) or (not (not load_mtp) and (False)))'),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,), optional_if='(((not load_mtp) and (False)) or (not (not load_mtp) and (False)))'),
         )),
-    'exaone': Arch(
+    'exaone': lambda: Arch(
         cls='llama_model_exaone', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4494,7 +4494,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'exaone4': Arch(
+    'exaone4': lambda: Arch(
         cls='llama_model_exaone4', dynamic=False, preset={},
         derive=(('is_nextn', 'i >= n_layer'), ),
         layer_flags=(),
@@ -4534,7 +4534,7 @@ ARCHS = {
             T('NEXTN_HNORM', 'weight', ('n_embd',), True, 'n_layer_all', ('if (is_nextn)',), ('is_nextn',), optional_if='(False)'),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (is_nextn)',), ('is_nextn',)),
         )),
-    'exaone-moe': Arch(
+    'exaone-moe': lambda: Arch(
         cls='llama_model_exaone_moe', dynamic=False, preset={'n_swa': 128},
         derive=(('n_ff_exp', 'n_ff_exp'), ('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
         layer_flags=(),
@@ -4591,7 +4591,7 @@ ARCHS = {
             T('NEXTN_EMBED_TOKENS', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'rwkv6': Arch(
+    'rwkv6': lambda: Arch(
         cls='llama_model_rwkv6', dynamic=False, preset={},
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
         layer_flags=(),
@@ -4644,7 +4644,7 @@ ARCHS = {
             T('CHANNEL_MIX_VALUE', 'weight', ('ffn_size', 'n_embd'), True, 'n_layer', (), ()),
             T('CHANNEL_MIX_RECEPTANCE', 'weight', ('n_embd', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'rwkv6qwen2': Arch(
+    'rwkv6qwen2': lambda: Arch(
         cls='llama_model_rwkv6qwen2', dynamic=False, preset={},
         derive=(('time_mix_extra_dim', 'time_mix_extra_dim'), ('time_decay_extra_dim', 'time_decay_extra_dim'), ('head_size', 'wkv_head_size'), ('attn_hidden_size', 'n_embd'), ),
         layer_flags=(),
@@ -4687,7 +4687,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'rwkv7': Arch(
+    'rwkv7': lambda: Arch(
         cls='llama_model_rwkv7', dynamic=False, preset={},
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
         layer_flags=(),
@@ -4743,7 +4743,7 @@ ARCHS = {
             T('CHANNEL_MIX_KEY', 'weight', ('n_embd', 'ffn_size'), True, 'n_layer', (), ()),
             T('CHANNEL_MIX_VALUE', 'weight', ('ffn_size', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'arwkv7': Arch(
+    'arwkv7': lambda: Arch(
         cls='llama_model_arwkv7', dynamic=False, preset={},
         derive=(('n_lora_decay', 'n_lora_decay'), ('n_lora_iclr', 'n_lora_iclr'), ('n_lora_value_res_mix', 'n_lora_value_res_mix'), ('n_lora_gate', 'n_lora_gate'), ('attn_hidden_size', 'n_embd'), ),
         layer_flags=(),
@@ -4795,7 +4795,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'granite': Arch(
+    'granite': lambda: Arch(
         cls='llama_model_granite', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4843,7 +4843,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'granitemoe': Arch(
+    'granitemoe': lambda: Arch(
         cls='llama_model_granite_moe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -4887,7 +4887,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'granitehybrid': Arch(
+    'granitehybrid': lambda: Arch(
         cls='llama_model_granite_hybrid', dynamic=False, preset={},
         derive=(('d_conv', 'ssm_d_conv'), ('d_inner', 'ssm_d_inner'), ('d_state', 'ssm_d_state'), ('n_ssm_head', 'ssm_dt_rank'), ('n_group', 'ssm_n_group'), ('d_in_proj', '2*d_inner + 2*n_group*d_state + n_ssm_head'), ('n_head_i', 'n_head'), ('n_embd_k_gqa_i', 'n_embd_k_gqa'), ('n_embd_v_gqa_i', 'n_embd_v_gqa'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -4949,7 +4949,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('n_embd',), False, 'n_layer', ('else of (n_expert > 0)',), ('not (n_expert > 0)',)),
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', ('else of (n_expert > 0)',), ('not (n_expert > 0)',)),
         )),
-    'graniteswitch': Arch(
+    'graniteswitch': lambda: Arch(
         cls='llama_model_granite_switch', dynamic=False, preset={'n_layer_nextn': 1},
         derive=(('n_embd_q', 'n_embd_head_k * n_head'), ('n_embd_kv', 'n_embd_k_gqa'), ),
         layer_flags=(),
@@ -5002,7 +5002,7 @@ ARCHS = {
             T('FFN_DOWN', 'lora_a', ('n_ff', 'n_rank', 'n_slots'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'lora_b', ('n_rank', 'n_embd', 'n_slots'), True, 'n_layer', (), ()),
         )),
-    'granite_swa': Arch(
+    'granite_swa': lambda: Arch(
         cls='llama_model_granite_swa', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5055,7 +5055,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', '2*n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'chameleon': Arch(
+    'chameleon': lambda: Arch(
         cls='llama_model_chameleon', dynamic=False, preset={'f_norm_eps': 1e-05},
         derive=(),
         layer_flags=(),
@@ -5090,7 +5090,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'wavtokenizer-dec': Arch(
+    'wavtokenizer-dec': lambda: Arch(
         cls='llama_model_wavtokenizer_dec', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5141,7 +5141,7 @@ ARCHS = {
             T('OUTPUT', 'weight', (None, 'n_embd_out'), True, None, (), ()),
             T('OUTPUT', 'bias', ('n_embd_out',), True, None, (), ()),
         )),
-    'plm': Arch(
+    'plm': lambda: Arch(
         cls='llama_model_plm', dynamic=False, preset={},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k - n_rot'), ('kv_lora_rank', 'n_lora_kv'), ),
         layer_flags=(),
@@ -5164,7 +5164,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'bailingmoe': Arch(
+    'bailingmoe': lambda: Arch(
         cls='llama_model_bailingmoe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -5203,7 +5203,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_exp * n_expert_shared', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', (), ()),
         )),
-    'bailingmoe2': Arch(
+    'bailingmoe2': lambda: Arch(
         cls='llama_model_bailingmoe2', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -5251,7 +5251,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',), optional_if='(False)'),
         )),
-    'bailingmoe3': Arch(
+    'bailingmoe3': lambda: Arch(
         cls='llama_model_bailingmoe3', dynamic=False, preset={},
         derive=(('head_dim', 'n_embd_head_kda'), ('d_inner', 'head_dim * n_head'), ('d_conv', 'ssm_d_conv'), ('kv_lora_rank', 'n_lora_kv'), ('q_lora_rank', 'n_lora_q'), ('qk_rope_head_dim', 'n_rot'), ('qk_head_dim', 'n_embd_head_k_mla'), ('v_head_dim', 'n_embd_head_v_mla'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('flags', 'mtp_flags'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -5350,7 +5350,7 @@ ARCHS = {
             T('NEXTN_HNORM', 'weight', ('n_embd',), True, None, ('for (int il = n_layer; il < n_layer_all; ++il)',), (None,), optional_if='((((trunk_only) and (True)) or (not (trunk_only) and (False))))'),
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), True, None, ('for (int il = n_layer; il < n_layer_all; ++il)',), (None,), optional_if='((((trunk_only) and (True)) or (not (trunk_only) and (False))))'),
         )),
-    'dots1': Arch(
+    'dots1': lambda: Arch(
         cls='llama_model_dots1', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -5396,7 +5396,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_exp * n_expert_shared', 'n_embd'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'dots3note': Arch(
+    'dots3note': lambda: Arch(
         cls='llama_model_dots3note', dynamic=False, preset={'f_norm_eps': 1e-06},
         derive=(('n_embd_head_qk_rope', 'n_rot'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('is_mtp', 'i >= n_layer'), ('is_swa', 'is_mtp or is_swa'), ('n_head_l', 'n_head'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ),
         layer_flags=(),
@@ -5466,7 +5466,7 @@ ARCHS = {
             T('NEXTN_EMBED_TOKENS', 'weight', ('n_embd', 'n_vocab'), True, 'n_layer_all', ('if (is_mtp)',), ('is_mtp',), optional_if='(((is_mtp) and (True)) or (not (is_mtp) and (False)))'),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), True, 'n_layer_all', ('if (is_mtp)',), ('is_mtp',), optional_if='(((is_mtp) and (True)) or (not (is_mtp) and (False)))'),
         )),
-    'arcee': Arch(
+    'arcee': lambda: Arch(
         cls='llama_model_arcee', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5495,7 +5495,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'afmoe': Arch(
+    'afmoe': lambda: Arch(
         cls='llama_model_afmoe', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_exp * n_expert_shared'), ),
         layer_flags=(),
@@ -5547,7 +5547,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of (static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ('not ((i) >= n_layer_dense_lead)',)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ('not ((i) >= n_layer_dense_lead)',)),
         )),
-    'laguna': Arch(
+    'laguna': lambda: Arch(
         cls='llama_model_laguna', dynamic=False, preset={'n_expert_shared': 1, 'n_swa': 0},
         derive=(('n_ff_exp', 'n_ff_exp'), ('n_ff_shexp', 'n_ff_shexp'), ('n_head_il', 'n_head'), ('n_head_kv_il', 'n_head_kv'), ('n_embd_q_il', 'n_embd_head_k * n_head_il'), ('n_embd_k_il', 'n_embd_head_k * n_head_kv_il'), ('n_embd_v_il', 'n_embd_head_v * n_head_kv_il'), ('n_gate_per_head', 'n_head_il'), ('n_gate_per_elem', 'n_embd_head_k * n_head_il'), ),
         layer_flags=(),
@@ -5599,7 +5599,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of ((uint32_t)i >= hparams.n_layer_dense_lead)',), ('not (i >= n_layer_dense_lead)',)),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of ((uint32_t)i >= hparams.n_layer_dense_lead)',), ('not (i >= n_layer_dense_lead)',)),
         )),
-    'ernie4_5': Arch(
+    'ernie4_5': lambda: Arch(
         cls='llama_model_ernie4_5', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5643,7 +5643,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
         )),
-    'ernie4_5-moe': Arch(
+    'ernie4_5-moe': lambda: Arch(
         cls='llama_model_ernie4_5_moe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5688,7 +5688,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
         )),
-    'hunyuan-moe': Arch(
+    'hunyuan-moe': lambda: Arch(
         cls='llama_model_hunyuan_moe', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5726,7 +5726,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', (), ()),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'hunyuan-dense': Arch(
+    'hunyuan-dense': lambda: Arch(
         cls='llama_model_hunyuan_dense', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5757,7 +5757,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'hunyuan_vl': Arch(
+    'hunyuan_vl': lambda: Arch(
         cls='llama_model_hunyuan_vl', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -5790,7 +5790,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'hy_v3': Arch(
+    'hy_v3': lambda: Arch(
         cls='llama_model_hy_v3', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ),
         layer_flags=(),
@@ -5842,7 +5842,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, ('for (int i = n_layer; i < n_layer_all; ++i)',), (None,)),
         )),
-    'hy_v4': Arch(
+    'hy_v4': lambda: Arch(
         cls='llama_model_hy_v4', dynamic=False, preset={},
         derive=(('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('hc', 'dsv4_hc_mult'), ('n_indexer_head', 'indexer_n_head'), ('n_embd_indexer', 'indexer_head_size'), ),
         layer_flags=(),
@@ -5915,7 +5915,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_exp * n_expert_shared', 'n_embd'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_exp * n_expert_shared'), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'smollm3': Arch(
+    'smollm3': lambda: Arch(
         cls='llama_model_smollm3', dynamic=False, preset={'n_no_rope_layer_step': 4},
         derive=(),
         layer_flags=(),
@@ -5945,7 +5945,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'gpt-oss': Arch(
+    'gpt-oss': lambda: Arch(
         cls='llama_model_openai_moe', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -5985,7 +5985,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'bias', ('n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'bias', ('n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'lfm2': Arch(
+    'lfm2': lambda: Arch(
         cls='llama_model_lfm2', dynamic=False, preset={},
         derive=(('is_moe_layer', 'i >= (n_layer_dense_lead)'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -6032,7 +6032,7 @@ ARCHS = {
             T('DENSE_2_OUT', 'weight', ('n_embd', 'n_embd_out'), False, None, (), ()),
             T('DENSE_2_OUT', 'bias', ('n_embd_out',), False, None, (), ()),
         )),
-    'lfm2moe': Arch(
+    'lfm2moe': lambda: Arch(
         cls='llama_model_lfm2moe', dynamic=False, preset={},
         derive=(('is_moe_layer', 'i >= (n_layer_dense_lead)'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -6078,7 +6078,7 @@ ARCHS = {
             T('DENSE_2_OUT', 'weight', ('n_embd', 'n_embd_out'), False, None, (), ()),
             T('DENSE_2_OUT', 'bias', ('n_embd_out',), False, None, (), ()),
         )),
-    'dream': Arch(
+    'dream': lambda: Arch(
         cls='llama_model_dream', dynamic=False, preset={'causal_attn': False},
         derive=(),
         layer_flags=(),
@@ -6109,7 +6109,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'smallthinker': Arch(
+    'smallthinker': lambda: Arch(
         cls='llama_model_smallthinker', dynamic=False, preset={},
         derive=(('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -6148,7 +6148,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'llada': Arch(
+    'llada': lambda: Arch(
         cls='llama_model_llada', dynamic=False, preset={'causal_attn': False},
         derive=(),
         layer_flags=(),
@@ -6182,7 +6182,7 @@ ARCHS = {
             T('FFN_DOWN', 'bias', ('n_embd',), False, 'n_layer', (), ()),
             T('FFN_UP', 'bias', ('n_ff',), False, 'n_layer', (), ()),
         )),
-    'llada-moe': Arch(
+    'llada-moe': lambda: Arch(
         cls='llama_model_llada_moe', dynamic=False, preset={'causal_attn': False},
         derive=(),
         layer_flags=(),
@@ -6218,7 +6218,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'seed_oss': Arch(
+    'seed_oss': lambda: Arch(
         cls='llama_model_seed_oss', dynamic=False, preset={},
         derive=(('head_dim', 'n_embd_head_k'), ('n_qo_dim', 'n_head * head_dim'), ('n_kv_dim', 'n_head_kv * head_dim'), ),
         layer_flags=(),
@@ -6248,7 +6248,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'grovemoe': Arch(
+    'grovemoe': lambda: Arch(
         cls='llama_model_grovemoe', dynamic=False, preset={},
         derive=(('n_chunk_expert', 'n_expert // n_group_experts'), ),
         layer_flags=(),
@@ -6291,7 +6291,7 @@ ARCHS = {
             T('FFN_DOWN_CHEXPS', 'weight', ('n_ff_chexp', 'n_embd', 'n_chunk_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_CHEXPS', 'weight', ('n_embd', 'n_ff_chexp', 'n_chunk_expert'), True, 'n_layer', (), ()),
         )),
-    'apertus': Arch(
+    'apertus': lambda: Arch(
         cls='llama_model_apertus', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -6329,7 +6329,7 @@ ARCHS = {
             T('ATTN_K_NORM', 'weight', ('n_embd_head_k',), True, 'n_layer', (), ()),
             T('ATTN_K_NORM', 'bias', ('n_embd_head_k',), False, 'n_layer', (), ()),
         )),
-    'minimax-01': Arch(
+    'minimax-01': lambda: Arch(
         cls='llama_model_minimax_01', dynamic=False, preset={},
         derive=(),
         layer_flags=(('is_recr', '(i < n_layer) and ((i + 1) % full_attn_interval != 0)'),),
@@ -6366,7 +6366,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'hrm_text': Arch(
+    'hrm_text': lambda: Arch(
         cls='llama_model_hrm_text', dynamic=False, preset={},
         derive=(('lps', 'n_hrm_layers_per_stack'), ('l_first', '0'), ('h_first', 'n_hrm_l_cycles * lps'), ('slot_base', '(h * (n_hrm_l_cycles + 1) + l) * lps'), ('bid', 'blk_base + il'), ),
         layer_flags=(),
@@ -6402,7 +6402,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'other', ('for (int h = 0; h < (int) hparams.n_hrm_h_cycles; ++h)', 'for (int l = 0; l < (int) hparams.n_hrm_l_cycles + 1; ++l)', 'for (int il = 0; il < lps; ++il)'), (None, None, None), bid='bid'),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'other', ('for (int h = 0; h < (int) hparams.n_hrm_h_cycles; ++h)', 'for (int l = 0; l < (int) hparams.n_hrm_l_cycles + 1; ++l)', 'for (int il = 0; il < lps; ++il)'), (None, None, None), bid='bid'),
         )),
-    'minimax-m2': Arch(
+    'minimax-m2': lambda: Arch(
         cls='llama_model_minimax_m2', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -6437,7 +6437,7 @@ ARCHS = {
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_EXP_PROBS_B', 'bias', ('n_expert',), True, 'n_layer', (), ()),
         )),
-    'minimax-m3': Arch(
+    'minimax-m3': lambda: Arch(
         cls='llama_model_minimax_m3', dynamic=False, preset={},
         derive=(('n_expert_shared', 'n_expert_shared'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -6492,7 +6492,7 @@ ARCHS = {
             T('INDEXER_Q_NORM', 'weight', ('indexer_head_size',), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('INDEXER_K_NORM', 'weight', ('indexer_head_size',), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'cogvlm': Arch(
+    'cogvlm': lambda: Arch(
         cls='llama_model_cogvlm', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -6520,7 +6520,7 @@ ARCHS = {
             T('VISEXP_FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('VISEXP_FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'rnd1': Arch(
+    'rnd1': lambda: Arch(
         cls='llama_model_rnd1', dynamic=False, preset={'causal_attn': False},
         derive=(),
         layer_flags=(),
@@ -6556,7 +6556,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'pangu-embedded': Arch(
+    'pangu-embedded': lambda: Arch(
         cls='llama_model_pangu_embed', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -6587,7 +6587,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'mistral3': Arch(
+    'mistral3': lambda: Arch(
         cls='llama_model_mistral3', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(),
         layer_flags=(),
@@ -6632,7 +6632,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'eagle3': Arch(
+    'eagle3': lambda: Arch(
         cls='llama_model_eagle3', dynamic=False, preset={},
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('n_embd_attn_input', '2 * n_embd'), ),
         layer_flags=(),
@@ -6667,7 +6667,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('ROPE_FREQS', 'weight', ('n_rot//2',), False, 'n_layer', (), ()),
         )),
-    'dflash': Arch(
+    'dflash': lambda: Arch(
         cls='llama_model_dflash', dynamic=False, preset={'f_final_logit_softcapping': 0.0},
         derive=(('n_embd_inp', 'n_embd_inp_enc'), ('rank', 'dflash_selector_rank'), ('q_lora_rank', 'n_lora_q'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ('n_embd_head', 'n_embd_head_k'), ('o_groups', 'dsv4_o_group_count'), ('o_lora_rank', 'dsv4_o_lora_rank'), ('hc_mult', 'dsv4_hc_mult'), ('hc_dim', 'hc_mult * n_embd'), ('hc_mix_dim', '(2 + hc_mult) * hc_mult'), ('kernel', 'dflash_conv_kernel_size'), ('groups', 'n_embd // dflash_conv_group_size'), ('projected', '2 * kernel * groups'), ),
         layer_flags=(),
@@ -6776,7 +6776,7 @@ ARCHS = {
             T('DFLASH_FFN_CONV_BASE', None, ('n_embd', 'kernel', '2'), True, 'n_layer', ('if (selector_meta)',), ('selector_meta',)),
             T('DFLASH_FFN_CONV_PROJ', 'weight', ('n_embd', 'projected'), True, 'n_layer', ('if (selector_meta)',), ('selector_meta',)),
         )),
-    'mistral4': Arch(
+    'mistral4': lambda: Arch(
         cls='llama_model_mistral4', dynamic=False, preset={'f_attn_temp_offset': 0.0},
         derive=(('n_expert_shared', 'n_expert_shared'), ('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_mla', 'is_mla'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('n_embd_head_qk_rope', 'n_rot'), ('n_embd_head_qk_nope', 'n_embd_head_k_mla - n_embd_head_qk_rope'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -6836,7 +6836,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'paddleocr': Arch(
+    'paddleocr': lambda: Arch(
         cls='llama_model_paddleocr', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -6880,7 +6880,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', ('else of (arch == LLM_ARCH_ERNIE4_5_MOE && static_cast<uint32_t>(i) >= hparams.n_layer_dense_lead)',), ("not (arch == 'ernie4_5-moe' and (i) >= n_layer_dense_lead)",)),
         )),
-    'mimo2': Arch(
+    'mimo2': lambda: Arch(
         cls='llama_model_mimo2', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('is_nextn', 'i >= n_layer'), ),
         layer_flags=(),
@@ -6926,7 +6926,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (is_nextn)',), ('is_nextn',)),
             T('LAYER_OUT_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (is_nextn)',), ('is_nextn',)),
         )),
-    'step35': Arch(
+    'step35': lambda: Arch(
         cls='llama_model_step35', dynamic=False, preset={},
         derive=(('mtp_only', "(n_layer_nextn > 0) and (not has('blk.0.attn_norm.weight'))"), ('n_head_l', 'n_head'), ('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff_exp', 'n_ff_exp'), ('n_head_l', 'n_head'), ('n_embd_k_gqa', 'n_embd_k_gqa'), ('n_embd_v_gqa', 'n_embd_v_gqa'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(),
@@ -7006,7 +7006,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, None, (), ()),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, None, (), ()),
         )),
-    'spark2_5': Arch(
+    'spark2_5': lambda: Arch(
         cls='llama_model_spark2_5', dynamic=False, preset={},
         derive=(('n_head_i', 'n_head'), ('n_head_kv_i', 'n_head_kv'), ('n_embd_q', 'n_embd_head_k * n_head_i'), ('n_embd_k', 'n_embd_head_k * n_head_kv_i'), ('n_embd_v', 'n_embd_head_v * n_head_kv_i'), ),
         layer_flags=(),
@@ -7040,7 +7040,7 @@ ARCHS = {
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
         )),
-    'llama-embed': Arch(
+    'llama-embed': lambda: Arch(
         cls='llama_model_llama_embed', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7081,7 +7081,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), True, 'n_layer', ('else of (n_expert == 0)', 'if (hparams.n_ff_shexp > 0)'), ('not (n_expert == 0)', 'n_ff_shexp > 0')),
         )),
-    'maincoder': Arch(
+    'maincoder': lambda: Arch(
         cls='llama_model_maincoder', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7113,7 +7113,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'kimi-linear': Arch(
+    'kimi-linear': lambda: Arch(
         cls='llama_model_kimi_linear', dynamic=False, preset={},
         derive=(('n_embd_head_k_kda', 'n_embd_head_kda'), ('n_embd_head_v_kda', 'n_embd_head_kda'), ('ssm_d_conv', 'ssm_d_conv'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k_mla', 'n_embd_head_k_mla'), ('n_embd_head_v_mla', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -7185,7 +7185,7 @@ ARCHS = {
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp_actual'), False, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('FFN_EXP_PROBS_B', 'bias', ('n_expert',), True, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'kimi-k3': Arch(
+    'kimi-k3': lambda: Arch(
         cls='llama_model_kimi_k3', dynamic=True, preset={},
         derive=(('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_ff_exp', 'n_ff_exp'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -7263,7 +7263,7 @@ ARCHS = {
             T('FFN_DOWN_SHEXP', 'weight', ('n_ff_shexp', 'n_embd'), False, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
             T('FFN_UP_SHEXP', 'weight', ('n_embd', 'n_ff_shexp'), False, 'n_layer', ('else of (i < (int) hparams.n_layer_dense_lead)',), ('not (i <  n_layer_dense_lead)',)),
         )),
-    'glm5-next': Arch(
+    'glm5-next': lambda: Arch(
         cls='llama_model_glm5_next', dynamic=True, preset={},
         derive=(('hc', 'dsv4_hc_mult'), ('hc_mix_dim', '(2 + hc)*hc'), ('head_dim', 'n_embd_head_kda'), ('d_conv', 'ssm_d_conv'), ('d_inner', 'head_dim * n_head'), ('q_lora_rank', 'n_lora_q'), ('kv_lora_rank', 'n_lora_kv'), ('n_embd_head_k', 'n_embd_head_k_mla'), ('n_embd_head_v', 'n_embd_head_v_mla'), ('qk_rope_head_dim', 'n_rot'), ('qk_nope_head_dim', 'n_embd_head_k - qk_rope_head_dim'), ('n_indexer_head', 'indexer_n_head'), ('n_embd_indexer', 'indexer_head_size'), ('kpool', 'indexer_kpool'), ('full', 'i >= n_layer or is_indexer_full'), ('n_ff_exp', 'n_ff_exp'), ('n_expert_shared', 'n_expert_shared'), ),
         layer_flags=(('is_recr', 'n_head_kv == 0'),),
@@ -7362,7 +7362,7 @@ ARCHS = {
             T('NEXTN_SHARED_HEAD_HEAD', 'weight', ('n_embd', 'n_vocab'), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
             T('NEXTN_SHARED_HEAD_NORM', 'weight', ('n_embd',), False, 'n_layer_all', ('if (i >= n_layer)',), ('i >= n_layer',)),
         )),
-    'talkie': Arch(
+    'talkie': lambda: Arch(
         cls='llama_model_talkie', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7392,7 +7392,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('LAYER_OUT_SCALE', 'weight', ('1',), True, 'n_layer', (), ()),
         )),
-    'mellum': Arch(
+    'mellum': lambda: Arch(
         cls='llama_model_mellum', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7432,7 +7432,7 @@ ARCHS = {
             T('FFN_DOWN_EXPS', 'weight', ('n_ff_exp', 'n_embd', 'n_expert'), True, 'n_layer', (), ()),
             T('FFN_UP_EXPS', 'weight', ('n_embd', 'n_ff_exp', 'n_expert'), True, 'n_layer', (), ()),
         )),
-    'nanbeige': Arch(
+    'nanbeige': lambda: Arch(
         cls='llama_model_nanbeige', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7464,7 +7464,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, None, ('for (int i = 0; i < n_phys; ++i)',), (None,)),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, None, ('for (int i = 0; i < n_phys; ++i)',), (None,)),
         )),
-    'qwen3tts': Arch(
+    'qwen3tts': lambda: Arch(
         cls='llama_model_qwen3tts', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7497,7 +7497,7 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-    'pockettts': Arch(
+    'pockettts': lambda: Arch(
         cls='llama_model_pockettts', dynamic=False, preset={},
         derive=(),
         layer_flags=(),
@@ -7528,4 +7528,4 @@ ARCHS = {
             T('FFN_DOWN', 'weight', ('n_ff', 'n_embd'), True, 'n_layer', (), ()),
             T('FFN_UP', 'weight', ('n_embd', 'n_ff'), True, 'n_layer', (), ()),
         )),
-}
+})

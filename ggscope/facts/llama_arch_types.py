@@ -39,6 +39,12 @@ Contract:
   when it is false - or a ``throw`` whose message is the C text, raised when ``when``
   holds), ``hparams``, ``tensors``.
 * ``HPARAM_DEFAULTS`` (in the generated module): llama_hparams fields' initial values.
+* ``Archs`` - the generated ``ARCHS``: a read-only mapping of architecture name -> ``Arch``
+  whose records are built on first access, one architecture at a time.  Why: the table holds
+  about 4,900 records; building them all at import cost every ``validate`` process 10-20 ms
+  although a file names one architecture.  The generated module holds each architecture as
+  a function that returns its ``Arch`` (a code object: unmarshalled with the module's
+  bytecode, run only when asked for).
 
 Shape variables: those of ``LLAMA_LOAD_LOCALS`` (src/llama-model.h: n_layer, n_head,
 n_head_kv, n_embd, n_embd_k_gqa, n_embd_v_gqa, n_embd_head_k, n_embd_head_v, n_ff,
@@ -47,9 +53,11 @@ every hparams field the architecture reads (by field name) and ``derive``.
 """
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
-__all__ = ["H", "T", "Arch"]
+__all__ = ["H", "T", "Arch", "Archs"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +96,38 @@ class Arch:
     checks: tuple[tuple[str, str, str | None, str, tuple[str, ...]], ...]
     hparams: tuple[H, ...]
     tensors: tuple[T, ...]
+
+
+class Archs(Mapping):
+    """Architecture name -> ``Arch``, each built by its function on first access and kept.
+
+    Membership, iteration and ``len`` build nothing; ``built()`` names the architectures
+    built so far (what a start-up test reads)."""
+
+    def __init__(self, makers: dict[str, Callable[[], Arch]]) -> None:
+        self._makers = makers
+        self._built: dict[str, Arch] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> Arch:
+        hit = self._built.get(name)
+        if hit is not None:
+            return hit
+        make = self._makers[name]             # KeyError for an unknown architecture, as a dict
+        with self._lock:                      # two threads' first use build one record
+            hit = self._built.get(name)
+            if hit is None:
+                hit = self._built[name] = make()
+        return hit
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._makers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)
+
+    def built(self) -> tuple[str, ...]:
+        return tuple(self._built)

@@ -3,8 +3,9 @@
 A rule is a small class in its family module: it declares ``code`` (stable, e.g.
 "GG501"), ``name`` (kebab-case, e.g. "duplicate-tensor-name"), ``severity``, a one-line
 ``summary``, its ``source`` (the reader or writer behaviour it mirrors; by default the
-docstring's Reference section) and whether it ``needs_tensor_data`` (only ``--deep`` runs those), and its
-``check(ctx)`` yields ``Finding``s.  Its docstring has ruff's sections - What it checks,
+docstring's Reference section), whether it ``needs_tensor_data`` (only ``--deep`` runs those) and
+``only_if`` (its precondition, ``rules.preconditions``: the runner skips it on a file where that
+fails), and its ``check(ctx)`` yields ``Finding``s.  Its docstring has ruff's sections - What it checks,
 Why it matters, Example, Reference - which ``ggscope explain CODE`` prints.
 
 Rules never print and reporters never judge: a Finding carries everything a reporter
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -55,12 +56,17 @@ class Finding:
                 "message": self.message, "path": self.path, "start": self.start, "end": self.end}
 
 
-@dataclass
 class CheckContext:
-    """What a rule sees: the parsed file, and helpers to make findings at nodes."""
-    mf: "ModelFile"
-    rule: "Rule"
-    options: dict[str, Any] = field(default_factory=dict)
+    """What a rule sees: the parsed file (``mf``), the rule (``rule``), the run's options
+    (``options``: ``manifest``, ``base``, ...), and helpers to make findings at nodes.
+    A plain class with slots: one is made per rule and file (ninety per file)."""
+
+    __slots__ = ("mf", "rule", "options")
+
+    def __init__(self, mf: "ModelFile", rule: "Rule", options: dict[str, Any] | None = None) -> None:
+        self.mf = mf
+        self.rule = rule
+        self.options = {} if options is None else options
 
     def at(self, node: "Node | None", message: str, *, severity: Severity | None = None,
            start: int | None = None, end: int | None = None) -> Finding:
@@ -87,6 +93,9 @@ class Rule:
     formats: ClassVar[tuple[str, ...]] = ("gguf",)      # ModelFile.format values it applies to
     needs_tensor_data: ClassVar[bool] = False
     source: ClassVar[str] = ""     # the reader or writer behaviour it mirrors (else: the docstring's Reference)
+    # the precondition without which check() yields nothing (a key of rules.preconditions.PRECONDITIONS),
+    # decided once per file by the runner; None: the rule runs on every file of its formats
+    only_if: ClassVar[str | None] = None
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         raise NotImplementedError

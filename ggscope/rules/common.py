@@ -4,7 +4,7 @@ Why: the structure, alignment, tensors and values families all need the metadata
 entries and tensor infos that parsed completely, ggml's layout facts (alignment, each
 tensor's expected offset, the data size) and which rule owns the damage; computed once
 here, each family reads the same answer.  Contract: every function takes a
-``ModelFile`` and never raises for a damaged one; ``kv_nodes``, ``tensor_rows`` and
+``ModelFile`` and never raises for a damaged one; ``kv_nodes``, ``kv_rows``, ``tensor_rows`` and
 ``ggml_layout`` are cached in ``mf.extra``.  The numbers are ggml's (ggml src/gguf.cpp, gguf_init_from_file, as
 vendored in llama-cpp-python 0.3.36).
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from ggscope.facts import ggml_types
 from ggscope.ksy.damage import Damage
@@ -20,7 +21,7 @@ from ggscope.ksy.node import Node
 from ggscope.ksy.records import RecordArray
 
 __all__ = ["GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
-           "kv_nodes", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne",
+           "kv_nodes", "KV", "kv_rows", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne",
            "raw_bytes", "type_facts", "block_sizes", "pad",
            "HOSTILE_FACTOR", "GGUF_VERSION", "GGML_MAX_DIMS", "GGML_MAX_NAME", "GGUF_DEFAULT_ALIGNMENT",
            "INT64_MAX", "SIZE_MAX", "GGUF_TYPE_UINT32", "GGUF_TYPE_ARRAY", "GGUF_TYPE_NAMES"]
@@ -51,6 +52,39 @@ def kv_nodes(mf) -> list:
             break
         out.append(kv)
     cache["kv_nodes"] = out
+    return out
+
+
+class KV(NamedTuple):
+    """One complete metadata entry (of ``kv_nodes``) with the parts rules read, looked up once.
+
+    ``node`` the entry, ``key_node`` its ``key`` (a gguf string: ``len``, ``data``),
+    ``data`` the key's ``data`` node, ``key`` its decoded value, ``type_node``/``type`` the
+    value type, ``value`` the value node, ``elem_type`` an array's element type (None for a
+    scalar)."""
+    node: Node
+    key_node: Node
+    data: Node
+    key: object
+    type_node: Node
+    type: object
+    value: Node
+    elem_type: object
+
+
+def kv_rows(mf) -> list[KV]:
+    """``kv_nodes`` as ``KV`` rows (cached in ``mf.extra``): the node lookups every
+    metadata rule made per entry, made once per file."""
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    hit = cache.get("kv_rows")
+    if hit is not None:
+        return hit
+    out = []
+    for kv in kv_nodes(mf):
+        k, t, v = kv["key"], kv["type"], kv["value"]
+        data = k["data"]
+        out.append(KV(kv, k, data, data.value, t, t.value, v, v["type"].value if t.value == GGUF_TYPE_ARRAY else None))
+    cache["kv_rows"] = out
     return out
 
 
@@ -235,9 +269,9 @@ def block_sizes(t) -> tuple[int, int]:
 
 
 def ggml_alignment(mf) -> int:
-    for kv in kv_nodes(mf):
-        if kv["key"]["data"].value == "general.alignment" and kv["type"].value == GGUF_TYPE_UINT32:
-            return int(kv["value"].value)
+    for kv in kv_rows(mf):
+        if kv.key == "general.alignment" and kv.type == GGUF_TYPE_UINT32:
+            return int(kv.value.value)
     return GGUF_DEFAULT_ALIGNMENT
 
 

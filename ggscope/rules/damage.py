@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
-from ggscope.rules.common import GGUF_TYPE_ARRAY, INT64_MAX, damage_kind, kv_nodes
+from ggscope.rules.common import GGUF_TYPE_ARRAY, INT64_MAX, damage_kind, kv_rows
 
 __all__ = ["RULES", "BadMagic", "CountCannotFit", "InvalidValueType", "TruncatedFile", "UnreadableField",
            "reader_name"]
@@ -120,9 +120,9 @@ class InvalidValueType(Rule):
             t = ctx.node(d.path.rsplit("/", 1)[0] + "/type") if "/" in d.path else None
             code = f" {t.value}" if t is not None and t.value is not None else ""
             yield ctx.at(d, f"unknown GGUF value type{code}; ggml refuses it", start=d.start, end=d.start)
-        for kv in kv_nodes(ctx.mf):
-            if kv["type"].value == GGUF_TYPE_ARRAY and kv["value"]["type"].value == GGUF_TYPE_ARRAY:
-                yield ctx.at(kv["value"]["type"], f"key {quoted(kv['key']['data'].value)}: an array of arrays; "
+        for kv in kv_rows(ctx.mf):
+            if kv.type == GGUF_TYPE_ARRAY and kv.elem_type == GGUF_TYPE_ARRAY:
+                yield ctx.at(kv.value["type"], f"key {quoted(kv.key)}: an array of arrays; "
                              "ggml refuses nested arrays")
 
 

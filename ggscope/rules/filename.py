@@ -23,7 +23,7 @@ from ggscope.facts.upstream_overlay import FILENAME_PREFIXES
 from ggscope.model.open import open as open_file
 from ggscope.model.split import SHARD_RE, shard_paths
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
-from ggscope.source.remote import RemoteError, is_remote
+from ggscope.source.local import is_remote
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "PUBLISHER_FILENAME_RE", "SHARD_RE", "parse_filename",
            "parse_publisher_filename", "FilenameConvention",
@@ -228,14 +228,14 @@ class SplitSetIncomplete(Rule):
             try:
                 shard = ctx.mf if path == ctx.mf.path or (not is_remote(path) and os.path.abspath(path)
                                                           == os.path.abspath(ctx.mf.path)) else open_file(path)
-            except RemoteError as exc:
-                if "not found" in str(exc):
+            except Exception as exc:  # noqa: BLE001 - an unreadable sibling is a finding
+                from ggscope.source.remote import RemoteError  # start-up: the network module only after a failed open
+                if not isinstance(exc, RemoteError):
+                    yield ctx.at(None, f"shard {i} ({_base(path)}) could not be opened: {exc}")
+                elif "not found" in str(exc):
                     missing.append(i)
                 else:
                     yield ctx.at(None, f"shard {i} ({_base(path)}) could not be read: {exc}")
-                continue
-            except Exception as exc:  # noqa: BLE001 - an unreadable sibling is a finding
-                yield ctx.at(None, f"shard {i} ({_base(path)}) could not be opened: {exc}")
                 continue
             sc, sn = shard.metadata.get("split.count"), shard.metadata.get("split.no")
             if sc is not None and sc != count:

@@ -15,6 +15,8 @@ issues.  ``run`` is loader_engine's ``_Run`` (``md``, ``types``, ``add``, ``node
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ggscope.core.escape import llama_quoted, quoted
 from ggscope.facts import llama_arch as gen
 from ggscope.facts.llama_loader import key, tensor_name, tensor_pattern
@@ -59,12 +61,25 @@ def _int(v, default=0):
         return default
 
 
+@lru_cache(maxsize=64)
+def _keyed(arch: str) -> tuple[tuple, ...]:
+    """``(H, its GGUF key)`` of every ``get_key`` call of ``arch``'s load_hparams, in order
+    (COMMON first): a fact of the table, made once per architecture, not per file."""
+    return tuple((h, key(h.kv, arch)) for h in (*gen.COMMON, *gen.ARCHS[arch].hparams))
+
+
+@lru_cache(maxsize=64)
+def _defaults(arch: str) -> dict:
+    """llama_hparams' initial values with ``arch``'s preset over them, as numbers (``_num``)."""
+    return {d: _num(v) for d, v in {**gen.HPARAM_DEFAULTS, **gen.ARCHS[arch].preset}.items()}
+
+
 def hparams(run, checks: bool = True) -> dict:
     arch = run.arch
     spec = gen.ARCHS[arch]
     vals: dict[str, object] = {}
-    for h in (*gen.COMMON, *spec.hparams):
-        k = key(h.kv, arch)
+    keyed = _keyed(arch)
+    for h, k in keyed:
         if k not in run.md:
             if h.required and not h.conds:
                 run.add("missing-key", f"key not found in model: {k}", run.node("general.architecture"))
@@ -100,8 +115,7 @@ def hparams(run, checks: bool = True) -> dict:
                 run.node(k))
         raise run.Stop
     per_layer: dict[str, list] = {}
-    for h in (*gen.COMMON, *spec.hparams):
-        k = key(h.kv, arch)
+    for h, k in keyed:
         v = run.md.get(k)
         if h.mode != "per_layer" or v is None or not run.types.get(k, "").startswith("array"):
             continue
@@ -130,7 +144,7 @@ def hparams(run, checks: bool = True) -> dict:
         return _int(v) if v is not None else fallback
 
     n_embd = _int(vals.get("n_embd"))
-    base = {d: _num(v) for d, v in {**gen.HPARAM_DEFAULTS, **spec.preset}.items()}
+    base = dict(_defaults(arch))
     base.update({d: _num(v) for d, v in vals.items() if _num(v) is not None})
     base["arch"] = arch
     names = frozenset(t.name for t in run.mf.tensors)

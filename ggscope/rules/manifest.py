@@ -57,6 +57,7 @@ class ManifestTensorChanged(Rule):
     examples/gguf-hash/gguf-hash.cpp (per tensor hash of ``ggml_nbytes`` bytes).
     """
     code, name, severity, family = "GG1201", "manifest-tensor-changed", Severity.ERROR, "manifest"
+    only_if = "manifest"
     summary = "A tensor's data does not hash to the manifest's digest."
     formats = ("*",)
 
@@ -80,6 +81,7 @@ class ManifestTensorMissing(Rule):
     examples/gguf-hash/gguf-hash.cpp (manifest lines ``TYPE  DIGEST  FILE:TENSOR``).
     """
     code, name, severity, family = "GG1202", "manifest-tensor-missing", Severity.ERROR, "manifest"
+    only_if = "manifest"
     summary = "The manifest lists a tensor the file does not have."
     formats = ("*",)
 
@@ -103,6 +105,7 @@ class ManifestTensorExtra(Rule):
     examples/gguf-hash/gguf-hash.cpp (its check prints such a tensor as "Not Found").
     """
     code, name, severity, family = "GG1203", "manifest-tensor-extra", Severity.ERROR, "manifest"
+    only_if = "manifest"
     summary = "The file has a tensor the manifest does not list."
     formats = ("*",)
 
@@ -127,6 +130,7 @@ class ManifestDataMismatch(Rule):
     examples/gguf-hash/gguf-hash.cpp (the "Overall Model Hash" and HASH_EXIT_MANIFEST_MISSING_ENTRY).
     """
     code, name, severity, family = "GG1204", "manifest-data-mismatch", Severity.ERROR, "manifest"
+    only_if = "manifest"
     summary = "All tensor data together does not hash to the manifest's digest (or it has no entry)."
     formats = ("*",)
 

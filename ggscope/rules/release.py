@@ -25,6 +25,11 @@ from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 
 __all__ = ["RULES", "fork_nbytes", "stored_extents"]
 
+# the type ids some fork gives a meaning (all eras), and those a current fork still uses:
+# what GG1112 and GG1113 ask of every tensor type, as one set lookup
+_FORK_IDS = frozenset(f.id for f in FORK_TYPES)
+_CURRENT_FORK_IDS = frozenset(f.id for f in FORK_TYPES if f.current)
+
 _PROJ_KEYS = ("clip.projector_type", "clip.vision.projector_type", "clip.audio.projector_type")
 
 _SOURCE = ("llama.cpp release sources as bundled in node-llama-cpp (tools/gen_llama_history.py, "
@@ -77,7 +82,7 @@ class NeedsRelease(Rule):
             items.append((f"architecture {quoted(arch)}", ARCH[arch]))
         for tid in sorted({t.type_id for t in mf.tensors if isinstance(t.type_id, int)}):
             s = GGML_TYPE.get(tid)
-            if s is not None and not any(f.id == tid for f in FORK_TYPES if f.current):
+            if s is not None and tid not in _CURRENT_FORK_IDS:
                 items.append((f"type {s.name}", s))
             elif s is not None:
                 items.append((f"type {s.name} (id {tid}; see GG1113)", s))
@@ -177,6 +182,8 @@ class ForkTypeId(Rule):
         for t in mf.tensors:
             if isinstance(t.type_id, int):
                 by_id.setdefault(t.type_id, []).append(t)
+        if _FORK_IDS.isdisjoint(by_id):        # no type id any fork redefines: nothing to judge
+            return
         extents = stored_extents(mf)
         align = mf.alignment or 32
         for tid in sorted(by_id):

@@ -57,6 +57,7 @@ class SidecarFile(Rule):
     Reference: src/llama.cpp ``llama_model_load``; src/llama-adapter.cpp; tools/mtmd/clip.cpp.
     """
     code, name, severity, family = "GG1120", "sidecar-file", Severity.INFO, "loader"
+    only_if = "sidecar"
     summary = "The file is a projector, adapter or importance matrix, read by its own loader."
     source = f"{PINNED}: src/llama.cpp, src/llama-adapter.cpp, tools/mtmd/clip.cpp"
 
@@ -95,6 +96,7 @@ class ProjectorRefused(Rule):
     Reference: tools/mtmd/clip.cpp ``clip_model_loader``; tools/mtmd/clip-impl.h; src/llama.cpp.
     """
     code, name, severity, family = "GG1121", "projector-refused", Severity.ERROR, "loader"
+    only_if = "projector"
     summary = "A clip (projector) file that clip.cpp refuses, or a model mislabelled clip."
     source = f"{PINNED}: tools/mtmd/clip.cpp clip_model_loader; src/llama.cpp"
 
@@ -198,6 +200,7 @@ class ProjectorMismatch(Rule):
     Reference: tools/mtmd/mtmd.cpp ``mtmd_context``; tools/mtmd/clip.cpp ``clip_n_mmproj_embd``.
     """
     code, name, severity, family = "GG1123", "projector-mismatch", Severity.ERROR, "loader"
+    only_if = "projector"
     summary = "A projector whose output width is not the --base model's embedding length."
     source = f"{PINNED}: tools/mtmd/mtmd.cpp mtmd_context; tools/mtmd/clip.cpp clip_n_mmproj_embd"
 
@@ -232,6 +235,7 @@ class AdapterRefused(Rule):
     Reference: src/llama-adapter.cpp ``llama_adapter_lora_init_impl``.
     """
     code, name, severity, family = "GG1122", "adapter-refused", Severity.ERROR, "loader"
+    only_if = "adapter"
     summary = "A LoRA adapter llama.cpp's adapter loader refuses (alone or against --base)."
     source = f"{PINNED}: src/llama-adapter.cpp llama_adapter_lora_init_impl"
 

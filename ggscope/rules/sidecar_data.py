@@ -104,6 +104,7 @@ class ControlVectorRefused(Rule):
     tools/cvector-generator/cvector-generator.cpp ``export_gguf`` (the writer).
     """
     code, name, severity, family = "GG1124", "control-vector-refused", Severity.ERROR, "loader"
+    only_if = "control-vector"
     summary = "A control vector llama.cpp's --control-vector reader refuses."
     source = f"{PINNED}: common/common.cpp common_control_vector_load_one"
 
@@ -131,6 +132,7 @@ class ControlVectorMismatch(Rule):
     Reference: src/llama-adapter.cpp ``llama_adapter_cvec::apply``.
     """
     code, name, severity, family = "GG1125", "control-vector-mismatch", Severity.ERROR, "loader"
+    only_if = "control-vector"
     summary = "A control vector that does not fit the --base model."
     source = f"{PINNED}: src/llama-adapter.cpp llama_adapter_cvec::apply"
 
@@ -186,6 +188,7 @@ class ImatrixRefused(Rule):
     ``load_imatrix``; ggml/src/gguf.cpp ``gguf_get_val_u32``; tools/imatrix/imatrix.cpp (the writer).
     """
     code, name, severity, family = "GG1126", "imatrix-refused", Severity.ERROR, "loader"
+    only_if = "imatrix"
     summary = "An importance matrix llama-quantize --imatrix refuses or crashes on."
     source = f"{PINNED}: common/imatrix-loader.cpp common_imatrix_load; tools/quantize/quantize.cpp load_imatrix"
 
@@ -238,6 +241,7 @@ class ImatrixMismatch(Rule):
     Reference: src/llama-quant.cpp ``llama_model_quantize_impl``, ``tensor_name_match_token_embd``.
     """
     code, name, severity, family = "GG1127", "imatrix-mismatch", Severity.ERROR, "loader"
+    only_if = "imatrix"
     summary = "An importance matrix that does not fit the --base model's weights."
     source = f"{PINNED}: src/llama-quant.cpp llama_model_quantize_impl"
 

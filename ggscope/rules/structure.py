@@ -26,7 +26,7 @@ from ggscope.facts.upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STR
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
 from ggscope.rules.common import (GGML_MAX_DIMS, GGML_MAX_NAME, GGUF_TYPE_ARRAY, GGUF_TYPE_NAMES,  # noqa: F401
                                   GGUF_TYPE_UINT32, GGUF_VERSION, INT64_MAX, SIZE_MAX, GGMLLayout, damage_kind,
-                                  ggml_layout, kv_nodes, raw_bytes, tensor_nodes)
+                                  ggml_layout, kv_nodes, kv_rows, raw_bytes, tensor_nodes)
 from ggscope.rules.damage import BadMagic, CountCannotFit, InvalidValueType, TruncatedFile, UnreadableField
 from ggscope.rules.structure_tensors import (BadDimension, DataSectionPastEnd, DuplicateTensorName,
                                              RowNotBlockMultiple, TensorNameTooLong, TooManyDims,
@@ -78,8 +78,8 @@ class EmptyKey(Rule):
     summary = "A metadata key is empty."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for i, kv in enumerate(kv_nodes(ctx.mf)):
-            k = kv["key"]
+        for i, kv in enumerate(kv_rows(ctx.mf)):
+            k = kv.key_node
             if k.end - k.start <= (4 if ctx.mf.version == 1 else 8):
                 yield ctx.at(k, f"metadata key {i} is empty")
 
@@ -99,10 +99,10 @@ class DuplicateKey(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         seen: dict[bytes, int] = {}
-        for i, kv in enumerate(kv_nodes(ctx.mf)):
-            raw = raw_bytes(ctx.mf, kv["key"]["data"])
+        for i, kv in enumerate(kv_rows(ctx.mf)):
+            raw = raw_bytes(ctx.mf, kv.data)
             if raw in seen:
-                yield ctx.at(kv["key"], f"key {quoted(kv['key']['data'].value)} repeats entry {seen[raw]}")
+                yield ctx.at(kv.key_node, f"key {quoted(kv.key)} repeats entry {seen[raw]}")
             else:
                 seen[raw] = i
 
@@ -125,17 +125,17 @@ class InvalidAlignment(Rule):
     summary = "general.alignment is not a uint32 power of two."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_nodes(ctx.mf):
-            if kv["key"]["data"].value != "general.alignment":
+        for kv in kv_rows(ctx.mf):
+            if kv.key != "general.alignment":
                 continue
-            t = kv["type"].value
+            t = kv.type
             if t != GGUF_TYPE_UINT32:
                 tn = GGUF_TYPE_NAMES[t] if 0 <= t < len(GGUF_TYPE_NAMES) else str(t)
-                yield ctx.at(kv["type"], f"general.alignment must be uint32, is {tn}")
+                yield ctx.at(kv.type_node, f"general.alignment must be uint32, is {tn}")
                 return
-            a = int(kv["value"].value)
+            a = int(kv.value.value)
             if a == 0 or a & (a - 1):
-                yield ctx.at(kv["value"], f"general.alignment {a} is not a power of two")
+                yield ctx.at(kv.value, f"general.alignment {a} is not a power of two")
             return
 
 
@@ -157,20 +157,20 @@ class ReaderLimitExceeded(Rule):
     source = "ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH / GGUF_MAX_ARRAY_ELEMENTS (2026-02-27)"
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_nodes(ctx.mf):
-            key = kv["key"]["data"].value
-            for node in (kv["key"]["len"], kv["value"].child("len")):
+        for kv in kv_rows(ctx.mf):
+            key = kv.key
+            for node in (kv.key_node["len"], kv.value.child("len")):
                 if node is not None and node.value is not None and int(node.value) > GGUF_MAX_STRING_LENGTH:
                     yield ctx.at(node, f"key {_printable(key)}: string length {int(node.value)} exceeds ggml's "
                                  f"maximum {GGUF_MAX_STRING_LENGTH}")
-            if kv["type"].value != GGUF_TYPE_ARRAY:
+            if kv.type != GGUF_TYPE_ARRAY:
                 continue
-            n = kv["value"].child("num_elems")
+            n = kv.value.child("num_elems")
             if n is not None and n.value is not None and int(n.value) > GGUF_MAX_ARRAY_ELEMENTS:
                 yield ctx.at(n, f"key {_printable(key)}: {int(n.value)} array elements exceed ggml's maximum "
                              f"{GGUF_MAX_ARRAY_ELEMENTS}")
                 continue
-            elems = kv["value"].child("elems")
+            elems = kv.value.child("elems")
             lens = getattr(elems.value, "lens", None) if elems is not None else None
             if lens is not None and len(lens) and elems.end - elems.start > GGUF_MAX_STRING_LENGTH:
                 longest = int(lens.max())

@@ -6,7 +6,7 @@ byte of 2 (the spec calls such a file invalid), strings that are not UTF-8, tens
 with no elements, an alignment that is a power of two but not a multiple of 8.  Other
 readers (gguf-py, Rust and Go parsers) reject or misread such files.
 
-Contract: rules read the parsed node tree through ``kv_nodes``/``tensor_rows`` (only
+Contract: rules read the parsed node tree through ``kv_rows``/``tensor_rows`` (only
 entries that parsed completely) and point at the offending node.  Strings are decoded
 with ``errors="surrogateescape"``, so a lone surrogate U+DC80..U+DCFF in a decoded
 string marks a byte that is not UTF-8; its raw bytes are read back from the source.
@@ -21,7 +21,7 @@ import numpy as np
 from ggscope.ksy.strings import StringArray
 from ggscope.rules import vocab_bytes
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
-from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_nodes, tensor_field, tensor_node, tensor_rows
+from ggscope.rules.common import GGUF_TYPE_ARRAY, GGUF_TYPE_UINT32, kv_rows, tensor_field, tensor_node, tensor_rows
 
 __all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDimension",
            "AlignmentNotMultipleOf8"]
@@ -29,10 +29,6 @@ __all__ = ["RULES", "InvalidBool", "StringNotUtf8", "NameNotUtf8", "ZeroSizeDime
 GGUF_TYPE_BOOL, GGUF_TYPE_STRING = 7, 8
 _ESCAPED = re.compile("[\udc80-\udcff]")
 _MAX_REPORTED = 5           # per entry: the first few bad elements are named, the rest counted
-
-
-def _key(kv) -> str:
-    return kv["key"]["data"].value
 
 
 def _raw(ctx: CheckContext, node) -> bytes:
@@ -55,12 +51,11 @@ def _values_of_type(ctx: CheckContext, gguf_type: int) -> Iterator[tuple[str, ob
         elif et == GGUF_TYPE_ARRAY:
             for sub in elems.children:
                 yield from walk(key, sub)
-    for kv in kv_nodes(ctx.mf):
-        t, v = kv["type"].value, kv["value"]
-        if t == gguf_type:
-            yield _key(kv), v, False
-        elif t == GGUF_TYPE_ARRAY:
-            yield from walk(_key(kv), v)
+    for kv in kv_rows(ctx.mf):
+        if kv.type == gguf_type:
+            yield kv.key, kv.value, False
+        elif kv.type == GGUF_TYPE_ARRAY and (kv.elem_type == gguf_type or kv.elem_type == GGUF_TYPE_ARRAY):
+            yield from walk(kv.key, kv.value)
 
 
 class InvalidBool(Rule):
@@ -148,10 +143,9 @@ class NameNotUtf8(Rule):
     summary = "A metadata key or tensor name is not valid UTF-8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_nodes(ctx.mf):
-            data = kv["key"]["data"]
-            if _bad_utf8(data.value):
-                yield ctx.at(kv["key"], f"metadata key is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
+        for kv in kv_rows(ctx.mf):
+            if _bad_utf8(kv.key):
+                yield ctx.at(kv.key_node, f"metadata key is not UTF-8: {quoted(_raw(ctx, kv.data)[:40])}")
         rows = tensor_rows(ctx.mf)
         for i, name in enumerate(rows.names):
             if _bad_utf8(name):
@@ -197,12 +191,12 @@ class AlignmentNotMultipleOf8(Rule):
     summary = "general.alignment is not a multiple of 8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_nodes(ctx.mf):
-            if _key(kv) != "general.alignment" or kv["type"].value != GGUF_TYPE_UINT32:
+        for kv in kv_rows(ctx.mf):
+            if kv.key != "general.alignment" or kv.type != GGUF_TYPE_UINT32:
                 continue
-            a = int(kv["value"].value)
+            a = int(kv.value.value)
             if a and not a & (a - 1) and a % 8:
-                yield ctx.at(kv["value"], f"general.alignment {a} is not a multiple of 8")
+                yield ctx.at(kv.value, f"general.alignment {a} is not a multiple of 8")
             return
 
 

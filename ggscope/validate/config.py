@@ -10,6 +10,12 @@ directory) upward and returns the nearest ``pyproject.toml`` that has a
 validate's start-up pays for TOML only where the table can be); ``load(start)`` returns its ``Config`` (all
 defaults when there is none).  A file that is not valid TOML, an unknown key or a
 value of the wrong type raises ``ConfigError``; the CLI reports it and exits 2.
+A pyproject.toml read once is kept by path, inode, modification time and size (``_SEEN``),
+and the Config made from it with it: a process that runs ``validate`` once per file (a
+server, a test suite, the in-process benchmark) reads and parses it once, and again only
+when it changes.  A file modified less than ``_SETTLED_NS`` ago is read every time (as git
+treats a racily clean index): a file system's clock ticks coarsely, and an edit of equal
+size within one tick would otherwise go unseen.
 
     [tool.ggscope]
     select = ["GG1", "GG5"]        # codes, code prefixes, rule names or families
@@ -21,6 +27,8 @@ value of the wrong type raises ``ConfigError``; the CLI reports it and exits 2.
 from __future__ import annotations
 
 import os
+import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,21 +65,57 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
+# pyproject.toml path -> ((inode, st_mtime_ns, st_size), its [tool.ggscope] table or None, its Config once parsed)
+_SEEN: dict[str, tuple[tuple[int, int, int], dict | None, list]] = {}
+_SETTLED_NS = 2_000_000_000
+
+
+def _table(candidate: str) -> tuple[dict | None, list] | None:
+    """``candidate``'s ``[tool.ggscope]`` table (None: it has none) and the one-slot list
+    that keeps its parsed Config, read again only when its time or size changed; None when
+    it is no regular file."""
+    try:
+        st = os.stat(candidate)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    key, seen = candidate, (st.st_ino, st.st_mtime_ns, st.st_size)
+    hit = _SEEN.get(key)
+    if hit is not None and hit[0] == seen:
+        return hit[1], hit[2]
+    try:
+        with open(candidate, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
+    # no [tool.ggscope] table can be in a file without the word: not parsed (nor tomllib imported)
+    table = _read_toml(Path(candidate)).get("tool", {}).get("ggscope") if b"ggscope" in data else None
+    kept: list = []
+    if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        _SEEN[key] = (seen, table, kept)
+    else:
+        _SEEN.pop(key, None)
+    return table, kept
+
+
+def _nearest(start: str | os.PathLike | None) -> tuple[Path, dict, list] | None:
+    d = os.path.realpath(start if start is not None else os.getcwd())     # os.path: a run per file pays this walk
+    while True:
+        candidate = os.path.join(d, "pyproject.toml")
+        found = _table(candidate)
+        if found is not None and found[0] is not None:
+            return Path(candidate), found[0], found[1]
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
 def find_pyproject(start: str | os.PathLike | None = None) -> tuple[Path, dict] | None:
     """The nearest pyproject.toml with a ``[tool.ggscope]`` table, and that table."""
-    here = Path(start if start is not None else os.getcwd()).resolve()
-    for d in (here, *here.parents):
-        candidate = d / "pyproject.toml"
-        if candidate.is_file():
-            try:
-                if b"ggscope" not in candidate.read_bytes():
-                    continue       # no [tool.ggscope] table can be in it: not parsed (nor tomllib imported)
-            except OSError as exc:
-                raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
-            table = _read_toml(candidate).get("tool", {}).get("ggscope")
-            if table is not None:
-                return candidate, table
-    return None
+    found = _nearest(start)
+    return None if found is None else (found[0], found[1])
 
 
 def _codes(value, key: str, where: str) -> tuple[str, ...]:
@@ -112,8 +156,10 @@ def parse(table: dict, where: str = "[tool.ggscope]") -> Config:
 
 def load(start: str | os.PathLike | None = None) -> Config:
     """The Config for a run started in ``start`` (defaults when no pyproject.toml has one)."""
-    found = find_pyproject(start)
+    found = _nearest(start)
     if found is None:
         return Config()
-    path, table = found
-    return parse(table, str(path))
+    path, table, kept = found
+    if not kept:
+        kept.append(parse(table, str(path)))        # a ConfigError is raised again on every load
+    return kept[0]

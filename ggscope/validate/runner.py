@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
+from functools import lru_cache
 
 from ggscope.core.errors import FileChanged, UnknownFormat
 from ggscope.model.modelfile import ModelFile
 from ggscope.model.open import open as open_file
 from ggscope.model.split import shard_paths
 from ggscope.rules import REDIRECTS, RULES, CheckContext, Finding, Rule, Severity
+from ggscope.rules.preconditions import PRECONDITIONS
 from ggscope.rules.structure import BadMagic
 from ggscope.source.mapped import open_source
 
@@ -76,9 +78,15 @@ def check_selectors(words: Iterable[str], option: str = "--select") -> None:
 def selected_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), deep: bool = False) -> list[type[Rule]]:
     """Rules chosen by code prefix (``GG1``, ``GG501``), name glob or family name.
 
-    Raises ``UnknownSelector`` when a word matches no rule at all.
+    Raises ``UnknownSelector`` when a word matches no rule at all.  The choice is made
+    once per selection in a process (``validate`` once per file must not match every
+    rule against every word again).
     """
-    select, ignore = list(select), list(ignore)
+    return list(_selected(tuple(select), tuple(ignore), bool(deep)))
+
+
+@lru_cache(maxsize=64)
+def _selected(select: tuple[str, ...], ignore: tuple[str, ...], deep: bool) -> tuple[type[Rule], ...]:
     check_selectors(select, "--select")
     check_selectors(ignore, "--ignore")
     out = []
@@ -90,16 +98,60 @@ def selected_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), deep:
         if ignore and _matches(r, ignore):
             continue
         out.append(r)
-    return out
+    return tuple(out)
+
+
+# (the rules given, a file's format) -> those of its format, and the preconditions they name
+_PLANS: dict[tuple[tuple[type[Rule], ...], str], tuple[tuple[type[Rule], ...], tuple[str, ...]]] = {}
+# (the rules of a format, which of their preconditions hold) -> the rules to call
+_RUNS: dict[tuple[tuple[type[Rule], ...], tuple[bool, ...]], tuple[type[Rule], ...]] = {}
+
+
+def _plan(rules: tuple[type[Rule], ...], fmt: str) -> tuple[tuple[type[Rule], ...], tuple[str, ...]]:
+    key = (rules, fmt)
+    hit = _PLANS.get(key)
+    if hit is None:
+        mine = tuple(r for r in rules if fmt in r.formats or "*" in r.formats)
+        hit = mine, tuple(dict.fromkeys(r.only_if for r in mine if r.only_if is not None))
+        if len(_PLANS) < 256:
+            _PLANS[key] = hit
+    return hit
+
+
+def _to_call(mf: ModelFile, rules: tuple[type[Rule], ...], options: dict) -> tuple[type[Rule], ...]:
+    """The rules of ``mf``'s format whose precondition (``Rule.only_if``) holds for it: each
+    precondition evaluated once, the list made once per combination of outcomes."""
+    mine, names = _plan(rules, mf.format)
+    if not names:
+        return mine
+    holds = tuple(_holds(n, mf, options) for n in names)
+    key = (mine, holds)
+    hit = _RUNS.get(key)
+    if hit is None:
+        failed = {n for n, h in zip(names, holds) if not h}
+        hit = tuple(r for r in mine if r.only_if not in failed)
+        if len(_RUNS) < 1024:
+            _RUNS[key] = hit
+    return hit
+
+
+def _holds(name: str, mf: ModelFile, options: dict) -> bool:
+    try:
+        return bool(PRECONDITIONS[name](mf, options))
+    except Exception:  # noqa: BLE001 - undecided: the rules run and judge the file (or report GG000) themselves
+        return True
 
 
 def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: dict | None = None) -> list[Finding]:
+    """The findings of the rules (default: ``selected_rules()``) on one open file, sorted
+    by byte offset.  Only the rules of the file's format whose precondition holds are
+    called (``rules.preconditions``)."""
     findings: list[Finding] = []
-    for rule_cls in (selected_rules() if rules is None else rules):
-        if mf.format not in rule_cls.formats and "*" not in rule_cls.formats:
-            continue
+    options = {} if options is None else options
+    given = _selected((), (), False) if rules is None else tuple(rules)
+    for rule_cls in _to_call(mf, given, options):
         rule = rule_cls()
-        ctx = CheckContext(mf, rule, options or {})
+        ctx = CheckContext(mf, rule, options)
         try:
             findings.extend(rule.check(ctx))
         except FileChanged:                 # the file changed under the rules: no finding stands
@@ -151,7 +203,7 @@ def set_key(path: str) -> tuple[str, ...]:
     import os
 
     from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
-    from ggscope.source.remote import is_remote  # lazy: loaded only on the path that needs it
+    from ggscope.source.local import is_remote  # start-up: the network module only for a URL
     paths = shard_paths(path) or [path]
     return tuple(p if is_remote(p) else os.path.abspath(p) for p in paths)
 

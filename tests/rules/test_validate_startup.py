@@ -18,8 +18,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 # difflib: suggestions for a --select word that names no rule; hashlib (OpenSSL) and the
-# templates' cache: a file with a chat template; Jinja2: a template not seen before
-UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2")
+# templates' cache: a file with a chat template; Jinja2: a template not seen before; the
+# network module: a URL; the forking renderer: a template not rendered before
+UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard",
+          "ggscope.core.confined")
 
 
 def _probe(path: Path, cache: Path | None = None) -> dict:
@@ -27,8 +29,13 @@ def _probe(path: Path, cache: Path | None = None) -> dict:
             "from ggscope.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
             f"    main(['validate', {str(path)!r}])\n"
-            "from ggscope.rules.templates import hidden\n"
-            "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize}))\n")
+            "import gc\nfrom ggscope.rules.templates import hidden\n"
+            "from ggscope.facts.llama_arch_types import Arch, H, T\n"
+            "built = {k.__name__: sum(type(o) is k for o in gc.get_objects()) for k in (Arch, H, T)}\n"
+            "from ggscope.facts import upstream\n"
+            "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize,\n"
+            "                  'built': built,\n"
+            "                  'key_patterns': getattr(upstream, '_patterns', upstream._templates).cache_info().currsize}))\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), GGSCOPE_CACHE="1") if cache is not None else None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=path.parent,
                          env=env)
@@ -50,6 +57,7 @@ def test_a_vocabulary_without_a_template_loads_no_template_or_suggestion_machine
     assert "ggscope.rules.templates.hidden" in got["modules"]          # the rules ran
     assert [m for m in UNUSED if m in got["modules"]] == []
     assert got["compiled"] == 0                                         # no planted-instruction pattern
+    assert got["key_patterns"] == 0                 # standard keys only: GG601 compiled no key template
 
 
 def test_a_template_still_brings_its_machinery(tmp_path):
@@ -70,3 +78,24 @@ def test_a_template_still_brings_its_machinery(tmp_path):
     assert "jinja2" in first["modules"] and first["compiled"] > 0
     again = _probe(path, tmp_path / "cache")
     assert [m for m in UNUSED if m in again["modules"]] == [] and again["compiled"] > 0
+
+
+def test_the_loader_table_builds_only_the_architecture_the_file_names(tmp_path):
+    """llama.cpp's loader table holds ~4,900 records for ~150 architectures; a llama file
+    builds llama's (one ``Arch``, its hparams and tensors), not the table (issue 27 item 3:
+    10-20 ms of every ``validate`` process)."""
+    import gguf
+
+    from ggscope.facts.llama_arch import ARCHS, COMMON
+    path = tmp_path / "small.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(1)
+    w.add_tensor("token_embd.weight", __import__("numpy").zeros((4, 8), "float32"))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    got = _probe(path)
+    assert "ggscope.facts.llama_arch" in got["modules"]                  # the loader rules ran
+    llama = ARCHS["llama"]
+    assert got["built"] == {"Arch": 1, "H": len(COMMON) + len(llama.hparams), "T": len(llama.tensors)}

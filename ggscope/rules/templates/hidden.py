@@ -95,10 +95,11 @@ def _compiled(source: str) -> re.Pattern:
 
 
 @lru_cache(maxsize=1)
-def _any_anchor() -> re.Pattern:
-    """Every anchor word of every pattern, as one search."""
-    return re.compile("|".join(sorted({re.escape(w) for rows in _ANCHORS.values() for words in rows for w in words},
-                                      key=len, reverse=True)))
+def _anchor_words() -> tuple[str, ...]:
+    """Every anchor word of every pattern.  Searched as substrings one by one, not as one
+    compiled alternation: compiling that took every process with prose 5-10 ms (issue 27
+    item 3), and on a template's text the substring searches are the faster of the two."""
+    return tuple(sorted({w for rows in _ANCHORS.values() for words in rows for w in words}))
 
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
@@ -172,7 +173,7 @@ def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
     plain = _visible(text[:limit])
     low = plain.lower()
     found: dict[str, str] = {}
-    if not _any_anchor().search(low):        # most prose holds none of the words: one search
+    if not any(w in low for w in _anchor_words()):       # most prose holds none of the words
         return found
     for kind, patterns in _KINDS.items():
         for p, words in zip(patterns, _ANCHORS[kind]):

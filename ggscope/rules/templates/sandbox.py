@@ -27,7 +27,6 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ggscope.core.confined import SETUP_FAILED, confined
 
 __all__ = ["Render", "render_all", "render_rows", "rows_to_renders", "conversations", "MEMORY_BUDGET", "WALL_BUDGET"]
 
@@ -136,6 +135,7 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
     def work(write) -> None:
         write(json.dumps(_render_in_child(text, special, convs)).encode())
 
+    from ggscope.core.confined import SETUP_FAILED, confined  # start-up: a kept verdict needs only the Render record
     out = confined(work, memory=MEMORY_BUDGET, cpu=CPU_BUDGET, wall=WALL_BUDGET)
     if out.killed and out.cpu_seconds < 0.5:
         return [Render("(all)", False, "unavailable", error="the renderer stalled without computing: not rendered")]

@@ -222,8 +222,13 @@ def special_text(mf: "ModelFile") -> str:
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:
     """(key, text) of every free-text string: string values and the first ``MAX_ITEMS``
     strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``),
-    and a locator's value when it holds more than one word (a URL is one word)."""
-    out = []
+    and a locator's value when it holds more than one word (a URL is one word).  Cached in
+    ``mf.extra``: two rules read it (GG1310, GG1311)."""
+    cache = mf.extra.setdefault("_ggscope_validate", {})
+    hit = cache.get("prose")
+    if hit is not None:
+        return hit
+    out = cache["prose"] = []
     templated = {t.key for t in templates(mf)}
     for k, v in mf.metadata.items():
         if not isinstance(k, str) or k.startswith("tokenizer.") or k in templated:

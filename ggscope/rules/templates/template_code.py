@@ -53,6 +53,7 @@ class TemplateSyntaxError(Rule):
     (``_cached_compile_jinja_template``).
     """
     code, name, severity, family = "GG1301", "template-syntax-error", Severity.ERROR, _FAMILY
+    only_if = "template"
     summary = "A chat template does not parse."
     source = "Jinja2's parser in transformers' chat-template environment; llama.cpp as vendored in llama-cpp-python 0.3.36, common/jinja/parser.cpp"
 
@@ -82,6 +83,7 @@ class TemplateUnsafeAttribute(Rule):
     CVE-2025-27516.
     """
     code, name, severity, family = "GG1302", "template-unsafe-attribute", Severity.ERROR, _FAMILY
+    only_if = "template"
     summary = "A chat template reaches an attribute the Jinja2 sandbox refuses (a sandbox-escape step)."
     source = "jinja2.sandbox is_safe_attribute; CVE-2024-34359 (llama-cpp-python, llama.cpp's binding); CVE-2025-27516"
 
@@ -103,6 +105,7 @@ class TemplateComputedAttribute(Rule):
     Reference: Jinja2 builtin filters ``attr`` and ``map``; CVE-2025-27516.
     """
     code, name, severity, family = "GG1303", "template-computed-attribute", Severity.ERROR, _FAMILY
+    only_if = "template"
     summary = "A chat template reads an attribute whose name is computed at render time."
     source = "Jinja2 attr/map filters under jinja2.sandbox; CVE-2025-27516; CVE-2024-34359 (llama-cpp-python, llama.cpp's binding)"
 
@@ -128,6 +131,7 @@ class TemplateEngineInternal(Rule):
     ``common/chat.cpp``.
     """
     code, name, severity, family = "GG1304", "template-engine-internal", Severity.WARNING, _FAMILY
+    only_if = "template"
     summary = "A chat template names an engine internal no chat runtime provides."
     source = "transformers chat_template_utils.py globals; llama.cpp as vendored in llama-cpp-python 0.3.36, common/jinja/value.cpp (global_builtins)"
 
@@ -150,6 +154,7 @@ class TemplateUndocumentedVariable(Rule):
     llama.cpp as vendored in llama-cpp-python 0.3.36, ``common/chat.cpp``.
     """
     code, name, severity, family = "GG1305", "template-undocumented-variable", Severity.INFO, _FAMILY
+    only_if = "template"
     summary = "A chat template reads variables that only some callers pass."
     source = "transformers apply_chat_template; llama.cpp as vendored in llama-cpp-python 0.3.36, common/chat.cpp"
 
@@ -175,6 +180,7 @@ class TemplateUnboundedWork(Rule):
     Reference: jinja2.sandbox (``MAX_RANGE``); Jinja2 builtin filters.
     """
     code, name, severity, family = "GG1306", "template-unbounded-work", Severity.ERROR, _FAMILY
+    only_if = "template"
     summary = "A chat template asks for work or memory its input does not bound."
     source = "jinja2.sandbox MAX_RANGE; llama.cpp as vendored in llama-cpp-python 0.3.36, common/jinja/runtime.cpp (a recursive evaluator)"
 
@@ -205,6 +211,7 @@ class TemplateRenderRefused(Rule):
     Reference: transformers ``utils/chat_template_utils.py``; jinja2.sandbox.
     """
     code, name, severity, family = "GG1307", "template-render-refused", Severity.ERROR, _FAMILY
+    only_if = "template"
     summary = "A sandboxed render of a chat template is refused or exceeds its budget."
     source = "transformers' ImmutableSandboxedEnvironment render; llama.cpp as vendored in llama-cpp-python 0.3.36, common/chat.cpp"
 

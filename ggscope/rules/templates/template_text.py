@@ -39,6 +39,7 @@ class TemplateTokenMissing(Rule):
     (``tokenize`` with ``parse_special``).
     """
     code, name, severity, family = "GG1308", "template-token-missing", Severity.WARNING, _FAMILY
+    only_if = "template"
     summary = "A chat template writes a special token the vocabulary does not have."
     source = "llama.cpp as vendored in llama-cpp-python 0.3.36, src/llama-vocab.cpp (tokenize with parse_special)"
 
@@ -71,6 +72,7 @@ class TemplateDoubleBos(Rule):
     (``common_chat_template_direct_apply_impl``) and ``src/llama-vocab.cpp``.
     """
     code, name, severity, family = "GG1309", "template-double-bos", Severity.WARNING, _FAMILY
+    only_if = "template"
     summary = "The template writes BOS in a file whose tokenizer adds BOS too."
     source = "llama.cpp as vendored in llama-cpp-python 0.3.36, common/chat.cpp and src/llama-vocab.cpp"
 

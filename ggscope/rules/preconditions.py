@@ -1,0 +1,47 @@
+"""When a rule can have something to say, decided once per file for all the rules that ask.
+
+Why: ``validate`` runs about ninety rules on every file.  A rule that judges only a
+projector, only a file with a chat template or only a run given ``--manifest`` used to be
+called on every other file too, to return at its first line: a rule object, a context
+and a generator per rule and file, whatever the file holds.  Now a rule names its
+precondition (``Rule.only_if``, a key of ``PRECONDITIONS``); the runner
+(``validate.runner``) evaluates each precondition the selected rules name once per file
+and calls only the rules whose precondition holds, so a rule that cannot apply costs a
+set lookup.  The rule keeps its own guard; a precondition is its first line, lifted:
+it holds whenever the rule could yield a finding (tests/rules/test_preconditions.py runs
+every gated rule on every fixture whose precondition fails and expects nothing).
+
+Contract: ``PRECONDITIONS[name](mf, options) -> bool``, from the same functions the rules'
+guards call (``rules.sidecar.kind_of``, ``model.summary.chat_templates``); never raises
+for a damaged file.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ggscope.model.summary import chat_templates
+
+__all__ = ["PRECONDITIONS"]
+
+
+def _kind(mf) -> str | None:
+    from ggscope.rules.sidecar import kind_of  # the sidecar family imports the rule base, which names this table
+    return kind_of(mf)
+
+
+def _sidecar_is(kind: str) -> Callable[..., bool]:
+    return lambda mf, options: _kind(mf) == kind
+
+
+PRECONDITIONS: dict[str, Callable[..., bool]] = {
+    # a --manifest was given (rules.manifest's _verdict: None without one)
+    "manifest": lambda mf, options: bool(options.get("manifest")),
+    # the file holds a chat template (rules.templates.sources.templates: one per key)
+    "template": lambda mf, options: bool(chat_templates(mf.metadata)),
+    # the file is a sidecar (rules.sidecar.kind_of), or a sidecar of one kind
+    "sidecar": lambda mf, options: _kind(mf) is not None,
+    "projector": _sidecar_is("projector"),
+    "adapter": _sidecar_is("adapter"),
+    "control-vector": _sidecar_is("control-vector"),
+    "imatrix": _sidecar_is("imatrix"),
+}
