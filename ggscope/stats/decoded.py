@@ -6,7 +6,9 @@ piece of blocks into an L1 buffer and consume it at once; for a few layouts the 
 comes from the block scales and there is no sum); pass two bins every value against
 the edges pass one fixed and sums centred moments.  A chunk with NaN/Inf values goes
 through the numpy codecs, which count them.  Pass two reuses decoded chunks when the
-whole tensor fits the cache budget and decodes again otherwise: memory stays bounded.
+whole tensor fits the cache budget and decodes again otherwise: memory stays bounded;
+without that cache it reads the raw blocks pass one kept (``Chunks.keep``) when they fit
+theirs, and reads the file again otherwise.
 
 Contract: ``by_decoding(t, lay, byteorder, bins, chunks)`` -> the ``tensor_stats``
 mapping (``ggscope.stats.tensors`` documents it).
@@ -84,6 +86,8 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
     # needs none (a 128 MiB allocation per call, and its unmapping stalls both threads)
     cache = (np.empty((ch.n_blocks, lay.block_elems), np.float32)
              if not fusable and not direct and t.n_elements * 4 <= ch.cache_bytes else None)
+    if cache is None:           # pass two reads the raw blocks again: read them once if they fit
+        ch.keep()
 
     def decode(i: int, keep_scales: bool) -> np.ndarray:
         part = ch.raw(i)

@@ -22,6 +22,10 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
   the decoded chunks when the whole tensor fits ``CACHE_BYTES`` of float32 and decodes
   again otherwise, so memory stays bounded on any tensor.
 
+The two-pass routes read each byte of the file once when the tensor's raw blocks fit
+``RAW_CACHE_BYTES`` (pass one's chunks are kept for pass two, ``ggscope.stats.chunks``),
+and twice otherwise.
+
 Until a process has measured ``JIT_MIN_ELEMS`` elements, and while numba is not loaded,
 the codes and decoded routes run on ``ggscope.stats.kernels_numpy`` (same results) instead of
 the compiled kernels: a one-shot command on a small tensor does not pay numba's import,
@@ -87,7 +91,8 @@ if TYPE_CHECKING:
     from ggscope.model.modelfile import TensorInfo
 
 __all__ = ["tensor_stats", "StatsCancelled", "DEFAULT_BINS", "DEFAULT_CHUNK_ELEMS",
-           "block_scale_stats", "CACHE_BYTES"]
+           "block_scale_stats", "CACHE_BYTES",
+           "RAW_CACHE_BYTES"]
 
 DEFAULT_BINS = 64
 DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
@@ -96,6 +101,7 @@ DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
 # tenth of a two-thread Q4_K pass at 1 Mi elements (benchmarks/stats_vs_ggml.py)
 UNBUFFERED_CHUNK_ELEMS = 1 << 22
 CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
+RAW_CACHE_BYTES = 64 << 20          # tensors whose raw blocks fit this are read once, not twice
 JIT_MIN_ELEMS = 1 << 23             # per process: elements measured without numba before loading it
 
 StatsCancelled = Cancelled          # the old name of the engine's one cancel exception
@@ -151,7 +157,8 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
     passes = 1 if codes or bits else 2
     with _progress.from_callback(progress, t.name, passes * t.n_elements) as task:
-        ch = Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels, CACHE_BYTES)
+        ch = Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels, CACHE_BYTES,
+                    RAW_CACHE_BYTES)
         try:
             ch.check()
             route = by_bits if bits else by_codes if codes else by_decoding
