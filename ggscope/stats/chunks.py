@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Chunks"]
 
+SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
 _KEPT: list[np.ndarray] = []         # the spare tensor-sized buffer (at most one, of at most keep_bytes)
 _KEPT_LOCK = threading.Lock()
 
@@ -61,6 +62,21 @@ def _forget_kept() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_kept)
+
+
+def _step(n_blocks: int, block_elems: int, chunk_elems: int, threads: int) -> int:
+    """Blocks per chunk: at most ``chunk_elems`` elements; on several threads, as many
+    equal chunks as a multiple of the threads needs (a tensor of one or two chunks --
+    most of a real model's -- ran on one thread while the other waited, and a short last
+    chunk left a thread idle at the end), but none below ``SPLIT_MIN_ELEMS``: handing a
+    chunk to the pool costs more than a small one's work."""
+    step = max(1, chunk_elems // block_elems)
+    if threads > 1:
+        n_chunks = -(-n_blocks // step)
+        pieces = min(-(-n_chunks // threads) * threads, n_blocks * block_elems // SPLIT_MIN_ELEMS)
+        if pieces >= n_chunks:
+            step = -(-n_blocks // pieces)
+    return step
 
 
 class Chunks:
@@ -78,10 +94,10 @@ class Chunks:
         if t.offset < 0 or held != need:
             raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
                              f"the file holds {held}")
-        self.step = max(1, chunk_elems // lay.block_elems)
-        self.starts = list(range(0, self.n_blocks, self.step))
         self.stream = Stream(threads=threads, cancel=cancel, what=f"statistics of {t.name!r}",
                              remote=t.file.source.remote)
+        self.step = _step(self.n_blocks, lay.block_elems, chunk_elems, self.stream.threads)
+        self.starts = list(range(0, self.n_blocks, self.step))
         self.task = task
         self.total = passes * t.n_elements
         self.kernels = kernels

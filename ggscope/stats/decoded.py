@@ -32,7 +32,9 @@ if TYPE_CHECKING:
     from ggscope.model.modelfile import TensorInfo
     from ggscope.stats.chunks import Chunks
 
-__all__ = ["by_decoding"]
+__all__ = ["by_decoding", "SAMPLE_BLOCKS"]
+
+SAMPLE_BLOCKS = 16              # blocks per chunk whose mean centres pass two when pass one has no sum
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class _Pass1:
     nan: int
     inf: int
     fused: bool = False         # measured by ``ggscope.stats.fused``: nothing decoded or cached
+    sample: float = 0.0         # without a sum: the sum of a few blocks' values, spread over the chunk
+    sampled: int = 0            # ... and how many values that is
 
     @property
     def dirty(self) -> bool:
@@ -111,8 +115,20 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
             if r is not None:
                 if not table:
                     scales.add(part)
-                return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, fused=True)
+                sample, sampled = _sample(part) if math.isnan(r[2]) else (0.0, 0)
+                return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, True, sample, sampled)
         return _first_pass(decode(i, True))
+
+    def _sample(part: np.ndarray) -> tuple[float, int]:
+        """The sum of ``SAMPLE_BLOCKS`` blocks spread evenly over the chunk, decoded as the
+        numpy codec decodes them (all finite: the range pass accepted the chunk)."""
+        take = np.ascontiguousarray(part[::max(1, part.shape[0] // SAMPLE_BLOCKS)][:SAMPLE_BLOCKS])
+        out = np.empty((take.shape[0], lay.block_elems), np.float32)
+        if ch.native:
+            fused.decode(t.layout, take, big, out)
+        else:
+            decode_into(t.layout, take, out, byteorder)
+        return float(out.sum(dtype=np.float64)), out.size
 
     firsts: list[_Pass1] = ch.run(first, 0)
     n = sum(p.n for p in firsts)
@@ -124,12 +140,17 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
     lo = min(p.lo for p in firsts)
     hi = max(p.hi for p in firsts)
     # The centre only conditions the float32 sums: the mean when pass one summed, else
-    # (range read from the block scales, ``fused.range_pass``) the middle of the range,
-    # and pass two runs again around the mean if that middle turns out more than a
-    # standard deviation away from it (a skewed tensor).
+    # (range read from the block scales, ``fused.range_pass``) the mean of the sampled
+    # blocks -- the middle of the range was more than a standard deviation from the mean
+    # in 48 of gemma-3-270m's 127 quantized tensors, and each of those ran pass two twice
+    # -- and pass two runs again around the mean if the estimate turns out more than a
+    # standard deviation away from it.
     total = sum(p.total for p in firsts)
     estimated = math.isnan(total)
-    centre = np.float32((lo + hi) / 2 if estimated else total / n)
+    sampled = sum(p.sampled for p in firsts)
+    guess = (min(max(math.fsum(p.sample for p in firsts) / sampled, lo), hi) if sampled
+             else (lo + hi) / 2)
+    centre = np.float32(guess if estimated else total / n)
     h_lo, h_hi, edges = hist_edges(lo, hi, bins)
     scale32 = np.float32(bins / (h_hi - h_lo))
     # float32 arithmetic of the bin index must not overflow (hostile ranges near +-3.4e38)
