@@ -24,6 +24,7 @@ import numpy as np
 
 from ggscope.facts.ggml_types import Layout
 from ggscope.quant import decode_into
+from ggscope.stats import counters
 from ggscope.stats.counted import hist_edges, result
 from ggscope.stats.kernels_numpy import PIECE, piece_sums
 from ggscope.stats.scales import Scales
@@ -160,9 +161,12 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
     tables: list[np.ndarray] = []
 
     def make() -> tuple[np.ndarray, np.ndarray]:
-        table = np.zeros(1 << 16 if pairs else bins, np.int64)
+        table = counters.lend(1 << 16, np.int64) if pairs else np.zeros(bins, np.int64)
         tables.append(table)
         return table, np.empty(PIECE, np.uint8)
+
+    def clear(table: np.ndarray) -> None:       # pair (a, b) counts at a + 256 b, both bins below ``bins``
+        table[:bins << 8] = 0
 
     def second(i: int) -> tuple[float, float, float, int, int]:
         p1 = firsts[i // ch.step]
@@ -191,6 +195,8 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
         m2 = s2 - n * r * r
         if attempt or not estimated or r * r * n <= max(m2, 0.0) or np.float32(mean) == centre:
             break               # (the second run is the last: its tables are the result)
+        if pairs:
+            counters.give_back(tables, clear)
         centre, tables = np.float32(mean), []
     if pairs:       # bin indices stay below ``bins``: only that corner of each table counts
         square = np.zeros((bins, bins), np.int64)
@@ -198,6 +204,7 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
             square += table.reshape(256, 256)[:bins, :bins]
         counts = square.sum(axis=0) + square.sum(axis=1)
         counts[0] -= sum(s[4] for s in seconds)
+        counters.give_back(tables, clear)
     else:
         counts = np.sum(tables, axis=0) if tables else np.zeros(bins, np.int64)
     return result(t, n, nan, inf, sum(s[3] for s in seconds), lo, hi, mean, m2,
