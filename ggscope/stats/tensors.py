@@ -152,8 +152,8 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         dequantizer(t.layout)               # raises NotImplementedError naming the layout
     kernels = _kernels(t.n_elements)
     if chunk_elems is None:
-        from ggscope.stats import cstats  # lazy: 3 more modules only when used
-        unbuffered = codes or bits or (cstats.available() and t.layout in cstats.FUSED_LAYOUTS)
+        native = kernels.__name__ == "ggscope.stats.cstats"
+        unbuffered = codes or bits or (native and t.layout in kernels.FUSED_LAYOUTS)
         chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
     passes = 1 if codes or bits else 2
     with _progress.from_callback(progress, t.name, passes * t.n_elements) as task:
