@@ -46,7 +46,7 @@ def result(t: "TensorInfo", n: int, nan: int, inf: int, zeros: int, lo: float, h
         "std": math.sqrt(max(m2, 0.0) / n) if finite else None,
         "abs_mean": float(abs_sum) / n if finite else None,
         "histogram": {"edges": edges.tolist() if finite else [],
-                      "counts": [int(c) for c in counts]},
+                      "counts": np.asarray(counts, np.int64).tolist()},
         "block_scales": scales,
     }
 

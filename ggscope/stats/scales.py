@@ -144,4 +144,6 @@ class Scales:
             v, c = np.unique(np.concatenate(self.floats), return_counts=True)
             vals.append(v)
             counts.append(c)
+        if len(vals) == 1:
+            return _value_summary(vals[0], counts[0])
         return _value_summary(np.concatenate(vals), np.concatenate(counts))
