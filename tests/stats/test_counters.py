@@ -3,6 +3,9 @@ every table given back is all zeros, whatever route counted into it, and the nex
 counts in the same tables instead of faulting in new pages."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,7 +13,8 @@ import ggscope
 from ggscope.stats import counters
 from ggscope.stats.tensors import tensor_stats
 
-from test_reading import CHUNK, write_model
+sys.path.insert(0, str(Path(__file__).resolve().parent))     # the sibling module, in any import mode
+from test_reading import CHUNK, write_model  # noqa: E402
 
 
 @pytest.fixture

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from test_reading import write_model
+sys.path.insert(0, str(Path(__file__).resolve().parent))     # the sibling module, in any import mode
+from test_reading import write_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "ggscope" / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"
