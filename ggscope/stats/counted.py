@@ -93,7 +93,8 @@ def by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks
     def clear(table: np.ndarray) -> None:
         table[:, seen] = 0                  # counts are never negative: none elsewhere
     counters.give_back(tables, clear)
-    return from_value_counts(t, code_values64(t.layout, byteorder), counts, bins)
+    # the codes that occur only: a small tensor uses a few of the 65,536
+    return from_value_counts(t, code_values64(t.layout, byteorder)[seen], counts[seen], bins)
 
 
 def from_value_counts(t: "TensorInfo", values: np.ndarray, counts: np.ndarray, bins: int) -> dict[str, Any]:
