@@ -10,11 +10,13 @@ elements.
 Each byte is read once per tensor when it fits ``keep_bytes``: a route whose pass two
 reads the raw blocks again (``keep()``, called before pass one) gets pass one's chunks
 read straight into one tensor-sized buffer, and pass two reads them from there instead
-of from the file.  Measured on one thread: the kernel's page-cache copy is 16 % of a
-Q8_0 pass over a freshly written file and 30 % over a real model file (its page cache
-in 4 KiB pages); keeping the bytes saves one copy but writes them to memory instead of a
-cache-sized buffer, so it is about even in CPU below the size of the L3 cache, 12-20 %
-less on gemma-3-270m's 178 MB token_embd (with a budget that holds it), and one
+of from the file.  Measured on one thread (benchmarks/stats_vs_ggml.py's Q8_0 data): the
+kernel's page-cache copy is 16 % of a pass over a file written in large pieces and 30 %
+over a real model file, whose page cache is in 4 KiB pages as a download leaves it;
+keeping the bytes saves one copy but writes them to memory instead of a cache-sized
+buffer.  Net CPU: even below the L3 cache's size; 10-16 % less on 34-64 MB tensors of
+a file written 4 KiB at a time, about 5 % more on the same written in large pieces;
+13-20 % less on gemma-3-270m's 178 MB token_embd (with a budget that holds it); and one
 download instead of two for a remote file.  Above the budget, or for an in-memory
 file (sliced, never copied), every pass reads its chunks as before, into this thread's
 reused chunk buffer.  The tensor-sized buffer is the process's one spare (``_KEPT``,

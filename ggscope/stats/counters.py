@@ -4,9 +4,10 @@ Why: every call of ``tensor_stats`` counts into tables of 65,536 counters per th
 (histogram bin pairs, f16 block-scale codes, one-element codes): 512 KiB to 1 MiB each,
 almost all of it never touched.  A fresh ``numpy.zeros`` per call and thread is fresh
 pages -- mapped, faulted in when read (the scale summary scans its whole table) and
-unmapped again; measured on a 160 Ki-element Q5_0 tensor of gemma-3-270m, those tables
-cost twice the tensor's own decoding.  A table given back is cleared where the call
-could have counted (the caller says where) and lent again, its pages already in place.
+unmapped again; in a profile of a 160 Ki-element Q5_0 tensor of gemma-3-270m, making
+and scanning those tables took twice the time of its decoding passes.  A table given
+back is cleared where the call could have counted (the caller says where) and lent
+again, its pages already in place.
 
 Contract: ``lend(shape, dtype)`` -> a zeroed C-contiguous array, taken from the tables
 given back or new; ``give_back(tables, clear)`` calls ``clear(table)`` on each -- it must
