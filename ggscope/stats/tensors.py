@@ -13,9 +13,10 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
   decodes each piece of blocks into an L1-sized buffer and consumes it at once -- pass
   one min, max and sum, pass two bins and centred moments; nothing decoded is stored.
   For Q4_0, Q8_0, Q4_K, Q6_K and IQ4_XS pass one reads the range off the block scales
-  instead (``ggscope.stats.scale_range``) and has no sum: pass two then centres on the middle
-  of the range and runs once more around the mean if that middle lies more than a
-  standard deviation from it.
+  instead (``ggscope.stats.scale_range``; the C kernels do so for most block families) and
+  has no sum: pass two then centres on the mean of a few blocks sampled from each chunk
+  (``decoded.SAMPLE_BLOCKS``) and runs once more around the mean if that estimate lies
+  more than a standard deviation from it.
 * *Decoded* (one-element layouts above 16 bits, and chunks with a NaN/Inf value): pass one
   decodes each chunk with the numpy codecs and takes its min, max and sum; pass two
   bins and centres it (``kernels.bin_pairs``, ``kernels.moments``).  Pass two reuses
