@@ -159,8 +159,10 @@ class Chunks:
             part = self.kept[i * bb:(i + rows) * bb]
             k = i // self.step
             if not self.filled[k]:      # pass one: read into the kept buffer, pass two: read from it
-                self.stream.reader(self.t.file).read(self.t.offset + i * bb, rows * bb, out=part)  # type: ignore[arg-type]
+                got = self.stream.reader(self.t.file).read(self.t.offset + i * bb, rows * bb, out=part)  # type: ignore[arg-type]
+                part = got.reshape(rows, bb)        # (a short read of a remote window fails here, as unkept)
                 self.filled[k] = True
+                return part
             return part.reshape(rows, bb)
         reader = self.stream.reader(self.t.file)     # type: ignore[arg-type]
         part = reader.read(self.t.offset + i * bb, rows * bb)
