@@ -116,11 +116,12 @@ def by_decoding(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chu
             if r is not None:
                 if not table:
                     scales.add(part)
-                sample, sampled = _sample(part) if math.isnan(r[2]) else (0.0, 0)
-                return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, True, sample, sampled)
+                sample, sampled = sample_of(part) if math.isnan(r[2]) else (0.0, 0)
+                return _Pass1(part.shape[0] * lay.block_elems, r[2], r[0], r[1], 0, 0, fused=True,
+                              sample=sample, sampled=sampled)
         return _first_pass(decode(i, True))
 
-    def _sample(part: np.ndarray) -> tuple[float, int]:
+    def sample_of(part: np.ndarray) -> tuple[float, int]:
         """The sum of ``SAMPLE_BLOCKS`` blocks spread evenly over the chunk, decoded as the
         numpy codec decodes them (all finite: the range pass accepted the chunk)."""
         take = np.ascontiguousarray(part[::max(1, part.shape[0] // SAMPLE_BLOCKS)][:SAMPLE_BLOCKS])
