@@ -1,10 +1,12 @@
-"""Peak RSS of ``tensor_stats`` over one ~2 GB Q8_0 tensor (goal: under 300 MB).
+"""Peak RSS of ``tensor_stats`` over one ~2 GB Q8_0 tensor (goal: under 300 MB), and over
+one that just fits ``RAW_CACHE_BYTES`` (read once: its bytes are kept for pass two).
 
 Why: statistics must stream; memory may not grow with the tensor.  The file is a GGUF
 with a single Q8_0 tensor made of realistic blocks (a normal matrix quantized by
 gguf-py) repeated and written in chunks, so the script itself never holds 2 GB.  The
 measurement runs in a fresh subprocess (``resource.getrusage`` peak RSS); the file is
-deleted afterwards.
+deleted afterwards.  The second line is the price of reading a tensor once: at most the
+budget more than the first line, whatever the tensor.
 
     python benchmarks/stats_memory.py [--gib 2.0] [--dir /tmp]
 """
@@ -30,7 +32,7 @@ def write(path: str, gib: float) -> int:
     tile = quantize(np.random.default_rng(0).standard_normal((256, ROW)).astype(np.float32),
                     Q.Q8_0).tobytes()                      # 256 rows, ~1.1 MB
     rows_per_tile = 256
-    tiles = max(1, int(gib * (1 << 30) / len(tile)))
+    tiles = max(1, int(gib * (1 << 30) / len(tile)))       # (rounded down: a budget is not overshot)
     rows = tiles * rows_per_tile
     name = b"w"
     header = b"GGUF" + struct.pack("<IQQ", 3, 1, 0)
@@ -59,17 +61,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gib", type=float, default=2.0, help="tensor size in GiB (default 2)")
     p.add_argument("--dir", default=None, help="where to write the temporary file")
     a = p.parse_args(argv)
-    fd, path = tempfile.mkstemp(suffix=".gguf", dir=a.dir)
-    os.close(fd)
-    try:
-        n = write(path, a.gib)
-        out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True, check=True)
-        r = json.loads(out.stdout)
-        size = os.path.getsize(path)
-        print(f"Q8_0 tensor: {n} elements, {size / (1 << 30):.2f} GiB file; tensor_stats "
-              f"{r['seconds']:.1f} s ({n / r['seconds'] / 1e9:.2f} G elem/s), peak RSS {r['rss_mb']:.0f} MB")
-    finally:
-        os.unlink(path)
+    from ggscope.stats.tensors import RAW_CACHE_BYTES
+    for gib, what in ((a.gib, "streamed"), (RAW_CACHE_BYTES / (1 << 30), "fits RAW_CACHE_BYTES: read once")):
+        fd, path = tempfile.mkstemp(suffix=".gguf", dir=a.dir)
+        os.close(fd)
+        try:
+            n = write(path, gib)
+            out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True, check=True)
+            r = json.loads(out.stdout)
+            size = os.path.getsize(path)
+            print(f"Q8_0 tensor ({what}): {n} elements, {size / (1 << 20):.0f} MiB file; tensor_stats "
+                  f"{r['seconds']:.2f} s ({n / r['seconds'] / 1e9:.2f} G elem/s), peak RSS {r['rss_mb']:.0f} MB")
+        finally:
+            os.unlink(path)
     return 0
 
 

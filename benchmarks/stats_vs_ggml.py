@@ -30,8 +30,14 @@ ggml column is skipped and the reason printed.  Nothing of ggml is written into 
 repository: sources, build and data go to ``--work`` (default a directory under the
 system temp dir, reused across runs).
 
+``--ceiling`` adds what two threads can reach here at best: two processes, each running
+one thread's statistics of the tensor at the same time (``2 procs``, elements per
+second of both together; ``2T/2P`` is the two-thread column against it).  A whole real
+model (the per-call cost of its hundreds of small tensors): ``benchmarks/stats_model.py``.
+
     python benchmarks/stats_vs_ggml.py [--ggml DIR] [--types Q4_K,Q8_0] [--elems 33554432]
-                                       [--repeat 3] [--threads 2] [--work DIR]
+                                       [--repeat 3] [--threads 2] [--work DIR] [--before TREE]
+                                       [--ceiling]
 """
 from __future__ import annotations
 
@@ -217,6 +223,31 @@ def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
     return {**out, "gguf_py": theirs, "peer": list(p)}
 
 
+def solo(path: str, runs: int, tree: str) -> dict:
+    """One process's share of the two-process ceiling: ``runs`` one-thread statistics of
+    the tensor back to back (after a warm-up), started together with a twin."""
+    sys.path.insert(0, tree)
+    import ggscope
+    from ggscope.stats.tensors import tensor_stats
+    t = ggscope.open(path).tensor("w")
+    tensor_stats(t, threads=1)                  # warm-up: page cache, tables
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        tensor_stats(t, threads=1)
+    return {"seconds": time.perf_counter() - t0, "n": t.n_elements * runs}
+
+
+def two_processes(path: Path, runs: int, tree: str) -> float:
+    """Elements per second of two processes each running one thread's statistics at once:
+    the most two threads can reach on this machine now (its cores, memory, other load)."""
+    cmd = [sys.executable, __file__, "--solo", str(path), "--repeat", str(runs), "--tree", tree]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [json.loads(p.communicate()[0]) for p in procs]
+    if any(p.returncode for p in procs):
+        raise RuntimeError("a --solo child failed")
+    return sum(o["n"] for o in outs) / max(o["seconds"] for o in outs)
+
+
 def read_bandwidth() -> float:
     """Bytes per second one core reads from memory (a 512 MiB array summed as uint64 words,
     best of three): the ceiling a decoder that reads every byte once can approach."""
@@ -245,11 +276,18 @@ def main() -> None:
     ap.add_argument("--old-peer", action="store_true",
                     help="also measure the peer as this script built it before issue 27 (cmake defaults: "
                          "ggml-base at the baseline ISA, F16 through to_float), as a column of its own")
+    ap.add_argument("--ceiling", action="store_true",
+                    help="also measure two processes each running one thread's statistics at once, as a column of "
+                         "its own: the most two threads can give on this machine now")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--solo", help=argparse.SUPPRESS)
     ap.add_argument("--tree", default=str(REPO), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         print(json.dumps(child(a.child, a.repeat, a.threads, a.tree, a.tree == str(REPO))))
+        return
+    if a.solo:
+        print(json.dumps(solo(a.solo, a.repeat, a.tree)))
         return
     if a.elems % (COLS * TILE_ROWS):
         ap.error(f"--elems must be a multiple of {COLS * TILE_ROWS}")
@@ -271,13 +309,14 @@ def main() -> None:
     before = f"{'before':>9} " if a.before else ""
     before += f"{'numba':>9} " if a.numba else ""
     before += f"{'C before':>9} " if old else ""
+    ceiling_h = f"{'2 procs':>9} {'2T/2P':>6} " if a.ceiling else ""
     from ggscope.stats import cstats
     engine = "C kernels" if cstats.available() else "numba kernels (no ggscope._cstats built)"
     if cstats.available():
         engine += (", pass two of Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/IQ4_NL/IQ4_XS/Q8_0 on AVX-512"
                    if getattr(cstats._cstats, "vector_bins", lambda: False)() else ", portable pass two")
     log(f"ggscope column: {engine}")
-    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
+    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {ceiling_h}{'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
           f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "
           f"{a.elems / 2**20:.0f} Mi elements; cpu/C: one core against one by CPU time, blind to waiting for a core "
           f"on a busy machine; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
@@ -298,6 +337,7 @@ def main() -> None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
         old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t = [], [], [], [], [], [], [], [], []
+        two_p: list[float] = []
         for _ in range(a.repeat):
             if a.before:
                 old_t.append(measure(a.before)["ggscope"])
@@ -308,6 +348,8 @@ def main() -> None:
             one_t.append(res["ggscope1"])
             cpu_t.append(res["cpu1"])
             peer_t.append(res["gguf_py"])
+            if a.ceiling:
+                two_p.append(two_processes(path, 3, str(REPO)))
             n, nbytes = res["n"], res["bytes"]
             if harness is not None:
                 c = json.loads(subprocess.run([str(harness), "stats", ggml_name(qname), str(n), str(raw), "2"],
@@ -331,7 +373,8 @@ def main() -> None:
         before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
         before += f"{n / min(oldc_t) / 1e9:8.2f}G " if oldc_t else ""
         gbs = nbytes / min(ours_t)
-        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {cg} {p / 1e9:8.2f}G   {vs_c} {core} {cpu} {g / p:9.1f}x "
+        ceiling = f"{max(two_p) / 1e9:8.2f}G {g / max(two_p):6.2f} " if two_p else ""
+        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {ceiling}{cg} {p / 1e9:8.2f}G   {vs_c} {core} {cpu} {g / p:9.1f}x "
               f"{gbs / 1e9:6.2f} {gbs / (a.threads * bw):5.0%}", flush=True)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 

@@ -141,6 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _complete()                                    # exits when it has answered
     argv = list(sys.argv[1:] if argv is None else argv)
     first = argv[0] if argv else None
+    if first in ("info", "validate", "stats", "hash", "rules", "explain", "template") and "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # no BLAS here: OpenBLAS's threads sleep at once, not spin 0.1 s at import
     if argv in (["--version"], ["-V"]):               # start-up: no command module is needed
         from ggscope import __version__  # the root package: already loaded, named here to keep the version one fact
         print(f"ggscope {__version__}")

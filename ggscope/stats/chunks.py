@@ -7,9 +7,31 @@ both cores, with cancel and progress; ``ggscope.source.stream`` does the reading
 blocks: chunk ``i`` is ``step`` blocks from block ``i``, and progress is counted in
 elements.
 
+Each byte is read once per tensor when it fits ``keep_bytes``: a route whose pass two
+reads the raw blocks again (``keep()``, called before pass one) gets pass one's chunks
+read straight into one tensor-sized buffer, and pass two reads them from there instead
+of from the file.  Measured on one thread (benchmarks/stats_vs_ggml.py's Q8_0 data): the
+kernel's page-cache copy is 16 % of a pass over a file written in large pieces and 30 %
+over a real model file, whose page cache is in 4 KiB pages as a download leaves it;
+keeping the bytes saves one copy but writes them to memory instead of a cache-sized
+buffer.  Net CPU: even below the L3 cache's size; 10-16 % less on 34-64 MB tensors of
+a file written 4 KiB at a time, about 5 % more on the same written in large pieces;
+13-20 % less on gemma-3-270m's 178 MB token_embd (with a budget that holds it); and one
+download instead of two for a remote file.  Above the budget, or for an in-memory
+file (sliced, never copied), every pass reads its chunks as before, into this thread's
+reused chunk buffer.  The tensor-sized buffer is the process's one spare (``_KEPT``,
+like the stream's spare chunk buffers), reused rather than faulted in again per
+tensor: at most ``keep_bytes`` stay allocated between tensors -- anonymous memory,
+never the file's mapped pages.  Why read(2) at all, when a map would copy nothing: a
+page of a map whose file is truncated meanwhile is SIGBUS, even once faulted in (the
+kernel unmaps it), and ``FileChanged`` is this engine's promise.
+
 Contract: ``Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels,
-cache_bytes)``; ``raw(i)`` the ``(rows, block_bytes)`` uint8 blocks of the chunk
-starting at block ``i`` (valid until this thread's next ``raw``); ``run(work, done0)``
+cache_bytes, keep_bytes=0)``; ``keep()`` asks for the tensor's bytes to be kept for
+pass two (a no-op above ``keep_bytes``; ``kept`` is the buffer, or None); chunks hold
+at most ``chunk_elems`` elements, on several threads split into a multiple of the
+threads where each piece keeps ``SPLIT_MIN_ELEMS`` (``_step``); ``raw(i)`` the ``(rows, block_bytes)`` uint8 blocks of the chunk starting at block
+``i`` (valid until this thread's next ``raw``, or until ``close()`` when kept); ``run(work, done0)``
 -> ``[work(i) for i in starts]`` in order, advancing ``task`` to ``done0`` plus the
 elements done after each chunk; ``scratch(key, make)`` a per-thread object; ``check()``
 raises ``Cancelled``; ``close()`` closes the readers.  A tensor whose data the file
@@ -17,6 +39,8 @@ does not hold raises ``ValueError`` before anything is read.
 """
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -31,12 +55,43 @@ if TYPE_CHECKING:
 
 __all__ = ["Chunks"]
 
+SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
+_KEPT: list[np.ndarray] = []         # the spare tensor-sized buffer (at most one, of at most keep_bytes)
+_KEPT_LOCK = threading.Lock()
+
+
+def _forget_kept() -> None:
+    """In a forked child (``validate --jobs``): a lock another thread held at the fork
+    would stay held forever there; the child starts with its own, and no spare."""
+    global _KEPT_LOCK
+    _KEPT.clear()
+    _KEPT_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_kept)
+
+
+def _step(n_blocks: int, block_elems: int, chunk_elems: int, threads: int) -> int:
+    """Blocks per chunk: at most ``chunk_elems`` elements; on several threads, as many
+    equal chunks as a multiple of the threads needs (a tensor of one or two chunks --
+    most of a real model's -- ran on one thread while the other waited, and a short last
+    chunk left a thread idle at the end), but none below ``SPLIT_MIN_ELEMS``: handing a
+    chunk to the pool costs more than a small one's work."""
+    step = max(1, chunk_elems // block_elems)
+    if threads > 1:
+        n_chunks = -(-n_blocks // step)
+        pieces = min(-(-n_chunks // threads) * threads, n_blocks * block_elems // SPLIT_MIN_ELEMS)
+        if pieces >= n_chunks:
+            step = -(-n_blocks // pieces)
+    return step
+
 
 class Chunks:
     """Chunks of a tensor's raw blocks on the streaming engine (module docstring)."""
 
     def __init__(self, t: "TensorInfo", lay: Layout, chunk_elems: int, threads: int, task: "Task",
-                 cancel: Any, passes: int, kernels: Any, cache_bytes: int) -> None:
+                 cancel: Any, passes: int, kernels: Any, cache_bytes: int, keep_bytes: int = 0) -> None:
         self.t, self.lay = t, lay
         self.n_blocks = t.n_elements // lay.block_elems
         need = self.n_blocks * lay.block_bytes
@@ -47,15 +102,30 @@ class Chunks:
         if t.offset < 0 or held != need:
             raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
                              f"the file holds {held}")
-        self.step = max(1, chunk_elems // lay.block_elems)
-        self.starts = list(range(0, self.n_blocks, self.step))
         self.stream = Stream(threads=threads, cancel=cancel, what=f"statistics of {t.name!r}",
                              remote=t.file.source.remote)
+        self.step = _step(self.n_blocks, lay.block_elems, chunk_elems, self.stream.threads)
+        self.starts = list(range(0, self.n_blocks, self.step))
         self.task = task
         self.total = passes * t.n_elements
         self.kernels = kernels
         self.native = kernels.__name__ == "ggscope.stats.cstats"      # the kernels compiled at install
         self.cache_bytes = cache_bytes
+        self.need = need
+        # read files only: an in-memory file is sliced, a kept copy would cost a copy
+        src = t.file.source
+        self.keep_bytes = keep_bytes if (getattr(src, "identity", None) is not None or src.remote) else 0
+        self.kept: np.ndarray | None = None     # the tensor's bytes, chunk k read when filled[k]
+        self.filled: list[bool] = []
+
+    def keep(self) -> None:
+        """Keep the chunks pass one reads for pass two, if the tensor fits the budget."""
+        if self.kept is not None or not 0 < self.need <= self.keep_bytes:
+            return
+        with _KEPT_LOCK:
+            buf = _KEPT.pop() if _KEPT and _KEPT[-1].size >= self.need else None
+        self.kept = buf if buf is not None else np.empty(self.need, np.uint8)
+        self.filled = [False] * len(self.starts)
 
     def fused(self) -> Any:
         """The fused decode + statistics passes of the kernels in use (``ggscope.stats.cstats``
@@ -69,6 +139,11 @@ class Chunks:
 
     def close(self) -> None:
         self.stream.close()
+        kept, self.kept = self.kept, None
+        if kept is not None:
+            with _KEPT_LOCK:            # keep the larger one: the next tensor faults in nothing
+                if not _KEPT or _KEPT[0].size < kept.size:
+                    _KEPT[:] = [kept]
 
     def scratch(self, key: str, make: Callable[[], Any]) -> Any:
         """A per-thread object (buffers, count tables) made once per thread."""
@@ -80,6 +155,15 @@ class Chunks:
     def raw(self, i: int) -> np.ndarray:
         rows = min(self.step, self.n_blocks - i)
         bb = self.lay.block_bytes
+        if self.kept is not None:
+            part = self.kept[i * bb:(i + rows) * bb]
+            k = i // self.step
+            if not self.filled[k]:      # pass one: read into the kept buffer, pass two: read from it
+                got = self.stream.reader(self.t.file).read(self.t.offset + i * bb, rows * bb, out=part)  # type: ignore[arg-type]
+                part = got.reshape(rows, bb)        # (a short read of a remote window fails here, as unkept)
+                self.filled[k] = True
+                return part
+            return part.reshape(rows, bb)
         reader = self.stream.reader(self.t.file)     # type: ignore[arg-type]
         part = reader.read(self.t.offset + i * bb, rows * bb)
         return part.reshape(rows, bb)

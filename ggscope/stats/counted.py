@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ggscope.facts.ggml_types import Layout
+from ggscope.stats import counters
 from ggscope.stats.kernels_numpy import weighted_sum
 from ggscope.stats.scales import code_values64
 
@@ -45,7 +46,7 @@ def result(t: "TensorInfo", n: int, nan: int, inf: int, zeros: int, lo: float, h
         "std": math.sqrt(max(m2, 0.0) / n) if finite else None,
         "abs_mean": float(abs_sum) / n if finite else None,
         "histogram": {"edges": edges.tolist() if finite else [],
-                      "counts": [int(c) for c in counts]},
+                      "counts": np.asarray(counts, np.int64).tolist()},
         "block_scales": scales,
     }
 
@@ -55,12 +56,13 @@ CODE_LANES = 4      # interleaved sub-tables of ``kernels.count_codes``
 
 def code_table(size: int, dtype: Any) -> np.ndarray:
     """Zeroed counters for ``count_codes``: ``CODE_LANES`` interleaved tables of at least
-    ``size`` (contiguous; the counts of codes below ``size`` are ``table.sum(0)[:size]``).
+    ``size`` (contiguous; the counts of codes below ``size`` are ``table.sum(0)[:size]``),
+    lent by ``ggscope.stats.counters`` (give it back cleared, ``by_codes`` does).
 
     The tables are 64 bytes more than a power of two apart: at a power-of-two distance the
     lanes' counters of one code share their low 12 address bits, and the CPU's
     store-to-load check (4K aliasing) serialises them again on constant data."""
-    return np.zeros((CODE_LANES, size + 64 // np.dtype(dtype).itemsize), dtype)
+    return counters.lend((CODE_LANES, size + 64 // np.dtype(dtype).itemsize), dtype)
 
 
 def by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks) -> dict[str, Any]:
@@ -86,7 +88,13 @@ def by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks
     ch.run(work, 0)
     counts = (np.sum(tables, axis=(0, 1), dtype=np.int64)[:1 << (8 * lay.block_bytes)] if tables
               else np.zeros(1 << (8 * lay.block_bytes), np.int64))
-    return from_value_counts(t, code_values64(t.layout, byteorder), counts, bins)
+    seen = np.flatnonzero(counts != 0)          # (bools: 6x numpy's int64 nonzero)
+
+    def clear(table: np.ndarray) -> None:
+        table[:, seen] = 0                  # counts are never negative: none elsewhere
+    counters.give_back(tables, clear)
+    # the codes that occur only: a small tensor uses a few of the 65,536
+    return from_value_counts(t, code_values64(t.layout, byteorder)[seen], counts[seen], bins)
 
 
 def from_value_counts(t: "TensorInfo", values: np.ndarray, counts: np.ndarray, bins: int) -> dict[str, Any]:

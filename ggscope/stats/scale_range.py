@@ -5,8 +5,8 @@ factor times a small code, so a bound on |x| follows from the scales alone; a gr
 codes are read only when that bound could move the running min or max (in a realistic
 tensor a few blocks per chunk).  That makes pass one read little more than the scales
 -- measured about twice as fast as decoding every value (benchmarks/stats_vs_ggml.py)
--- at the price of having no sum: ``ggscope.stats.tensors`` then centres pass two on the middle
-of the range (and once more on the mean when that is far off).  Rounding is monotone, so
+-- at the price of having no sum: ``ggscope.stats.decoded`` then centres pass two on the mean
+of a few sampled blocks (and once more on the mean when that is far off).  Rounding is monotone, so
 the extremes of a group are its extreme codes times the factor, exactly as decoded.
 
 Contract: ``SCALE_BOUNDED_LAYOUTS``; ``range_pass(layout, blocks, big) -> (lo, hi) | None``, ``None``

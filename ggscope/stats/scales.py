@@ -20,6 +20,7 @@ import numpy as np
 
 from ggscope.facts.ggml_types import Layout
 from ggscope.quant import code_values
+from ggscope.stats import counters
 from ggscope.stats.kernels_numpy import weighted_sum
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class Scales:
     def _table(self) -> np.ndarray:
         """This thread's f16 scale-code counters (made once per thread, summed at the end)."""
         def make() -> np.ndarray:
-            table = np.zeros(1 << 16, np.int64)
+            table = counters.lend(1 << 16, np.int64)
             self.tables.append(table)
             return table
         return self.chunks.scratch("scale_table", make)
@@ -131,11 +132,18 @@ class Scales:
         counts: list[np.ndarray] = []
         if self.tables:
             total = self.tables[0] if len(self.tables) == 1 else np.sum(self.tables, axis=0)
-            seen = np.flatnonzero(total)            # a tensor uses few of the 65,536 codes
+            seen = np.flatnonzero(total != 0)       # few of the 65,536 codes (bools: 6x numpy's int64 nonzero)
             vals.append(code_values64("F16", self.byteorder)[seen])
-            counts.append(total[seen])
+            counts.append(total[seen])          # (a copy: the tables are cleared next)
+
+            def clear(table: np.ndarray) -> None:
+                table[seen] = 0                     # counts are never negative: none elsewhere
+            tables, self.tables = self.tables, []
+            counters.give_back(tables, clear)
         if self.floats:
             v, c = np.unique(np.concatenate(self.floats), return_counts=True)
             vals.append(v)
             counts.append(c)
+        if len(vals) == 1:
+            return _value_summary(vals[0], counts[0])
         return _value_summary(np.concatenate(vals), np.concatenate(counts))

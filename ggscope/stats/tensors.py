@@ -13,14 +13,19 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
   decodes each piece of blocks into an L1-sized buffer and consumes it at once -- pass
   one min, max and sum, pass two bins and centred moments; nothing decoded is stored.
   For Q4_0, Q8_0, Q4_K, Q6_K and IQ4_XS pass one reads the range off the block scales
-  instead (``ggscope.stats.scale_range``) and has no sum: pass two then centres on the middle
-  of the range and runs once more around the mean if that middle lies more than a
-  standard deviation from it.
+  instead (``ggscope.stats.scale_range``; the C kernels do so for most block families) and
+  has no sum: pass two then centres on the mean of a few blocks sampled from each chunk
+  (``decoded.SAMPLE_BLOCKS``) and runs once more around the mean if that estimate lies
+  more than a standard deviation from it.
 * *Decoded* (one-element layouts above 16 bits, and chunks with a NaN/Inf value): pass one
   decodes each chunk with the numpy codecs and takes its min, max and sum; pass two
   bins and centres it (``kernels.bin_pairs``, ``kernels.moments``).  Pass two reuses
   the decoded chunks when the whole tensor fits ``CACHE_BYTES`` of float32 and decodes
   again otherwise, so memory stays bounded on any tensor.
+
+The two-pass routes read each byte of the file once when the tensor's raw blocks fit
+``RAW_CACHE_BYTES`` (pass one's chunks are kept for pass two, ``ggscope.stats.chunks``),
+and twice otherwise.
 
 Until a process has measured ``JIT_MIN_ELEMS`` elements, and while numba is not loaded,
 the codes and decoded routes run on ``ggscope.stats.kernels_numpy`` (same results) instead of
@@ -87,7 +92,8 @@ if TYPE_CHECKING:
     from ggscope.model.modelfile import TensorInfo
 
 __all__ = ["tensor_stats", "StatsCancelled", "DEFAULT_BINS", "DEFAULT_CHUNK_ELEMS",
-           "block_scale_stats", "CACHE_BYTES"]
+           "block_scale_stats", "CACHE_BYTES",
+           "RAW_CACHE_BYTES"]
 
 DEFAULT_BINS = 64
 DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
@@ -96,6 +102,7 @@ DEFAULT_CHUNK_ELEMS = 1 << 20       # 4 MiB of float32 per chunk and thread
 # tenth of a two-thread Q4_K pass at 1 Mi elements (benchmarks/stats_vs_ggml.py)
 UNBUFFERED_CHUNK_ELEMS = 1 << 22
 CACHE_BYTES = 128 << 20             # decoded tensors up to this size are decoded once, not twice
+RAW_CACHE_BYTES = 64 << 20          # tensors whose raw blocks fit this are read once, not twice
 JIT_MIN_ELEMS = 1 << 23             # per process: elements measured without numba before loading it
 
 StatsCancelled = Cancelled          # the old name of the engine's one cancel exception
@@ -146,12 +153,13 @@ def tensor_stats(t: "TensorInfo", *, bins: int = DEFAULT_BINS, chunk_elems: int 
         dequantizer(t.layout)               # raises NotImplementedError naming the layout
     kernels = _kernels(t.n_elements)
     if chunk_elems is None:
-        from ggscope.stats import cstats  # lazy: 3 more modules only when used
-        unbuffered = codes or bits or (cstats.available() and t.layout in cstats.FUSED_LAYOUTS)
+        native = kernels.__name__ == "ggscope.stats.cstats"
+        unbuffered = codes or bits or (native and t.layout in kernels.FUSED_LAYOUTS)
         chunk_elems = UNBUFFERED_CHUNK_ELEMS if unbuffered else DEFAULT_CHUNK_ELEMS
     passes = 1 if codes or bits else 2
     with _progress.from_callback(progress, t.name, passes * t.n_elements) as task:
-        ch = Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels, CACHE_BYTES)
+        ch = Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels, CACHE_BYTES,
+                    RAW_CACHE_BYTES)
         try:
             ch.check()
             route = by_bits if bits else by_codes if codes else by_decoding
