@@ -49,6 +49,24 @@ ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
     S->z = _mm512_mask_sub_epi32(S->z, zm, S->z, _mm512_set1_epi32(-1));
 }
 
+/* The pairs of a piece are counted ZLAG pairs behind the group writing them, 16 at a time,
+   between the groups' vector work: the counter updates (loads and stores) then overlap the
+   decoding (vector arithmetic) instead of following it, and a pair is read back only after
+   its vector store has left the store queue (read at once, the 16-bit loads of a 256-bit
+   store wait for it: measured slower than counting after the piece). */
+#define ZLAG 64
+typedef struct {
+    const uint16_t *cq;              /* the next pair to count */
+    lanes_t *lanes;
+} zq_t;
+
+ZI void zcount16(zq_t *Q, const uint16_t *written) {
+    if (written - Q->cq >= ZLAG + 16) {
+        count_pair_lanes(Q->cq, 16, Q->lanes);
+        Q->cq += 16;
+    }
+}
+
 /* piece_pairs' bin formula on 16 values: clamp(int((v - lo) * scale), 0, top) */
 ZI __m512i zbin(const zctx_t *C, __m512 v) {
     const __m512i t = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v, C->lo), C->scale));
@@ -59,7 +77,7 @@ ZI __m512i zbin(const zctx_t *C, __m512 v) {
    the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, 16 pairs (value
    l with value l + 16). */
 ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, zacc_t *S0, zacc_t *S1,
-               uint16_t *pairs) {
+               uint16_t *pairs, zq_t *Q) {
     const __m512 v0 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes)), val1);
     const __m512 v1 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1)), val1);
     zmom(S0, v0, C->shift);
@@ -71,11 +89,12 @@ ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wid
     const __m256i lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
     const __m256i hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
     _mm256_storeu_si256((__m256i *) pairs, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 6)));
+    zcount16(Q, pairs + 16);
 }
 
 /* Q4_K / Q5_K (dec_q45_k): eight groups of 32, value (float) c * dl - ml */
 ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int five, zacc_t *S0, zacc_t *S1,
-               uint16_t *pairs) {
+               uint16_t *pairs, zq_t *Q) {
     const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
     const int qs_at = five ? 48 : 16;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
@@ -94,7 +113,7 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
             const __m512 a = _mm512_set1_ps(dl), m = _mm512_set1_ps(ml);
             const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
             const __m512 val1 = five ? _mm512_sub_ps(_mm512_mul_ps(C->k1, a), m) : val0;
-            zgroup(C, c, val0, val1, five, S0, S1, pairs + 16 * g);
+            zgroup(C, c, val0, val1, five, S0, S1, pairs + 16 * g, Q);
         }
     }
 }
@@ -102,7 +121,7 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
 /* The upstream nibble layouts (dec_nibbles with an f16 scale, plain halves, no
    outlier): one group, value (float) (c - bias) * d [+ m] */
 ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int m_at, int qh_at, int qs_at,
-             int bias, zacc_t *S0, zacc_t *S1, uint16_t *pairs) {
+             int bias, zacc_t *S0, zacc_t *S1, uint16_t *pairs, zq_t *Q) {
     const float d = f16(b, d_at, J->big, J->lut);
     const __m128i q = _mm_loadu_si128((const __m128i *) (b + qs_at)), m4 = _mm_set1_epi8(0x0F);
     __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
@@ -116,13 +135,13 @@ ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_a
         val0 = _mm512_add_ps(val0, m);
         val1 = _mm512_add_ps(val1, m);
     }
-    zgroup(C, c, val0, val1, qh_at >= 0, S0, S1, pairs);
+    zgroup(C, c, val0, val1, qh_at >= 0, S0, S1, pairs, Q);
 }
 
 /* IQ4_NL and IQ4_XS (dec_table4 modes 0 and 1: groups of 32 whose halves are a byte's
    nibbles): value dl * kv[c], kv the 16-value table */
 ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int mode, int groups, zacc_t *S0,
-                zacc_t *S1, uint16_t *pairs) {
+                zacc_t *S1, uint16_t *pairs, zq_t *Q) {
     const __m512 kv = _mm512_loadu_ps(J->g1);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (int ib = 0; ib < groups; ib++) {
@@ -132,13 +151,13 @@ ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int 
         const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
                                                   _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
         const __m512 val = _mm512_mul_ps(_mm512_set1_ps(dl), kv);
-        zgroup(C, c, val, val, 0, S0, S1, pairs + 16 * ib);
+        zgroup(C, c, val, val, 0, S0, S1, pairs + 16 * ib, Q);
     }
 }
 
 /* Q8_0 (dec_int8, f16 scale, 32 values): (float) q * d per value */
 ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int qs_at, zacc_t *S0,
-              zacc_t *S1, uint16_t *pairs) {
+              zacc_t *S1, uint16_t *pairs, zq_t *Q) {
     const __m512 a = _mm512_set1_ps(f16(b, d_at, J->big, J->lut));
     const __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + qs_at)))), a);
     const __m512 v1 = _mm512_mul_ps(
@@ -146,7 +165,12 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
     zmom(S0, v0, C->shift);
     zmom(S1, v1, C->shift);
     const __m512i p = _mm512_or_si512(zbin(C, v0), _mm512_slli_epi32(zbin(C, v1), 6));
-    _mm256_storeu_si256((__m256i *) pairs, _mm512_cvtepi32_epi16(p));
+    /* to a register, then stored: the compiler's folded store form (vpmovdw to memory) was
+       measured the costliest instruction of this pass on AMD Zen 4 */
+    __m256i q = _mm512_cvtepi32_epi16(p);
+    __asm__("" : "+v"(q));
+    _mm256_storeu_si256((__m256i *) pairs, q);
+    zcount16(Q, pairs + 16);
 }
 
 /* The driver: pieces of whole blocks as bins_NAME, each block's groups through GROUPS
@@ -174,6 +198,7 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
             zacc_t S0 = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_si512()}; \
             zacc_t S1 = S0;                                                                               \
             uint16_t *pp = pairs;                                                                         \
+            zq_t Q0 = {pairs, A->lanes}, *Q = &Q0;                                                        \
             for (Py_ssize_t bi = p; bi < end; bi++, pp += n / 2) {                                        \
                 const uint8_t *restrict b = J->blocks + bi * J->bb;                                       \
                 GROUPS;                                                                                   \
@@ -183,7 +208,7 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
             const float a2 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a2, S1.a2));                           \
             const float aa = _mm512_reduce_add_ps(_mm512_add_ps(S0.aa, S1.aa));                           \
             zeros += _mm512_reduce_add_epi32(_mm512_add_epi32(S0.z, S1.z));                               \
-            count_pair_lanes(pairs, e / 2, A->lanes);                                                     \
+            count_pair_lanes(Q->cq, (int) (pairs + e / 2 - Q->cq), A->lanes);                             \
             if ((pending += e) > (1 << 30)) {                                                             \
                 flush_lanes(A->lanes, A->table);                                                          \
                 pending = 0;                                                                              \
@@ -200,15 +225,15 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
     }
 
 #define A(i) (J->a[i])
-ZBINS(q4_k, 256, 1, zq45_k(J, C, b, 0, &S0, &S1, pp))
-ZBINS(q5_k, 256, 1, zq45_k(J, C, b, 1, &S0, &S1, pp))
-ZBINS(nib_00, 32, 1, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_10, 32, 1, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_01, 32, 1, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp))
-ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp))
-ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp))
-ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp))
+ZBINS(q4_k, 256, 1, zq45_k(J, C, b, 0, &S0, &S1, pp, Q))
+ZBINS(q5_k, 256, 1, zq45_k(J, C, b, 1, &S0, &S1, pp, Q))
+ZBINS(nib_00, 32, 1, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(nib_10, 32, 1, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(nib_01, 32, 1, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp, Q))
+ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp, Q))
+ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp, Q))
 #undef A
 
 /* by variant name: a target_clones function's address is not the same everywhere */
