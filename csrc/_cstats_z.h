@@ -5,19 +5,19 @@
    and sums its moments in two more loops; each value is computed in float32 and binned
    in float32 even where a block group has only 16 or 32 distinct values.  Here a group
    of 32 values is handled in registers: its code bytes are extracted once; for the
-   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS) the group's value of every possible
-   code is computed once -- with the decoder's own float32 operations, so every value is
-   bit for bit the decoder's -- and each value is then one permute from that table, its
-   bin one byte permute from the table of the codes' bins (the bin formula of
-   piece_pairs applied to the table); Q8_0's 256 codes are converted and binned per
-   value.  The moments are the same float32-per-piece sums of v - shift, its square, |v|
-   and the zeros, in vector lanes; the bins go to the same pair counting
-   (count_pair_lanes).  So the histogram is identical to the portable pass's and the
-   moments differ only in the order of float32 additions within a piece (the contract:
-   float32 within a piece, float64 across).  Every variant here reads an f16 scale and
-   multiplies it by at most 64 * 32 (K-quants) or 32 * 127 (IQ4_XS), so |v| < 2^28 and a piece's float32 sum of (v - shift)^2 (shift
-   lies inside the tensor's range) stays below 2048 * 2^58 -- far from float32's limit:
-   the portable drivers' float64 retry of an overflowed piece has no counterpart.
+   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS, MXFP4) the group's value of
+   every possible code is computed once -- with the decoder's own float32 operations, so
+   every value is bit for bit the decoder's -- and each value is then one permute from
+   that table, its bin one byte permute from the table of the codes' bins (the bin
+   formula of piece_pairs applied to the table); Q8_0's 256 codes are converted and
+   binned per value.  The moments are the same float32-per-piece sums of v - shift, its
+   square, |v| and the zeros, in vector lanes; the bins go to the same pair counting
+   (count_pair_lanes), interleaved with the groups' vector work (zcount16).  So the
+   histogram is identical to the portable pass's and the moments differ only in the
+   order of float32 additions within a piece (the contract: float32 within a piece,
+   float64 across).  A piece whose float32 sums overflow (only MXFP4's byte scales, up to
+   2^127, can: the f16 scales times at most 64 * 32 or 32 * 127 stay below 2^28) has its
+   sums taken again in float64 (zwide), as the portable drivers do.
 
    Contract: binsz_NAME(J, A, R) as bins_NAME; with more than SMALL_BINS bins (no
    lanes) it calls bins_NAME.  z_bins(name, bf) -> the AVX-512 variant of the portable bins
@@ -173,6 +173,24 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
     zcount16(Q, pairs + 16);
 }
 
+/* A piece whose float32 sums overflowed (MXFP4's byte scales reach 2^127): its moments
+   again in float64, from the variant's own decoder, as add_piece does for the portable
+   drivers. */
+__attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssize_t end, float shift,
+                                            void (*decode)(const job_t *, float *), double *s1, double *s2,
+                                            double *sa) {
+    float out[PIECE + 256] __attribute__((aligned(64)));
+    job_t piece = *J;
+    piece.blocks = J->blocks + p * J->bb;
+    piece.nb = end - p;
+    decode(&piece, out);
+    double r[3];
+    piece_moments_wide(out, (int) (end - p) * J->n, shift, r);
+    *s1 += r[0];
+    *s2 += r[1];
+    *sa += r[2];
+}
+
 /* The driver: pieces of whole blocks as bins_NAME, each block's groups through GROUPS
    (a statement on J, C, b, S0, S1 and pp, the block's n / 2 pairs); FITS, on J, says
    whether the variant's arguments are the groups of 32 GROUPS handles. */
@@ -213,9 +231,13 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
                 flush_lanes(A->lanes, A->table);                                                          \
                 pending = 0;                                                                              \
             }                                                                                             \
-            s1 += a1; /* float32 cannot overflow here: (module docstring) */                            \
-            s2 += a2;                                                                                     \
-            sa += aa;                                                                                     \
+            if (finitef32(a1) && finitef32(a2) && finitef32(aa)) {                                        \
+                s1 += a1;                                                                                 \
+                s2 += a2;                                                                                 \
+                sa += aa;                                                                                 \
+            } else {                                                                                      \
+                zwide(J, p, end, A->shift, decto_##NAME, &s1, &s2, &sa);                                  \
+            }                                                                                             \
         }                                                                                                 \
         flush_lanes(A->lanes, A->table);                                                                  \
         R->s1 = s1;                                                                                       \
@@ -234,6 +256,7 @@ ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp, Q
 ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp, Q))
 ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp, Q))
 ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp, Q))
+ZBINS(table4_2, J->n, A(2) == 32, ztable4(J, C, b, 2, A(1), &S0, &S1, pp, Q))
 #undef A
 
 /* by variant name: a target_clones function's address is not the same everywhere */
@@ -243,7 +266,7 @@ static const struct {
 } ZVARIANTS[] = {
     {"q4_k", binsz_q4_k},     {"q5_k", binsz_q5_k},     {"nib_00", binsz_nib_00}, {"nib_10", binsz_nib_10},
     {"nib_01", binsz_nib_01}, {"nib_11", binsz_nib_11}, {"int8_32", binsz_int8_32}, {"table4_0", binsz_table4_0},
-    {"table4_1", binsz_table4_1},
+    {"table4_1", binsz_table4_1}, {"table4_2", binsz_table4_2},
 };
 
 static int z_cpu(void) {

@@ -333,7 +333,7 @@ def test_diff_decode_is_dequantize(monkeypatch, kernels, layout):
     assert str(ours.value) == str(theirs.value)
 
 
-VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS"]
+VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS", "MXFP4"]
 
 
 @C_ONLY
