@@ -1,5 +1,5 @@
 /* Pass two of the statistics in one decode, on AVX-512 (included by _cstats.c after its
-   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI keeps those drivers, chosen at run time).
+   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI/BITALG keeps those drivers, chosen at run time).
 
    Why: the portable pass two decodes a piece of blocks into an L1 buffer, then bins it
    and sums its moments in two more loops; each value is computed in float32 and binned
@@ -27,7 +27,7 @@ typedef void (*zbins_fn_t)(const job_t *, const binargs_t *, bins_t *);
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 12
 #include <immintrin.h>
 #define HAVE_Z 1
-#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi")))
+#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512bitalg")))
 #define ZI static inline __attribute__((always_inline)) ZT
 
 typedef struct {
@@ -58,6 +58,7 @@ ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
 typedef struct {
     const uint16_t *cq;              /* the next pair to count */
     lanes_t *lanes;
+    int64_t zeros;                   /* zgroup's zero count */
 } zq_t;
 
 ZI void zcount16(zq_t *Q, const uint16_t *written) {
@@ -73,22 +74,42 @@ ZI __m512i zbin(const zctx_t *C, __m512 v) {
     return _mm512_max_epi32(_mm512_min_epi32(t, C->top), _mm512_setzero_si512());
 }
 
+/* The moments of 16 values from their centred values d = v - shift and |v|. */
+ZI void zsum(zacc_t *S, __m512 d, __m512 a) {
+    S->a1 = _mm512_add_ps(S->a1, d);
+    S->a2 = _mm512_add_ps(S->a2, _mm512_mul_ps(d, d));
+    S->aa = _mm512_add_ps(S->aa, a);
+}
+
 /* A group of 32 values whose codes (bytes below 32, or below 16 unless ``wide``) index
-   the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, 16 pairs (value
-   l with value l + 16). */
+   the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, zeros into Q, 16
+   pairs (value 2l with value 2l + 1).  Everything per value is a lookup in a table of
+   the group's codes: its centred values and |values| (so each is the decoder's value
+   less the shift, as the portable pass computes it), its bins, and which codes are zero
+   (counted with a bit shuffle of the codes); a pair index bin(2l) + 64 * bin(2l + 1)
+   is one multiply-add of the bins' bytes. */
 ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, zacc_t *S0, zacc_t *S1,
                uint16_t *pairs, zq_t *Q) {
-    const __m512 v0 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes)), val1);
-    const __m512 v1 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1)), val1);
-    zmom(S0, v0, C->shift);
-    zmom(S1, v1, C->shift);
+    const __m512 dv0 = _mm512_sub_ps(val0, C->shift), av0 = _mm512_abs_ps(val0);
+    const __m512i i0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes));
+    const __m512i i1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1));
+    const __m512 zero = _mm512_setzero_ps();
+    uint32_t zm = _mm512_cmp_ps_mask(val0, zero, _CMP_EQ_OQ);
+    if (wide) {
+        const __m512 dv1 = _mm512_sub_ps(val1, C->shift), av1 = _mm512_abs_ps(val1);
+        zsum(S0, _mm512_permutex2var_ps(dv0, i0, dv1), _mm512_permutex2var_ps(av0, i0, av1));
+        zsum(S1, _mm512_permutex2var_ps(dv0, i1, dv1), _mm512_permutex2var_ps(av0, i1, av1));
+        zm |= (uint32_t) _mm512_cmp_ps_mask(val1, zero, _CMP_EQ_OQ) << 16;
+    } else {
+        zsum(S0, _mm512_permutexvar_ps(i0, dv0), _mm512_permutexvar_ps(i0, av0));
+        zsum(S1, _mm512_permutexvar_ps(i1, dv0), _mm512_permutexvar_ps(i1, av0));
+    }
+    Q->zeros += __builtin_popcount(_mm256_bitshuffle_epi64_mask(_mm256_set1_epi64x((long long) zm), codes));
     const __m128i b0 = _mm512_cvtepi32_epi8(zbin(C, val0));
     const __m256i bins = _mm256_inserti128_si256(_mm256_castsi128_si256(b0),
                                                  wide ? _mm512_cvtepi32_epi8(zbin(C, val1)) : b0, 1);
     const __m256i b = _mm256_permutexvar_epi8(codes, bins);
-    const __m256i lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
-    const __m256i hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
-    _mm256_storeu_si256((__m256i *) pairs, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 6)));
+    _mm256_storeu_si256((__m256i *) pairs, _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x4001)));
     zcount16(Q, pairs + 16);
 }
 
@@ -216,7 +237,7 @@ __attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssi
             zacc_t S0 = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_si512()}; \
             zacc_t S1 = S0;                                                                               \
             uint16_t *pp = pairs;                                                                         \
-            zq_t Q0 = {pairs, A->lanes}, *Q = &Q0;                                                        \
+            zq_t Q0 = {pairs, A->lanes, 0}, *Q = &Q0;                                                     \
             for (Py_ssize_t bi = p; bi < end; bi++, pp += n / 2) {                                        \
                 const uint8_t *restrict b = J->blocks + bi * J->bb;                                       \
                 GROUPS;                                                                                   \
@@ -225,7 +246,7 @@ __attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssi
             const float a1 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a1, S1.a1));                           \
             const float a2 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a2, S1.a2));                           \
             const float aa = _mm512_reduce_add_ps(_mm512_add_ps(S0.aa, S1.aa));                           \
-            zeros += _mm512_reduce_add_epi32(_mm512_add_epi32(S0.z, S1.z));                               \
+            zeros += _mm512_reduce_add_epi32(_mm512_add_epi32(S0.z, S1.z)) + Q->zeros;                    \
             count_pair_lanes(Q->cq, (int) (pairs + e / 2 - Q->cq), A->lanes);                             \
             if ((pending += e) > (1 << 30)) {                                                             \
                 flush_lanes(A->lanes, A->table);                                                          \
@@ -274,7 +295,8 @@ static int z_cpu(void) {
     if (ok < 0) {
         __builtin_cpu_init();
         ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
-             && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi");
+             && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi")
+             && __builtin_cpu_supports("avx512bitalg");
     }
     return ok;
 }
