@@ -806,9 +806,11 @@ typedef struct {
 
 /* Pass one with block bounds (SPAN, a statement setting L and U from J and b): blocks that cannot
    move the range are skipped undecoded, so there is no sum (total NaN; ggscope.stats
-   then centres pass two on the middle of the range). */
-#define RANGE_BOUND(NAME, N, DECODE, SPAN)                                                          \
-    TARGETS static void rangeb_##NAME(const job_t *J, range_t *R) {                                  \
+   then centres pass two on the middle of the range).  RANGE_BOUND_AS names the function and
+   its target attributes (_cstats_z.h builds AVX-512 ones). */
+#define RANGE_BOUND(NAME, N, DECODE, SPAN) RANGE_BOUND_AS(TARGETS, rangeb_##NAME, N, DECODE, SPAN)
+#define RANGE_BOUND_AS(ATTR, FN, N, DECODE, SPAN)                                                   \
+    ATTR static void FN(const job_t *J, range_t *R) {                                                \
         const int n = (N);                                                                           \
         const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
         float out[256] __attribute__((aligned(64)));                                                 \
@@ -999,7 +1001,7 @@ static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
     } while (0)
 #define USEB(NAME)                   \
     do {                             \
-        *rf = rangeb_##NAME;         \
+        *rf = z_range(#NAME, rangeb_##NAME); \
         *bf = z_bins(#NAME, bins_##NAME); \
         picked_decode = decto_##NAME; \
         return 1;                    \

@@ -111,3 +111,37 @@ def test_mxfp4_sums_that_overflow_float32():
     x = reference("MXFP4", blocks, False).reshape(-1)
     assert np.isfinite(x).all() and np.float64(np.abs(x).max()) ** 2 > np.finfo(np.float32).max
     _check("MXFP4", blocks, False)
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
+@pytest.mark.parametrize("layout", VECTOR_LAYOUTS)
+def test_pass_one_is_the_portable_one(layout, big):
+    """Pass one on AVX-512 (the block bounds of Q4_K/Q5_K in vector lanes) against the
+    portable one and numpy: the same min and max, the same scale codes counted, and a
+    non-finite scale refused by both with its counts taken back."""
+    rng = np.random.default_rng(sum(map(ord, layout)) + 3 * big)
+    blocks = finite_blocks(layout, 5 * _blocks_per_piece(layout) + 3, rng, big)
+    x = reference(layout, blocks, big)
+    got = {}
+    try:
+        for on in (True, False):
+            cstats._cstats.vector_bins(on)
+            codes = np.zeros(1 << 16, np.int64)
+            r = cstats.range_pass(layout, blocks, big, codes, 0)
+            assert r is not None, on
+            assert (np.float32(r[0]), np.float32(r[1])) == (x.min(), x.max()), on
+            got[on] = codes
+            bad = blocks.copy()
+            bad[len(bad) // 2, 0:2] = np.array([np.inf], ">f2" if big else "<f2").view(np.uint8)
+            if layout == "MXFP4":
+                bad[len(bad) // 2, 0] = 0xFF                 # E8M0 NaN
+            with np.errstate(all="ignore"):
+                if np.isfinite(reference(layout, bad, big)).all():
+                    continue
+            codes = np.zeros(1 << 16, np.int64)
+            assert cstats.range_pass(layout, bad, big, codes, 0) is None, on
+            assert not codes.any(), on
+    finally:
+        cstats._cstats.vector_bins(True)
+    assert np.array_equal(got[True], got[False])
+    assert got[True].sum() == len(blocks)
