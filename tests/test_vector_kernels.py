@@ -145,3 +145,48 @@ def test_pass_one_is_the_portable_one(layout, big):
         cstats._cstats.vector_bins(True)
     assert np.array_equal(got[True], got[False])
     assert got[True].sum() == len(blocks)
+
+
+def _scaled(layout: str, block: np.ndarray, big: bool) -> np.ndarray:
+    """``block`` with its first scale a little larger in magnitude (values c * d grow by
+    about 0.4 %, MXFP4's power-of-two scale doubles)."""
+    out = block.copy()
+    if layout == "MXFP4":
+        out[0] = min(int(out[0]) + 1, 0xFE)
+        return out
+    kind = ">f2" if big else "<f2"
+    d = out[0:2].view(kind)[0]
+    out[0:2] = np.array([np.float16(d) * np.float16(1.0039)], kind).view(np.uint8)
+    return out
+
+
+# layout -> (byte, value) settings that put a block's lowest and highest code in it
+_EXTREMES = {"Q8_0": [(2, 0x80), (3, 0x7F)], "Q4_0": [(2, 0xF0)], "Q4_1": [(4, 0xF0)],
+             "Q5_0": [(6, 0xF0), (2, 0x00), (4, 0x01)], "Q5_1": [(8, 0xF0), (4, 0x00), (6, 0x01)]}
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
+@pytest.mark.parametrize("layout", VECTOR_LAYOUTS)
+def test_a_block_just_beyond_the_range_so_far_is_decoded(layout, big):
+    """The blocks holding the min and max come early, then copies of them with a slightly
+    larger scale inside a later batch: their bounds exceed the range found so far by a
+    fraction of a percent, so a bound even slightly too tight would skip them."""
+    per = _blocks_per_piece(layout)
+    rng = np.random.default_rng(sum(map(ord, layout)) + 5 * big)
+    blocks = finite_blocks(layout, 3 * per + 5, rng, big)
+    for at, value in _EXTREMES.get(layout, []):        # every block reaches its bounds exactly
+        blocks[:, at] = value
+    with np.errstate(all="ignore"):
+        x = reference(layout, blocks, big)
+        for k, at in ((int(x.max(axis=1).argmax()), 2 * per + 7), (int(x.min(axis=1).argmin()), 2 * per + 9)):
+            blocks[[0, 1][at == 2 * per + 9]] = blocks[k]
+            blocks[at] = _scaled(layout, blocks[k], big)
+        x = reference(layout, blocks, big)
+    assert np.isfinite(x).all()
+    try:
+        for on in (True, False):
+            cstats._cstats.vector_bins(on)
+            r = cstats.range_pass(layout, blocks, big)
+            assert r is not None and (np.float32(r[0]), np.float32(r[1])) == (x.min(), x.max()), on
+    finally:
+        cstats._cstats.vector_bins(True)
