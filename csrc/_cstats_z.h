@@ -114,6 +114,21 @@ ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wid
     zcount16(Q, pairs + 16);
 }
 
+/* The eight groups' dl = d * sc and ml = dmin * m of a Q4_K / Q5_K block at once: ggml's
+   get_scale_min_k4 on the 12 scale bytes as three 32-bit words (bytes: no file byte
+   order), then k4_scale's float32 products in vector lanes. */
+ZI void zk4_scales(const uint8_t *b, float d, float dmin, __m256 *dl, __m256 *ml) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, b + 4, 4);
+    memcpy(&w1, b + 8, 4);
+    memcpy(&w2, b + 12, 4);
+    const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
+    const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | (((w0 >> 6) & 0x03030303) << 4);
+    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | (((w1 >> 6) & 0x03030303) << 4);
+    *dl = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int) sc_hi, (int) sc_lo))));
+    *ml = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int) m_hi, (int) m_lo))));
+}
+
 /* Q4_K / Q5_K (dec_q45_k): eight groups of 32, value (float) c * dl - ml */
 ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int five, zacc_t *S0, zacc_t *S1,
                uint16_t *pairs, zq_t *Q) {
@@ -121,6 +136,9 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
     const int qs_at = five ? 48 : 16;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     const __m256i qh = five ? _mm256_loadu_si256((const __m256i *) (b + 16)) : _mm256_setzero_si256();
+    __m256 dl, ml;
+    zk4_scales(b, d, dmin, &dl, &ml);
+    const __m512 dl8 = _mm512_castps256_ps512(dl), ml8 = _mm512_castps256_ps512(ml);
     for (int i = 0; i < 4; i++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *) (b + qs_at + 32 * i));
         for (int h = 0; h < 2; h++) {
@@ -130,9 +148,8 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
                 const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(g)), one);
                 c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 4));
             }
-            float dl, ml;
-            k4_scale(b, g, d, dmin, &dl, &ml);
-            const __m512 a = _mm512_set1_ps(dl), m = _mm512_set1_ps(ml);
+            const __m512 a = _mm512_permutexvar_ps(_mm512_set1_epi32(g), dl8);
+            const __m512 m = _mm512_permutexvar_ps(_mm512_set1_epi32(g), ml8);
             const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
             const __m512 val1 = five ? _mm512_sub_ps(_mm512_mul_ps(C->k1, a), m) : val0;
             zgroup(C, c, val0, val1, five, S0, S1, pairs + 16 * g, Q);

@@ -20,20 +20,12 @@
    them as z_bins does. */
 
 /* Pass one of Q4_K / Q5_K: span_q45_k's bounds with the eight groups' scales and mins
-   in vector lanes (ggml's get_scale_min_k4 on four 32-bit words at once), the same
-   float32 operations; the bounds only decide which blocks are decoded. */
+   in vector lanes (zk4_scales), the same float32 operations; the bounds only decide
+   which blocks are decoded. */
 ZI void span_q45_kz(const job_t *J, const uint8_t *b, int five, float *L, float *U) {
     const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
-    uint32_t w0, w1, w2;                /* the 12 scale bytes (bytes: no file byte order) */
-    memcpy(&w0, b + 4, 4);
-    memcpy(&w1, b + 8, 4);
-    memcpy(&w2, b + 12, 4);
-    const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
-    const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | (((w0 >> 6) & 0x03030303) << 4);
-    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | (((w1 >> 6) & 0x03030303) << 4);
-    const __m256 sc = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int) sc_hi, (int) sc_lo)));
-    const __m256 m = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int) m_hi, (int) m_lo)));
-    const __m256 dl = _mm256_mul_ps(_mm256_set1_ps(d), sc), ml = _mm256_mul_ps(_mm256_set1_ps(dmin), m);
+    __m256 dl, ml;
+    zk4_scales(b, d, dmin, &dl, &ml);
     const __m256 e0 = _mm256_sub_ps(_mm256_mul_ps(_mm256_setzero_ps(), dl), ml);
     const __m256 e1 = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(five ? 31.0f : 15.0f), dl), ml);
     __m128 lo = _mm_min_ps(_mm256_castps256_ps128(_mm256_min_ps(e0, e1)), _mm256_extractf128_ps(_mm256_min_ps(e0, e1), 1));
