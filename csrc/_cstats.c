@@ -15,9 +15,11 @@
      ggscope.fused_specs, the one layout table; the C side only knows the families.
    * ggscope.kernels (moments, bin_pairs, count_codes) for decoded float32 arrays and
      16-bit codes.
-   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K, IQ4_NL/IQ4_XS and Q8_0 on
-     AVX-512, each group of 32 values decoded once into registers (its values and bins
-     from the group's code tables), picked at run time where the CPU has it.
+   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K, IQ4_NL/IQ4_XS, MXFP4
+     and Q8_0 on AVX-512, each group of 32 values decoded once into registers (its values
+     and bins from the group's code tables), its pairs counted between the groups' vector
+     work; _cstats_zrange.h: pass one's block bounds of the nibble layouts, Q4_K/Q5_K and
+     Q8_0 in vector lanes.  Both picked at run time where the CPU has AVX-512.
 
    Every entry point releases the GIL, so ggscope.stats runs chunks on all cores. */
 #define PY_SSIZE_T_CLEAN
