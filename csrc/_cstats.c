@@ -15,9 +15,11 @@
      ggscope.fused_specs, the one layout table; the C side only knows the families.
    * ggscope.kernels (moments, bin_pairs, count_codes) for decoded float32 arrays and
      16-bit codes.
-   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K, IQ4_NL/IQ4_XS and Q8_0 on
-     AVX-512, each group of 32 values decoded once into registers (its values and bins
-     from the group's code tables), picked at run time where the CPU has it.
+   * _cstats_z.h: pass two of the upstream nibble layouts, Q4_K/Q5_K, IQ4_NL/IQ4_XS, MXFP4
+     and Q8_0 on AVX-512, each group of 32 values decoded once into registers (its values
+     and bins from the group's code tables), its pairs counted between the groups' vector
+     work; _cstats_zrange.h: pass one's block bounds of the nibble layouts, Q4_K/Q5_K and
+     Q8_0 in vector lanes.  Both picked at run time where the CPU has AVX-512.
 
    Every entry point releases the GIL, so ggscope.stats runs chunks on all cores. */
 #define PY_SSIZE_T_CLEAN
@@ -655,18 +657,21 @@ INLINE void count_pair_idx(const uint8_t *idx, int e, int64_t *table) {
     for (int j = 0; j + 1 < e; j += 2) table[(uint32_t) idx[j] | ((uint32_t) idx[j + 1] << 8)] += 1;
 }
 
-/* With at most 64 bins (ggscope's default) the pairs are counted in four interleaved
-   tables of 64 x 64 uint32 (64 KiB, scratch of the calling thread: ggscope.cstats keeps
+/* With at most 64 bins (ggscope's default) the pairs are counted in two interleaved
+   tables of 64 x 64 uint32 (32 KiB, scratch of the calling thread: ggscope.cstats keeps
    one per thread, freed with it) instead of one int64[65536]: on a
    bell-shaped tensor most pairs hit the same few counters, and with one table each
    increment waits for the store of the one before (measured: the counting was 3/4 of
    pass two).  flush_lanes adds them into the caller's table layout. */
 #define SMALL_BINS 64
-/* Four lanes, each 64 bytes longer than a power of two: at a power-of-two distance a
+/* Lanes each 64 bytes longer than a power of two: at a power-of-two distance a
    counter and its twin in the next lane share their low 12 address bits, and the CPU's
-   store-to-load check (4K aliasing) serialises them again (measured: 4 padded lanes
-   0.51 ns per Q4_K element, 4 unpadded 0.53, 8 unpadded 0.59). */
-#define PAIR_LANES 4
+   store-to-load check (4K aliasing) serialises them again (measured on Intel: 4 padded
+   lanes 0.51 ns per Q4_K element, 4 unpadded 0.53, 8 unpadded 0.59).  Two lanes, not
+   four: on AMD Zen 4 a stream of normal pairs counts at 0.31 ns per pair in two, 0.37
+   in four, and a constant one at 0.31 against 0.46 (one lane: 0.29 and 0.56); pass two
+   of Q8_0 1.07x faster. */
+#define PAIR_LANES 2
 #define LANE_PAD 16
 typedef uint32_t lanes_t[PAIR_LANES][SMALL_BINS * SMALL_BINS + LANE_PAD];
 
@@ -803,9 +808,11 @@ typedef struct {
 
 /* Pass one with block bounds (SPAN, a statement setting L and U from J and b): blocks that cannot
    move the range are skipped undecoded, so there is no sum (total NaN; ggscope.stats
-   then centres pass two on the middle of the range). */
-#define RANGE_BOUND(NAME, N, DECODE, SPAN)                                                          \
-    TARGETS static void rangeb_##NAME(const job_t *J, range_t *R) {                                  \
+   then centres pass two on the middle of the range).  RANGE_BOUND_AS names the function and
+   its target attributes (_cstats_z.h builds AVX-512 ones). */
+#define RANGE_BOUND(NAME, N, DECODE, SPAN) RANGE_BOUND_AS(TARGETS, rangeb_##NAME, N, DECODE, SPAN)
+#define RANGE_BOUND_AS(ATTR, FN, N, DECODE, SPAN)                                                   \
+    ATTR static void FN(const job_t *J, range_t *R) {                                                \
         const int n = (N);                                                                           \
         const int per = PIECE / n > 0 ? PIECE / n : 1;                                               \
         float out[256] __attribute__((aligned(64)));                                                 \
@@ -996,7 +1003,7 @@ static int pick(int fam, const job_t *J, range_fn *rf, bins_fn *bf) {
     } while (0)
 #define USEB(NAME)                   \
     do {                             \
-        *rf = rangeb_##NAME;         \
+        *rf = z_range(#NAME, rangeb_##NAME); \
         *bf = z_bins(#NAME, bins_##NAME); \
         picked_decode = decto_##NAME; \
         return 1;                    \

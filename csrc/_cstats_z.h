@@ -1,33 +1,34 @@
 /* Pass two of the statistics in one decode, on AVX-512 (included by _cstats.c after its
-   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI keeps those drivers, chosen at run time).
+   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI/BITALG keeps those drivers, chosen at run time).
 
    Why: the portable pass two decodes a piece of blocks into an L1 buffer, then bins it
    and sums its moments in two more loops; each value is computed in float32 and binned
    in float32 even where a block group has only 16 or 32 distinct values.  Here a group
    of 32 values is handled in registers: its code bytes are extracted once; for the
-   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS) the group's value of every possible
-   code is computed once -- with the decoder's own float32 operations, so every value is
-   bit for bit the decoder's -- and each value is then one permute from that table, its
-   bin one byte permute from the table of the codes' bins (the bin formula of
-   piece_pairs applied to the table); Q8_0's 256 codes are converted and binned per
-   value.  The moments are the same float32-per-piece sums of v - shift, its square, |v|
-   and the zeros, in vector lanes; the bins go to the same pair counting
-   (count_pair_lanes).  So the histogram is identical to the portable pass's and the
-   moments differ only in the order of float32 additions within a piece (the contract:
-   float32 within a piece, float64 across).  Every variant here reads an f16 scale and
-   multiplies it by at most 64 * 32 (K-quants) or 32 * 127 (IQ4_XS), so |v| < 2^28 and a piece's float32 sum of (v - shift)^2 (shift
-   lies inside the tensor's range) stays below 2048 * 2^58 -- far from float32's limit:
-   the portable drivers' float64 retry of an overflowed piece has no counterpart.
+   code families (Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS, MXFP4) the group's value of
+   every possible code is computed once -- with the decoder's own float32 operations, so
+   every value is bit for bit the decoder's -- and each value is then one permute from
+   that table, its bin one byte permute from the table of the codes' bins (the bin
+   formula of piece_pairs applied to the table); Q8_0's 256 codes are converted and
+   binned per value.  The moments are the same float32-per-piece sums of v - shift, its
+   square, |v| and the zeros, in vector lanes; the bins go to the same pair counting
+   (count_pair_lanes), interleaved with the groups' vector work (zcount16).  So the
+   histogram is identical to the portable pass's and the moments differ only in the
+   order of float32 additions within a piece (the contract: float32 within a piece,
+   float64 across).  A piece whose float32 sums overflow (only MXFP4's byte scales, up to
+   2^127, can: the f16 scales times at most 64 * 32 or 32 * 127 stay below 2^28) has its
+   sums taken again in float64 (zwide), as the portable drivers do.
 
    Contract: binsz_NAME(J, A, R) as bins_NAME; with more than SMALL_BINS bins (no
    lanes) it calls bins_NAME.  z_bins(name, bf) -> the AVX-512 variant of the portable bins
    driver bf of variant name when the CPU has it and it is not turned off (z_enabled), else bf. */
 typedef void (*zbins_fn_t)(const job_t *, const binargs_t *, bins_t *);
+typedef void (*range_fn_t)(const job_t *, range_t *);
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 12
 #include <immintrin.h>
 #define HAVE_Z 1
-#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi")))
+#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512bitalg")))
 #define ZI static inline __attribute__((always_inline)) ZT
 
 typedef struct {
@@ -49,37 +50,97 @@ ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
     S->z = _mm512_mask_sub_epi32(S->z, zm, S->z, _mm512_set1_epi32(-1));
 }
 
+/* The pairs of a piece are counted ZLAG pairs behind the group writing them, 16 at a time,
+   between the groups' vector work: the counter updates (loads and stores) then overlap the
+   decoding (vector arithmetic) instead of following it, and a pair is read back only after
+   its vector store has left the store queue (read at once, the 16-bit loads of a 256-bit
+   store wait for it: measured slower than counting after the piece). */
+#define ZLAG 64
+typedef struct {
+    const uint16_t *cq;              /* the next pair to count */
+    lanes_t *lanes;
+    int64_t zeros;                   /* zgroup's zero count */
+} zq_t;
+
+ZI void zcount16(zq_t *Q, const uint16_t *written) {
+    if (written - Q->cq >= ZLAG + 16) {
+        count_pair_lanes(Q->cq, 16, Q->lanes);
+        Q->cq += 16;
+    }
+}
+
 /* piece_pairs' bin formula on 16 values: clamp(int((v - lo) * scale), 0, top) */
 ZI __m512i zbin(const zctx_t *C, __m512 v) {
     const __m512i t = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v, C->lo), C->scale));
     return _mm512_max_epi32(_mm512_min_epi32(t, C->top), _mm512_setzero_si512());
 }
 
+/* The moments of 16 values from their centred values d = v - shift and |v|. */
+ZI void zsum(zacc_t *S, __m512 d, __m512 a) {
+    S->a1 = _mm512_add_ps(S->a1, d);
+    S->a2 = _mm512_add_ps(S->a2, _mm512_mul_ps(d, d));
+    S->aa = _mm512_add_ps(S->aa, a);
+}
+
 /* A group of 32 values whose codes (bytes below 32, or below 16 unless ``wide``) index
-   the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, 16 pairs (value
-   l with value l + 16). */
-ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, zacc_t *S0, zacc_t *S1,
-               uint16_t *pairs) {
-    const __m512 v0 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes)), val1);
-    const __m512 v1 = _mm512_permutex2var_ps(val0, _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1)), val1);
-    zmom(S0, v0, C->shift);
-    zmom(S1, v1, C->shift);
+   the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, zeros into Q, 16
+   pairs (value 2l with value 2l + 1).  Everything per value is a lookup in a table of
+   the group's codes: its centred values and |values| (so each is the decoder's value
+   less the shift, as the portable pass computes it), its bins, and which codes are zero
+   (counted with a bit shuffle of the codes); a pair index bin(2l) + 64 * bin(2l + 1)
+   is one multiply-add of the bins' bytes.  ``rare``: zero values are rare (count them only
+   when the group has a zero code). */
+ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, int rare, zacc_t *S0,
+               zacc_t *S1, uint16_t *pairs, zq_t *Q) {
+    const __m512 dv0 = _mm512_sub_ps(val0, C->shift), av0 = _mm512_abs_ps(val0);
+    const __m512i i0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes));
+    const __m512i i1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1));
+    const __m512 zero = _mm512_setzero_ps();
+    uint32_t zm = _mm512_cmp_ps_mask(val0, zero, _CMP_EQ_OQ);
+    if (wide) {
+        const __m512 dv1 = _mm512_sub_ps(val1, C->shift), av1 = _mm512_abs_ps(val1);
+        zsum(S0, _mm512_permutex2var_ps(dv0, i0, dv1), _mm512_permutex2var_ps(av0, i0, av1));
+        zsum(S1, _mm512_permutex2var_ps(dv0, i1, dv1), _mm512_permutex2var_ps(av0, i1, av1));
+        zm |= (uint32_t) _mm512_cmp_ps_mask(val1, zero, _CMP_EQ_OQ) << 16;
+    } else {
+        zsum(S0, _mm512_permutexvar_ps(i0, dv0), _mm512_permutexvar_ps(i0, av0));
+        zsum(S1, _mm512_permutexvar_ps(i1, dv0), _mm512_permutexvar_ps(i1, av0));
+    }
+    if (!rare || zm) /* K-quants: a zero value is rare, the branch predictable (Q5_K 1.05x) */
+        Q->zeros += __builtin_popcount(_mm256_bitshuffle_epi64_mask(_mm256_set1_epi64x((long long) zm), codes));
     const __m128i b0 = _mm512_cvtepi32_epi8(zbin(C, val0));
     const __m256i bins = _mm256_inserti128_si256(_mm256_castsi128_si256(b0),
                                                  wide ? _mm512_cvtepi32_epi8(zbin(C, val1)) : b0, 1);
     const __m256i b = _mm256_permutexvar_epi8(codes, bins);
-    const __m256i lo = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(b));
-    const __m256i hi = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(b, 1));
-    _mm256_storeu_si256((__m256i *) pairs, _mm256_or_si256(lo, _mm256_slli_epi16(hi, 6)));
+    _mm256_storeu_si256((__m256i *) pairs, _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x4001)));
+    zcount16(Q, pairs + 16);
+}
+
+/* The eight groups' dl = d * sc and ml = dmin * m of a Q4_K / Q5_K block at once: ggml's
+   get_scale_min_k4 on the 12 scale bytes as three 32-bit words (bytes: no file byte
+   order), then k4_scale's float32 products in vector lanes. */
+ZI void zk4_scales(const uint8_t *b, float d, float dmin, __m256 *dl, __m256 *ml) {
+    uint32_t w0, w1, w2;
+    memcpy(&w0, b + 4, 4);
+    memcpy(&w1, b + 8, 4);
+    memcpy(&w2, b + 12, 4);
+    const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
+    const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | (((w0 >> 6) & 0x03030303) << 4);
+    const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | (((w1 >> 6) & 0x03030303) << 4);
+    *dl = _mm256_mul_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int) sc_hi, (int) sc_lo))));
+    *ml = _mm256_mul_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, (int) m_hi, (int) m_lo))));
 }
 
 /* Q4_K / Q5_K (dec_q45_k): eight groups of 32, value (float) c * dl - ml */
 ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int five, zacc_t *S0, zacc_t *S1,
-               uint16_t *pairs) {
+               uint16_t *pairs, zq_t *Q) {
     const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
     const int qs_at = five ? 48 : 16;
     const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
     const __m256i qh = five ? _mm256_loadu_si256((const __m256i *) (b + 16)) : _mm256_setzero_si256();
+    __m256 dl, ml;
+    zk4_scales(b, d, dmin, &dl, &ml);
+    const __m512 dl8 = _mm512_castps256_ps512(dl), ml8 = _mm512_castps256_ps512(ml);
     for (int i = 0; i < 4; i++) {
         const __m256i q = _mm256_loadu_si256((const __m256i *) (b + qs_at + 32 * i));
         for (int h = 0; h < 2; h++) {
@@ -89,12 +150,11 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
                 const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(g)), one);
                 c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 4));
             }
-            float dl, ml;
-            k4_scale(b, g, d, dmin, &dl, &ml);
-            const __m512 a = _mm512_set1_ps(dl), m = _mm512_set1_ps(ml);
+            const __m512 a = _mm512_permutexvar_ps(_mm512_set1_epi32(g), dl8);
+            const __m512 m = _mm512_permutexvar_ps(_mm512_set1_epi32(g), ml8);
             const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
             const __m512 val1 = five ? _mm512_sub_ps(_mm512_mul_ps(C->k1, a), m) : val0;
-            zgroup(C, c, val0, val1, five, S0, S1, pairs + 16 * g);
+            zgroup(C, c, val0, val1, five, 1, S0, S1, pairs + 16 * g, Q);
         }
     }
 }
@@ -102,7 +162,7 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
 /* The upstream nibble layouts (dec_nibbles with an f16 scale, plain halves, no
    outlier): one group, value (float) (c - bias) * d [+ m] */
 ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int m_at, int qh_at, int qs_at,
-             int bias, zacc_t *S0, zacc_t *S1, uint16_t *pairs) {
+             int bias, zacc_t *S0, zacc_t *S1, uint16_t *pairs, zq_t *Q) {
     const float d = f16(b, d_at, J->big, J->lut);
     const __m128i q = _mm_loadu_si128((const __m128i *) (b + qs_at)), m4 = _mm_set1_epi8(0x0F);
     __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
@@ -116,13 +176,13 @@ ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_a
         val0 = _mm512_add_ps(val0, m);
         val1 = _mm512_add_ps(val1, m);
     }
-    zgroup(C, c, val0, val1, qh_at >= 0, S0, S1, pairs);
+    zgroup(C, c, val0, val1, qh_at >= 0, 0, S0, S1, pairs, Q);
 }
 
 /* IQ4_NL and IQ4_XS (dec_table4 modes 0 and 1: groups of 32 whose halves are a byte's
    nibbles): value dl * kv[c], kv the 16-value table */
 ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int mode, int groups, zacc_t *S0,
-                zacc_t *S1, uint16_t *pairs) {
+                zacc_t *S1, uint16_t *pairs, zq_t *Q) {
     const __m512 kv = _mm512_loadu_ps(J->g1);
     const __m128i m4 = _mm_set1_epi8(0x0F);
     for (int ib = 0; ib < groups; ib++) {
@@ -132,13 +192,13 @@ ZI void ztable4(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int 
         const __m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(q, m4)),
                                                   _mm_and_si128(_mm_srli_epi16(q, 4), m4), 1);
         const __m512 val = _mm512_mul_ps(_mm512_set1_ps(dl), kv);
-        zgroup(C, c, val, val, 0, S0, S1, pairs + 16 * ib);
+        zgroup(C, c, val, val, 0, 0, S0, S1, pairs + 16 * ib, Q);
     }
 }
 
 /* Q8_0 (dec_int8, f16 scale, 32 values): (float) q * d per value */
 ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_at, int qs_at, zacc_t *S0,
-              zacc_t *S1, uint16_t *pairs) {
+              zacc_t *S1, uint16_t *pairs, zq_t *Q) {
     const __m512 a = _mm512_set1_ps(f16(b, d_at, J->big, J->lut));
     const __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *) (b + qs_at)))), a);
     const __m512 v1 = _mm512_mul_ps(
@@ -146,7 +206,30 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
     zmom(S0, v0, C->shift);
     zmom(S1, v1, C->shift);
     const __m512i p = _mm512_or_si512(zbin(C, v0), _mm512_slli_epi32(zbin(C, v1), 6));
-    _mm256_storeu_si256((__m256i *) pairs, _mm512_cvtepi32_epi16(p));
+    /* to a register, then stored: the compiler's folded store form (vpmovdw to memory) was
+       measured the costliest instruction of this pass on AMD Zen 4 */
+    __m256i q = _mm512_cvtepi32_epi16(p);
+    __asm__("" : "+v"(q));
+    _mm256_storeu_si256((__m256i *) pairs, q);
+    zcount16(Q, pairs + 16);
+}
+
+/* A piece whose float32 sums overflowed (MXFP4's byte scales reach 2^127): its moments
+   again in float64, from the variant's own decoder, as add_piece does for the portable
+   drivers. */
+__attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssize_t end, float shift,
+                                            void (*decode)(const job_t *, float *), double *s1, double *s2,
+                                            double *sa) {
+    float out[PIECE + 256] __attribute__((aligned(64)));
+    job_t piece = *J;
+    piece.blocks = J->blocks + p * J->bb;
+    piece.nb = end - p;
+    decode(&piece, out);
+    double r[3];
+    piece_moments_wide(out, (int) (end - p) * J->n, shift, r);
+    *s1 += r[0];
+    *s2 += r[1];
+    *sa += r[2];
 }
 
 /* The driver: pieces of whole blocks as bins_NAME, each block's groups through GROUPS
@@ -174,6 +257,7 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
             zacc_t S0 = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_si512()}; \
             zacc_t S1 = S0;                                                                               \
             uint16_t *pp = pairs;                                                                         \
+            zq_t Q0 = {pairs, A->lanes, 0}, *Q = &Q0;                                                     \
             for (Py_ssize_t bi = p; bi < end; bi++, pp += n / 2) {                                        \
                 const uint8_t *restrict b = J->blocks + bi * J->bb;                                       \
                 GROUPS;                                                                                   \
@@ -182,15 +266,19 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
             const float a1 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a1, S1.a1));                           \
             const float a2 = _mm512_reduce_add_ps(_mm512_add_ps(S0.a2, S1.a2));                           \
             const float aa = _mm512_reduce_add_ps(_mm512_add_ps(S0.aa, S1.aa));                           \
-            zeros += _mm512_reduce_add_epi32(_mm512_add_epi32(S0.z, S1.z));                               \
-            count_pair_lanes(pairs, e / 2, A->lanes);                                                     \
+            zeros += _mm512_reduce_add_epi32(_mm512_add_epi32(S0.z, S1.z)) + Q->zeros;                    \
+            count_pair_lanes(Q->cq, (int) (pairs + e / 2 - Q->cq), A->lanes);                             \
             if ((pending += e) > (1 << 30)) {                                                             \
                 flush_lanes(A->lanes, A->table);                                                          \
                 pending = 0;                                                                              \
             }                                                                                             \
-            s1 += a1; /* float32 cannot overflow here: (module docstring) */                            \
-            s2 += a2;                                                                                     \
-            sa += aa;                                                                                     \
+            if (finitef32(a1) && finitef32(a2) && finitef32(aa)) {                                        \
+                s1 += a1;                                                                                 \
+                s2 += a2;                                                                                 \
+                sa += aa;                                                                                 \
+            } else {                                                                                      \
+                zwide(J, p, end, A->shift, decto_##NAME, &s1, &s2, &sa);                                  \
+            }                                                                                             \
         }                                                                                                 \
         flush_lanes(A->lanes, A->table);                                                                  \
         R->s1 = s1;                                                                                       \
@@ -200,16 +288,19 @@ ZI void zint8(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_
     }
 
 #define A(i) (J->a[i])
-ZBINS(q4_k, 256, 1, zq45_k(J, C, b, 0, &S0, &S1, pp))
-ZBINS(q5_k, 256, 1, zq45_k(J, C, b, 1, &S0, &S1, pp))
-ZBINS(nib_00, 32, 1, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_10, 32, 1, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_01, 32, 1, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp))
-ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp))
-ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp))
-ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp))
-ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp))
+ZBINS(q4_k, 256, 1, zq45_k(J, C, b, 0, &S0, &S1, pp, Q))
+ZBINS(q5_k, 256, 1, zq45_k(J, C, b, 1, &S0, &S1, pp, Q))
+ZBINS(nib_00, 32, 1, znib(J, C, b, A(0), -1, -1, A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(nib_10, 32, 1, znib(J, C, b, A(0), A(2), -1, A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(nib_01, 32, 1, znib(J, C, b, A(0), -1, A(3), A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(nib_11, 32, 1, znib(J, C, b, A(0), A(2), A(3), A(4), A(7), &S0, &S1, pp, Q))
+ZBINS(int8_32, 32, 1, zint8(J, C, b, A(0), A(2), &S0, &S1, pp, Q))
+ZBINS(table4_0, J->n, A(2) == 32, ztable4(J, C, b, 0, A(1), &S0, &S1, pp, Q))
+ZBINS(table4_1, J->n, A(2) == 32, ztable4(J, C, b, 1, A(1), &S0, &S1, pp, Q))
+ZBINS(table4_2, J->n, A(2) == 32, ztable4(J, C, b, 2, A(1), &S0, &S1, pp, Q))
 #undef A
+
+#include "_cstats_zrange.h"
 
 /* by variant name: a target_clones function's address is not the same everywhere */
 static const struct {
@@ -218,7 +309,7 @@ static const struct {
 } ZVARIANTS[] = {
     {"q4_k", binsz_q4_k},     {"q5_k", binsz_q5_k},     {"nib_00", binsz_nib_00}, {"nib_10", binsz_nib_10},
     {"nib_01", binsz_nib_01}, {"nib_11", binsz_nib_11}, {"int8_32", binsz_int8_32}, {"table4_0", binsz_table4_0},
-    {"table4_1", binsz_table4_1},
+    {"table4_1", binsz_table4_1}, {"table4_2", binsz_table4_2},
 };
 
 static int z_cpu(void) {
@@ -226,7 +317,8 @@ static int z_cpu(void) {
     if (ok < 0) {
         __builtin_cpu_init();
         ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
-             && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi");
+             && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi")
+             && __builtin_cpu_supports("avx512bitalg");
     }
     return ok;
 }
@@ -244,4 +336,15 @@ static zbins_fn_t z_bins(const char *name, zbins_fn_t bf) {
     (void) name;
 #endif
     return bf;
+}
+
+static range_fn_t z_range(const char *name, range_fn_t rf) {
+#ifdef HAVE_Z
+    if (z_enabled && z_cpu())
+        for (size_t i = 0; i < sizeof ZRANGES / sizeof ZRANGES[0]; i++)
+            if (strcmp(ZRANGES[i].name, name) == 0) return ZRANGES[i].z;
+#else
+    (void) name;
+#endif
+    return rf;
 }

@@ -333,7 +333,7 @@ def test_diff_decode_is_dequantize(monkeypatch, kernels, layout):
     assert str(ours.value) == str(theirs.value)
 
 
-VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS"]
+VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS", "MXFP4"]
 
 
 @C_ONLY
@@ -346,7 +346,7 @@ def test_the_vector_pass_two_is_the_portable_one(layout, big):
     bin by piece_pairs' float32 formula), the same zeros, sums within float32-per-piece
     rounding of float64 ones."""
     if not cstats._cstats.vector_bins():
-        pytest.skip("this CPU has no AVX-512 BW/VL/DQ/VBMI: the portable drivers run")
+        pytest.skip("this CPU has no AVX-512 BW/VL/DQ/VBMI/BITALG: the portable drivers run")
     rng = np.random.default_rng(sum(map(ord, layout)) + 7 * big)
     blocks = finite_blocks(layout, 40 * 256 // LAYOUTS[layout].block_elems + 3, rng, big)
     x = reference(layout, blocks, big).reshape(-1)

@@ -17,10 +17,11 @@ then has no sum (total NaN), like ``ggscope.stats.scale_range``; it can also cou
 blocks' f16 scale codes as it reads them.  ``decode(layout, blocks, big, out)`` decodes
 whole blocks of a ``FUSED_LAYOUTS`` layout into a float32 array, bit for bit the numpy
 codec's (``ggscope.quant``), with the GIL released: ``diff``'s values.  Pass two of
-Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS and Q8_0
-runs on AVX-512 drivers where the CPU has them
-(``csrc/_cstats_z.h``; ``_cstats.vector_bins()`` says whether): the same histogram, the
-moments' float32 additions in another order.
+Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K, IQ4_NL/IQ4_XS, MXFP4 and Q8_0, and pass one's block
+bounds of Q4_0/Q4_1/Q5_0/Q5_1, Q4_K/Q5_K and Q8_0, run on AVX-512 drivers where the CPU
+has them (``csrc/_cstats_z.h``, ``csrc/_cstats_zrange.h``; ``_cstats.vector_bins()``
+says whether, and turns them off for the tests' comparisons): the same range and
+histogram, the moments' float32 additions in another order.
 """
 from __future__ import annotations
 
