@@ -17,6 +17,7 @@ text); string arrays are read up to ``MAX_ITEMS`` entries.
 """
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -173,8 +174,12 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     if tokens is None or not texts:
         return {t: True for t in texts}
     if hasattr(tokens, "joined"):             # a StringArray: compared on its bytes
-        found = vocab_bytes.is_token(tokens, [t.encode("utf-8", "surrogateescape") for t in texts])
-        return dict(zip(texts, found))
+        out = dict.fromkeys(texts, True)
+        special = _special_strs(mf)           # a template's markers are nearly always special tokens
+        rest = [t for t in out if t not in special]
+        found = vocab_bytes.is_token(tokens, [t.encode("utf-8", "surrogateescape") for t in rest]) if rest else []
+        out.update(zip(rest, found))
+        return out
     have = set(tokens)
     return {t: t in have for t in texts}
 
@@ -199,6 +204,29 @@ def _special_ids(mf: "ModelFile") -> list[int]:
                 and not isinstance(v, bool) and 0 <= v < len(tokens):
             ids.add(v)
     return sorted(ids)
+
+
+def _is_utf8(encoding: str | None) -> bool:
+    try:
+        return encoding is None or codecs.lookup(encoding).name == "utf-8"
+    except LookupError:
+        return False
+
+
+def _special_strs(mf: "ModelFile") -> frozenset[str]:
+    """The special tokens' texts that are whole UTF-8 strings, once per file: a text found
+    here is one token (its bytes are the text's UTF-8), so ``in_vocabulary`` compares only
+    the other texts with the vocabulary's strings of their length."""
+    memo = mf.extra.setdefault("_ggscope_validate", {})
+    got = memo.get("special_strs")
+    if got is None:
+        tokens = mf.metadata.get(_TOKENS)
+        order = _special_ids(mf)
+        utf8 = _is_utf8(getattr(tokens, "encoding", None))
+        got = frozenset(t for t in vocab_bytes.texts(tokens, order) if isinstance(t, str)) if order and utf8 \
+            else frozenset()
+        memo["special_strs"] = got
+    return got
 
 
 def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
