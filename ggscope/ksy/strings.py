@@ -40,6 +40,7 @@ __all__ = ["StringArray", "narrow_unsigned"]
 _BLOCK = 4096            # elements per random-access mark of a contiguous array
 _CHUNK = 1 << 18         # elements per block of a bulk pass
 _GROUP = 64              # blocks whose lengths ``starts`` sums at once
+_FEW = 16                # at most this many ids: ``starts`` sums per id (a vectorised pass costs more)
 
 
 def narrow_unsigned(top: int) -> np.dtype:
@@ -129,7 +130,8 @@ class StringArray(Sequence):
         """Absolute offsets of the prefixes of the elements ``ids`` (any order, repeats
         allowed; int64).  A contiguous array sums, vectorised, only the lengths of the
         ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` blocks at a time: no walk
-        per id, no int64 array of the whole array's offsets, at most a few MB at once.
+        per id, no int64 array of the whole array's offsets, at most a few MB at once;
+        ``_FEW`` ids or fewer (a rule's special tokens) one sum each.
         An id outside ``0..len-1`` raises IndexError."""
         idx = np.asarray(ids, dtype=np.int64).reshape(-1)
         n = len(self)
@@ -140,11 +142,17 @@ class StringArray(Sequence):
         out = np.empty(len(idx), dtype=np.int64)
         if not idx.size:
             return out
+        marks, step = self._mark_table(), self.width + self.tail
+        if len(idx) <= _FEW:       # a few ids: one sum each of its block's lengths before it
+            for k, i in enumerate(idx.tolist()):
+                lo = i - i % _BLOCK
+                out[k] = int(marks[i // _BLOCK]) + (i - lo) * step + int(self.lens[lo:i].sum(dtype=np.int64))
+            return out
         blk = idx // _BLOCK
         order = np.argsort(blk, kind="stable")
         sb = blk[order]
         used = sb[np.concatenate(([True], sb[1:] != sb[:-1]))]         # the blocks, ascending
-        full, marks, step = n // _BLOCK, self._mark_table(), self.width + self.tail
+        full = n // _BLOCK
         acc = np.int32 if self.lens.itemsize <= 2 else np.int64        # a block of u16 sums below 2**31
         for g in range(0, len(used), _GROUP):
             grp = used[g:g + _GROUP]
