@@ -131,7 +131,8 @@ class StringArray(Sequence):
         allowed; int64).  A contiguous array sums, vectorised, only the lengths of the
         ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` blocks at a time: no walk
         per id, no int64 array of the whole array's offsets, at most a few MB at once;
-        ``_FEW`` ids or fewer (a rule's special tokens) one sum each.
+        ``_FEW`` ids or fewer (a rule's special tokens) one sum each: before the marks
+        exist, of the lengths up to the largest id, in one walk (no mark table made).
         An id outside ``0..len-1`` raises IndexError."""
         idx = np.asarray(ids, dtype=np.int64).reshape(-1)
         n = len(self)
@@ -142,8 +143,17 @@ class StringArray(Sequence):
         out = np.empty(len(idx), dtype=np.int64)
         if not idx.size:
             return out
-        marks, step = self._mark_table(), self.width + self.tail
-        if len(idx) <= _FEW:       # a few ids: one sum each of its block's lengths before it
+        step = self.width + self.tail
+        if len(idx) <= _FEW and self._marks is None:   # a few ids: the lengths before each, summed in id order
+            at = prev = 0
+            for k in np.argsort(idx, kind="stable").tolist():
+                i = int(idx[k])
+                at += int(self.lens[prev:i].sum(dtype=np.int64))
+                prev = i
+                out[k] = self.first + i * step + at
+            return out
+        marks = self._mark_table()
+        if len(idx) <= _FEW:       # the marks made: one sum each of its block's lengths before it
             for k, i in enumerate(idx.tolist()):
                 lo = i - i % _BLOCK
                 out[k] = int(marks[i // _BLOCK]) + (i - lo) * step + int(self.lens[lo:i].sum(dtype=np.int64))
