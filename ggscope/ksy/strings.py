@@ -51,6 +51,14 @@ def narrow_unsigned(top: int) -> np.dtype:
     return np.dtype(np.uint64)
 
 
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class StringArray(Sequence):
     """A lazy, read-only sequence of the strings of a scanned array (see the module)."""
 
@@ -129,11 +137,9 @@ class StringArray(Sequence):
     def starts(self, ids) -> np.ndarray:
         """Absolute offsets of the prefixes of the elements ``ids`` (any order, repeats
         allowed; int64).  A contiguous array sums, vectorised, only the lengths of the
-        ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` blocks at a time: no walk
-        per id, no int64 array of the whole array's offsets, at most a few MB at once;
-        ``_FEW`` ids or fewer (a rule's special tokens) one sum each: before the marks
-        exist, of the lengths up to the largest id, in one walk (no mark table made).
-        An id outside ``0..len-1`` raises IndexError."""
+        ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` at a time: no walk per id,
+        no int64 array of all offsets, a few MB at most; ``_FEW`` ids before the marks
+        exist, one walk up to the largest.  An id outside ``0..len-1`` raises IndexError."""
         idx = np.asarray(ids, dtype=np.int64).reshape(-1)
         n = len(self)
         if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
@@ -143,26 +149,19 @@ class StringArray(Sequence):
         out = np.empty(len(idx), dtype=np.int64)
         if not idx.size:
             return out
-        step = self.width + self.tail
-        if len(idx) <= _FEW and self._marks is None:   # a few ids: the lengths before each, summed in id order
-            at = prev = 0
+        if len(idx) <= _FEW and self._marks is None:   # a few ids, no marks: the lengths before each, in id order
+            at, prev, step = 0, 0, self.width + self.tail
             for k in np.argsort(idx, kind="stable").tolist():
                 i = int(idx[k])
                 at += int(self.lens[prev:i].sum(dtype=np.int64))
                 prev = i
                 out[k] = self.first + i * step + at
             return out
-        marks = self._mark_table()
-        if len(idx) <= _FEW:       # the marks made: one sum each of its block's lengths before it
-            for k, i in enumerate(idx.tolist()):
-                lo = i - i % _BLOCK
-                out[k] = int(marks[i // _BLOCK]) + (i - lo) * step + int(self.lens[lo:i].sum(dtype=np.int64))
-            return out
         blk = idx // _BLOCK
         order = np.argsort(blk, kind="stable")
         sb = blk[order]
         used = sb[np.concatenate(([True], sb[1:] != sb[:-1]))]         # the blocks, ascending
-        full = n // _BLOCK
+        full, marks, step = n // _BLOCK, self._mark_table(), self.width + self.tail
         acc = np.int32 if self.lens.itemsize <= 2 else np.int64        # a block of u16 sums below 2**31
         for g in range(0, len(used), _GROUP):
             grp = used[g:g + _GROUP]
@@ -272,25 +271,11 @@ class StringArray(Sequence):
         return self._list
 
     def invalid_utf8(self) -> list[int]:
-        """Indices of the elements that are not valid UTF-8.
-
-        One strict decode of all string bytes joined with NUL; only when that fails are
-        the elements checked one by one.
-        """
-        n = len(self)
-        if n == 0:
+        """Indices of the elements that are not valid UTF-8: one strict decode of all the
+        string bytes joined with NUL; only when that fails each element alone."""
+        if not len(self) or _utf8(self._joined().tobytes()):
             return []
-        try:
-            self._joined().tobytes().decode("utf-8")
-            return []
-        except UnicodeDecodeError:
-            bad = []
-            for i in range(n):
-                try:
-                    self.raw(i).decode("utf-8")
-                except UnicodeDecodeError:
-                    bad.append(i)
-            return bad
+        return [i for i in range(len(self)) if not _utf8(self.raw(i))]
 
     def _decode_all(self) -> list:
         n = len(self)
@@ -301,8 +286,7 @@ class StringArray(Sequence):
         joined = self._joined()
         if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
             return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
-        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
-        return parts[1:]
+        return joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")[1:]
 
     def joined(self) -> np.ndarray:
         """All string bytes, each string preceded by one NUL byte (a copy)."""
