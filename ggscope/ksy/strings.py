@@ -40,6 +40,7 @@ __all__ = ["StringArray", "narrow_unsigned"]
 _BLOCK = 4096            # elements per random-access mark of a contiguous array
 _CHUNK = 1 << 18         # elements per block of a bulk pass
 _GROUP = 64              # blocks whose lengths ``starts`` sums at once
+_FEW = 16                # at most this many ids: ``starts`` sums per id (a vectorised pass costs more)
 
 
 def narrow_unsigned(top: int) -> np.dtype:
@@ -48,6 +49,14 @@ def narrow_unsigned(top: int) -> np.dtype:
         if top <= np.iinfo(dt).max:
             return np.dtype(dt)
     return np.dtype(np.uint64)
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class StringArray(Sequence):
@@ -128,9 +137,9 @@ class StringArray(Sequence):
     def starts(self, ids) -> np.ndarray:
         """Absolute offsets of the prefixes of the elements ``ids`` (any order, repeats
         allowed; int64).  A contiguous array sums, vectorised, only the lengths of the
-        ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` blocks at a time: no walk
-        per id, no int64 array of the whole array's offsets, at most a few MB at once.
-        An id outside ``0..len-1`` raises IndexError."""
+        ``_BLOCK``-element blocks the ids fall in, ``_GROUP`` at a time: no walk per id,
+        no int64 array of all offsets, a few MB at most; ``_FEW`` ids before the marks
+        exist, one walk up to the largest.  An id outside ``0..len-1`` raises IndexError."""
         idx = np.asarray(ids, dtype=np.int64).reshape(-1)
         n = len(self)
         if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= n):
@@ -139,6 +148,14 @@ class StringArray(Sequence):
             return self.rel[idx].astype(np.int64) + self.first
         out = np.empty(len(idx), dtype=np.int64)
         if not idx.size:
+            return out
+        if len(idx) <= _FEW and self._marks is None:   # a few ids, no marks: the lengths before each, in id order
+            at, prev, step = 0, 0, self.width + self.tail
+            for k in np.argsort(idx, kind="stable").tolist():
+                i = int(idx[k])
+                at += int(self.lens[prev:i].sum(dtype=np.int64))
+                prev = i
+                out[k] = self.first + i * step + at
             return out
         blk = idx // _BLOCK
         order = np.argsort(blk, kind="stable")
@@ -254,25 +271,11 @@ class StringArray(Sequence):
         return self._list
 
     def invalid_utf8(self) -> list[int]:
-        """Indices of the elements that are not valid UTF-8.
-
-        One strict decode of all string bytes joined with NUL; only when that fails are
-        the elements checked one by one.
-        """
-        n = len(self)
-        if n == 0:
+        """Indices of the elements that are not valid UTF-8: one strict decode of all the
+        string bytes joined with NUL; only when that fails each element alone."""
+        if not len(self) or _utf8(self._joined().tobytes()):
             return []
-        try:
-            self._joined().tobytes().decode("utf-8")
-            return []
-        except UnicodeDecodeError:
-            bad = []
-            for i in range(n):
-                try:
-                    self.raw(i).decode("utf-8")
-                except UnicodeDecodeError:
-                    bad.append(i)
-            return bad
+        return [i for i in range(len(self)) if not _utf8(self.raw(i))]
 
     def _decode_all(self) -> list:
         n = len(self)
@@ -283,8 +286,7 @@ class StringArray(Sequence):
         joined = self._joined()
         if np.count_nonzero(joined == 0) != n:  # a string contains NUL: decode one by one
             return [self.raw(i).decode(self.encoding, "surrogateescape") for i in range(n)]
-        parts = joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")
-        return parts[1:]
+        return joined.tobytes().decode(self.encoding, "surrogateescape").split("\0")[1:]
 
     def joined(self) -> np.ndarray:
         """All string bytes, each string preceded by one NUL byte (a copy)."""

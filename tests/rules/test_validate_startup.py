@@ -78,6 +78,7 @@ def test_a_template_still_brings_its_machinery(tmp_path):
     assert "jinja2" in first["modules"] and first["compiled"] > 0
     again = _probe(path, tmp_path / "cache")
     assert [m for m in UNUSED if m in again["modules"]] == [] and again["compiled"] > 0
+    assert "signal" not in again["modules"]        # a kept render needs the Render record, not the renderer's signals
 
 
 def test_the_loader_table_builds_only_the_architecture_the_file_names(tmp_path):

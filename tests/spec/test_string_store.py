@@ -66,6 +66,41 @@ def test_offsets_parts_and_strings_at_block_edges(n, tail):
     assert [sa.raw(i) for i in range(0, n, 997)] == strings[::997]
 
 
+@pytest.mark.parametrize("tail", [0, 4])
+def test_starts_of_a_few_ids_sum_per_id_and_agree_with_the_vectorised_route(tail, monkeypatch):
+    """``starts`` of at most ``_FEW`` ids (a rule's special tokens) sums each id's block
+    prefix and builds no block-of-lengths rows (the vectorised route's fixed cost was
+    0.25 ms for one id); both routes give the offsets ``offsets`` gives, at block edges,
+    in any order, with repeats."""
+    import ggscope.ksy.strings as strings_mod
+    n = 3 * 4096 + 17
+    strings = [b"s%d" % i * (i % 4) for i in range(n)]
+    arr, starts = _array(strings, width=8, tail=tail)
+    sa = StringArray(arr, 5, np.array([len(s) for s in strings], np.uint8), 8, "utf-8", tail=tail)
+    few = [n - 1, 0, 4096, 4095, 8191, 4096, 12288, 7, n - 1]
+    rows = []
+    real_zeros = np.zeros
+
+    class Numpy:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        @staticmethod
+        def zeros(shape, *a, **k):
+            rows.append(shape)
+            return real_zeros(shape, *a, **k)
+    monkeypatch.setattr(strings_mod, "np", Numpy())
+    assert sa.starts(few).tolist() == [starts[i] for i in few]
+    assert rows == [] and sa._marks is None     # no block rows, no mark table: the lengths before them summed
+    sa._mark_table()
+    assert sa.starts(few).tolist() == [starts[i] for i in few]      # the marks made: the vectorised route
+    many = few + list(range(0, n, 97))
+    assert sa.starts(many).tolist() == [starts[i] for i in many]
+    assert rows                                 # past _FEW ids: the vectorised route
+    with pytest.raises(IndexError):
+        sa.starts([0, n])
+
+
 def test_placed_strings_keep_relative_offsets():
     """A column of records (tensor names) lies at irregular places: uint32 offsets
     relative to the first, in any order."""

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -142,6 +141,7 @@ def render_all(text: str, special: dict, messages: list | None = None) -> list[R
     if not out.killed and not out.data and out.exit_code == SETUP_FAILED:
         return [Render("(all)", False, "unavailable", error="the renderer could not set its limits: not rendered")]
     if out.killed or not out.data:
+        import signal  # start-up: a kept verdict needs only the Render record
         why = (f"time: more than {WALL_BUDGET:g} s" if out.killed else
                f"CPU time: more than {CPU_BUDGET} s" if out.signal in (signal.SIGXCPU, signal.SIGKILL) else
                f"memory: more than {MEMORY_BUDGET >> 20} MiB (the renderer died)")

@@ -18,11 +18,13 @@ text); string arrays are read up to ``MAX_ITEMS`` entries.
 from __future__ import annotations
 
 import codecs
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ggscope.facts import upstream
+from ggscope.ksy.strings import StringArray
 from ggscope.rules import vocab_bytes
 from ggscope.rules.templates import kept
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
@@ -184,26 +186,44 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     return {t: t in have for t in texts}
 
 
+def _memo(mf: "ModelFile") -> dict:
+    return mf.extra.setdefault("_ggscope_validate", {})
+
+
 def _special_ids(mf: "ModelFile") -> list[int]:
+    """``_find_special_ids``, once per file (``mf.extra``): GG1308, GG1310 and the
+    special tokens' texts below all start from it."""
+    memo = _memo(mf)
+    got = memo.get("special_ids")
+    if got is None:
+        got = memo["special_ids"] = _find_special_ids(mf)
+    return got
+
+
+def _find_special_ids(mf: "ModelFile") -> list[int]:
     """The ids of the control and user-defined tokens and of every token a ``*_token_id``
     key names, in order, at most ``MAX_ITEMS * 100`` of the former."""
     tokens = mf.metadata.get(_TOKENS)
     if tokens is None:
         return []
-    ids: set[int] = set()
+    found: list[int] = []          # ascending and distinct, as flatnonzero gives them
     types = mf.metadata.get("tokenizer.ggml.token_type")
     if types is not None and not isinstance(types, (str, bytes)):
         import numpy as np
         try:
             arr = np.asarray(types)[: len(tokens)]
-            ids.update(np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100].tolist())
+            found = np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100].tolist()
         except (TypeError, ValueError):
             pass
-    for k, v in mf.metadata.items():
-        if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int) \
-                and not isinstance(v, bool) and 0 <= v < len(tokens):
-            ids.add(v)
-    return sorted(ids)
+    named = {v for k, v in mf.metadata.items()
+             if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int)
+             and not isinstance(v, bool) and 0 <= v < len(tokens)}
+    # the few ids the keys name put in place: a set and a sort of thousands cost more than the scan
+    for v in named:
+        at = bisect_left(found, v)
+        if at == len(found) or found[at] != v:
+            found.insert(at, v)
+    return found
 
 
 def _is_utf8(encoding: str | None) -> bool:
@@ -217,15 +237,35 @@ def _special_strs(mf: "ModelFile") -> frozenset[str]:
     """The special tokens' texts that are whole UTF-8 strings, once per file: a text found
     here is one token (its bytes are the text's UTF-8), so ``in_vocabulary`` compares only
     the other texts with the vocabulary's strings of their length."""
-    memo = mf.extra.setdefault("_ggscope_validate", {})
+    memo = _memo(mf)
     got = memo.get("special_strs")
     if got is None:
         tokens = mf.metadata.get(_TOKENS)
-        order = _special_ids(mf)
         utf8 = _is_utf8(getattr(tokens, "encoding", None))
-        got = frozenset(t for t in vocab_bytes.texts(tokens, order) if isinstance(t, str)) if order and utf8 \
-            else frozenset()
-        memo["special_strs"] = got
+        raws = _special_raws(mf) if utf8 else []
+        got = memo["special_strs"] = frozenset(t for t in raws if isinstance(t, str))
+    return got
+
+
+def _special_raws(mf: "ModelFile") -> list:
+    """``vocab_bytes.texts`` of the special tokens (``_special_ids``), once per file: split
+    from ``special_text`` when the strings are UTF-8 text and none holds a newline (each
+    decodes alone, as in ``vocab_bytes.joined_texts``: one gather of their bytes serves
+    GG1308, GG1310 and the per-token check), else taken by id."""
+    memo = _memo(mf)
+    got = memo.get("special_raws")
+    if got is None:
+        order = _special_ids(mf)
+        tokens = mf.metadata.get(_TOKENS)
+        got = None
+        if order and getattr(tokens, "encoding", None) and _is_utf8(tokens.encoding) \
+                and isinstance(tokens, StringArray):
+            text = special_text(mf)
+            if text.count("\n") == len(order) - 1:
+                got = text.split("\n")
+        if got is None:
+            got = vocab_bytes.texts(tokens, order) if order else []
+        memo["special_raws"] = got
     return got
 
 
@@ -236,15 +276,20 @@ def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
     order = _special_ids(mf)
     if not order:
         return [], []
-    texts = vocab_bytes.texts(mf.metadata[_TOKENS], order)          # the positions' texts in one pass
+    texts = _special_raws(mf)                                       # the positions' texts in one pass
     return order, [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace") for t in texts]
 
 
 def special_text(mf: "ModelFile") -> str:
     """``"\n".join`` of ``special_tokens``' texts, made from the tokens' bytes in one
-    decode: what a check over all of them reads before it needs any one of them."""
-    order = _special_ids(mf)
-    return vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
+    decode (once per file): what a check over all of them reads before it needs any one
+    of them."""
+    memo = _memo(mf)
+    got = memo.get("special_text")
+    if got is None:
+        order = _special_ids(mf)
+        got = memo["special_text"] = vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
+    return got
 
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:
