@@ -134,3 +134,34 @@ def test_the_table_is_gguf_pys():
         assert upstream.file_types()[int(m.value)] == m.name
     for m in c.GGMLQuantizationType:
         assert upstream.ggml_type_names()[int(m.value)] == m.name
+
+
+def test_key_patterns_compiled_only_for_keys_that_can_match_them():
+    """One odd key compiles the templates whose literal prefix it starts with, not all
+    of them; the answers are those of every pattern compiled and tried in order."""
+    import re
+
+    from ggscope.facts import upstream
+    g_exact, g_pat, a_exact, a_pat = upstream._templates()
+    assert len(g_pat) + len(a_pat) > 4
+    upstream._pattern.cache_clear()
+    key = g_pat[0][1] + "7" + "x" * 3        # starts like the first global template, matches none
+    upstream.expected_key_type(key, "llama")
+    could = sum(key.startswith(p) for _, p, _, _ in g_pat)
+    assert upstream._pattern.cache_info().currsize == could < len(g_pat) + len(a_pat)
+
+    def reference(k: str, arch: str | None) -> str | None:
+        rest = k[len(arch) + 1:] if arch and k.startswith(arch + ".") else None
+        hits = [h for h in (g_exact.get(k), a_exact.get(rest) if rest is not None else None) if h is not None]
+        if hits:
+            return max(hits)[1]
+        found = [(i, t) for i, _, rx, t in g_pat if re.fullmatch(rx, k)][:1]
+        if rest is not None:
+            found += [(i, t) for i, _, rx, t in a_pat if re.fullmatch(rx, rest)][:1]
+        return min(found)[1] if found else None
+    keys = ["general.base_model.0.name", "general.base_model.12.repo_url", "general.dataset.3.name",
+            "llama.context_length", "general.base_model.x.name", "tokenizer.ggml.tokens", "no.such.key", key]
+    keys += [p + "0" + rx[-20:].replace("\\", "") for _, p, rx, _ in g_pat]
+    keys += ["llama." + p + "1" for _, p, _, _ in a_pat]
+    for k in keys:
+        assert upstream.expected_key_type(k, "llama") == reference(k, "llama"), k

@@ -205,17 +205,19 @@ def _key_types() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
-def _templates() -> tuple[dict[str, tuple[int, str]], tuple[tuple[int, str, str], ...],
-                          dict[str, tuple[int, str]], tuple[tuple[int, str, str], ...]]:
+def _templates() -> tuple[dict[str, tuple[int, str]], tuple[tuple[int, str, str, str], ...],
+                          dict[str, tuple[int, str]], tuple[tuple[int, str, str, str], ...]]:
     """The key templates read once, independent of any file: exact keys and patterns
-    (their sources; ``_patterns`` compiles them) for templates with other fields (``general.base_model.{id}.name``), each split into
-    global templates and ``{arch}.`` templates (held without the ``{arch}.`` prefix),
-    each entry tagged with its place in ``key_types()``.  The architecture a file names
-    is never compiled into a pattern: it is compared as a prefix (issue 23, item 6)."""
+    (``(place, literal prefix, regex source, type)``: ``_pattern`` compiles a source the
+    first time a key starts with its prefix) for templates with other fields
+    (``general.base_model.{id}.name``), each split into global templates and ``{arch}.``
+    templates (held without the ``{arch}.`` prefix), each entry tagged with its place in
+    ``key_types()``.  The architecture a file names is never compiled into a pattern: it
+    is compared as a prefix (issue 23, item 6)."""
     g_exact: dict[str, tuple[int, str]] = {}
     a_exact: dict[str, tuple[int, str]] = {}
-    g_pat: list[tuple[int, re.Pattern, str]] = []
-    a_pat: list[tuple[int, re.Pattern, str]] = []
+    g_pat: list[tuple[int, str, str, str]] = []
+    a_pat: list[tuple[int, str, str, str]] = []
     for i, (tmpl, t) in enumerate(key_types().items()):
         per_arch = tmpl.startswith("{arch}.")
         if per_arch:
@@ -225,17 +227,23 @@ def _templates() -> tuple[dict[str, tuple[int, str]], tuple[tuple[int, str, str]
         else:
             rx = "".join(r"\d+" if part.startswith("{") else re.escape(part)
                          for part in re.split(r"(\{[a-z_]+\})", tmpl) if part)
-            (a_pat if per_arch else g_pat).append((i, rx, t))
+            (a_pat if per_arch else g_pat).append((i, tmpl.split("{", 1)[0], rx, t))
     return g_exact, tuple(g_pat), a_exact, tuple(a_pat)
 
 
-@lru_cache(maxsize=1)
-def _patterns() -> tuple[tuple[tuple[int, re.Pattern, str], ...], tuple[tuple[int, re.Pattern, str], ...]]:
-    """``_templates``' patterns compiled, the first time a key matches no exact template
-    (a file of standard keys compiles none: a few milliseconds of every validate process)."""
-    _, g_pat, _, a_pat = _templates()
-    return (tuple((i, re.compile(rx), t) for i, rx, t in g_pat),
-            tuple((i, re.compile(rx), t) for i, rx, t in a_pat))
+@lru_cache(maxsize=None)
+def _pattern(rx: str) -> re.Pattern:
+    """One template's pattern, compiled the first time a key starts with its literal
+    prefix (a file of standard keys compiles none; one odd key compiles the few patterns
+    it could match, not all of them: each costs a compile of its own)."""
+    return re.compile(rx)
+
+
+def _first_match(pats: tuple[tuple[int, str, str, str], ...], key: str) -> list[tuple[int, str]]:
+    for i, prefix, rx, t in pats:
+        if key.startswith(prefix) and _pattern(rx).fullmatch(key):
+            return [(i, t)]
+    return []
 
 
 def expected_key_type(key: str, arch: str | None = None) -> str | None:
@@ -246,15 +254,14 @@ def expected_key_type(key: str, arch: str | None = None) -> str | None:
     ``key_types()`` wins (as one dict of expanded templates would have it).  The work is
     one prefix comparison and dictionary lookups, whatever the length of ``arch``.
     """
-    g_exact, _, a_exact, _ = _templates()
+    g_exact, g_pat, a_exact, a_pat = _templates()
     rest = key[len(arch) + 1:] if arch and key.startswith(arch) and key[len(arch):len(arch) + 1] == "." else None
     hits = [h for h in (g_exact.get(key), a_exact.get(rest) if rest is not None else None) if h is not None]
     if hits:
         return max(hits)[1]
-    g_pat, a_pat = _patterns()
-    found = [(i, t) for i, rx, t in g_pat if rx.fullmatch(key)][:1]
+    found = _first_match(g_pat, key)
     if rest is not None:
-        found += [(i, t) for i, rx, t in a_pat if rx.fullmatch(rest)][:1]
+        found += _first_match(a_pat, rest)
     return min(found)[1] if found else None
 
 

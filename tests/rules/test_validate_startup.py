@@ -35,7 +35,7 @@ def _probe(path: Path, cache: Path | None = None) -> dict:
             "from ggscope.facts import upstream\n"
             "print(json.dumps({'modules': sorted(sys.modules), 'compiled': hidden._compiled.cache_info().currsize,\n"
             "                  'built': built,\n"
-            "                  'key_patterns': getattr(upstream, '_patterns', upstream._templates).cache_info().currsize}))\n")
+            "                  'key_patterns': upstream._pattern.cache_info().currsize}))\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(cache), GGSCOPE_CACHE="1") if cache is not None else None
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=path.parent,
                          env=env)
