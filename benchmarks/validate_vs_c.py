@@ -17,8 +17,9 @@ each Python tool first in turn:
 
 1. in-process, per file: the C reader's own time for the file (one C process reads all
    files, each timed inside it), ``ggscope info FILE`` and ``ggscope validate FILE`` run
-   through ``ggscope.cli.main`` in one Python process (output discarded) - what a file
-   costs once the interpreter is up;
+   through ``ggscope.cli.main`` in one Python process (output discarded) after one untimed
+   pass over all files - what a file costs once the interpreter is up and every lazy
+   import and one-off table is in place (the C reader has none; their cost is in 2);
 2. whole processes, per vocabulary file: ``ggml_read FILE``, ``python -m ggscope info
    FILE``, ``python -m ggscope validate FILE`` - start-up included (issue 27 item 6 is
    start-up's own goal), with a bare ``python -c pass`` beside them; bytecode cached as an
@@ -97,7 +98,8 @@ def once(p):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main([cmd, p] + (["--jobs", "1"] if cmd == "validate" else []))
     return time.perf_counter() - t
-once(paths[0])                      # imports, compiled specs: start-up is measured apart
+for p in paths:                     # every lazy import and one-off table (a template's
+    once(p)                         # sandbox, key patterns): start-up is measured apart
 print(json.dumps([once(p) for p in paths]))
 """
 
@@ -105,7 +107,8 @@ print(json.dumps([once(p) for p in paths]))
 def py_in_process(paths: list[Path], cmd: str, env: dict[str, str], cwd: Path) -> list[float]:
     """Seconds ``ggscope CMD FILE`` takes per file through ggscope.cli.main, all files in
     one child process (the tree ``env``'s PYTHONPATH names: ``cwd``, first on a ``-c``
-    child's path, must hold no ggscope), after one warm-up file."""
+    child's path, must hold no ggscope), after one untimed pass over all of them: the steady
+    state per file; what a first use costs is in the whole-process rows."""
     out = subprocess.run([sys.executable, "-c", CHILD, cmd, *map(str, paths)], env=env, cwd=cwd, capture_output=True,
                          text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -124,7 +127,8 @@ def once(p):
     t2 = time.perf_counter()
     mf.close()
     return t1 - t0, t2 - t1
-once(sys.argv[1])                   # imports, compiled specs
+for p in sys.argv[1:]:              # imports, compiled specs, one-off tables
+    once(p)
 print(json.dumps([once(p) for p in sys.argv[1:]]))
 """
 
