@@ -810,6 +810,25 @@ typedef struct {
    move the range are skipped undecoded, so there is no sum (total NaN; ggscope.stats
    then centres pass two on the middle of the range).  RANGE_BOUND_AS names the function and
    its target attributes (_cstats_z.h builds AVX-512 ones). */
+/* A block pass one could not skip, decoded into out: its range folded into [lo, hi] (order
+   keys) and [flo, fhi] (their values); 0 when it holds a NaN or Inf, its scale codes counted
+   so far (blocks 0..upto) taken back.  Shared by RANGE_BOUND and _cstats_zrange.h. */
+INLINE int fold_block_range(const job_t *J, const float *out, int n, Py_ssize_t upto, int32_t *lo, int32_t *hi,
+                            float *flo, float *fhi) {
+    int32_t mn, mx;
+    float s;
+    piece_range(out, n, &mn, &mx, &s);
+    if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {
+        uncount_scales(J, upto);
+        return 0;
+    }
+    *lo = mn < *lo ? mn : *lo;
+    *hi = mx > *hi ? mx : *hi;
+    *flo = key_value(*lo);
+    *fhi = key_value(*hi);
+    return 1;
+}
+
 #define RANGE_BOUND(NAME, N, DECODE, SPAN) RANGE_BOUND_AS(TARGETS, rangeb_##NAME, N, DECODE, SPAN)
 #define RANGE_BOUND_AS(ATTR, FN, N, DECODE, SPAN)                                                   \
     ATTR static void FN(const job_t *J, range_t *R) {                                                \
@@ -829,18 +848,10 @@ typedef struct {
                 if (L >= flo && U <= fhi) continue; /* false for NaN */                              \
                 float *restrict o = out;                                                             \
                 DECODE;                                                                              \
-                int32_t mn, mx;                                                                      \
-                float s;                                                                             \
-                piece_range(out, n, &mn, &mx, &s);                                                   \
-                if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {                                        \
-                    uncount_scales(J, bi);                                                           \
+                if (!fold_block_range(J, out, n, bi, &lo, &hi, &flo, &fhi)) {                        \
                     R->ok = 0;                                                                       \
                     return;                                                                          \
                 }                                                                                    \
-                lo = mn < lo ? mn : lo;                                                              \
-                hi = mx > hi ? mx : hi;                                                              \
-                flo = key_value(lo);                                                                 \
-                fhi = key_value(hi);                                                                 \
             }                                                                                        \
         }                                                                                            \
         R->lo = key_value(lo);                                                                       \

@@ -100,18 +100,10 @@ ZI __m512 zf16x16(const job_t *J, const uint8_t *base, __m512i offs, int at) {
                 const uint8_t *restrict b = base + (Py_ssize_t) __builtin_ctz(todo) * J->bb;               \
                 float *restrict o = out;                                                                   \
                 DECODE;                                                                                    \
-                int32_t mn, mx;                                                                            \
-                float s;                                                                                   \
-                piece_range(out, n, &mn, &mx, &s);                                                         \
-                if (mn <= NEG_INF_KEY || mx >= POS_INF_KEY) {                                              \
-                    uncount_scales(J, end - 1);                                                            \
+                if (!fold_block_range(J, out, n, end - 1, &lo, &hi, &flo, &fhi)) {                         \
                     R->ok = 0;                                                                             \
                     return;                                                                                \
                 }                                                                                          \
-                lo = mn < lo ? mn : lo;                                                                    \
-                hi = mx > hi ? mx : hi;                                                                    \
-                flo = key_value(lo);                                                                       \
-                fhi = key_value(hi);                                                                       \
             }                                                                                              \
         }                                                                                                  \
         R->lo = key_value(lo);                                                                             \

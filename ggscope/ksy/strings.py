@@ -35,7 +35,7 @@ try:
 except ImportError:
     _cscan = None
 
-__all__ = ["StringArray", "narrow_unsigned"]
+__all__ = ["StringArray", "is_utf8", "narrow_unsigned"]
 
 _BLOCK = 4096            # elements per random-access mark of a contiguous array
 _CHUNK = 1 << 18         # elements per block of a bulk pass
@@ -51,7 +51,7 @@ def narrow_unsigned(top: int) -> np.dtype:
     return np.dtype(np.uint64)
 
 
-def _utf8(raw: bytes) -> bool:
+def is_utf8(raw: bytes) -> bool:            # well-formed UTF-8, by Python's codec
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -273,9 +273,9 @@ class StringArray(Sequence):
     def invalid_utf8(self) -> list[int]:
         """Indices of the elements that are not valid UTF-8: one strict decode of all the
         string bytes joined with NUL; only when that fails each element alone."""
-        if not len(self) or _utf8(self._joined().tobytes()):
+        if not len(self) or is_utf8(self._joined().tobytes()):
             return []
-        return [i for i in range(len(self)) if not _utf8(self.raw(i))]
+        return [i for i in range(len(self)) if not is_utf8(self.raw(i))]
 
     def _decode_all(self) -> list:
         n = len(self)

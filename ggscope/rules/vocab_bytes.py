@@ -31,7 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ggscope.ksy.strings import StringArray
+from ggscope.ksy.strings import StringArray, is_utf8
 
 try:
     from ggscope.rules import _cvocab        # compiled at install (setup.py); else numpy below
@@ -170,13 +170,13 @@ def invalid_utf8(strings: Sequence, memo: dict | None = None) -> list[int]:
     if len(strings) == 0:
         return []
     if not isinstance(strings, StringArray):
-        return [i for i, s in enumerate(strings) if not _utf8(_as_bytes(s))]   # a list built in Python
+        return [i for i, s in enumerate(strings) if not is_utf8(_as_bytes(s))]   # a list built in Python
     if _compiled(strings):
         seen = memo.get(id(strings)) if memo is not None else None
         bad = seen[1] if seen is not None and seen[0] is strings else _scan(strings, False, True)[2]
         return np.frombuffer(bad, dtype=np.int64).tolist()
     joined = strings.joined().tobytes()           # each string after one NUL, which is UTF-8
-    if _utf8(joined):
+    if is_utf8(joined):
         return []
     _BAD.at = []
     joined.decode("utf-8", "ggscope.rules.vocab_bytes")
@@ -185,14 +185,6 @@ def invalid_utf8(strings: Sequence, memo: dict | None = None) -> list[int]:
     seg = strings.lengths() + 1
     starts = np.cumsum(seg) - seg
     return np.unique(np.searchsorted(starts, at, side="right") - 1).tolist()
-
-
-def _utf8(raw: bytes) -> bool:
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 # --- many texts by index -------------------------------------------------------------
