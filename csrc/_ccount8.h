@@ -10,6 +10,11 @@
    to the caller's wide counters and cleared in one pass that skips the 64-byte lines no
    code touched (0.32 ns per code, flush included, same tensor).
 
+   A tensor of few distinct values (BF16's 128 values per octave: a code of a normal
+   tensor occurs some 200 times in 65,536) gains nothing -- its wide counters fit L1 already
+   -- and its bytes would wrap: the first block is small, and once a block's largest count,
+   scaled to a full block, passes COUNT8_TOP the rest of the call counts straight.
+
    Exactness: a byte counter keeps its count modulo 256, so the flush also sums the bytes;
    the block's codes are `len` in all, and the sum equals `len` exactly when no counter
    wrapped (every wrap loses 256).  On a wrap (some code more than 255 times in a block:
@@ -29,49 +34,62 @@
 #include <string.h>
 
 #define COUNT8_BLOCK ((Py_ssize_t) 1 << 18)   /* codes per byte-counted block: 78 at most per code here */
+#define COUNT8_FIRST ((Py_ssize_t) 1 << 16)   /* the first block: small, to look at the data */
+#define COUNT8_TOP 128                        /* a counter above this in a full block: count straight */
 
-/* Adds u to t (sign +1) or takes it off (sign -1), clears u, returns the sum of u's bytes;
-   a 64-byte line of u with no count is skipped. */
+/* Adds u to t (sign +1) or takes it off (sign -1), clears u, returns the sum of u's bytes
+   and their largest in *top; a 64-byte line of u with no count is skipped. */
 #define COUNT8_FLUSH(T)                                                                        \
-    static Py_ssize_t count8_flush_##T(uint8_t *restrict u, T *restrict t, int sign) {          \
+    static Py_ssize_t count8_flush_##T(uint8_t *restrict u, T *restrict t, int sign, int *top) { \
         Py_ssize_t sum = 0;                                                                    \
+        uint8_t m = 0;                                                                         \
         for (Py_ssize_t k = 0; k < 65536; k += 64) {                                           \
             uint64_t w[8];                                                                     \
             memcpy(w, u + k, 64);                                                              \
             if (!(w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7])) continue;            \
             for (int j = 0; j < 64; j++) {                                                     \
                 sum += u[k + j];                                                               \
+                m = u[k + j] > m ? u[k + j] : m;                                               \
                 t[k + j] += sign * (T) u[k + j];                                               \
             }                                                                                  \
             memset(u + k, 0, 64);                                                              \
         }                                                                                      \
+        *top = m;                                                                              \
         return sum;                                                                            \
     }
 
+/* Blocks of COUNT8_BLOCK after a first of COUNT8_FIRST; straight counting for the rest once
+   a block's largest counter, scaled to a full block, passes COUNT8_TOP (few distinct codes:
+   their counters fit L1 anyway and bytes would wrap) or a counter wrapped. */
 #define COUNT8(T)                                                                              \
     COUNT8_FLUSH(T)                                                                            \
     static void count8_##T(const uint16_t *c, Py_ssize_t n, uint8_t *restrict u, T *restrict t) { \
         const Py_ssize_t line = 32;                                                            \
-        Py_ssize_t b = 0;                                                                      \
-        for (; b < n; b += COUNT8_BLOCK) {                                                     \
-            const Py_ssize_t e = n - b > COUNT8_BLOCK ? b + COUNT8_BLOCK : n;                  \
+        Py_ssize_t b = 0, len = COUNT8_FIRST;                                                  \
+        while (b < n) {                                                                        \
+            const Py_ssize_t e = n - b > len ? b + len : n;                                    \
             Py_ssize_t i = b;                                                                  \
+            int top;                                                                           \
             for (; i + line <= e; i += line) {                                                 \
                 __builtin_prefetch(c + i + 16 * line, 0, 3);                                   \
                 for (Py_ssize_t k = 0; k < line; k++) u[c[i + k]] += 1;                        \
             }                                                                                  \
             for (; i < e; i++) u[c[i]] += 1;                                                   \
-            if (count8_flush_##T(u, t, 1) == e - b) continue;                                  \
-            /* a counter wrapped: count the block again, wide, and take the residues off */    \
-            for (i = b; i < e; i++) {                                                          \
-                t[c[i]] += 1;                                                                  \
-                u[c[i]] += 1;                                                                  \
+            if (count8_flush_##T(u, t, 1, &top) != e - b) {                                    \
+                /* a counter wrapped: count the block again, wide, and take the residues off */ \
+                for (i = b; i < e; i++) {                                                      \
+                    t[c[i]] += 1;                                                              \
+                    u[c[i]] += 1;                                                              \
+                }                                                                              \
+                count8_flush_##T(u, t, -1, &top);                                              \
+                b = e;                                                                         \
+                break;                                                                         \
             }                                                                                  \
-            count8_flush_##T(u, t, -1);                                                        \
             b = e;                                                                             \
-            break;                                                                             \
+            if ((Py_ssize_t) top * (COUNT8_BLOCK / len) > COUNT8_TOP) break;                   \
+            len = COUNT8_BLOCK;                                                                \
         }                                                                                      \
-        for (Py_ssize_t i = b; i < n; i++) t[c[i]] += 1; /* after a wrap: straight */          \
+        for (Py_ssize_t i = b; i < n; i++) t[c[i]] += 1; /* straight */                        \
     }
 COUNT8(int32_t)
 COUNT8(int64_t)

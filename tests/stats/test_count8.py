@@ -1,8 +1,10 @@
 """Counting 16-bit codes through byte counters (csrc/_ccount8.h, ``count_codes``' route for
 at least 65,536 contiguous codes without many repeats): the counts are numpy's bincount
 whatever the codes -- a byte counter that wraps at 256 (a code more than 255 times in a
-block of 2^18 codes), exactly 256 (the counter back at 0), codes at both ends of the
-table and the NaN/Inf/-0 codes, blocks cut anywhere, counts already in the table -- and
+block), exactly 256 (the counter back at 0) or 255, in the first block or a later one,
+data that turns peaked after a spread start (the switch to straight counting), codes at
+both ends of the table and the NaN/Inf/-0 codes, blocks cut anywhere, counts already in
+the table -- and
 the F16/BF16 statistics through it are numpy's, little- and big-endian."""
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ if not C.available():
     pytest.skip("ggscope.stats._cstats not built", allow_module_level=True)
 
 BLOCK = 1 << 18                         # codes per byte-counted block (_ccount8.h COUNT8_BLOCK)
+FIRST = 1 << 16                         # the first block (COUNT8_FIRST)
 MIN = 1 << 16                           # fewer codes are counted straight (COUNT8_MIN)
 EDGES = np.array([0x0000, 0xFFFF, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x8000, 0x7FFF, 0x8001, 0x7BFF],
                  np.uint16)             # table ends, +-Inf, NaNs, -0, the largest finite
@@ -36,11 +39,15 @@ def _cycle(n: int, period: int = 5) -> np.ndarray:
     return (0x3C00 + np.arange(n) % period).astype(np.uint16)
 
 
-def _spaced(n: int, code: int, times: int) -> np.ndarray:
-    c = _normal(n, 4)
-    c = c[c != code]
-    c = np.resize(c, n)
-    c[np.linspace(0, n - 1, times).astype(np.int64)] = code
+def _random(n: int, seed: int = 2) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 1 << 16, n, dtype=np.uint16)
+
+
+def _spaced(base: np.ndarray, code: int, times: int, start: int, stop: int) -> np.ndarray:
+    """``base`` without ``code``, then ``code`` at ``times`` places of ``[start, stop)``."""
+    c = base[base != code]
+    c = np.resize(c, base.size)
+    c[np.linspace(start, stop - 1, times).astype(np.int64)] = code
     return c
 
 
@@ -48,13 +55,16 @@ CASES = {
     "normal, blocks and an odd tail": lambda: _normal(2 * BLOCK + 7),
     "at the threshold": lambda: _normal(MIN),
     "below the threshold": lambda: _normal(MIN - 1),
-    "random over the whole table": lambda: np.random.default_rng(2).integers(0, 1 << 16, BLOCK + 3, dtype=np.uint16),
-    "edge and non-finite codes": lambda: np.concatenate([_normal(MIN), np.repeat(EDGES, 3)[np.arange(30) * 7 % 30]]),
+    "random over the whole table": lambda: _random(FIRST + 2 * BLOCK + 3),
+    "edge and non-finite codes": lambda: np.concatenate([_random(MIN), np.repeat(EDGES, 3)[np.arange(30) * 7 % 30],
+                                                         _random(BLOCK, 5), EDGES]),
     "wraps in the first block": lambda: _cycle(BLOCK + 12_345),
-    "wraps in a later block": lambda: np.concatenate([_normal(BLOCK), _cycle(100_001), _normal(50_000)]),
-    "a code exactly 256 times": lambda: _spaced(MIN + 5, 0x7E00, 256),
-    "a code exactly 255 times": lambda: _spaced(MIN + 5, 0x7E00, 255),
-    "a code 512 times": lambda: _spaced(BLOCK, 0xFFFF, 512),
+    "wraps in a later block": lambda: np.concatenate([_random(FIRST + BLOCK), _cycle(100_001), _random(50_000)]),
+    "a code 256 times in the first block": lambda: _spaced(_normal(MIN + 5, 4), 0x7E00, 256, 0, FIRST),
+    "a code 255 times in the first block": lambda: _spaced(_normal(MIN + 5, 4), 0x7E00, 255, 0, FIRST),
+    "a code 256 times in a full block": lambda: _spaced(_random(FIRST + BLOCK + 9), 0xFFFF, 256, FIRST, FIRST + BLOCK),
+    "a code 512 times in a full block": lambda: _spaced(_random(FIRST + BLOCK), 0x8000, 512, FIRST, FIRST + BLOCK),
+    "peaked after a spread start": lambda: np.concatenate([_random(FIRST), _normal(3 * BLOCK)[::1] >> 3 << 3]),
 }
 
 
