@@ -1471,8 +1471,13 @@ COUNT(uint8_t, int64_t)
 COUNT(uint16_t, int32_t)
 COUNT(uint16_t, int64_t)
 
+#include "_ccount8.h"
+#define COUNT8_MIN ((Py_ssize_t) 1 << 16) /* fewer codes: the flush's scan of 64 KiB costs more than it saves */
+
 /* count_codes(codes, counts): codes a 1-D uint8/uint16 buffer with any stride, counts a
-   C-contiguous int32/int64 (lanes, size) array with size above every code. */
+   C-contiguous int32/int64 (lanes, size) array with size above every code.  Contiguous
+   16-bit codes without many repeats, at least COUNT8_MIN of them, are counted through
+   byte counters (_ccount8.h); the counts are the same. */
 static PyObject *count_codes(PyObject *self, PyObject *args) {
     PyObject *co, *ct;
     if (!PyArg_ParseTuple(args, "OO", &co, &ct)) return NULL;
@@ -1494,8 +1499,13 @@ static PyObject *count_codes(PyObject *self, PyObject *args) {
         const int lanes = t.shape[0] >= 4 && (ci == 1 ? repeats_uint8_t(c.buf, n, st) : repeats_uint16_t(c.buf, n, st)) >= 64;
         char *base = t.buf;
         const Py_ssize_t row = size * ti;
+        uint8_t *u8 = ci == 2 && !lanes && st == 1 && n >= COUNT8_MIN ? calloc(65536, 1) : NULL;
         Py_BEGIN_ALLOW_THREADS
-        if (ci == 1 && ti == 4)
+        if (u8 != NULL && ti == 4)
+            count8_int32_t(c.buf, n, u8, (int32_t *) base);
+        else if (u8 != NULL)
+            count8_int64_t(c.buf, n, u8, (int64_t *) base);
+        else if (ci == 1 && ti == 4)
             count_uint8_t_int32_t(c.buf, n, st, (int32_t *) base, lanes ? (int32_t *) (base + row) : NULL,
                                   (int32_t *) (base + 2 * row), (int32_t *) (base + 3 * row));
         else if (ci == 1)
@@ -1508,6 +1518,7 @@ static PyObject *count_codes(PyObject *self, PyObject *args) {
             count_uint16_t_int64_t(c.buf, n, st, (int64_t *) base, lanes ? (int64_t *) (base + row) : NULL,
                                    (int64_t *) (base + 2 * row), (int64_t *) (base + 3 * row));
         Py_END_ALLOW_THREADS
+        free(u8);
         Py_INCREF(Py_None);
         res = Py_None;
     }

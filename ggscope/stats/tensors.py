@@ -6,7 +6,8 @@ bounded chunks of whole blocks, on both cores, and non-finite values are counted
 of poisoning the moments.  Three routes, all exact about counts, min and max:
 
 * *Codes* (F16, BF16, I8, I16: one element of at most 16 bits per block): the file's
-  codes are counted (``kernels.count_codes``) and every statistic is read off the table
+  codes are counted (``kernels.count_codes``; spread 16-bit codes through byte counters
+  that stay in L1, checked for wraps, csrc/_ccount8.h) and every statistic is read off the table
   of at most 65,536 (code, count) pairs, with the values from the one dequantizer of
   the layout.  One pass, no decoding; the histogram is ``numpy.histogram``'s exactly.
 * *Fused* (every block layout, chunks whose values are all finite): ``ggscope.stats.fused``
