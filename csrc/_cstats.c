@@ -829,6 +829,15 @@ INLINE int fold_block_range(const job_t *J, const float *out, int n, Py_ssize_t 
     return 1;
 }
 
+/* The result of a pass one with block bounds: the range of its order keys, and no sum
+   (total NaN: ggscope.stats centres pass two on sampled blocks instead). */
+INLINE void bounds_result(const job_t *J, range_t *R, int32_t lo, int32_t hi) {
+    R->lo = key_value(lo);
+    R->hi = key_value(hi);
+    R->total = NAN;
+    R->ok = J->nb > 0;
+}
+
 #define RANGE_BOUND(NAME, N, DECODE, SPAN) RANGE_BOUND_AS(TARGETS, rangeb_##NAME, N, DECODE, SPAN)
 #define RANGE_BOUND_AS(ATTR, FN, N, DECODE, SPAN)                                                   \
     ATTR static void FN(const job_t *J, range_t *R) {                                                \
@@ -854,10 +863,7 @@ INLINE int fold_block_range(const job_t *J, const float *out, int n, Py_ssize_t 
                 }                                                                                    \
             }                                                                                        \
         }                                                                                            \
-        R->lo = key_value(lo);                                                                       \
-        R->hi = key_value(hi);                                                                       \
-        R->total = NAN;                                                                              \
-        R->ok = J->nb > 0;                                                                           \
+        bounds_result(J, R, lo, hi);                                                                 \
     }
 
 /* Pass two of TQ1_0 by counting: a block's 256 values are -d, 0 and +d, so counting

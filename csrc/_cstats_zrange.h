@@ -106,10 +106,7 @@ ZI __m512 zf16x16(const job_t *J, const uint8_t *base, __m512i offs, int at) {
                 }                                                                                          \
             }                                                                                              \
         }                                                                                                  \
-        R->lo = key_value(lo);                                                                             \
-        R->hi = key_value(hi);                                                                             \
-        R->total = NAN;                                                                                    \
-        R->ok = J->nb > 0;                                                                                 \
+        bounds_result(J, R, lo, hi);                                                                       \
     }
 
 #define A(i) (J->a[i])
