@@ -37,10 +37,24 @@ GGUF_TYPE_NAMES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float
                    "string", "array", "uint64", "int64", "float64")
 
 
+def file_cache(mf) -> dict:
+    """What a validate run of ``mf`` keeps for the next rule: one dict in ``mf.extra``
+    (under a ``_`` key, which ``info`` does not show), the one place its name is written."""
+    return mf.extra.setdefault("_ggscope_validate", {})
+
+
+def per_file(mf, key, make):
+    """``make()`` once per file: kept in ``file_cache(mf)`` under ``key`` for every rule after."""
+    cache = file_cache(mf)
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
 def kv_nodes(mf) -> list:
     """The metadata entry nodes that parsed completely (in file order; cached in
     ``mf.extra``: ten rules read them, none changes the list)."""
-    cache = mf.extra.setdefault("_ggscope_validate", {})
+    cache = file_cache(mf)
     hit = cache.get("kv_nodes")
     if hit is not None:
         return hit
@@ -75,17 +89,14 @@ class KV(NamedTuple):
 def kv_rows(mf) -> list[KV]:
     """``kv_nodes`` as ``KV`` rows (cached in ``mf.extra``): the node lookups every
     metadata rule made per entry, made once per file."""
-    cache = mf.extra.setdefault("_ggscope_validate", {})
-    hit = cache.get("kv_rows")
-    if hit is not None:
-        return hit
-    out = []
-    for kv in kv_nodes(mf):
-        k, t, v = kv["key"], kv["type"], kv["value"]
-        data = k["data"]
-        out.append(KV(kv, k, data, data.value, t, t.value, v, v["type"].value if t.value == GGUF_TYPE_ARRAY else None))
-    cache["kv_rows"] = out
-    return out
+    def make() -> list[KV]:
+        out = []
+        for kv in kv_nodes(mf):
+            k, t, v = kv["key"], kv["type"], kv["value"]
+            data = k["data"]
+            out.append(KV(kv, k, data, data.value, t, t.value, v, v["type"].value if t.value == GGUF_TYPE_ARRAY else None))
+        return out
+    return per_file(mf, "kv_rows", make)
 
 
 def tensor_nodes(mf) -> list:
@@ -154,7 +165,7 @@ def tensor_rows(mf) -> TensorRows:
     many rules read them: a scanned array (``ksy.records.RecordArray``) is read column
     by column in bulk, with no node per tensor; otherwise the nodes are read once.
     """
-    cache = mf.extra.setdefault("_ggscope_validate", {})
+    cache = file_cache(mf)
     hit = cache.get("rows")
     if hit is not None:
         return hit
@@ -211,7 +222,7 @@ def tensor_field(mf, i: int, field: str):
 
 
 def _field_template(mf, field: str):
-    cache = mf.extra.setdefault("_ggscope_validate", {})
+    cache = file_cache(mf)
     key = ("field", field)
     if key not in cache:
         cache[key] = tensor_node(mf, 0)[field]
@@ -276,7 +287,7 @@ def ggml_alignment(mf) -> int:
 
 
 def ggml_layout(mf) -> GGMLLayout:
-    cache = mf.extra.setdefault("_ggscope_validate", {})
+    cache = file_cache(mf)
     if "layout" in cache:
         return cache["layout"]
     a = ggml_alignment(mf)

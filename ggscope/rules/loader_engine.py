@@ -28,6 +28,7 @@ from ggscope.facts import llama_arch as gen, upstream
 from ggscope.facts.llama_loader import key as llama_key
 from ggscope.model.split import open_model, shard_paths
 from ggscope.rules import loader_generated as generated, vocab_bytes
+from ggscope.rules.common import file_cache
 
 __all__ = ["Issue", "Prediction", "predict", "LOADER_KEYS"]
 
@@ -239,7 +240,7 @@ def _whole_model(mf):
 
 
 def predict(mf) -> Prediction:
-    cache = mf.extra.setdefault("_ggscope_validate", {})
+    cache = file_cache(mf)
     if "loader" not in cache:
         cache["loader"] = _Run(_whole_model(mf)).run()
     return cache["loader"]

@@ -20,6 +20,7 @@ from ggscope.core.escape import escape_text, llama_quoted
 from ggscope.facts.llama_arch import PINNED, PROJECTOR_TYPES
 from ggscope.model.open import open as open_file
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
+from ggscope.rules.common import file_cache
 
 __all__ = ["RULES", "kind_of", "base_model", "base_hparam"]
 
@@ -296,7 +297,7 @@ def base_model(ctx: CheckContext):
     path = ctx.options.get("base")
     if not path:
         return None
-    cache = ctx.mf.extra.setdefault("_ggscope_validate", {})
+    cache = file_cache(ctx.mf)
     if "base" not in cache:
         cache["base"] = open_file(path)
     return cache["base"]

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ggscope.ksy.strings import StringArray, is_utf8
+from ggscope.rules.common import file_cache
 
 try:
     from ggscope.rules import _cvocab        # compiled at install (setup.py); else numpy below
@@ -67,7 +68,7 @@ def _as_bytes(s) -> bytes:
 
 def memo_of(mf) -> dict:
     """The place a validate run of ``mf`` keeps one scan's results for the next rule."""
-    return mf.extra.setdefault("_ggscope_validate", {}).setdefault("vocab_bytes", {})
+    return file_cache(mf).setdefault("vocab_bytes", {})
 
 
 def first_duplicate(strings: Sequence, memo: dict | None = None) -> tuple[int, int] | None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ggscope.facts import upstream
 from ggscope.ksy.strings import StringArray
 from ggscope.rules import vocab_bytes
+from ggscope.rules.common import per_file
 from ggscope.rules.templates import kept
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
 from ggscope.rules.templates.issue import Issue
@@ -60,10 +61,8 @@ class Template:
 
 def templates(mf: "ModelFile") -> list[Template]:
     """The file's templates (cached in ``mf.extra``: six rules ask)."""
-    cache = mf.extra.setdefault("_ggscope_validate", {})
-    if "templates" not in cache:
-        cache["templates"] = [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in template_keys(mf.metadata)]
-    return cache["templates"]
+    return per_file(mf, "templates", lambda: [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, ""))
+                                              for k in template_keys(mf.metadata)])
 
 
 @dataclass(frozen=True)
@@ -186,18 +185,10 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
     return {t: t in have for t in texts}
 
 
-def _memo(mf: "ModelFile") -> dict:
-    return mf.extra.setdefault("_ggscope_validate", {})
-
-
 def _special_ids(mf: "ModelFile") -> list[int]:
-    """``_find_special_ids``, once per file (``mf.extra``): GG1308, GG1310 and the
+    """``_find_special_ids``, once per file (``per_file``): GG1308, GG1310 and the
     special tokens' texts below all start from it."""
-    memo = _memo(mf)
-    got = memo.get("special_ids")
-    if got is None:
-        got = memo["special_ids"] = _find_special_ids(mf)
-    return got
+    return per_file(mf, "special_ids", lambda: _find_special_ids(mf))
 
 
 def _find_special_ids(mf: "ModelFile") -> list[int]:
@@ -237,14 +228,10 @@ def _special_strs(mf: "ModelFile") -> frozenset[str]:
     """The special tokens' texts that are whole UTF-8 strings, once per file: a text found
     here is one token (its bytes are the text's UTF-8), so ``in_vocabulary`` compares only
     the other texts with the vocabulary's strings of their length."""
-    memo = _memo(mf)
-    got = memo.get("special_strs")
-    if got is None:
-        tokens = mf.metadata.get(_TOKENS)
-        utf8 = _is_utf8(getattr(tokens, "encoding", None))
-        raws = _special_raws(mf) if utf8 else []
-        got = memo["special_strs"] = frozenset(t for t in raws if isinstance(t, str))
-    return got
+    def make() -> frozenset[str]:
+        raws = _special_raws(mf) if _is_utf8(getattr(mf.metadata.get(_TOKENS), "encoding", None)) else []
+        return frozenset(t for t in raws if isinstance(t, str))
+    return per_file(mf, "special_strs", make)
 
 
 def _special_raws(mf: "ModelFile") -> list:
@@ -252,21 +239,16 @@ def _special_raws(mf: "ModelFile") -> list:
     from ``special_text`` when the strings are UTF-8 text and none holds a newline (each
     decodes alone, as in ``vocab_bytes.joined_texts``: one gather of their bytes serves
     GG1308, GG1310 and the per-token check), else taken by id."""
-    memo = _memo(mf)
-    got = memo.get("special_raws")
-    if got is None:
+    def make() -> list:
         order = _special_ids(mf)
         tokens = mf.metadata.get(_TOKENS)
-        got = None
         if order and getattr(tokens, "encoding", None) and _is_utf8(tokens.encoding) \
                 and isinstance(tokens, StringArray):
             text = special_text(mf)
             if text.count("\n") == len(order) - 1:
-                got = text.split("\n")
-        if got is None:
-            got = vocab_bytes.texts(tokens, order) if order else []
-        memo["special_raws"] = got
-    return got
+                return text.split("\n")
+        return vocab_bytes.texts(tokens, order) if order else []
+    return per_file(mf, "special_raws", make)
 
 
 def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
@@ -284,12 +266,10 @@ def special_text(mf: "ModelFile") -> str:
     """``"\n".join`` of ``special_tokens``' texts, made from the tokens' bytes in one
     decode (once per file): what a check over all of them reads before it needs any one
     of them."""
-    memo = _memo(mf)
-    got = memo.get("special_text")
-    if got is None:
+    def make() -> str:
         order = _special_ids(mf)
-        got = memo["special_text"] = vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
-    return got
+        return vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
+    return per_file(mf, "special_text", make)
 
 
 def prose(mf: "ModelFile") -> list[tuple[str, str]]:
@@ -297,11 +277,11 @@ def prose(mf: "ModelFile") -> list[tuple[str, str]]:
     strings of string arrays, in keys a reader takes as prose (``context.is_free_text_key``),
     and a locator's value when it holds more than one word (a URL is one word).  Cached in
     ``mf.extra``: two rules read it (GG1310, GG1311)."""
-    cache = mf.extra.setdefault("_ggscope_validate", {})
-    hit = cache.get("prose")
-    if hit is not None:
-        return hit
-    out = cache["prose"] = []
+    return per_file(mf, "prose", lambda: _find_prose(mf))
+
+
+def _find_prose(mf: "ModelFile") -> list[tuple[str, str]]:
+    out = []
     templated = {t.key for t in templates(mf)}
     for k, v in mf.metadata.items():
         if not isinstance(k, str) or k.startswith("tokenizer.") or k in templated:
