@@ -26,6 +26,7 @@ size within one tick would otherwise go unseen.
 """
 from __future__ import annotations
 
+import io
 import os
 import stat
 import time
@@ -51,18 +52,16 @@ class Config:
     source: str | None = None      # the pyproject.toml it came from, None for defaults
 
 
-def _read_toml(path: Path) -> dict:
+def _read_toml(path: Path, data: bytes) -> dict:
+    """``data``, the bytes ``_table`` read from ``path``, as TOML (the file is read once)."""
     try:
         import tomllib    # start-up: only for a pyproject.toml that names ggscope
     except ModuleNotFoundError:  # Python 3.10
         raise ConfigError(f"{path}: reading [tool.ggscope] needs Python 3.11 or newer (tomllib)") from None
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
+        return tomllib.load(io.BytesIO(data))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 # pyproject.toml path -> ((inode, st_mtime_ns, st_size), its [tool.ggscope] table or None, its Config once parsed)
@@ -90,7 +89,7 @@ def _table(candidate: str) -> tuple[dict | None, list] | None:
     except OSError as exc:
         raise ConfigError(f"{candidate}: cannot read: {exc.strerror or exc}") from None
     # no [tool.ggscope] table can be in a file without the word: not parsed (nor tomllib imported)
-    table = _read_toml(Path(candidate)).get("tool", {}).get("ggscope") if b"ggscope" in data else None
+    table = _read_toml(Path(candidate), data).get("tool", {}).get("ggscope") if b"ggscope" in data else None
     kept: list = []
     if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
         _SEEN[key] = (seen, table, kept)

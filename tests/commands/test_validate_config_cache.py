@@ -32,9 +32,9 @@ def counted(monkeypatch, tmp_path):
     calls = {"toml": 0, "parse": 0}
     read, parse = config._read_toml, config.parse
 
-    def counting_read(path):
+    def counting_read(path, data):
         calls["toml"] += 1
-        return read(path)
+        return read(path, data)
 
     def counting_parse(table, where="[tool.ggscope]"):
         calls["parse"] += 1
