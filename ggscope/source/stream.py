@@ -26,12 +26,12 @@ Contract: ``with Stream(threads=THREADS, cancel=None, what="...") as s:``
 """
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ggscope.core.errors import Cancelled
+from ggscope.core.perprocess import PerProcess
 from ggscope.source.ranges import RangeReader
 
 if TYPE_CHECKING:
@@ -41,39 +41,27 @@ __all__ = ["Stream", "THREADS", "cancelled"]
 
 THREADS = 2                  # threads per stream by default: the cores of a laptop, not more
 
-_POOLS: dict[int, "ThreadPoolExecutor"] = {}
-_POOLS_LOCK = threading.Lock()
+_POOLS: PerProcess[dict[int, "ThreadPoolExecutor"]] = PerProcess(dict)    # one per thread count
 _in_pool = threading.local()
 # (pool thread, slot) -> the read buffer a closed stream's reader left there: the next
 # stream's reader in that thread takes it instead of faulting in a new one (measured:
 # 2-3 ms of a 28 ms F16 tensor); only the pool's threads, which live as long as the
-# process, keep one, so at most ``threads x slots`` chunk-sized buffers stay allocated
-_SPARE: dict[tuple[int, int], object] = {}
-
-
-def _forget_pools() -> None:
-    """In a forked child (``validate --jobs`` forks after checking the first file): the
-    parent's pool threads do not exist there, and an executor that believes it has idle
-    ones would queue work forever; the child starts its own."""
-    global _POOLS_LOCK
-    _POOLS.clear()
-    _SPARE.clear()
-    _POOLS_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_pools)
+# process, keep one, so at most ``threads x slots`` chunk-sized buffers stay allocated;
+# both are fresh in a forked child (``core.perprocess``: the parent's pool threads do not
+# exist there, and an executor that believes it has idle ones would queue work forever)
+_SPARE: PerProcess[dict[tuple[int, int], object]] = PerProcess(dict)
 
 
 def _pool(threads: int) -> "ThreadPoolExecutor":
     """One pool per thread count for the process: a model's tensors (the TUI, ``stats``
     of every tensor, ``diff``) reuse its threads instead of starting new ones each time."""
     from concurrent.futures import ThreadPoolExecutor
-    with _POOLS_LOCK:
-        if threads not in _POOLS:
-            _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="ggscope-stream",
-                                                 initializer=setattr, initargs=(_in_pool, "yes", True))
-        return _POOLS[threads]
+    with _POOLS.lock:
+        pools = _POOLS.value
+        if threads not in pools:
+            pools[threads] = ThreadPoolExecutor(threads, thread_name_prefix="ggscope-stream",
+                                                initializer=setattr, initargs=(_in_pool, "yes", True))
+        return pools[threads]
 
 
 def cancelled(cancel: Any) -> bool:
@@ -111,9 +99,10 @@ class Stream:
         def make() -> RangeReader:
             r = RangeReader(file)
             home = (threading.get_ident(), slot) if getattr(_in_pool, "yes", False) else None
+            if home is not None:
+                with _SPARE.lock:
+                    r.buf = _SPARE.value.pop(home, r.buf)      # type: ignore[assignment]
             with self._lock:
-                if home is not None:
-                    r.buf = _SPARE.pop(home, r.buf)      # type: ignore[assignment]
                 self._readers.append((r, home))
             return r
         return self.scratch(f"reader:{id(file)}:{slot}", make)
@@ -155,9 +144,10 @@ class Stream:
     def close(self) -> None:
         with self._lock:
             readers, self._readers = self._readers, []
+        with _SPARE.lock:
             for r, home in readers:
                 if home is not None and r.buf.size:
-                    _SPARE[home] = r.buf
+                    _SPARE.value[home] = r.buf
         for r, _ in readers:
             r.close()
 

@@ -39,13 +39,12 @@ does not hold raises ``ValueError`` before anything is read.
 """
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ggscope.core.perprocess import PerProcess
 from ggscope.facts.ggml_types import Layout
 from ggscope.source.stream import Stream
 
@@ -56,20 +55,8 @@ if TYPE_CHECKING:
 __all__ = ["Chunks"]
 
 SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
-_KEPT: list[np.ndarray] = []         # the spare tensor-sized buffer (at most one, of at most keep_bytes)
-_KEPT_LOCK = threading.Lock()
-
-
-def _forget_kept() -> None:
-    """In a forked child (``validate --jobs``): a lock another thread held at the fork
-    would stay held forever there; the child starts with its own, and no spare."""
-    global _KEPT_LOCK
-    _KEPT.clear()
-    _KEPT_LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_kept)
+# the spare tensor-sized buffer (at most one, of at most keep_bytes); fresh in a forked child
+_KEPT: PerProcess[list[np.ndarray]] = PerProcess(list)
 
 
 def _step(n_blocks: int, block_elems: int, chunk_elems: int, threads: int) -> int:
@@ -122,8 +109,9 @@ class Chunks:
         """Keep the chunks pass one reads for pass two, if the tensor fits the budget."""
         if self.kept is not None or not 0 < self.need <= self.keep_bytes:
             return
-        with _KEPT_LOCK:
-            buf = _KEPT.pop() if _KEPT and _KEPT[-1].size >= self.need else None
+        with _KEPT.lock:
+            spare = _KEPT.value
+            buf = spare.pop() if spare and spare[-1].size >= self.need else None
         self.kept = buf if buf is not None else np.empty(self.need, np.uint8)
         self.filled = [False] * len(self.starts)
 
@@ -141,9 +129,10 @@ class Chunks:
         self.stream.close()
         kept, self.kept = self.kept, None
         if kept is not None:
-            with _KEPT_LOCK:            # keep the larger one: the next tensor faults in nothing
-                if not _KEPT or _KEPT[0].size < kept.size:
-                    _KEPT[:] = [kept]
+            with _KEPT.lock:            # keep the larger one: the next tensor faults in nothing
+                spare = _KEPT.value
+                if not spare or spare[0].size < kept.size:
+                    spare[:] = [kept]
 
     def scratch(self, key: str, make: Callable[[], Any]) -> Any:
         """A per-thread object (buffers, count tables) made once per thread."""

@@ -17,28 +17,18 @@ a cancelled call) is simply freed.  Thread-safe; a forked child starts with none
 """
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable, Iterable
 
 import numpy as np
+
+from ggscope.core.perprocess import PerProcess
 
 __all__ = ["lend", "give_back", "KEEP"]
 
 KEEP = 4                # tables kept per (shape, dtype): two threads, two kinds of route at once
 
-_FREE: dict[tuple[tuple[int, ...], str], list[np.ndarray]] = {}
-_LOCK = threading.Lock()
-
-
-def _forget() -> None:
-    global _LOCK
-    _FREE.clear()
-    _LOCK = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget)
+# (shape, dtype) -> the tables given back; fresh in a forked child
+_FREE: PerProcess[dict[tuple[tuple[int, ...], str], list[np.ndarray]]] = PerProcess(dict)
 
 
 def _key(shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], str]:
@@ -48,8 +38,8 @@ def _key(shape: tuple[int, ...], dtype: np.dtype) -> tuple[tuple[int, ...], str]
 def lend(shape: int | tuple[int, ...], dtype: object) -> np.ndarray:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     dt = np.dtype(dtype)
-    with _LOCK:
-        free = _FREE.get(_key(shape, dt))
+    with _FREE.lock:
+        free = _FREE.value.get(_key(shape, dt))
         if free:
             return free.pop()
     return np.zeros(shape, dt)
@@ -58,7 +48,7 @@ def lend(shape: int | tuple[int, ...], dtype: object) -> np.ndarray:
 def give_back(tables: Iterable[np.ndarray], clear: Callable[[np.ndarray], None]) -> None:
     for table in tables:
         clear(table)
-        with _LOCK:
-            free = _FREE.setdefault(_key(table.shape, table.dtype), [])
+        with _FREE.lock:
+            free = _FREE.value.setdefault(_key(table.shape, table.dtype), [])
             if len(free) < KEEP:
                 free.append(table)

@@ -19,8 +19,9 @@ from test_reading import CHUNK, write_model  # noqa: E402
 
 @pytest.fixture
 def fresh(monkeypatch):
-    monkeypatch.setattr(counters, "_FREE", {})
-    return counters._FREE
+    """This process's tables given back (``core.perprocess``), empty for the test."""
+    monkeypatch.setattr(counters._FREE, "value", {})
+    return counters._FREE.value
 
 
 def test_tables_come_back_zeroed_from_every_route(tmp_path, fresh):

@@ -102,25 +102,25 @@ def test_the_kept_bytes_are_one_buffer_within_the_budget(model, monkeypatch):
     """Between tensors at most one tensor-sized buffer stays, never above the budget; a
     tensor above the budget allocates none."""
     mf = ggscope.open(model)
-    monkeypatch.setattr(chunks, "_KEPT", [])
+    monkeypatch.setattr(chunks._KEPT, "value", [])
     for t in mf.tensors:
         tensor_stats(t, chunk_elems=CHUNK)
-    assert len(chunks._KEPT) == 1
+    assert len(chunks._KEPT.value) == 1
     # kept: the routes whose pass two reads the raw blocks (F64's decodes once into floats,
     # BF16's counts codes in one pass)
-    assert chunks._KEPT[0].nbytes == max(mf.tensor(n).nbytes for n in ("q8_0", "q4_1", "f32"))
-    monkeypatch.setattr(chunks, "_KEPT", [])
+    assert chunks._KEPT.value[0].nbytes == max(mf.tensor(n).nbytes for n in ("q8_0", "q4_1", "f32"))
+    monkeypatch.setattr(chunks._KEPT, "value", [])
     monkeypatch.setattr(tensors, "RAW_CACHE_BYTES", 1024)
     for t in mf.tensors:
         tensor_stats(t, chunk_elems=CHUNK)
-    assert chunks._KEPT == []
+    assert chunks._KEPT.value == []
 
 
 def test_an_in_memory_file_is_sliced_not_copied(model, monkeypatch):
-    monkeypatch.setattr(chunks, "_KEPT", [])
+    monkeypatch.setattr(chunks._KEPT, "value", [])
     mf = ggscope.open_bytes(model.read_bytes())
     got = {name: tensor_stats(mf.tensor(name), chunk_elems=CHUNK) for name in ("q8_0", "f32")}
-    assert chunks._KEPT == []
+    assert chunks._KEPT.value == []
     local = ggscope.open(model)
     assert got == {name: tensor_stats(local.tensor(name), chunk_elems=CHUNK) for name in got}
 
