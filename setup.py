@@ -18,6 +18,8 @@ FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contr
 
 HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h", "csrc/_cstats_zrange.h", "csrc/_ccount8.h"]
 STRINGS = ["csrc/_strarray.h"]          # the string-array layout _cjson.c and _cvocab.c read
+GGML = ["csrc/_cggml_f16.h", "csrc/_cggml_bf16.h", "csrc/_cggml_q0.h", "csrc/_cggml_avx2.h",   # _cggml.c's parts
+        "csrc/_cggml_kquants.h", "csrc/_cggml_attn.h", "csrc/_cggml_py.h"]
 
 setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
@@ -30,6 +32,6 @@ setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depend
                    Extension("ggscope.rules._cvocab", ["csrc/_cvocab.c"],
                              depends=STRINGS + ["csrc/_utf8.h", "csrc/_seedhash.h", "csrc/_dupfind.h"], extra_compile_args=FLAGS,
                              optional=True),
-                   Extension("ggscope.forward._cggml", ["csrc/_cggml.c"], depends=HEADERS + ["csrc/_cggml_bf16.h"],
+                   Extension("ggscope.forward._cggml", ["csrc/_cggml.c"], depends=HEADERS + GGML,
                              extra_compile_args=FLAGS,
                              optional=True)])
