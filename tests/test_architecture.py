@@ -4,7 +4,8 @@
   browser imports textual: the import-linter contracts in pyproject.toml.
 * No import circle between ggscope's modules, function-level imports included, except
   the declared ones (``TensorInfo.dequantize()`` / ``.stats()`` reach up on purpose).
-* No module over the 400-line budget of style.md, except generated files and tables.
+* No module over the 400-line budget of style.md, except generated files and tables; the
+  same budget for the C sources in csrc/ (.c and .h), except one file being split.
 * No path of a developer's machine in any tracked file.
 """
 from __future__ import annotations
@@ -95,16 +96,50 @@ def _tracked() -> list[str]:
 SPLIT_PENDING: set[str] = set()
 
 
+# C sources over the budget (csrc/*.c and *.h): only ones being split by job now; the list
+# only shrinks, and a new entry needs the same kind of reason
+C_OVER_BUDGET_OK = {
+    "csrc/_cstats.c": "the statistics kernels, being split by job by their owners",
+}
+
+
+def _over_budget(root: Path, files: list[str]) -> dict[str, int]:
+    """The files over ``LINE_BUDGET`` lines among ``files`` (paths under ``root``): the
+    Python modules of ggscope/ and the C sources of csrc/, but for the allow-lists."""
+    allowed = set(OVER_BUDGET_OK) | SPLIT_PENDING | set(C_OVER_BUDGET_OK)
+    over = {}
+    for f in files:
+        python = f.startswith("ggscope/") and f.endswith(".py")
+        c = f.startswith("csrc/") and f.endswith((".c", ".h"))
+        if (python or c) and f not in allowed:
+            n = (root / f).read_text(encoding="utf-8").count("\n")
+            if n > LINE_BUDGET:
+                over[f] = n
+    return over
+
+
 def test_modules_stay_within_the_line_budget():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    over = {}
-    for f in _tracked():
-        if f.startswith("ggscope/") and f.endswith(".py") and f not in set(OVER_BUDGET_OK) | SPLIT_PENDING:
-            n = (REPO / f).read_text(encoding="utf-8").count("\n")
-            if n > LINE_BUDGET:
-                over[f] = n
+    over = _over_budget(REPO, _tracked())
     assert over == {}, f"split these by job (style.md): {over}"
+
+
+def test_the_budget_holds_c_sources_too(tmp_path):
+    (tmp_path / "csrc").mkdir()
+    (tmp_path / "ggscope").mkdir()
+    files = {"csrc/_at.c": 400, "csrc/_over.c": 401, "csrc/_over.h": 401, "csrc/_cstats.c": 2000,
+             "ggscope/over.py": 401, "csrc/notes.txt": 900}
+    for f, n in files.items():
+        (tmp_path / f).write_text("x\n" * n, encoding="utf-8")
+    assert _over_budget(tmp_path, list(files)) == {"csrc/_over.c": 401, "csrc/_over.h": 401, "ggscope/over.py": 401}
+
+
+def test_the_c_allow_list_names_only_files_still_over():
+    """An entry whose file was split (or removed) goes from the list."""
+    for f in C_OVER_BUDGET_OK:
+        p = REPO / f
+        assert p.is_file() and p.read_text(encoding="utf-8").count("\n") > LINE_BUDGET, f
 
 
 # The roots a developer's machine writes into a file (this sandbox's work and root
