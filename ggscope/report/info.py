@@ -21,7 +21,7 @@ from ggscope.report.fit import Column, FittingTable
 from ggscope.report.jsonable import dumps, jsonable, value_json, write_value_json
 
 __all__ = ["as_json", "write_json", "plain", "rich_renderables", "summarize_value", "human_bytes", "float_text",
-           "offset_text", "header_facts", "summary_json", "type_rows", "tensor_rows"]
+           "offset_text", "header_facts", "summary_json", "type_rows", "tensor_rows", "PUBLIC_EXTRA", "public_extra"]
 
 ARRAY_PREVIEW = 6
 
@@ -83,6 +83,21 @@ def _extra_text(v: Any) -> str:
 
 SPLIT_KEYS = ("shards", "shard_given", "shard_sizes")      # split.open_model's facts, laid out by header_facts
 
+# The facts of ``mf.extra`` an output may show: the format views' (model/views/*, whose
+# docstrings list them) and split.open_model's.  The one place that decides, and an
+# allow-list: whatever else a layer keeps in ``mf.extra`` -- a validate run's cache
+# (``rules.common.file_cache``), any state added later -- never reaches ``info`` (text or
+# JSON) nor the browser's overview; a new fact shows once it is named here
+# (tests/commands/test_info_extra.py holds every view's keys to this list).
+PUBLIC_EXTRA = frozenset({"layout_era", "hparams_style", "token_bytes", "type_errors", "damage_type_error",
+                          "arch_version", "data_type_name", "model_type_name", "config_record", "tokenizer_kind",
+                          "tokenizer_error", *SPLIT_KEYS})
+
+
+def public_extra(mf: ModelFile) -> dict[str, Any]:
+    """``mf.extra``'s public facts (``PUBLIC_EXTRA``), in the order the view set them."""
+    return {k: v for k, v in mf.extra.items() if k in PUBLIC_EXTRA}
+
 
 def header_facts(mf: ModelFile, hex_offsets: bool = False) -> list[tuple[str, str]]:
     """(what, text) of the header and the overview's facts (``model.summary``): the file
@@ -116,8 +131,8 @@ def header_facts(mf: ModelFile, hex_offsets: bool = False) -> list[tuple[str, st
         facts.append(("alignment", str(mf.alignment)))
     if mf.data_offset is not None:
         facts.append(("data offset", offset_text(mf.data_offset, hex_offsets)))
-    for k, v in mf.extra.items():
-        text = "" if k in SPLIT_KEYS or k.startswith("_") else _extra_text(v)
+    for k, v in public_extra(mf).items():
+        text = "" if k in SPLIT_KEYS else _extra_text(v)
         if text:
             facts.append((k.replace("_", " "), text))
     facts.append(("metadata", f"{len(mf.metadata)} keys"))
@@ -183,6 +198,7 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
     from ggscope.model.summary import summarize  # lazy: loaded only on the path that needs it
     bad_keys = {json_key(k): raw_bytes(k).hex() for k in mf.metadata if not is_valid_utf8(k)}
     shards = mf.extra.get("shards")
+    extra = public_extra(mf)
     return {
         **({"metadata_key_bytes": bad_keys} if bad_keys else {}),
         "file": json_text(shards[mf.extra.get("shard_given", 1) - 1] if shards else mf.path),
@@ -192,7 +208,7 @@ def _summary(mf: ModelFile) -> dict[str, Any]:
         "endian": mf.endian,
         "alignment": mf.alignment,
         "data_offset": mf.data_offset,
-        **({"extra": jsonable(mf.extra)} if mf.extra else {}),
+        **({"extra": jsonable(extra)} if extra else {}),
         **_memory(mf),
         "metadata": None,
         "metadata_types": {json_key(k): v for k, v in mf.metadata_types.items()},
