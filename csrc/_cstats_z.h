@@ -39,7 +39,7 @@ typedef struct {
 
 typedef struct {
     __m512 lo, scale, shift, k0, k1;   /* k0/k1: the codes 0-15 / 16-31 as floats */
-    __m512i top;
+    __m512i top, top8;                 /* top in every 32-bit lane / every byte */
 } zctx_t;
 
 ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
@@ -113,6 +113,17 @@ ZI __m512i zbin(const zctx_t *C, __m512 v) {
     return _mm512_max_epi32(_mm512_min_epi32(t, C->top), _mm512_setzero_si512());
 }
 
+/* zbin on the 32 values v0 (bytes 0-15) and v1 (16-31; v0 again unless ``wide``) as bytes:
+   the truncated products saturated to signed bytes, then clamped to [0, top] in bytes --
+   the same bins for a top below 128, in half the 512-bit operations. */
+ZI __m256i zbin_bytes(const zctx_t *C, __m512 v0, __m512 v1, int wide) {
+    const __m128i t0 = _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v0, C->lo), C->scale)));
+    const __m128i t1 = wide ? _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v1, C->lo), C->scale)))
+                            : t0;
+    const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(t0), t1, 1);
+    return _mm256_min_epi8(_mm256_max_epi8(t, _mm256_setzero_si256()), _mm512_castsi512_si256(C->top8));
+}
+
 /* The moments of 16 values from their centred values d = v - shift and |v|. */
 ZI void zsum(zacc_t *S, __m512 d, __m512 a) {
     S->a1 = _mm512_add_ps(S->a1, d);
@@ -147,9 +158,7 @@ ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wid
         if (wide) zm |= (uint32_t) _mm512_cmp_ps_mask(val1, zero, _CMP_EQ_OQ) << 16;
         Q->zeros += __builtin_popcount(_mm256_bitshuffle_epi64_mask(_mm256_set1_epi64x((long long) zm), codes));
     }
-    const __m128i b0 = _mm512_cvtepi32_epi8(zbin(C, val0));
-    const __m256i bins = _mm256_inserti128_si256(_mm256_castsi128_si256(b0),
-                                                 wide ? _mm512_cvtepi32_epi8(zbin(C, val1)) : b0, 1);
+    const __m256i bins = zbin_bytes(C, val0, val1, wide);
     const __m256i b = _mm256_permutexvar_epi8(codes, bins);
     _mm256_storeu_si256((__m256i *) pairs, _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x4001)));
     zcount16(Q, pairs + 16);
@@ -189,7 +198,7 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
                uint16_t *pairs, zq_t *Q) {
     const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
     const int qs_at = five ? 48 : 16;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i qh = five ? _mm256_loadu_si256((const __m256i *) (b + 16)) : _mm256_setzero_si256();
     __m256 dl, ml;
     zk4_scales(b, d, dmin, &dl, &ml);
@@ -202,10 +211,9 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
         for (int h = 0; h < 2; h++) {
             const int g = 2 * i + h;
             __m256i c = _mm256_and_si256(h ? _mm256_srli_epi16(q, 4) : q, m4);
-            if (five) {
-                const __m256i bit = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(g)), one);
-                c = _mm256_or_si256(c, _mm256_slli_epi16(bit, 4));
-            }
+            if (five) /* bit g of each qh byte is bit 4 of the code (c below 16: adding 16 sets it) */
+                c = _mm256_mask_add_epi8(c, _mm256_test_epi8_mask(qh, _mm256_set1_epi8((char) (1 << g))), c,
+                                         _mm256_set1_epi8(0x10));
             const __m512 a = _mm512_set1_ps(dls[g]);
             const __m512 m = _mm512_set1_ps(mls[g]);
             const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
@@ -303,7 +311,7 @@ __attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssi
         const zctx_t C0 = {_mm512_set1_ps(A->lo), _mm512_set1_ps(A->scale), _mm512_set1_ps(A->shift),     \
                            _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),          \
                            _mm512_setr_ps(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31), \
-                           _mm512_set1_epi32(A->top)};                                                    \
+                           _mm512_set1_epi32(A->top), _mm512_set1_epi8((char) A->top)};                   \
         const zctx_t *C = &C0;                                                                            \
         double s1 = 0.0, s2 = 0.0, sa = 0.0;                                                              \
         int64_t zeros = 0, pending = 0;                                                                   \

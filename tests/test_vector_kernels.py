@@ -135,6 +135,21 @@ def test_k_quant_zeros(layout, big):
     _check(layout, blocks, big)
 
 
+@pytest.mark.parametrize("layout", VECTOR_LAYOUTS)
+def test_bins_clamped_at_both_ends(layout):
+    """A range narrower than the values (as a file changed between the passes would give):
+    values below lo go to the first bin, values beyond the last bin to the last one, and
+    products beyond the int32 range (scale 2^40) to the first, as the float32 formula of
+    piece_pairs does."""
+    rng = np.random.default_rng(31)
+    blocks = finite_blocks(layout, 2 * _blocks_per_piece(layout) + 1, rng, False)
+    x = reference(layout, blocks, False).reshape(-1)
+    mid, span = np.float64(np.median(x)), np.float64(x.max()) - np.float64(x.min())
+    _check(layout, blocks, False, lo=np.float32(mid), scale=np.float32(64 / (0.1 * span + 1e-30)))
+    with np.errstate(invalid="ignore"):                 # numpy's cast of those: INT_MIN, as cvttps2dq
+        _check(layout, blocks, False, lo=np.float32(x.min()), scale=np.float32(2.0 ** 40 / (span + 1e-30)))
+
+
 def test_values_on_bin_edges():
     """Q8_0 with scale 1: the values are the integers -128..127 and, with lo = -128 and
     scale 1/4, every fourth one lies exactly on a bin edge: each must go to the bin it
