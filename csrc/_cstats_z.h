@@ -29,7 +29,7 @@ typedef void (*range_fn_t)(const job_t *, range_t *);
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && __GNUC__ >= 12
 #include <immintrin.h>
 #define HAVE_Z 1
-#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512bitalg")))
+#define ZT __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512bitalg,fma")))
 #define ZI static inline __attribute__((always_inline)) ZT
 
 typedef struct {
@@ -216,8 +216,10 @@ ZI void zq45_k(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int f
                                          _mm256_set1_epi8(0x10));
             const __m512 a = _mm512_set1_ps(dls[g]);
             const __m512 m = _mm512_set1_ps(mls[g]);
-            const __m512 val0 = _mm512_sub_ps(_mm512_mul_ps(C->k0, a), m);
-            const __m512 val1 = five ? _mm512_sub_ps(_mm512_mul_ps(C->k1, a), m) : val0;
+            /* c * dl is exact (c below 32, dl = d * sc of at most 17 significant bits), so one
+               fused multiply-subtract rounds c * dl - ml once, as the decoder's two operations do */
+            const __m512 val0 = _mm512_fmsub_ps(C->k0, a, m);
+            const __m512 val1 = five ? _mm512_fmsub_ps(C->k1, a, m) : val0;
             zgroup(C, c, val0, val1, five, zeros, S0, S1, pairs + 16 * g, Q);
         }
     }
@@ -234,11 +236,17 @@ ZI void znib(const job_t *J, const zctx_t *C, const uint8_t *restrict b, int d_a
     if (qh_at >= 0) c = _mm256_or_si256(c, _mm256_maskz_set1_epi8((__mmask32) u32le(b, qh_at), 0x10));
     const __m512 a = _mm512_set1_ps(d), bs = _mm512_set1_ps((float) bias);
     /* (float) (k - bias) is exact for these small integers, so k - bias in float is too */
-    __m512 val0 = _mm512_mul_ps(_mm512_sub_ps(C->k0, bs), a), val1 = _mm512_mul_ps(_mm512_sub_ps(C->k1, bs), a);
+    const __m512 k0 = _mm512_sub_ps(C->k0, bs), k1 = _mm512_sub_ps(C->k1, bs);
+    __m512 val0, val1;
     if (m_at >= 0) {
+        /* (k - bias) * d is exact (a code of at most 5 bits times an f16), so one fused
+           multiply-add rounds it plus m once, as the decoder's two operations do */
         const __m512 m = _mm512_set1_ps(f16(b, m_at, J->big, J->lut));
-        val0 = _mm512_add_ps(val0, m);
-        val1 = _mm512_add_ps(val1, m);
+        val0 = _mm512_fmadd_ps(k0, a, m);
+        val1 = _mm512_fmadd_ps(k1, a, m);
+    } else {
+        val0 = _mm512_mul_ps(k0, a);
+        val1 = _mm512_mul_ps(k1, a);
     }
     zgroup(C, c, val0, val1, qh_at >= 0, 1, S0, S1, pairs, Q);
 }
