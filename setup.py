@@ -16,7 +16,7 @@ from setuptools import Extension, setup
 # about 5% on pass two (the pair counting), measured with benchmarks/stats_vs_ggml.py.
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
-HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h", "csrc/_cstats_zrange.h", "csrc/_ccount8.h"]
+HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h", "csrc/_cstats_zcount.h", "csrc/_cstats_zrange.h", "csrc/_ccount8.h"]
 STRINGS = ["csrc/_strarray.h"]          # the string-array layout _cjson.c and _cvocab.c read
 
 setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,

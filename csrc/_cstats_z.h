@@ -18,7 +18,7 @@
    float64 across).  A piece whose float32 sums overflow (only MXFP4's byte scales, up to
    2^127, can: the f16 scales times at most 64 * 32 or 32 * 127 stay below 2^28) has its
    sums taken again in float64 (zwide), as the portable drivers do.  The pairs are
-   counted in 16-bit counters (zlanes_t, flushed before they could wrap).
+   counted in 16-bit counters (_cstats_zcount.h), flushed before they could wrap.
 
    Contract: binsz_NAME(J, A, R) as bins_NAME; with more than SMALL_BINS bins (no
    lanes) it calls bins_NAME.  z_bins(name, bf) -> the AVX-512 variant of the portable bins
@@ -51,61 +51,7 @@ ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
     S->z = _mm512_mask_sub_epi32(S->z, zm, S->z, _mm512_set1_epi32(-1));
 }
 
-/* The pairs are counted in 16-bit counters, two lanes as count_pair_lanes' (zlanes_t, at
-   the start of the caller's lanes scratch): 16.5 KB instead of 32.9, so the counters no
-   longer fill a 32 KB L1 data cache with the blocks, the f16 table and the pairs
-   streaming through it (measured on AMD Zen 4, pass two of Q5_1 0.356 -> 0.322 ns per
-   element, Q4_1 0.29 -> 0.24, Q5_0 0.32 -> 0.30, IQ4_XS 0.295 -> 0.277; Q4_K/Q5_K/MXFP4
-   unchanged).  A counter holds at most the pairs counted since the last zflush, and the
-   driver flushes before that could pass Z16_MAX. */
-#define Z16_PAD 32                    /* 64 bytes: the lanes' counters apart in their low 12 address bits */
-#define Z16_MAX 65535
-typedef uint16_t zlanes_t[PAIR_LANES][SMALL_BINS * SMALL_BINS + Z16_PAD];
-_Static_assert(sizeof(zlanes_t) <= sizeof(lanes_t), "the 16-bit lanes live in the lanes scratch");
-_Static_assert(PAIR_LANES == 2, "zcount_pairs and zflush add two lanes");
-
-ZI void zcount_pairs(const uint16_t *restrict pairs, int m, zlanes_t *restrict c) {
-    int j = 0;
-    for (; j + 2 <= m; j += 2) {
-        (*c)[0][pairs[j]] += 1;
-        (*c)[1][pairs[j + 1]] += 1;
-    }
-    for (; j < m; j++) (*c)[0][pairs[j]] += 1;
-}
-
-/* The 16-bit lanes added into the caller's table (pair b0 | b1 << 6 at b0 | b1 << 8, as
-   flush_lanes), widened before the lanes are summed; the lanes left zeroed. */
-ZT static void zflush(zlanes_t *c, int64_t *table) {
-    for (int r = 0; r < SMALL_BINS; r++)
-        for (int h = 0; h < SMALL_BINS; h += 16) {
-            const __m512i s = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) &(*c)[0][r * SMALL_BINS + h])),
-                                               _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) &(*c)[1][r * SMALL_BINS + h])));
-            int64_t *t = table + ((Py_ssize_t) r << 8) + h;
-            _mm512_storeu_si512(t, _mm512_add_epi64(_mm512_loadu_si512(t), _mm512_cvtepu32_epi64(_mm512_castsi512_si256(s))));
-            _mm512_storeu_si512(t + 8, _mm512_add_epi64(_mm512_loadu_si512(t + 8),
-                                                        _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s, 1))));
-        }
-    memset(c, 0, sizeof *c);
-}
-
-/* The pairs of a piece are counted ZLAG pairs behind the group writing them, 16 at a time,
-   between the groups' vector work: the counter updates (loads and stores) then overlap the
-   decoding (vector arithmetic) instead of following it, and a pair is read back only after
-   its vector store has left the store queue (read at once, the 16-bit loads of a 256-bit
-   store wait for it: measured slower than counting after the piece). */
-#define ZLAG 64
-typedef struct {
-    const uint16_t *cq;              /* the next pair to count */
-    zlanes_t *lanes;
-    int64_t zeros;                   /* zgroup's zero count */
-} zq_t;
-
-ZI void zcount16(zq_t *Q, const uint16_t *written) {
-    if (written - Q->cq >= ZLAG + 16) {
-        zcount_pairs(Q->cq, 16, Q->lanes);
-        Q->cq += 16;
-    }
-}
+#include "_cstats_zcount.h"
 
 /* piece_pairs' bin formula on 16 values: clamp(int((v - lo) * scale), 0, top) */
 ZI __m512i zbin(const zctx_t *C, __m512 v) {
