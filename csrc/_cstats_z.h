@@ -39,7 +39,8 @@ typedef struct {
 
 typedef struct {
     __m512 lo, scale, shift, k0, k1;   /* k0/k1: the codes 0-15 / 16-31 as floats */
-    __m512i top, top8;                 /* top in every 32-bit lane / every byte */
+    __m512i top, top16;                /* top in every 32-bit / 16-bit lane */
+    __m256i wmap;                      /* code c -> the byte of its bin after packs_epi32 */
 } zctx_t;
 
 ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
@@ -59,15 +60,19 @@ ZI __m512i zbin(const zctx_t *C, __m512 v) {
     return _mm512_max_epi32(_mm512_min_epi32(t, C->top), _mm512_setzero_si512());
 }
 
-/* zbin on the 32 values v0 (bytes 0-15) and v1 (16-31; v0 again unless ``wide``) as bytes:
-   the truncated products saturated to signed bytes, then clamped to [0, top] in bytes --
-   the same bins for a top below 128, in half the 512-bit operations. */
-ZI __m256i zbin_bytes(const zctx_t *C, __m512 v0, __m512 v1, int wide) {
-    const __m128i t0 = _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v0, C->lo), C->scale)));
-    const __m128i t1 = wide ? _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(v1, C->lo), C->scale)))
-                            : t0;
-    const __m256i t = _mm256_inserti128_si256(_mm256_castsi128_si256(t0), t1, 1);
-    return _mm256_min_epi8(_mm256_max_epi8(t, _mm256_setzero_si256()), _mm512_castsi512_si256(C->top8));
+/* Where the bin of code c lands after _mm512_packs_epi32(bins of codes 0-15, of 16-31):
+   each 128-bit lane holds four words of the first, then four of the second (the low byte
+   of word k at byte 2k).  Saturated to 16 bits, then clamped: the bins of piece_pairs'
+   formula (clamp(int(...), 0, top), top below 64) in fewer 512-bit operations than
+   narrowing each table (measured on AMD Zen 4: pass two of Q5_1 0.323 -> 0.300 ns per
+   element, Q5_0 0.284 -> 0.273, Q4_0 0.225 -> 0.215, Q4_K 0.239 -> 0.233). */
+ZI __m256i zwmap(void) {
+    uint8_t m[32];
+    for (int c = 0; c < 32; c++) {
+        const int k = c & 15;
+        m[c] = (uint8_t) (2 * (8 * (k >> 2) + 4 * (c >> 4) + (k & 3)));
+    }
+    return _mm256_loadu_si256((const __m256i *) m);
 }
 
 /* The moments of 16 values from their centred values d = v - shift and |v|. */
@@ -104,8 +109,13 @@ ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wid
         if (wide) zm |= (uint32_t) _mm512_cmp_ps_mask(val1, zero, _CMP_EQ_OQ) << 16;
         Q->zeros += __builtin_popcount(_mm256_bitshuffle_epi64_mask(_mm256_set1_epi64x((long long) zm), codes));
     }
-    const __m256i bins = zbin_bytes(C, val0, val1, wide);
-    const __m256i b = _mm256_permutexvar_epi8(codes, bins);
+    /* the bins of the group's codes: both tables' truncated products packed to saturated
+       words, clamped to [0, top], and each value's bin one byte permute (zwmap) away */
+    const __m512i t0 = _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(val0, C->lo), C->scale));
+    const __m512i t1 = wide ? _mm512_cvttps_epi32(_mm512_mul_ps(_mm512_sub_ps(val1, C->lo), C->scale)) : t0;
+    const __m512i w = _mm512_min_epi16(_mm512_max_epi16(_mm512_packs_epi32(t0, t1), _mm512_setzero_si512()), C->top16);
+    const __m256i at = _mm256_permutexvar_epi8(codes, C->wmap);
+    const __m256i b = _mm512_castsi512_si256(_mm512_permutexvar_epi8(_mm512_castsi256_si512(at), w));
     _mm256_storeu_si256((__m256i *) pairs, _mm256_maddubs_epi16(b, _mm256_set1_epi16(0x4001)));
     zcount16(Q, pairs + 16);
 }
@@ -265,7 +275,7 @@ __attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssi
         const zctx_t C0 = {_mm512_set1_ps(A->lo), _mm512_set1_ps(A->scale), _mm512_set1_ps(A->shift),     \
                            _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),          \
                            _mm512_setr_ps(16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31), \
-                           _mm512_set1_epi32(A->top), _mm512_set1_epi8((char) A->top)};                   \
+                           _mm512_set1_epi32(A->top), _mm512_set1_epi16((short) A->top), zwmap()};        \
         const zctx_t *C = &C0;                                                                            \
         double s1 = 0.0, s2 = 0.0, sa = 0.0;                                                              \
         int64_t zeros = 0, pending = 0;                                                                   \
