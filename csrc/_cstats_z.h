@@ -1,5 +1,6 @@
 /* Pass two of the statistics in one decode, on AVX-512 (included by _cstats.c after its
-   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI/BITALG keeps those drivers, chosen at run time).
+   drivers; a CPU without AVX-512 BW/VL/DQ/VBMI/BITALG and FMA keeps those drivers, chosen at
+   run time).
 
    Why: the portable pass two decodes a piece of blocks into an L1 buffer, then bins it
    and sums its moments in two more loops; each value is computed in float32 and binned
@@ -347,7 +348,7 @@ static int z_cpu(void) {
         __builtin_cpu_init();
         ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")
              && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi")
-             && __builtin_cpu_supports("avx512bitalg");
+             && __builtin_cpu_supports("avx512bitalg") && __builtin_cpu_supports("fma");
     }
     return ok;
 }
