@@ -38,10 +38,12 @@ ZI void zcount_pairs(const uint16_t *restrict pairs, int m, zlanes_t *restrict c
 ZT static void zflush(zlanes_t *c, int64_t *table) {
     for (int r = 0; r < SMALL_BINS; r++)
         for (int h = 0; h < SMALL_BINS; h += 16) {
-            const __m512i s = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) &(*c)[0][r * SMALL_BINS + h])),
-                                               _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) &(*c)[1][r * SMALL_BINS + h])));
+            const int k = r * SMALL_BINS + h;
+            const __m512i s = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) &(*c)[0][k])),
+                                               _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *) &(*c)[1][k])));
             int64_t *t = table + ((Py_ssize_t) r << 8) + h;
-            _mm512_storeu_si512(t, _mm512_add_epi64(_mm512_loadu_si512(t), _mm512_cvtepu32_epi64(_mm512_castsi512_si256(s))));
+            _mm512_storeu_si512(t, _mm512_add_epi64(_mm512_loadu_si512(t),
+                                                    _mm512_cvtepu32_epi64(_mm512_castsi512_si256(s))));
             _mm512_storeu_si512(t + 8, _mm512_add_epi64(_mm512_loadu_si512(t + 8),
                                                         _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(s, 1))));
         }

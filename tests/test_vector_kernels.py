@@ -20,7 +20,8 @@ from ggscope.stats import cstats
 from tests.test_fused import finite_blocks, reference
 
 pytestmark = pytest.mark.skipif(cstats._cstats is None or not cstats._cstats.vector_bins(),
-                                reason="no AVX-512 BW/VL/DQ/VBMI/BITALG and FMA here (or no C build): the portable drivers run")
+                                reason="no AVX-512 BW/VL/DQ/VBMI/BITALG and FMA here (or no C build): "
+                                       "the portable drivers run")
 
 VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS", "MXFP4"]
 PIECE = cstats.PIECE
