@@ -16,7 +16,7 @@ from setuptools import Extension, setup
 # about 5% on pass two (the pair counting), measured with benchmarks/stats_vs_ggml.py.
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
-HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h", "csrc/_cstats_zrange.h", "csrc/_ccount8.h"]
+HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h", "csrc/_cstats_zcount.h", "csrc/_cstats_zrange.h", "csrc/_ccount8.h"]
 STRINGS = ["csrc/_strarray.h"]          # the string-array layout _cjson.c and _cvocab.c read
 GGML = ["csrc/_cggml_f16.h", "csrc/_cggml_bf16.h", "csrc/_cggml_q0.h", "csrc/_cggml_avx2.h",   # _cggml.c's parts
         "csrc/_cggml_kquants.h", "csrc/_cggml_attn.h", "csrc/_cggml_py.h"]

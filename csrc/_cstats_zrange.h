@@ -21,24 +21,29 @@
 
 /* Pass one of Q4_K / Q5_K: span_q45_k's bounds with the eight groups' scales and mins
    in vector lanes (zk4_scales), the same float32 operations; the bounds only decide
-   which blocks are decoded. */
-ZI void span_q45_kz(const job_t *J, const uint8_t *b, int five, float *L, float *U) {
+   which blocks are decoded.  Whether a block lies inside [flo, fhi] is asked of every
+   group's bounds at once (all lanes inside is the block's min and max inside, with no
+   min and max across lanes taken); RANGE_BOUND_AS then sees L, U = flo, fhi for a block
+   inside, NaN (decoded) for one that is not.  A NaN or infinite d or dmin leaves a lane
+   NaN or infinite (0 * inf is NaN), which fails its comparison: such a block is decoded,
+   as span_q45_k's settle has it. */
+ZI int inside_q45_kz(const job_t *J, const uint8_t *b, int five, float flo, float fhi) {
     const float d = f16(b, 0, J->big, J->lut), dmin = f16(b, 2, J->big, J->lut);
     __m256 dl, ml;
     zk4_scales(b, d, dmin, &dl, &ml);
     const __m256 e0 = _mm256_sub_ps(_mm256_mul_ps(_mm256_setzero_ps(), dl), ml);
     const __m256 e1 = _mm256_sub_ps(_mm256_mul_ps(_mm256_set1_ps(five ? 31.0f : 15.0f), dl), ml);
-    __m128 lo = _mm_min_ps(_mm256_castps256_ps128(_mm256_min_ps(e0, e1)), _mm256_extractf128_ps(_mm256_min_ps(e0, e1), 1));
-    __m128 hi = _mm_max_ps(_mm256_castps256_ps128(_mm256_max_ps(e0, e1)), _mm256_extractf128_ps(_mm256_max_ps(e0, e1), 1));
-    lo = _mm_min_ps(lo, _mm_movehl_ps(lo, lo));
-    hi = _mm_max_ps(hi, _mm_movehl_ps(hi, hi));
-    lo = _mm_min_ss(lo, _mm_movehdup_ps(lo));
-    hi = _mm_max_ss(hi, _mm_movehdup_ps(hi));
-    settle(_mm_cvtss_f32(lo), _mm_cvtss_f32(hi), d + dmin, L, U);
+    const __mmask8 in = _mm256_cmp_ps_mask(_mm256_min_ps(e0, e1), _mm256_set1_ps(flo), _CMP_GE_OQ)
+                        & _mm256_cmp_ps_mask(_mm256_max_ps(e0, e1), _mm256_set1_ps(fhi), _CMP_LE_OQ);
+    return in == 0xFF;
 }
+#define SPAN_Q45_KZ(FIVE)                                                                                 \
+    const int in_ = inside_q45_kz(J, b, (FIVE), flo, fhi);                                                \
+    L = in_ ? flo : NAN;                                                                                  \
+    U = in_ ? fhi : NAN
 
-RANGE_BOUND_AS(ZT, rangez_q4_k, 256, dec_q45_k(J, b, o, 16, 0), span_q45_kz(J, b, 0, &L, &U))
-RANGE_BOUND_AS(ZT, rangez_q5_k, 256, dec_q45_k(J, b, o, 48, 1), span_q45_kz(J, b, 1, &L, &U))
+RANGE_BOUND_AS(ZT, rangez_q4_k, 256, dec_q45_k(J, b, o, 16, 0), SPAN_Q45_KZ(0))
+RANGE_BOUND_AS(ZT, rangez_q5_k, 256, dec_q45_k(J, b, o, 48, 1), SPAN_Q45_KZ(1))
 
 
 

@@ -1,8 +1,9 @@
 """Pass two on AVX-512 (csrc/_cstats_z.h) at the places a vector driver can slip: the
 first and last pieces of a call (a piece's pairs are counted behind the groups that
 write them, so the tail of every piece is counted apart), a single block, values
-exactly on bin edges, a constant tensor (every pair on one counter), scales large
-enough that a piece's float32 sums overflow, and big-endian scales.
+exactly on bin edges, a constant tensor (every pair on one counter), one whose counters
+pass 16 bits (flushed before they wrap), scales large enough that a piece's float32
+sums overflow, and big-endian scales.
 
 Each case runs the same blocks through the vector drivers and through the portable
 ones (``vector_bins(False)``) and holds both to numpy: every value's bin by the float32
@@ -19,7 +20,8 @@ from ggscope.stats import cstats
 from tests.test_fused import finite_blocks, reference
 
 pytestmark = pytest.mark.skipif(cstats._cstats is None or not cstats._cstats.vector_bins(),
-                                reason="no AVX-512 BW/VL/DQ/VBMI/BITALG here (or no C build): the portable drivers run")
+                                reason="no AVX-512 BW/VL/DQ/VBMI/BITALG and FMA here (or no C build): "
+                                       "the portable drivers run")
 
 VECTOR_LAYOUTS = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q8_0", "IQ4_NL", "IQ4_XS", "MXFP4"]
 PIECE = cstats.PIECE
@@ -85,6 +87,68 @@ def test_a_constant_tensor(layout):
     blocks = np.repeat(one, 4 * _blocks_per_piece(layout) + 3, axis=0)
     x = reference(layout, one, False).reshape(-1)
     _check(layout, blocks, False, lo=np.float32(x.min()) - np.float32(0.5), scale=np.float32(64 / (np.float64(x.max()) - x.min() + 1.0)))
+
+
+@pytest.mark.parametrize("layout", VECTOR_LAYOUTS)
+def test_a_counter_past_16_bits(layout):
+    """The vector drivers count pairs in 16-bit counters and flush them into the table
+    before one could wrap: every value of 600 Ki in the first bin puts all pairs of a
+    lane on one counter, about 150 Ki of them, across several flushes and a partial last
+    piece."""
+    rng = np.random.default_rng(17)
+    per_block = LAYOUTS[layout].block_elems
+    blocks = finite_blocks(layout, 600_000 // per_block + 3, rng, False)
+    x = reference(layout, blocks, False).reshape(-1)
+    span = np.float64(x.max()) - np.float64(x.min())
+    _check(layout, blocks, False, lo=np.float32(x.min()) - np.float32(0.5), scale=np.float32(0.5 / (span + 1.0)))
+    assert len(x) // 4 > 65535                              # pairs per lane, all on counter (0, 0)
+
+
+def _k4_scales(sc: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """The 12 scale bytes of Q4_K / Q5_K blocks from their eight 6-bit scales and mins
+    (rows), packed as ggml's get_scale_min_k4 reads them."""
+    q = np.zeros((len(sc), 12), np.uint8)
+    q[:, 0:4] = sc[:, :4] | ((sc[:, 4:] >> 4) << 6)
+    q[:, 4:8] = m[:, :4] | ((m[:, 4:] >> 4) << 6)
+    q[:, 8:12] = (sc[:, 4:] & 0xF) | ((m[:, 4:] & 0xF) << 4)
+    return q
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["little", "big"])
+@pytest.mark.parametrize("layout", ["Q4_K", "Q5_K"])
+def test_k_quant_zeros(layout, big):
+    """Q4_K / Q5_K look for zero values only in blocks where one can be (c * dl == ml for a
+    code c): blocks whose min is exactly 1, 3 or 15 steps of their scale (dmin = d, m = k * sc)
+    have zeros at that code, among blocks that have none and blocks with zero scales."""
+    rng = np.random.default_rng(23 + big)
+    per = _blocks_per_piece(layout)
+    blocks = finite_blocks(layout, 4 * per + 3, rng, big)
+    n = len(blocks)
+    k = rng.choice([1, 3, 15], n)[:, None]
+    sc = rng.integers(1, 64, (n, 8)) // k
+    keep = rng.random(n) < 0.3                            # these keep their random scales and mins
+    packed = _k4_scales(sc.astype(np.uint8), (sc * k).astype(np.uint8))
+    blocks[~keep, 4:16] = packed[~keep]
+    blocks[~keep, 2:4] = blocks[~keep, 0:2]               # dmin = d
+    x = reference(layout, blocks, big)
+    assert np.isfinite(x).all()
+    assert (x[~keep] == 0).sum() > 100 and (x == 0).all(axis=1).sum() < n
+    _check(layout, blocks, big)
+
+
+@pytest.mark.parametrize("layout", VECTOR_LAYOUTS)
+def test_bins_clamped_at_both_ends(layout):
+    """A range narrower than the values (as a file changed between the passes would give):
+    values below lo go to the first bin, values beyond the last bin to the last one, and
+    products beyond the int32 range (scale 2^40) to the first, as the float32 formula of
+    piece_pairs does."""
+    rng = np.random.default_rng(31)
+    blocks = finite_blocks(layout, 2 * _blocks_per_piece(layout) + 1, rng, False)
+    x = reference(layout, blocks, False).reshape(-1)
+    mid, span = np.float64(np.median(x)), np.float64(x.max()) - np.float64(x.min())
+    _check(layout, blocks, False, lo=np.float32(mid), scale=np.float32(64 / (0.1 * span + 1e-30)))
+    with np.errstate(invalid="ignore"):                 # numpy's cast of those: INT_MIN, as cvttps2dq
+        _check(layout, blocks, False, lo=np.float32(x.min()), scale=np.float32(2.0 ** 40 / (span + 1e-30)))
 
 
 def test_values_on_bin_edges():
