@@ -17,12 +17,14 @@ from setuptools import Extension, setup
 FLAGS = [] if sys.platform == "win32" else ["-O3", "-funroll-loops", "-ffp-contract=off", "-fno-math-errno", "-fno-wrapv", "-std=c11"]
 
 HEADERS = ["csrc/_ctargets.h", "csrc/_cstats_z.h", "csrc/_cstats_zcount.h", "csrc/_cstats_zrange.h", "csrc/_ccount8.h"]
+CSTATS = ["csrc/_cstats_decode.h", "csrc/_cstats_bounds.h", "csrc/_cstats_piece.h",   # _cstats.c's parts
+          "csrc/_cstats_drivers.h", "csrc/_cstats_pick.h", "csrc/_cstats_py.h"]
 STRINGS = ["csrc/_strarray.h"]          # the string-array layout _cjson.c and _cvocab.c read
 GGML = ["csrc/_cggml_f16.h", "csrc/_cggml_bf16.h", "csrc/_cggml_q0.h", "csrc/_cggml_avx2.h",   # _cggml.c's parts
         "csrc/_cggml_kquants.h", "csrc/_cggml_attn.h", "csrc/_cggml_py.h"]
 
-setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depends=HEADERS, extra_compile_args=FLAGS,
-                             optional=True),
+setup(ext_modules=[Extension("ggscope.stats._cstats", ["csrc/_cstats.c"], depends=HEADERS + CSTATS,
+                             extra_compile_args=FLAGS, optional=True),
                    Extension("ggscope.diff._cpairs", ["csrc/_cpairs.c"], depends=HEADERS, extra_compile_args=FLAGS,
                              optional=True),
                    Extension("ggscope.report._cjson", ["csrc/_cjson.c"], depends=STRINGS, extra_compile_args=FLAGS,
