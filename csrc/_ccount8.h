@@ -37,9 +37,12 @@
 
 #include "_ctargets.h"
 
-#define COUNT8_BLOCK ((Py_ssize_t) 1 << 18)   /* codes per byte-counted block: 78 at most per code here */
-#define COUNT8_FIRST ((Py_ssize_t) 1 << 16)   /* the first block: small, to look at the data */
-#define COUNT8_TOP 128                        /* a counter above this in a full block: count straight */
+#define COUNT8_BLOCK ((Py_ssize_t) 1 << 18)   /* codes per block when the data is not known yet */
+#define COUNT8_FIRST ((Py_ssize_t) 1 << 16)   /* the first block of unknown data: small, to look at it */
+#define COUNT8_MAX ((Py_ssize_t) 1 << 20)     /* the longest block: a flush per 2 MiB of codes at least */
+#define COUNT8_TOP 128                        /* a counter above this in a block of COUNT8_BLOCK: count straight */
+#define COUNT8_AIM 160                        /* the largest counter a block's length aims at (a wrap is 256) */
+#define COUNT8_STRAIGHT ((Py_ssize_t) -1)     /* count straight: the data has few distinct codes */
 
 /* Adds u to t (sign +1) or takes it off (sign -1), clears u, returns the sum of u's bytes
    and their largest in *top; a 64-byte line of u with no count is skipped. */
@@ -62,15 +65,28 @@
         return sum;                                                                            \
     }
 
-/* Blocks of COUNT8_BLOCK after a first of COUNT8_FIRST; straight counting for the rest once
-   a block's largest counter, scaled to a full block, passes COUNT8_TOP (few distinct codes:
-   their counters fit L1 anyway and bytes would wrap) or a counter wrapped. */
+/* The next block's length after one of `len` codes whose largest counter was `top`: as
+   long as keeps that counter near COUNT8_AIM (at most COUNT8_MAX), or COUNT8_STRAIGHT when
+   a counter passed COUNT8_TOP scaled to a block of COUNT8_BLOCK (few distinct codes:
+   their wide counters fit L1 anyway, and bytes would wrap). */
+static Py_ssize_t count8_next(Py_ssize_t len, int top) {
+    if ((Py_ssize_t) top * COUNT8_BLOCK > (Py_ssize_t) COUNT8_TOP * len) return COUNT8_STRAIGHT;
+    if (top < 1) return COUNT8_MAX;
+    const Py_ssize_t next = len * COUNT8_AIM / top;
+    return next > COUNT8_MAX ? COUNT8_MAX : next < COUNT8_FIRST ? COUNT8_FIRST : next;
+}
+
+/* Blocks as long as count8_next says, the first of `start` codes (0: unknown data, a first
+   block of COUNT8_FIRST); returns the length the next call over similar data should start
+   with (0 when this data went straight: the next call looks at its data afresh).  A
+   wrap: the block is counted again wide, the rest of the call straight. */
 #define COUNT8(T)                                                                              \
     COUNT8_FLUSH(T)                                                                            \
-    static void count8_##T(const uint16_t *c, Py_ssize_t n, uint8_t *restrict u, T *restrict t) { \
+    static Py_ssize_t count8_##T(const uint16_t *c, Py_ssize_t n, uint8_t *restrict u, T *restrict t, \
+                                 Py_ssize_t start) {                                           \
         const Py_ssize_t line = 32;                                                            \
-        Py_ssize_t b = 0, len = COUNT8_FIRST;                                                  \
-        while (b < n) {                                                                        \
+        Py_ssize_t b = 0, len = start > 0 ? start : COUNT8_FIRST;                              \
+        while (b < n && len != COUNT8_STRAIGHT) {                                              \
             const Py_ssize_t e = n - b > len ? b + len : n;                                    \
             Py_ssize_t i = b;                                                                  \
             int top;                                                                           \
@@ -87,13 +103,14 @@
                 }                                                                              \
                 count8_flush_##T(u, t, -1, &top);                                              \
                 b = e;                                                                         \
+                len = COUNT8_STRAIGHT;                                                         \
                 break;                                                                         \
             }                                                                                  \
+            if (e - b >= COUNT8_FIRST) len = count8_next(e - b, top); /* a short tail says little */ \
             b = e;                                                                             \
-            if ((Py_ssize_t) top * (COUNT8_BLOCK / len) > COUNT8_TOP) break;                   \
-            len = COUNT8_BLOCK;                                                                \
         }                                                                                      \
         for (Py_ssize_t i = b; i < n; i++) t[c[i]] += 1; /* straight */                        \
+        return len == COUNT8_STRAIGHT ? 0 : len;                                               \
     }
 COUNT8(int32_t)
 COUNT8(int64_t)

@@ -31,7 +31,8 @@ cache_bytes, keep_bytes=0)``; ``keep()`` asks for the tensor's bytes to be kept 
 pass two (a no-op above ``keep_bytes``; ``kept`` is the buffer, or None); chunks hold
 at most ``chunk_elems`` elements, on several threads split into a multiple of the
 threads where each piece keeps ``SPLIT_MIN_ELEMS`` (``_step``); ``raw(i)`` the ``(rows, block_bytes)`` uint8 blocks of the chunk starting at block
-``i`` (valid until this thread's next ``raw``, or until ``close()`` when kept); ``run(work, done0)``
+``i`` (valid until this thread's next ``raw``, or until ``close()`` when kept); ``windows(i)``
+the same chunk as pieces of at most ``WINDOW_BYTES`` (a one-pass route); ``run(work, done0)``
 -> ``[work(i) for i in starts]`` in order, advancing ``task`` to ``done0`` plus the
 elements done after each chunk; ``scratch(key, make)`` a per-thread object; ``check()``
 raises ``Cancelled``; ``close()`` closes the readers.  A tensor whose data the file
@@ -41,7 +42,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
 __all__ = ["Chunks"]
 
 SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
+WINDOW_BYTES = 1 << 19             # a one-pass route's read: in L2 when its consumer reads it
+_WINDOW = threading.local()         # this thread's window buffer (at most WINDOW_BYTES), between reads
 _KEPT: list[np.ndarray] = []         # the spare tensor-sized buffer (at most one, of at most keep_bytes)
 _KEPT_LOCK = threading.Lock()
 
@@ -167,6 +170,30 @@ class Chunks:
         reader = self.stream.reader(self.t.file)     # type: ignore[arg-type]
         part = reader.read(self.t.offset + i * bb, rows * bb)
         return part.reshape(rows, bb)
+
+    def windows(self, i: int) -> Iterator[np.ndarray]:
+        """The chunk starting at block ``i`` as ``(rows, block_bytes)`` uint8 pieces of
+        whole blocks in order, each valid until the next: for a route that reads its bytes
+        once.  From a file on disk each piece is at most ``WINDOW_BYTES``, read into this
+        thread's one window buffer (kept for the thread's next chunk, so nothing is faulted
+        in per tensor); an in-memory or remote file, or a block above the window, gives the
+        chunk as ``raw(i)`` does (a slice, one download)."""
+        bb = self.lay.block_bytes
+        if getattr(self.t.file.source, "identity", None) is None or bb > WINDOW_BYTES:  # type: ignore[union-attr]
+            yield self.raw(i)
+            return
+        end = min(i + self.step, self.n_blocks)
+        per = WINDOW_BYTES // bb
+        reader = self.stream.reader(self.t.file)     # type: ignore[arg-type]
+        buf = _WINDOW.__dict__.pop("buf", None)     # taken while in use: a nested route makes its own
+        if buf is None or buf.size < per * bb:
+            buf = np.empty(per * bb, np.uint8)
+        try:
+            for j in range(i, end, per):
+                rows = min(per, end - j)
+                yield reader.read(self.t.offset + j * bb, rows * bb, out=buf).reshape(rows, bb)
+        finally:
+            _WINDOW.buf = buf
 
     def run(self, work: Callable[[int], Any], done0: int) -> list[Any]:
         """``[work(i) for i in starts]`` on the stream's threads, in order."""

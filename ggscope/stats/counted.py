@@ -80,10 +80,12 @@ def by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks
         return table
 
     def work(i: int) -> None:
-        codes = ch.raw(i).reshape(-1).view(dtype)
-        if not codes.flags.aligned:
-            codes = codes.copy()
-        count_codes(codes, ch.scratch("codes", make))
+        table = ch.scratch("codes", make)
+        for part in ch.windows(i):
+            codes = part.reshape(-1).view(dtype)
+            if not codes.flags.aligned:
+                codes = codes.copy()
+            count_codes(codes, table)
 
     ch.run(work, 0)
     counts = (np.sum(tables, axis=(0, 1), dtype=np.int64)[:1 << (8 * lay.block_bytes)] if tables
@@ -129,12 +131,13 @@ def by_bits(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks)
     mask = np.uint8((1 << rest) - 1)
 
     def work(i: int) -> int:
-        rows = ch.raw(i)
-        if byteorder == "big":                   # u64 words stored most significant byte first
-            rows = rows.reshape(rows.shape[0], -1, 8)[:, :, ::-1].reshape(rows.shape[0], -1)
-        ones = int(_POPCOUNT[rows[:, :full]].sum(dtype=np.int64))
-        if rest:
-            ones += int(_POPCOUNT[rows[:, full] & mask].sum(dtype=np.int64))
+        ones = 0
+        for rows in ch.windows(i):
+            if byteorder == "big":               # u64 words stored most significant byte first
+                rows = rows.reshape(rows.shape[0], -1, 8)[:, :, ::-1].reshape(rows.shape[0], -1)
+            ones += int(_POPCOUNT[rows[:, :full]].sum(dtype=np.int64))
+            if rest:
+                ones += int(_POPCOUNT[rows[:, full] & mask].sum(dtype=np.int64))
         return ones
 
     ones = sum(ch.run(work, 0))
