@@ -22,7 +22,21 @@ file (sliced, never copied), every pass reads its chunks as before, into this th
 reused chunk buffer.  The tensor-sized buffer is the process's one spare (``_KEPT``,
 like the stream's spare chunk buffers), reused rather than faulted in again per
 tensor: at most ``keep_bytes`` stay allocated between tensors -- anonymous memory,
-never the file's mapped pages.  Why read(2) at all, when a map would copy nothing: a
+never the file's mapped pages.
+
+A route that reads its bytes once (counting F16/BF16 codes, BIT1 bits) reads each chunk
+in windows of ``WINDOW_BYTES`` (``windows(i)``) into one buffer per thread that outlives
+the call.  Before, it read each 8 MiB chunk into the reader's buffer, made per call on
+the calling thread: the second one-thread call of a process faulted in 800 pages of a
+fresh buffer (glibc's mmap threshold moves after the first free), 2 ms of a 17 ms F16
+tensor -- the gap between benchmarks/stats_vs_ggml.py's one-core wall clock (that call)
+and its CPU time (the next one).  Measured on that tensor, one thread, the window's
+size barely matters: 1, 2, 4 and 8 MiB within 3 % (noise), 512 KiB 5-10 % slower (more
+count_codes calls, each ending with a flush of its byte table); the read(2) copy into a
+window in L2 was not measurably cheaper than into an 8 MiB buffer in this machine's
+32 MiB L3.  The two-pass routes keep the tensor-sized buffer: reading Q8_0 twice from
+the page cache (``RAW_CACHE_BYTES`` 0) measured 6 % slower on one core than reading once
+into it.  Why read(2) at all, when a map would copy nothing: a
 page of a map whose file is truncated meanwhile is SIGBUS, even once faulted in (the
 kernel unmaps it), and ``FileChanged`` is this engine's promise.
 
@@ -57,7 +71,7 @@ if TYPE_CHECKING:
 __all__ = ["Chunks"]
 
 SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
-WINDOW_BYTES = 1 << 19             # a one-pass route's read: in L2 when its consumer reads it
+WINDOW_BYTES = 2 << 20             # a one-pass route's read (measured: 1-8 MiB alike, 512 KiB slower)
 _WINDOW = threading.local()         # this thread's window buffer (at most WINDOW_BYTES), between reads
 _KEPT: list[np.ndarray] = []         # the spare tensor-sized buffer (at most one, of at most keep_bytes)
 _KEPT_LOCK = threading.Lock()
