@@ -89,9 +89,12 @@ def by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks
 
     ch.run(work, 0)
     size = 1 << (8 * lay.block_bytes)
-    counts = np.zeros(size, np.int64)
+    # the lanes of every thread's table added in the tables' own type, which holds the
+    # tensor's whole count (``narrow``): 22 us, where ``sum(0, dtype=int64)`` took 540
+    counts = np.zeros(size, narrow)
     for table in tables:
-        counts += table.sum(0, dtype=np.int64)[:size]
+        for lane in table:
+            counts += lane[:size]
     seen = np.flatnonzero(counts != 0)          # (bools: 6x numpy's int64 nonzero)
 
     def clear(table: np.ndarray) -> None:
@@ -101,7 +104,7 @@ def by_codes(t: "TensorInfo", lay: Layout, byteorder: str, bins: int, ch: Chunks
             table[:, seen[0]:seen[-1] + 1] = 0
     counters.give_back(tables, clear)
     # the codes that occur only: a small tensor uses a few of the 65,536
-    return from_value_counts(t, code_values64(t.layout, byteorder)[seen], counts[seen], bins)
+    return from_value_counts(t, code_values64(t.layout, byteorder)[seen], counts[seen].astype(np.int64), bins)
 
 
 def from_value_counts(t: "TensorInfo", values: np.ndarray, counts: np.ndarray, bins: int) -> dict[str, Any]:
