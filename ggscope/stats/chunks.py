@@ -27,10 +27,11 @@ never the file's mapped pages.
 A route that reads its bytes once (counting F16/BF16 codes, BIT1 bits) reads each chunk
 in windows of ``WINDOW_BYTES`` (``windows(i)``) into one buffer per thread that outlives
 the call.  Before, it read each 8 MiB chunk into the reader's buffer, made per call on
-the calling thread: the second one-thread call of a process faulted in 800 pages of a
-fresh buffer (glibc's mmap threshold moves after the first free), 2 ms of a 17 ms F16
-tensor -- the gap between benchmarks/stats_vs_ggml.py's one-core wall clock (that call)
-and its CPU time (the next one).  Measured on that tensor, one thread, the window's
+the calling thread: the second one-thread call of a process faulted in some 800 pages
+(500 of them that fresh buffer: glibc's mmap threshold moves after the first free; the
+rest ``counted.from_value_counts``' temporaries), 2 ms of a 17 ms F16 tensor -- the gap
+between benchmarks/stats_vs_ggml.py's one-core wall clock (that call) and its CPU time
+(the next one, which found the pages in place).  Measured on that tensor, one thread, the window's
 size barely matters: 1, 2, 4 and 8 MiB within 3 % (noise), 512 KiB 5-10 % slower (more
 count_codes calls, each ending with a flush of its byte table); the read(2) copy into a
 window in L2 was not measurably cheaper than into an 8 MiB buffer in this machine's
