@@ -9,7 +9,7 @@
    fetched ahead (_dupfind.h).  ``gather`` copies the few thousand tokens a rule names
    (their offsets from ggscope.ksy.strings.StringArray.starts) in one call.
 
-   scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget])
+   scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget, simd])
        -> (dup, of, bad): the layout is ggscope.ksy.strings.StringArray's (as in
    ggscope.report._cjson.join_json): ``lens`` holds n unsigned lengths of ``lsize`` bytes
    (1, 2, 4 or 8); string i's ``width``-byte prefix is at ``first + rel[i]`` (``rel``: n
@@ -26,7 +26,9 @@
      truncated sequence), as the bytes of int64 values in increasing order.
    - ``budget``: table buckets the duplicate search may visit in all before it turns to
      sorting (default -1: 16 per string; 0 sorts at once, n // 2 halfway - the tests'
-     ways to hold every route to one answer).
+     ways to hold every route to one answer); ``simd`` false compares a bucket's slots
+     with SSE2 (or a loop) even where the CPU has AVX2 (the tests' way to the portable
+     route).
    A string outside ``buf`` raises ValueError.
 
    UTF-8: runs of contiguous strings whose prefix and tail bytes between them are ASCII
@@ -36,7 +38,10 @@
    when each byte of its length is below 0x80 (either byte order): no prefix is read.
    With no tail and no duplicate search (a merges array) the lengths' sum bounds the
    strings and the runs are found from the lengths alone: no byte is read but the runs'.
-   Duplicates: each string's bucket fetched AHEAD strings early.  Bucket visits are
+   Duplicates: each string's bucket fetched AHEAD strings early, its eight slots compared
+   with the string's tag in one 32-byte step where the CPU has AVX2 (the walk compiled
+   twice, chosen at run time), else two 16-byte steps; the bucket and the tag are taken
+   from the hash when it is, so the step that asks the table does no arithmetic on it.  Bucket visits are
    counted: past ``budget`` - what no seed-blind input reaches - or with 2**24 strings or
    more, the strings are sorted by their bytes instead (n log n comparisons): no input
    costs quadratic time.
@@ -89,7 +94,7 @@ typedef struct {
    strings judged when the run ends, its hash taken and its slot fetched AHEAD strings
    before the table is asked about it.  Inlined with LSIZE, RSIZE and W8 (width 8)
    constant for the GGUF layouts, with the walk's values for the others. */
-INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const int W8) {
+INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const int W8, const int AVX) {
     const unsigned char *src = w->src;
     const uint64_t size = w->size, first = w->first, width = W8 ? 8 : w->width, tail = w->tail;
     const Py_ssize_t n = w->n;
@@ -130,29 +135,30 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
             }
             if (hashing) {
                 const uint64_t h = W8 ? hash_prefixed(src + s + 8, l) : hash_bytes(src + s + width, l);
-                ring[i % (2 * AHEAD)] = h;
-                PREFETCH(table + (((h >> 32) * slots) >> 32) * BUCKET);
+                const uint64_t k = ((h >> 32) * slots) >> 32;
+                ring[i % (2 * AHEAD)] = k << 32 | ((uint32_t) h & ~imask) | (imask + 1);   /* bucket, tag (never 0) */
+                PREFETCH(table + k * BUCKET);
             }
         }
         const Py_ssize_t j = i - AHEAD;
         if (!hashing || j < 0) continue;
-        const uint64_t h = ring[j % (2 * AHEAD)], l = item(lens, LSIZE, j);
-        const uint32_t tag = (uint32_t) h & ~imask;
-        const unsigned char *p = src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, j)
-                                 + width;
-        for (uint64_t k = ((h >> 32) * slots) >> 32;;) {
+        const uint64_t r = ring[j % (2 * AHEAD)];
+        const uint32_t tag = (uint32_t) r;
+        for (uint64_t k = r >> 32;;) {
             if (++probes > allowed) {              /* the hash met an input it spreads badly: sort */
                 w->sort = 1;
                 hashing = 0;
                 break;
             }
             uint32_t *const b = table + k * BUCKET;
-            const unsigned free_ = bucket_empty(b);
-            for (unsigned same = bucket_tags(b, tag, ~imask) & ~free_; same; same &= same - 1) {
+            for (unsigned same = AVX ? bucket_tags_avx2(b, tag, ~imask) : bucket_tags(b, tag, ~imask); same;
+                 same &= same - 1) {
                 const uint32_t m = (b[LOWEST(same)] & imask) - 1;
+                const uint64_t l = item(lens, LSIZE, j);
                 if (item(lens, LSIZE, m) == l
                     && memcmp(src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, m) + width,
-                              p, (size_t) l) == 0) {
+                              src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, j) + width,
+                              (size_t) l) == 0) {
                     w->dup = j;
                     w->of = m;
                     hashing = 0;
@@ -160,6 +166,7 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
                 }
             }
             if (!hashing) break;
+            const unsigned free_ = AVX ? bucket_empty_avx2(b) : bucket_empty(b);
             if (free_) {                           /* slots fill from the left: the first free one */
                 b[LOWEST(free_)] = tag | (uint32_t) (j + 1);
                 break;
@@ -172,25 +179,40 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
     w->probes = probes;
 }
 
-/* the walk for the GGUF layouts (8-byte prefixes, contiguous) with constants, else generic */
-static void walk_any(Walk *w) {
-    if (w->width == 8 && !w->rsize) {
-        switch (w->lsize) {
-            case 1: walk(w, 1, 0, 1); return;
-            case 2: walk(w, 2, 0, 1); return;
-            case 4: walk(w, 4, 0, 1); return;
-            default: walk(w, 8, 0, 1); return;
-        }
+/* the walk for the GGUF layouts (8-byte prefixes, contiguous) with constants, else generic;
+   with AVX2 where the CPU has it (a bucket in one 32-byte compare) */
+#define WALKS(AVX)                                                   \
+    if (w->width == 8 && !w->rsize) {                                \
+        switch (w->lsize) {                                          \
+            case 1: walk(w, 1, 0, 1, AVX); return;                   \
+            case 2: walk(w, 2, 0, 1, AVX); return;                   \
+            case 4: walk(w, 4, 0, 1, AVX); return;                   \
+            default: walk(w, 8, 0, 1, AVX); return;                  \
+        }                                                            \
+    }                                                                \
+    walk(w, w->lsize, w->rsize, 0, AVX);
+
+#ifdef HAVE_BUCKET_AVX2
+__attribute__((target("avx2"))) static void walk_avx2(Walk *w) { WALKS(1) }
+#endif
+
+static void walk_any(Walk *w, int simd) {
+#ifdef HAVE_BUCKET_AVX2
+    if (simd && __builtin_cpu_supports("avx2")) {
+        walk_avx2(w);
+        return;
     }
-    walk(w, w->lsize, w->rsize, 0);
+#endif
+    (void) simd;
+    WALKS(0)
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
     Py_ssize_t first, lsize, rsize, width, tail, budget = -1;
-    int dups, utf8;
-    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|n", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
-                          &dups, &utf8, &budget))
+    int dups, utf8, simd = 1;
+    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|np", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
+                          &dups, &utf8, &budget, &simd))
         return NULL;
     PyObject *res = NULL;
     int64_t *badv = NULL;
@@ -202,7 +224,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
         || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < -1) {
         PyErr_SetString(PyExc_ValueError,
-                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= -1])");
+                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= -1, simd])");
         goto done;
     }
     dups = dups && n > 1;
@@ -248,7 +270,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         }
         if (w.ok) w.ok = utf8_span(w.src + run, at - run);
     } else {
-        walk_any(&w);
+        walk_any(&w, simd);
     }
     if (w.outside >= 0) {
         PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", w.outside);

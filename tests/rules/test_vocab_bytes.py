@@ -19,20 +19,22 @@ import pytest
 from ggscope.ksy.strings import StringArray, narrow_unsigned
 from ggscope.rules import vocab_bytes
 
-ROUTES = ["compiled", "compiled, sorted", "compiled, sorted midway", "numpy"]
+ROUTES = ["compiled", "compiled, portable", "compiled, sorted", "compiled, sorted midway", "numpy"]
 
 
 class _Budget:
     """The compiled module with the duplicate search's budget of bucket visits set: 0
     sorts at once; "midway" runs out after half the strings (every string visits at
-    least its own bucket) - the route a hash that spreads an input badly takes."""
+    least its own bucket) - the route a hash that spreads an input badly takes; -1 (the
+    default budget) with ``simd`` false: the buckets compared the portable way (SSE2)
+    on a CPU that has AVX2."""
 
-    def __init__(self, module, budget: int | str):
-        self.module, self.budget = module, budget
+    def __init__(self, module, budget: int | str, simd: bool = True):
+        self.module, self.budget, self.simd = module, budget, simd
 
     def scan(self, *args):
         n = len(args[2]) // args[3]
-        return self.module.scan(*args, max(1, n // 2) if self.budget == "midway" else self.budget)
+        return self.module.scan(*args, max(1, n // 2) if self.budget == "midway" else self.budget, self.simd)
 
 
 @pytest.fixture(params=ROUTES)
@@ -40,7 +42,9 @@ def route(request, monkeypatch):
     if request.param.startswith("compiled"):
         if vocab_bytes._cvocab is None:
             pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
-        if request.param != "compiled":
+        if request.param == "compiled, portable":
+            monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, -1, simd=False))
+        elif request.param != "compiled":
             monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, 0 if request.param.endswith("sorted")
                                                                 else "midway"))
     else:
