@@ -210,6 +210,53 @@ static void walk_any(Walk *w, int simd) {
     WALKS(0)
 }
 
+/* the sum of lens[lo..hi) (hi > lo), saturated at UINT64_MAX: 1- and 2-byte lengths in a
+   plain (vectorised) sum, which cannot wrap */
+static uint64_t lens_sum(const void *lens, Py_ssize_t lsize, Py_ssize_t lo, Py_ssize_t hi) {
+    uint64_t total = 0;
+    if (lsize == 1) {
+        const uint8_t *l = lens;
+        for (Py_ssize_t i = lo; i < hi; i++) total += l[i];
+    } else if (lsize == 2) {
+        const uint16_t *l = lens;
+        for (Py_ssize_t i = lo; i < hi; i++) total += l[i];
+    } else {
+        for (Py_ssize_t i = lo; i < hi; i++) {
+            const uint64_t l = item(lens, lsize, i);
+            total = total + l < total ? UINT64_MAX : total + l;
+        }
+    }
+    return total;
+}
+
+/* the first index in i..n-1 whose length has a byte past 0x7F (either byte order: a
+   prefix that is not ASCII), else n: 64 lengths at a time, one OR over each (vectorised) */
+#define NEXT_BREAK(T, MASK)                                                          \
+    {                                                                                \
+        const T *l = lens;                                                           \
+        while (i < n) {                                                              \
+            if (n - i >= 64) {                                                       \
+                T any = 0;                                                           \
+                for (int k = 0; k < 64; k++) any |= l[i + k];                        \
+                if (!(any & (MASK))) {                                               \
+                    i += 64;                                                         \
+                    continue;                                                        \
+                }                                                                    \
+            }                                                                        \
+            if (l[i] & (MASK)) return i;                                             \
+            i++;                                                                     \
+        }                                                                            \
+        return n;                                                                    \
+    }
+static Py_ssize_t next_break(const void *lens, Py_ssize_t lsize, Py_ssize_t i, Py_ssize_t n) {
+    switch (lsize) {
+        case 1: NEXT_BREAK(uint8_t, 0x80u)
+        case 2: NEXT_BREAK(uint16_t, 0x8080u)
+        case 4: NEXT_BREAK(uint32_t, 0x80808080u)
+        default: NEXT_BREAK(uint64_t, 0x8080808080808080ULL)
+    }
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
     Py_ssize_t first, lsize, rsize, width, tail, budget = -1;
@@ -251,27 +298,21 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     } else if (dups) {
         w.sort = 1;                                /* budget 0, or 2**24 strings: sort at once */
     }
-    uint64_t total = 0;                            /* all strings' bytes, when UTF-8 is all */
     const int alone = w.utf8 && !dups && !rsize && !tail && width;
-    for (Py_ssize_t i = 0; i < n && alone; i++) {
-        const uint64_t l = item(ln.buf, lsize, i);
-        total = total + l < total ? UINT64_MAX : total + l;                 /* past 2**64: refused below */
-    }
+    const uint64_t total = alone ? lens_sum(ln.buf, lsize, 0, n) : 0;     /* all strings' bytes; past 2**64: refused */
     if (alone && (uint64_t) first <= w.size && (uint64_t) n <= (w.size - (uint64_t) first) / (uint64_t) width
         && total <= w.size - (uint64_t) first - (uint64_t) n * (uint64_t) width) {
         /* UTF-8 alone of strings back to back, every one inside: the runs split where a
-           length has a byte past 0x7F, found from the lengths alone */
-        uint64_t at = (uint64_t) first, run = at + (uint64_t) width;
+           length has a byte past 0x7F, found from the lengths alone - each run from its
+           first string's bytes to the next run's prefix, its end summed (vectorised) */
+        uint64_t at = (uint64_t) first;            /* the prefix of string i */
         w.ok = 1;
-        for (Py_ssize_t i = 0; i < n && w.ok; i++) {
-            const uint64_t l = item(ln.buf, lsize, i);
-            if (i && (l & 0x8080808080808080ULL)) {
-                w.ok = utf8_span(w.src + run, at - run);
-                run = at + (uint64_t) width;
-            }
-            at += (uint64_t) width + l;
+        for (Py_ssize_t i = 0, j; i < n && w.ok; i = j) {
+            j = next_break(ln.buf, lsize, i + 1, n);
+            const uint64_t end = at + (uint64_t) (j - i) * (uint64_t) width + lens_sum(ln.buf, lsize, i, j);
+            w.ok = utf8_span(w.src + at + (uint64_t) width, end - at - (uint64_t) width);
+            at = end;
         }
-        if (w.ok) w.ok = utf8_span(w.src + run, at - run);
     } else {
         walk_any(&w, simd);
     }
@@ -346,25 +387,6 @@ done:
     PyBuffer_Release(&st);
     PyBuffer_Release(&ln);
     return res;
-}
-
-/* the sum of lens[lo..hi) (hi > lo), saturated at UINT64_MAX: 1- and 2-byte lengths in a
-   plain (vectorised) sum, which cannot wrap */
-static uint64_t lens_sum(const void *lens, Py_ssize_t lsize, Py_ssize_t lo, Py_ssize_t hi) {
-    uint64_t total = 0;
-    if (lsize == 1) {
-        const uint8_t *l = lens;
-        for (Py_ssize_t i = lo; i < hi; i++) total += l[i];
-    } else if (lsize == 2) {
-        const uint16_t *l = lens;
-        for (Py_ssize_t i = lo; i < hi; i++) total += l[i];
-    } else {
-        for (Py_ssize_t i = lo; i < hi; i++) {
-            const uint64_t l = item(lens, lsize, i);
-            total = total + l < total ? UINT64_MAX : total + l;
-        }
-    }
-    return total;
 }
 
 /* gather_ids(buf, first, lens, lsize, width, tail, ids) -> bytes: gather's answer for the
