@@ -52,7 +52,8 @@
    buffer past ``first`` spans 4 GiB) where ``rel`` does not give it; the sort 4 per
    string; 8 per string when one is not UTF-8: every count followed is one the file's
    bytes back (each string costs at least its prefix), and the search stops at the first
-   duplicate. */
+   duplicate.  ``gather_ids``: 8 bytes per id given (the caller's array holds as many)
+   and the strings it returns. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
