@@ -115,7 +115,7 @@ def special_texts(mf: "ModelFile") -> dict[str, str]:
     """bos_token, eos_token, ... as a runtime passes them: the text of the token the
     matching gguf-py key (``Keys.Tokenizer.BOS_ID``: ``tokenizer.ggml.bos_token_id``,
     ...) names; empty when absent or out of range.  Once per file (``per_file``: three
-    rules ask; a copy each), from the special tokens' one read (``special_tokens``: it
+    rules ask; a copy each), from the special tokens' one read (``_special_raws``: it
     holds every token such a key names), not one offset sum per token."""
     return dict(per_file(mf, "special_texts", lambda: _find_special_texts(mf)))
 
@@ -130,12 +130,15 @@ def _find_special_texts(mf: "ModelFile") -> dict[str, str]:
         tid = mf.metadata.get(id_keys.get(name, ""))
         if tokens is not None and isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < len(tokens):
             named[name] = tid
-    text = dict(zip(*special_tokens(mf))) if named else {}     # every id a *_token_id key names is one
-    rest = sorted({i for i in named.values() if i not in text})
-    text.update(zip(rest, vocab_bytes.texts(tokens, rest)) if rest else ())
+    order = _special_ids(mf) if named else []      # every id a *_token_id key names is one of them
+    raws = _special_raws(mf) if named else []      # their texts, in that order: no dict of them all
     out = {}
     for name in SPECIAL_TOKEN_NAMES:
-        t = text.get(named[name], "") if name in named else ""
+        t = ""
+        if name in named:
+            at = bisect_left(order, named[name])
+            t = raws[at] if at < len(order) and order[at] == named[name] else \
+                vocab_bytes.texts(tokens, [named[name]])[0]
         out[name] = t if isinstance(t, str) else bytes(t).decode("utf-8", "replace")
     return out
 
