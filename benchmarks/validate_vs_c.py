@@ -20,6 +20,13 @@ each Python tool first in turn:
    through ``ggscope.cli.main`` in one Python process (output discarded) after one untimed
    pass over all files - what a file costs once the interpreter is up and every lazy
    import and one-off table is in place (the C reader has none; their cost is in 2);
+   beside the wall clock (1), the CPU time of the thread that runs the Python tools (1b):
+   on a shared machine another process's load moves it least.  Each round takes the files
+   in an order of its own (shuffled, seeded by the round; every tool the same order): a
+   garbage collection falls on whichever file the allocation count reaches it in, and in
+   one fixed order that is the same file every round, which the median then keeps (3.3 ms
+   of a generation-1 collection on phi-3's validate in one order, on gpt-2's info in
+   another);
 2. whole processes, per vocabulary file: ``ggml_read FILE``, ``python -m ggscope info
    FILE``, ``python -m ggscope validate FILE`` - start-up included (issue 27 item 6 is
    start-up's own goal), with a bare ``python -c pass`` beside them; bytecode cached as an
@@ -42,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -94,21 +102,22 @@ import contextlib, io, json, sys, time
 from ggscope.cli import main
 cmd, paths = sys.argv[1], sys.argv[2:]
 def once(p):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.thread_time()
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         main([cmd, p] + (["--jobs", "1"] if cmd == "validate" else []))
-    return time.perf_counter() - t
+    return time.perf_counter() - t, time.thread_time() - c
 for p in paths:                     # every lazy import and one-off table (a template's
     once(p)                         # sandbox, key patterns): start-up is measured apart
 print(json.dumps([once(p) for p in paths]))
 """
 
 
-def py_in_process(paths: list[Path], cmd: str, env: dict[str, str], cwd: Path) -> list[float]:
-    """Seconds ``ggscope CMD FILE`` takes per file through ggscope.cli.main, all files in
-    one child process (the tree ``env``'s PYTHONPATH names: ``cwd``, first on a ``-c``
-    child's path, must hold no ggscope), after one untimed pass over all of them: the steady
-    state per file; what a first use costs is in the whole-process rows."""
+def py_in_process(paths: list[Path], cmd: str, env: dict[str, str], cwd: Path) -> list[list[float]]:
+    """Seconds ``ggscope CMD FILE`` takes per file through ggscope.cli.main - wall clock and
+    the CPU time of the thread that runs it - all files in one child process (the tree
+    ``env``'s PYTHONPATH names: ``cwd``, first on a ``-c`` child's path, must hold no
+    ggscope), after one untimed pass over all of them: the steady state per file; what a
+    first use costs is in the whole-process rows."""
     out = subprocess.run([sys.executable, "-c", CHILD, cmd, *map(str, paths)], env=env, cwd=cwd, capture_output=True,
                          text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
@@ -199,20 +208,26 @@ def main() -> None:
             wall([*py, "info" if k == "info" else "validate", str(small[0])], tmp, e)
         keys = ("c", *envs)
         inproc = {k: [[] for _ in real + small] for k in keys}
+        cpu = {k: [[] for _ in real + small] for k in envs}           # the Python tools' thread CPU time
         floor: list[list[tuple[float, float]]] = [[] for _ in real + small]
         proc = {k: [[] for _ in real] for k in (*keys, "pass")}
         folder = {k: [] for k in (*keys, "c per file")}
         for r in range(a.rounds):
             log(f"round {r + 1}/{a.rounds}")
             order = list(envs)[r % len(envs):] + list(envs)[:r % len(envs)]    # each tool first in turn
-            got = {"c": c_in_process(exe, real + small)}
+            perm = list(range(len(real) + len(small)))
+            random.Random(r).shuffle(perm)                                     # this round's order of the files
+            paths = [(real + small)[j] for j in perm]
+            got = {"c": c_in_process(exe, paths)}
             for k in order:
-                got[k] = py_in_process(real + small, "info" if k == "info" else "validate", envs[k], tmp)
+                got[k] = py_in_process(paths, "info" if k == "info" else "validate", envs[k], tmp)
             for k, ts in got.items():
-                for i, t in enumerate(ts):
-                    inproc[k][i].append(t)
-            for i, t in enumerate(py_floor(real + small, env, tmp)):
-                floor[i].append(t)
+                for i, t in ((perm[at], t) for at, t in enumerate(ts)):
+                    inproc[k][i].append(t if k == "c" else t[0])
+                    if k != "c":
+                        cpu[k][i].append(t[1])
+            for at, t in enumerate(py_floor(paths, env, tmp)):
+                floor[perm[at]].append(t)
             for i, p in enumerate(real):
                 proc["c"][i].append(wall([str(exe), str(p)], tmp, env))
                 proc["pass"][i].append(wall([sys.executable, "-c", "pass"], tmp, env))
@@ -243,6 +258,19 @@ def main() -> None:
                         (f"{len(small)} small files (sum)", range(len(real), len(real) + len(small)))):
         if len(rows):
             print(row(label, {k: sum(med(inproc[k][i]) for i in rows) for k in keys}, keys))
+
+    ck = tuple(envs)
+    print("\n1b. in-process, CPU time of the thread that runs each Python tool (ms; what other processes' load moves "
+          "least, a run's own cache misses included)")
+    print(f"{'file':34s} " + " ".join(f"{k:>8s}" for k in ck) + f" {'val/info':>8s}"
+          + (f" {'before/now':>9s}" if extra else ""))
+    for label, rows in [(p.name, [i]) for i, p in enumerate(real)] + [(f"{len(real)} real files (sum)", range(len(real))),
+                                                                     (f"{len(small)} small files (sum)",
+                                                                      range(len(real), len(real) + len(small)))]:
+        if len(rows):
+            m = {k: sum(med(cpu[k][i]) for i in rows) for k in ck}
+            print(f"{label[:34]:34s} " + " ".join(ms(m[k]) for k in ck) + f" {m['validate'] / m['info']:8.2f}"
+                  + (f" {m['before'] / m['validate']:9.2f}" if extra else ""))
 
     def floor_of(rows: range) -> tuple[float, float]:
         return (sum(med([f[0] for f in floor[i]]) for i in rows), sum(med([f[1] for f in floor[i]]) for i in rows))

@@ -7,9 +7,12 @@
    with no per-token object, built for memory: each string's bounds, offset, UTF-8 run
    and hash in the same step (_utf8.h, _seedhash.h), the duplicates in a bucketed table
    fetched ahead (_dupfind.h).  ``gather`` copies the few thousand tokens a rule names
-   (their offsets from ggscope.ksy.strings.StringArray.starts) in one call.
+   (their offsets from ggscope.ksy.strings.StringArray.starts) in one call;
+   ``gather_ids`` the same from their ids, finding their places in its own sum over the
+   lengths (a vocabulary's special tokens: 2,400 of 102,400 in 0.03 ms, where the offsets
+   through numpy took 0.3) - both in _gather.h.
 
-   scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget])
+   scan(buf, first, lens, lsize, rel, rsize, width, tail, dups, utf8[, budget, simd])
        -> (dup, of, bad): the layout is ggscope.ksy.strings.StringArray's (as in
    ggscope.report._cjson.join_json): ``lens`` holds n unsigned lengths of ``lsize`` bytes
    (1, 2, 4 or 8); string i's ``width``-byte prefix is at ``first + rel[i]`` (``rel``: n
@@ -26,7 +29,9 @@
      truncated sequence), as the bytes of int64 values in increasing order.
    - ``budget``: table buckets the duplicate search may visit in all before it turns to
      sorting (default -1: 16 per string; 0 sorts at once, n // 2 halfway - the tests'
-     ways to hold every route to one answer).
+     ways to hold every route to one answer); ``simd`` false compares a bucket's slots
+     with SSE2 (or a loop) even where the CPU has AVX2 (the tests' way to the portable
+     route).
    A string outside ``buf`` raises ValueError.
 
    UTF-8: runs of contiguous strings whose prefix and tail bytes between them are ASCII
@@ -36,7 +41,10 @@
    when each byte of its length is below 0x80 (either byte order): no prefix is read.
    With no tail and no duplicate search (a merges array) the lengths' sum bounds the
    strings and the runs are found from the lengths alone: no byte is read but the runs'.
-   Duplicates: each string's bucket fetched AHEAD strings early.  Bucket visits are
+   Duplicates: each string's bucket fetched AHEAD strings early, its eight slots compared
+   with the string's tag in one 32-byte step where the CPU has AVX2 (the walk compiled
+   twice, chosen at run time), else two 16-byte steps; the bucket and the tag are taken
+   from the hash when it is, so the step that asks the table does no arithmetic on it.  Bucket visits are
    counted: past ``budget`` - what no seed-blind input reaches - or with 2**24 strings or
    more, the strings are sorted by their bytes instead (n log n comparisons): no input
    costs quadratic time.
@@ -52,6 +60,7 @@
 #include <string.h>
 
 #include "_dupfind.h"
+#include "_gather.h"
 #include "_seedhash.h"
 #include "_strarray.h"
 #include "_utf8.h"
@@ -89,7 +98,7 @@ typedef struct {
    strings judged when the run ends, its hash taken and its slot fetched AHEAD strings
    before the table is asked about it.  Inlined with LSIZE, RSIZE and W8 (width 8)
    constant for the GGUF layouts, with the walk's values for the others. */
-INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const int W8) {
+INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const int W8, const int AVX) {
     const unsigned char *src = w->src;
     const uint64_t size = w->size, first = w->first, width = W8 ? 8 : w->width, tail = w->tail;
     const Py_ssize_t n = w->n;
@@ -130,29 +139,30 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
             }
             if (hashing) {
                 const uint64_t h = W8 ? hash_prefixed(src + s + 8, l) : hash_bytes(src + s + width, l);
-                ring[i % (2 * AHEAD)] = h;
-                PREFETCH(table + (((h >> 32) * slots) >> 32) * BUCKET);
+                const uint64_t k = ((h >> 32) * slots) >> 32;
+                ring[i % (2 * AHEAD)] = k << 32 | ((uint32_t) h & ~imask) | (imask + 1);   /* bucket, tag (never 0) */
+                PREFETCH(table + k * BUCKET);
             }
         }
         const Py_ssize_t j = i - AHEAD;
         if (!hashing || j < 0) continue;
-        const uint64_t h = ring[j % (2 * AHEAD)], l = item(lens, LSIZE, j);
-        const uint32_t tag = (uint32_t) h & ~imask;
-        const unsigned char *p = src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, j)
-                                 + width;
-        for (uint64_t k = ((h >> 32) * slots) >> 32;;) {
+        const uint64_t r = ring[j % (2 * AHEAD)];
+        const uint32_t tag = (uint32_t) r;
+        for (uint64_t k = r >> 32;;) {
             if (++probes > allowed) {              /* the hash met an input it spreads badly: sort */
                 w->sort = 1;
                 hashing = 0;
                 break;
             }
             uint32_t *const b = table + k * BUCKET;
-            const unsigned free_ = bucket_empty(b);
-            for (unsigned same = bucket_tags(b, tag, ~imask) & ~free_; same; same &= same - 1) {
+            for (unsigned same = AVX ? bucket_tags_avx2(b, tag, ~imask) : bucket_tags(b, tag, ~imask); same;
+                 same &= same - 1) {
                 const uint32_t m = (b[LOWEST(same)] & imask) - 1;
+                const uint64_t l = item(lens, LSIZE, j);
                 if (item(lens, LSIZE, m) == l
                     && memcmp(src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, m) + width,
-                              p, (size_t) l) == 0) {
+                              src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, j) + width,
+                              (size_t) l) == 0) {
                     w->dup = j;
                     w->of = m;
                     hashing = 0;
@@ -160,6 +170,7 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
                 }
             }
             if (!hashing) break;
+            const unsigned free_ = AVX ? bucket_empty_avx2(b) : bucket_empty(b);
             if (free_) {                           /* slots fill from the left: the first free one */
                 b[LOWEST(free_)] = tag | (uint32_t) (j + 1);
                 break;
@@ -172,29 +183,100 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
     w->probes = probes;
 }
 
-/* the walk for the GGUF layouts (8-byte prefixes, contiguous) with constants, else generic */
-static void walk_any(Walk *w) {
-    if (w->width == 8 && !w->rsize) {
-        switch (w->lsize) {
-            case 1: walk(w, 1, 0, 1); return;
-            case 2: walk(w, 2, 0, 1); return;
-            case 4: walk(w, 4, 0, 1); return;
-            default: walk(w, 8, 0, 1); return;
-        }
+/* the walk for the GGUF layouts (8-byte prefixes, contiguous) with constants, else generic;
+   with AVX2 where the CPU has it (a bucket in one 32-byte compare) */
+#define WALKS(AVX)                                                   \
+    if (w->width == 8 && !w->rsize) {                                \
+        switch (w->lsize) {                                          \
+            case 1: walk(w, 1, 0, 1, AVX); return;                   \
+            case 2: walk(w, 2, 0, 1, AVX); return;                   \
+            case 4: walk(w, 4, 0, 1, AVX); return;                   \
+            default: walk(w, 8, 0, 1, AVX); return;                  \
+        }                                                            \
+    }                                                                \
+    walk(w, w->lsize, w->rsize, 0, AVX);
+
+#ifdef HAVE_BUCKET_AVX2
+__attribute__((target("avx2"))) static void walk_avx2(Walk *w) { WALKS(1) }
+#endif
+
+static void walk_any(Walk *w, int simd) {
+#ifdef HAVE_BUCKET_AVX2
+    if (simd && __builtin_cpu_supports("avx2")) {
+        walk_avx2(w);
+        return;
     }
-    walk(w, w->lsize, w->rsize, 0);
+#endif
+    (void) simd;
+    WALKS(0)
+}
+
+/* --- memory kept between calls ------------------------------------------------------------ */
+
+/* One scan's table and offsets, kept for the next scan (the next file of a folder, of a
+   server): a new block of a few MB is new pages, each faulted in at first touch - 164
+   faults, 0.3 of 1.4 ms, for 102,400 tokens on this machine's VM - where the kept one is
+   only cleared.  At most KEEP bytes stay between calls; a larger need is allocated and
+   freed per call.  Touched only with the GIL held (scan never releases it). */
+#define KEEP ((size_t) 16 << 20)
+static void *KEPT;
+static size_t KEPT_SIZE;
+
+/* size bytes, not cleared: the kept block when it is large enough, else a new one - kept
+   in its place when size <= KEEP, else the caller's to free (*owned) */
+static void *scratch(size_t size, int *owned) {
+    *owned = 0;
+    if (size <= KEPT_SIZE) return KEPT;
+    void *p = malloc(size);
+    if (p == NULL || size > KEEP) {
+        *owned = p != NULL;
+        return p;
+    }
+    free(KEPT);
+    KEPT = p;
+    KEPT_SIZE = size;
+    return p;
+}
+
+/* the first index in i..n-1 whose length has a byte past 0x7F (either byte order: a
+   prefix that is not ASCII), else n: 64 lengths at a time, one OR over each (vectorised) */
+#define NEXT_BREAK(T, MASK)                                                          \
+    {                                                                                \
+        const T *l = lens;                                                           \
+        while (i < n) {                                                              \
+            if (n - i >= 64) {                                                       \
+                T any = 0;                                                           \
+                for (int k = 0; k < 64; k++) any |= l[i + k];                        \
+                if (!(any & (MASK))) {                                               \
+                    i += 64;                                                         \
+                    continue;                                                        \
+                }                                                                    \
+            }                                                                        \
+            if (l[i] & (MASK)) return i;                                             \
+            i++;                                                                     \
+        }                                                                            \
+        return n;                                                                    \
+    }
+static Py_ssize_t next_break(const void *lens, Py_ssize_t lsize, Py_ssize_t i, Py_ssize_t n) {
+    switch (lsize) {
+        case 1: NEXT_BREAK(uint8_t, 0x80u)
+        case 2: NEXT_BREAK(uint16_t, 0x8080u)
+        case 4: NEXT_BREAK(uint32_t, 0x80808080u)
+        default: NEXT_BREAK(uint64_t, 0x8080808080808080ULL)
+    }
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
     Py_ssize_t first, lsize, rsize, width, tail, budget = -1;
-    int dups, utf8;
-    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|n", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
-                          &dups, &utf8, &budget))
+    int dups, utf8, simd = 1;
+    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|np", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
+                          &dups, &utf8, &budget, &simd))
         return NULL;
     PyObject *res = NULL;
     int64_t *badv = NULL;
-    void *mem = NULL;
+    void *mem = NULL;                              /* a block scratch did not keep */
+    int owned = 0;
     const Py_ssize_t n = good_size(lsize) ? ln.len / lsize : 0;
     Walk w = {.src = buf.buf, .size = (uint64_t) buf.len, .first = (uint64_t) first, .width = (uint64_t) width,
               .tail = (uint64_t) tail, .lens = ln.buf, .rel = rl.buf, .lsize = lsize, .rsize = rsize, .n = n,
@@ -202,7 +284,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
         || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < -1) {
         PyErr_SetString(PyExc_ValueError,
-                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= -1])");
+                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= -1, simd])");
         goto done;
     }
     dups = dups && n > 1;
@@ -210,10 +292,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan: 2**32 strings or more");
         goto done;
     }
-    if (dups && !rsize) {                          /* each string's offset from first */
+    if (dups && !rsize)                            /* each string's offset from first */
         w.wide = (uint64_t) buf.len - (uint64_t) (first < buf.len ? first : buf.len) >= UINT32_MAX;
-        if ((w.offs = malloc((size_t) n * (w.wide ? 8 : 4))) == NULL) goto nomem;
-    }
+    const size_t offs_bytes = dups && !rsize ? (size_t) n * (w.wide ? 8 : 4) : 0;
+    size_t table_bytes = 0;
     if (dups && budget != 0 && (uint64_t) n < (1u << 24) - 1) {
         /* slots: (index + 1) in the low ibits, the hash's tag above; 0 is empty */
         int ibits = 1;
@@ -221,34 +303,37 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         w.imask = (uint32_t) (((uint64_t) 1 << ibits) - 1);
         w.slots = ((uint64_t) n + (uint64_t) n / 2) / BUCKET + 1;        /* buckets: at most 2/3 full */
         w.allowed = budget < 0 ? 16 * (uint64_t) n : (uint64_t) budget;
-        if ((mem = calloc((size_t) w.slots * BUCKET + 8, sizeof(uint32_t))) == NULL) goto nomem;
-        w.table = (uint32_t *) (((uintptr_t) mem + 31) & ~(uintptr_t) 31);           /* a bucket in one line */
-    } else if (dups) {
-        w.sort = 1;                                /* budget 0, or 2**24 strings: sort at once */
+        table_bytes = (size_t) w.slots * BUCKET * sizeof(uint32_t);
     }
-    uint64_t total = 0;                            /* all strings' bytes, when UTF-8 is all */
+    if (offs_bytes || table_bytes) {               /* the table (32-byte aligned, cleared), then the offsets */
+        char *base = scratch(table_bytes + offs_bytes + 32, &owned);
+        if (base == NULL) goto nomem;
+        if (owned) mem = base;
+        char *at = (char *) (((uintptr_t) base + 31) & ~(uintptr_t) 31);          /* a bucket in one line */
+        if (table_bytes) {
+            w.table = memset(at, 0, table_bytes);
+            at += table_bytes;
+        }
+        if (offs_bytes) w.offs = at;
+    }
+    if (dups && !table_bytes) w.sort = 1;          /* budget 0, or 2**24 strings: sort at once */
     const int alone = w.utf8 && !dups && !rsize && !tail && width;
-    for (Py_ssize_t i = 0; i < n && alone; i++) {
-        const uint64_t l = item(ln.buf, lsize, i);
-        total = total + l < total ? UINT64_MAX : total + l;                 /* past 2**64: refused below */
-    }
+    const uint64_t total = alone ? lens_sum(ln.buf, lsize, 0, n) : 0;     /* all strings' bytes; past 2**64: refused */
     if (alone && (uint64_t) first <= w.size && (uint64_t) n <= (w.size - (uint64_t) first) / (uint64_t) width
         && total <= w.size - (uint64_t) first - (uint64_t) n * (uint64_t) width) {
         /* UTF-8 alone of strings back to back, every one inside: the runs split where a
-           length has a byte past 0x7F, found from the lengths alone */
-        uint64_t at = (uint64_t) first, run = at + (uint64_t) width;
+           length has a byte past 0x7F, found from the lengths alone - each run from its
+           first string's bytes to the next run's prefix, its end summed (vectorised) */
+        uint64_t at = (uint64_t) first;            /* the prefix of string i */
         w.ok = 1;
-        for (Py_ssize_t i = 0; i < n && w.ok; i++) {
-            const uint64_t l = item(ln.buf, lsize, i);
-            if (i && (l & 0x8080808080808080ULL)) {
-                w.ok = utf8_span(w.src + run, at - run);
-                run = at + (uint64_t) width;
-            }
-            at += (uint64_t) width + l;
+        for (Py_ssize_t i = 0, j; i < n && w.ok; i = j) {
+            j = next_break(ln.buf, lsize, i + 1, n);
+            const uint64_t end = at + (uint64_t) (j - i) * (uint64_t) width + lens_sum(ln.buf, lsize, i, j);
+            w.ok = utf8_span(w.src + at + (uint64_t) width, end - at - (uint64_t) width);
+            at = end;
         }
-        if (w.ok) w.ok = utf8_span(w.src + run, at - run);
     } else {
-        walk_any(&w);
+        walk_any(&w, simd);
     }
     if (w.outside >= 0) {
         PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", w.outside);
@@ -277,7 +362,6 @@ nomem:
     PyErr_NoMemory();
 done:
     free(mem);
-    free(w.offs);
     free(badv);
     PyBuffer_Release(&buf);
     PyBuffer_Release(&ln);
@@ -285,46 +369,9 @@ done:
     return res;
 }
 
-/* gather(buf, starts, lens, width) -> bytes: the strings whose prefixes are at ``starts``
-   (int64) with ``lens`` (int64) bytes after a ``width``-byte prefix, each followed by a
-   newline but the last.  A string outside ``buf`` raises ValueError. */
-static PyObject *gather(PyObject *self, PyObject *args) {
-    Py_buffer buf, st, ln;
-    Py_ssize_t width;
-    if (!PyArg_ParseTuple(args, "y*y*y*n", &buf, &st, &ln, &width)) return NULL;
-    PyObject *res = NULL;
-    const Py_ssize_t k = st.len / 8;
-    const int64_t *s = st.buf, *l = ln.buf;
-    uint64_t total = 0;
-    if (st.len % 8 || ln.len != st.len || width < 0) {
-        PyErr_SetString(PyExc_ValueError, "gather(buf, starts, lens, width >= 0): one int64 length per start");
-        goto done;
-    }
-    for (Py_ssize_t j = 0; j < k; j++) {
-        if (s[j] < 0 || l[j] < 0 || (uint64_t) s[j] > (uint64_t) buf.len
-            || (uint64_t) width + (uint64_t) l[j] > (uint64_t) buf.len - (uint64_t) s[j]) {
-            PyErr_Format(PyExc_ValueError, "string %zd lies outside the buffer", j);
-            goto done;
-        }
-        total += (uint64_t) l[j] + (j > 0);
-    }
-    res = PyBytes_FromStringAndSize(NULL, (Py_ssize_t) total);
-    if (res == NULL) goto done;
-    char *out = PyBytes_AS_STRING(res);
-    for (Py_ssize_t j = 0; j < k; j++) {
-        if (j) *out++ = '\n';
-        memcpy(out, (const char *) buf.buf + s[j] + width, (size_t) l[j]);
-        out += l[j];
-    }
-done:
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&st);
-    PyBuffer_Release(&ln);
-    return res;
-}
-
 static PyMethodDef METHODS[] = {
     {"gather", gather, METH_VARARGS, "Strings at given offsets, joined by newlines."},
+    {"gather_ids", gather_ids, METH_VARARGS, "Strings of a contiguous array by ascending ids, joined by newlines."},
     {"scan", scan, METH_VARARGS, "The first duplicate string and the strings that are not UTF-8."},
     {NULL, NULL, 0, NULL},
 };

@@ -5,10 +5,12 @@
    repeated string is found is its own contract, held here.
 
    The table: buckets of BUCKET 4-byte slots (32 bytes, one aligned fetch), each slot
-   (index + 1) in its low bits under the hash's tag, 0 when empty; a bucket fills from
+   (index + 1) in its low bits under the hash's tag, 0 when empty; a tag is never 0 (the
+   caller sets its lowest bit), so an empty slot never matches one.  A bucket fills from
    its first slot, and only a full one sends a string on to the next bucket.  A string
    meets one bucket in nearly every case: its tags compared and its free slot found in
-   one step each (SSE2 on x86-64, a loop elsewhere) - no branch on how full the table is.
+   one step each (SSE2 on x86-64, a loop elsewhere; the _avx2 pair in one 32-byte compare
+   for a caller compiled for AVX2) - no branch on how full the table is.
    bucket_tags(b, tag, mask): the slots whose bits under mask are tag; bucket_empty(b):
    the empty slots; both as bits 0..BUCKET-1.
 
@@ -61,6 +63,23 @@ static inline unsigned bucket_empty(const uint32_t *b) {
     for (int k = 0; k < BUCKET; k++) out |= (unsigned) (b[k] == 0) << k;
     return out;
 }
+#endif
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define HAVE_BUCKET_AVX2 1
+/* bucket_tags and bucket_empty in one 32-byte compare each, for a caller compiled for AVX2 */
+__attribute__((target("avx2"))) static inline unsigned bucket_tags_avx2(const uint32_t *b, uint32_t tag, uint32_t mask) {
+    const __m256i v = _mm256_and_si256(_mm256_load_si256((const __m256i *) b), _mm256_set1_epi32((int) mask));
+    return (unsigned) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_set1_epi32((int) tag))));
+}
+__attribute__((target("avx2"))) static inline unsigned bucket_empty_avx2(const uint32_t *b) {
+    const __m256i v = _mm256_load_si256((const __m256i *) b);
+    return (unsigned) _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_setzero_si256())));
+}
+#else
+#define bucket_tags_avx2 bucket_tags
+#define bucket_empty_avx2 bucket_empty
 #endif
 
 /* --- the sort ----------------------------------------------------------------------------- */

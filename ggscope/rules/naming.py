@@ -21,6 +21,7 @@ __all__ = ["RULES", "KeyNotAscii", "KeyNotSnakeCase", "KeyTooLong", "KeyNotNames
 
 MAX_KEY_BYTES = 65535
 _SEGMENT = re.compile(r"[a-z0-9_]+")
+_KEY = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")          # every segment a _SEGMENT
 
 
 def _key_node(ctx: CheckContext, key: str):
@@ -67,6 +68,8 @@ class KeyNotSnakeCase(Rule):
         for key in ctx.mf.metadata:
             if not key.isascii():
                 continue            # GG401 says it
+            if isinstance(key, str) and _KEY.fullmatch(key):
+                continue            # every segment at once; the bad one only for a finding
             bad = [s for s in key.split(".") if not _SEGMENT.fullmatch(s)]
             if bad:
                 yield ctx.at(_key_node(ctx, key), f"key {quoted(key)} has segment {quoted(bad[0])} that is not "

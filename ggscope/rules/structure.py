@@ -98,8 +98,12 @@ class DuplicateKey(Rule):
     summary = "Two metadata entries have the same key."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        rows = kv_rows(ctx.mf)
+        keys = [kv.key for kv in rows]
+        if all(isinstance(k, (str, bytes)) for k in keys) and len(set(keys)) == len(keys):
+            return      # the parser decodes a key one to one (UTF-8 with surrogate escapes, or its bytes)
         seen: dict[bytes, int] = {}
-        for i, kv in enumerate(kv_rows(ctx.mf)):
+        for i, kv in enumerate(rows):
             raw = raw_bytes(ctx.mf, kv.data)
             if raw in seen:
                 yield ctx.at(kv.key_node, f"key {quoted(kv.key)} repeats entry {seen[raw]}")

@@ -212,11 +212,20 @@ def _utf8_or_raw(encoding: str | None) -> bool:
 def joined_texts(strings: Sequence, ids: Sequence[int]) -> str:
     """``"\n".join`` of the strings at ``ids`` as text - a str element as it is, bytes
     decoded as UTF-8 with U+FFFD for what is not - without a str per string: the bytes
-    gathered in one numpy pass and decoded once.  The same text: a newline is ASCII, so
-    no byte sequence runs from one string into the next and each string decodes alone."""
-    if not isinstance(strings, StringArray) or not _utf8_or_raw(strings.encoding) or len(ids) < 16:
+    gathered in one pass and decoded once.  The same text: a newline is ASCII, so no
+    byte sequence runs from one string into the next and each string decodes alone.
+    Ascending ids of a contiguous array are found by the compiled gather's own sum over
+    the lengths (``gather_ids``), other ids through ``StringArray.starts``."""
+    if not isinstance(strings, StringArray) or not _utf8_or_raw(strings.encoding):
         return "\n".join(_as_text(t) for t in texts(strings, ids))
-    idx = np.asarray(ids, dtype=np.int64)
+    idx = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if _compiled(strings) and strings.rel is None and hasattr(_cvocab, "gather_ids") \
+            and (len(idx) < 2 or bool((idx[1:] >= idx[:-1]).all())):
+        raw = _cvocab.gather_ids(strings._arr, strings.first, np.ascontiguousarray(strings.lens),
+                                 strings.lens.itemsize, strings.width, strings.tail, idx)
+        return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")
+    if len(idx) < 16:
+        return "\n".join(_as_text(t) for t in texts(strings, ids))
     lens = strings.lens[idx].astype(np.int64)
     if _compiled(strings) and hasattr(_cvocab, "gather"):
         raw = _cvocab.gather(strings._arr, strings.starts(idx), lens, strings.width)

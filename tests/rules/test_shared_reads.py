@@ -111,3 +111,28 @@ def test_the_special_ids_are_the_typed_ones_and_those_keys_name(tmp_path):
     mf = ggscope.open(str(_vocab_file(tmp_path, tokens, types)))     # bos_token_id 1 lies between none of them
     assert sources._find_special_ids(mf) == [1, 7, 12, 44]
     assert all(type(i) is int for i in sources._find_special_ids(mf))
+
+
+def test_the_named_special_tokens_are_those_of_their_ids(tmp_path, shared_fixtures):
+    """``special_texts`` (bos_token, eos_token, ... for the template renders) is taken
+    from the special tokens' one read, once per file: the same texts as indexing the
+    vocabulary by each key's id - on a file written here (its BOS an ordinary token,
+    not one of the control tokens) and on the real vocabularies."""
+    from ggscope.facts import upstream
+    tokens = [f"tok{i}" for i in range(40)] + [f"<|special {i}|>" for i in range(20)] + ["\u200bhidden"]
+    paths = [_vocab_file(tmp_path, tokens, [1] * 40 + [3] * 20 + [4])]
+    paths += sorted((shared_fixtures / "llama-vocab").glob("*.gguf"))
+    keys = upstream.tokenizer_keys()
+    by_name = {"bos_token": "BOS_ID", "eos_token": "EOS_ID", "unk_token": "UNK_ID", "sep_token": "SEP_ID",
+               "pad_token": "PAD_ID", "mask_token": "MASK_ID"}
+    for path in paths:
+        mf = ggscope.open(str(path))
+        toks = mf.metadata["tokenizer.ggml.tokens"]
+        want = {}
+        for name, attr in by_name.items():
+            tid = mf.metadata.get(keys[attr])
+            want[name] = toks[tid] if isinstance(tid, int) and 0 <= tid < len(toks) else ""
+        got = sources.special_texts(mf)
+        assert got == want, path
+        got["bos_token"] = "changed"                       # a copy: the file's record stays
+        assert sources.special_texts(mf) == want

@@ -94,3 +94,25 @@ def test_ggml_string_length_limit(tmp_path, n, ok):
     # ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH = 1024*1024*1024 (2026-02-27)
     p = _sparse_gguf(tmp_path / "str.gguf", struct.pack("<IQ", 8, n), n)
     assert ("GG120" in _codes(p)) is not ok
+
+
+def _raw_keys_gguf(path, keys: list[bytes]):
+    """A GGUF v3 file of uint32 entries under the given raw keys (no tensors)."""
+    import struct
+    body = b"GGUF" + struct.pack("<IQQ", 3, 0, len(keys))
+    for k in keys:
+        body += struct.pack("<Q", len(k)) + k + struct.pack("<II", 4, 1)
+    path.write_bytes(body)
+    return path
+
+
+def test_duplicate_keys_are_their_bytes(tmp_path):
+    """GG106 compares the keys' bytes (ggml's strcmp): keys that differ only in bytes that
+    are not UTF-8 are distinct, each repeat is named once with the entry it repeats - the
+    same answer whether the decoded keys already show every key distinct or not."""
+    from _helpers import findings
+    distinct = _raw_keys_gguf(tmp_path / "distinct.gguf", [b"general.a", b"x.\xff", b"x.\xfe", b"x.\xc3", b"y"])
+    assert [f for f in findings(distinct) if f.code == "GG106"] == []
+    twice = _raw_keys_gguf(tmp_path / "twice.gguf", [b"general.a", b"x.\xff", b"x.\xfe", b"general.a", b"x.\xff"])
+    got = [f.message for f in findings(twice) if f.code == "GG106"]
+    assert len(got) == 2 and got[0].endswith("repeats entry 0") and got[1].endswith("repeats entry 1"), got

@@ -19,20 +19,22 @@ import pytest
 from ggscope.ksy.strings import StringArray, narrow_unsigned
 from ggscope.rules import vocab_bytes
 
-ROUTES = ["compiled", "compiled, sorted", "compiled, sorted midway", "numpy"]
+ROUTES = ["compiled", "compiled, portable", "compiled, sorted", "compiled, sorted midway", "numpy"]
 
 
 class _Budget:
     """The compiled module with the duplicate search's budget of bucket visits set: 0
     sorts at once; "midway" runs out after half the strings (every string visits at
-    least its own bucket) - the route a hash that spreads an input badly takes."""
+    least its own bucket) - the route a hash that spreads an input badly takes; -1 (the
+    default budget) with ``simd`` false: the buckets compared the portable way (SSE2)
+    on a CPU that has AVX2."""
 
-    def __init__(self, module, budget: int | str):
-        self.module, self.budget = module, budget
+    def __init__(self, module, budget: int | str, simd: bool = True):
+        self.module, self.budget, self.simd = module, budget, simd
 
     def scan(self, *args):
         n = len(args[2]) // args[3]
-        return self.module.scan(*args, max(1, n // 2) if self.budget == "midway" else self.budget)
+        return self.module.scan(*args, max(1, n // 2) if self.budget == "midway" else self.budget, self.simd)
 
 
 @pytest.fixture(params=ROUTES)
@@ -40,7 +42,9 @@ def route(request, monkeypatch):
     if request.param.startswith("compiled"):
         if vocab_bytes._cvocab is None:
             pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
-        if request.param != "compiled":
+        if request.param == "compiled, portable":
+            monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, -1, simd=False))
+        elif request.param != "compiled":
             monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, 0 if request.param.endswith("sorted")
                                                                 else "midway"))
     else:
@@ -312,11 +316,14 @@ def test_joined_texts_are_the_texts_joined(route):
     at a string's end kept to that string."""
     strings = [b"t%d" % i for i in range(3000)] + [b"", b"\xff\xfe", "ünï".encode(), b"\xe2\x82", b"\xac",
                                                     b"\xf0\x9f\x98\x80", b"a\nb", b"\0"]
-    ids = list(range(0, 3000, 37)) + list(range(3000, len(strings)))
+    many = list(range(0, 3000, 37)) + list(range(3000, len(strings)))
     for sa in layouts(strings) + [StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, None),
                                   StringArray(contiguous(strings)._arr, 4, contiguous(strings).lens, 8, "UTF-8")]:
-        want = "\n".join(t if isinstance(t, str) else t.decode("utf-8", "replace") for t in vocab_bytes.texts(sa, ids))
-        assert vocab_bytes.joined_texts(sa, ids) == want
+        # ascending (the compiled gather's own walk), with repeats, few, and in any order
+        for ids in (many, [0, 0, 3001, 3001, 3007], [3003], [3007, 2, 3001, 2, 0] + many):
+            want = "\n".join(t if isinstance(t, str) else t.decode("utf-8", "replace")
+                             for t in vocab_bytes.texts(sa, ids))
+            assert vocab_bytes.joined_texts(sa, ids) == want, ids
     assert vocab_bytes.joined_texts(["a", b"\xff"], [1, 0]) == "\ufffd\na"
     assert vocab_bytes.joined_texts(contiguous(strings), []) == ""
 
@@ -372,6 +379,20 @@ def test_positions_and_gathering_refuse_what_the_array_cannot_back():
     assert cv.gather(sa._arr, at, np.array([2, 3, 3], np.int64), 8) == b"ab\ndef\ndef"
     with pytest.raises(ValueError):                          # a length past the buffer's end
         cv.gather(sa._arr, at[:1], np.array([len(sa._arr)], np.int64), 8)
+    lens = np.ascontiguousarray(sa.lens)
+
+    def by_ids(ids, lens=lens, tail=0, first=4):
+        return cv.gather_ids(sa._arr, first, lens, lens.itemsize, 8, tail, np.array(ids, np.int64))
+    assert by_ids([0, 2, 2]) == b"ab\ndef\ndef" and by_ids([]) == b"" and by_ids([1]) == b"c"
+    for ids in ([3], [-1], [2, 0], [0, 2, 1]):               # past the end, negative, out of order
+        with pytest.raises(ValueError, match="out of range or out of order"):
+            by_ids(ids)
+    for lens_, tail, first in ((np.array([2, 1, 40], np.uint8), 0, 4),            # the last string too long
+                               (np.array([2, 2**64 - 1, 3], np.uint64), 0, 4),    # a length that would wrap
+                               (np.array([2, 1, 3], np.uint8), 2**62, 4),         # fields that would wrap
+                               (np.array([2, 1, 3], np.uint8), 0, 2**40)):        # the first past the end
+        with pytest.raises(ValueError, match="outside the buffer"):
+            by_ids([0, 2] if first < 2**40 else [0], lens_, tail, first)
 
 
 @pytest.mark.parametrize("group", [64, 1])

@@ -126,3 +126,24 @@ def test_two_to_the_24_empty_strings_take_the_sort():
     arr = np.zeros(8 * n, dtype=np.uint8)                 # every prefix says 0: all empty strings
     dup, of, bad = cv.scan(arr, 0, np.zeros(n, np.uint8), 1, b"", 0, 8, 0, True, True)
     assert (dup, of, bad) == (1, 0, b"")
+
+
+@pytest.mark.parametrize("long", [0xA9, 0x1A9, 0x80A9])
+def test_runs_split_at_every_long_length_in_a_long_array(long):
+    """The UTF-8 pass alone finds the strings whose length has a byte past 0x7F 64
+    lengths at a time.  Among 700 short strings, one such string - at a block edge (63,
+    64, 127, 128), inside a block, last - right after a string cut two bytes into a
+    three-byte sequence that the long string's first length byte (0xA9) would complete
+    if the two were judged as one run: the cut string is found, alone and with all the
+    other pairs beside it."""
+    at = (1, 63, 64, 65, 127, 128, 129, 300, 301, 699)
+    base = [b"s%d" % i for i in range(700)]
+    every = list(base)
+    for i in at:
+        one = list(base)
+        for arr in (one, every):
+            arr[i] = b"a" * long
+            arr[i - 1] = b"x\xe2\x82"                      # E2 82 A9 would be U+20A9
+        assert want_bad(one) == [i - 1]                      # Python's codec, string by string
+        assert vocab_bytes.invalid_utf8(contiguous(one)) == [i - 1], i
+    assert vocab_bytes.invalid_utf8(contiguous(every)) == want_bad(every)

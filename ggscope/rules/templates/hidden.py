@@ -33,7 +33,7 @@ __all__ = ["invisible", "instruction", "instructions", "describe"]
 _VARIATION = ((0xFE00, 0xFE0F), (0xE0100, 0xE01EF))
 _FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
 _URL = r"(?:https?://|www\.)\S+"
-_URL_RE = re.compile(r"\b(?:https?://|www\.)[^\s'\"<>]+", re.IGNORECASE)
+_URL_SOURCE = r"\b(?:https?://|www\.)[^\s'\"<>]+"          # compiled on first use (``_compiled``): templates only
 # the patterns' sources: each is compiled the first time its anchor words occur (``_compiled``),
 # so a process whose texts hold none of them never compiles one (about 20 ms of start-up)
 _KINDS: dict[str, list[str]] = {
@@ -205,7 +205,7 @@ def instruction(text: str, *, in_template: bool = False) -> str | None:
     if in_template:
         # a chat template has no reason to put a web address into every prompt (none of
         # llama.cpp's models/templates does); in prose a URL alone is a citation
-        url = _URL_RE.search(_visible(text[:1 << 20]))
+        url = _compiled(_URL_SOURCE).search(_visible(text[:1 << 20]))
         if url:
             found["url"] = f"writes {url.group(0)}"
         if not set(found) & {*ALONE_IN_TEMPLATES, "url"}:

@@ -114,19 +114,32 @@ def literals_of(text: str) -> str:
 def special_texts(mf: "ModelFile") -> dict[str, str]:
     """bos_token, eos_token, ... as a runtime passes them: the text of the token the
     matching gguf-py key (``Keys.Tokenizer.BOS_ID``: ``tokenizer.ggml.bos_token_id``,
-    ...) names; empty when absent or out of range."""
+    ...) names; empty when absent or out of range.  Once per file (``per_file``: three
+    rules ask; a copy each), from the special tokens' one read (``_special_raws``: it
+    holds every token such a key names), not one offset sum per token."""
+    return dict(per_file(mf, "special_texts", lambda: _find_special_texts(mf)))
+
+
+def _find_special_texts(mf: "ModelFile") -> dict[str, str]:
     k = upstream.tokenizer_keys()      # gguf-py's Keys.Tokenizer, without importing gguf-py each run
     id_keys = {"bos_token": k["BOS_ID"], "eos_token": k["EOS_ID"], "unk_token": k["UNK_ID"], "sep_token": k["SEP_ID"],
                "pad_token": k["PAD_ID"], "mask_token": k["MASK_ID"]}
     tokens = mf.metadata.get(_TOKENS)
-    out = {}
+    named = {}
     for name in SPECIAL_TOKEN_NAMES:
         tid = mf.metadata.get(id_keys.get(name, ""))
-        text = ""
         if tokens is not None and isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < len(tokens):
-            text = tokens[tid]
-            text = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
-        out[name] = text
+            named[name] = tid
+    order = _special_ids(mf) if named else []      # every id a *_token_id key names is one of them
+    raws = _special_raws(mf) if named else []      # their texts, in that order: no dict of them all
+    out = {}
+    for name in SPECIAL_TOKEN_NAMES:
+        t = ""
+        if name in named:
+            at = bisect_left(order, named[name])
+            t = raws[at] if at < len(order) and order[at] == named[name] else \
+                vocab_bytes.texts(tokens, [named[name]])[0]
+        out[name] = t if isinstance(t, str) else bytes(t).decode("utf-8", "replace")
     return out
 
 

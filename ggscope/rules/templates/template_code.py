@@ -188,7 +188,7 @@ class TemplateUnboundedWork(Rule):
         yield from issues(ctx, "unbounded")
 
 
-_ATTR_IN_ERROR = re.compile(r"access to attribute '([^']*)'")
+_ATTR_IN_ERROR = r"access to attribute '([^']*)'"      # searched only in a refused render's error
 
 
 class TemplateRenderRefused(Rule):
@@ -229,7 +229,7 @@ class TemplateRenderRefused(Rule):
                     sev, what = Severity.ERROR, f"the render exceeded its budget ({r.error})"
                 elif r.outcome == "security":
                     from ggscope.rules.templates.analysis import unsafe_reason  # Jinja2: only for a file with a template
-                    m = _ATTR_IN_ERROR.search(r.error)
+                    m = re.search(_ATTR_IN_ERROR, r.error)
                     escape = m is None or unsafe_reason(m.group(1)) is not None
                     sev = Severity.ERROR if escape else Severity.INFO
                     what = (f"the sandbox refused a sandbox-escape step ({r.error})" if escape else
