@@ -1479,6 +1479,27 @@ COUNT(uint16_t, int64_t)
 
 #include "_ccount8.h"
 #define COUNT8_MIN ((Py_ssize_t) 1 << 16) /* fewer codes: the flush's scan of 64 KiB costs more than it saves */
+#define COUNT8_SPARES 4                   /* byte tables kept between calls: one per thread of two streams */
+
+/* Byte tables between calls, always zeroed (count8 clears what it counted): taking one
+   instead of calloc's 64 KiB per call.  Only touched with the GIL held. */
+static uint8_t *count8_spare[COUNT8_SPARES];
+static int count8_spares;
+/* The block length the last call over spread codes ended with: the next call (the next
+   window of the same tensor, most often) starts with it instead of looking at its data
+   in a small first block again.  Only a speed hint -- any value counts exactly. */
+static Py_ssize_t count8_hint;
+
+static uint8_t *count8_take(void) {
+    return count8_spares ? count8_spare[--count8_spares] : calloc(65536, 1);
+}
+
+static void count8_give(uint8_t *u) {
+    if (u != NULL && count8_spares < COUNT8_SPARES)
+        count8_spare[count8_spares++] = u;
+    else
+        free(u);
+}
 
 /* count_codes(codes, counts): codes a 1-D uint8/uint16 buffer with any stride, counts a
    C-contiguous int32/int64 (lanes, size) array with size above every code.  Contiguous
@@ -1505,12 +1526,14 @@ static PyObject *count_codes(PyObject *self, PyObject *args) {
         const int lanes = t.shape[0] >= 4 && (ci == 1 ? repeats_uint8_t(c.buf, n, st) : repeats_uint16_t(c.buf, n, st)) >= 64;
         char *base = t.buf;
         const Py_ssize_t row = size * ti;
-        uint8_t *u8 = ci == 2 && !lanes && st == 1 && n >= COUNT8_MIN ? calloc(65536, 1) : NULL;
+        uint8_t *u8 = ci == 2 && !lanes && st == 1 && n >= COUNT8_MIN ? count8_take() : NULL;
+        const Py_ssize_t start = count8_hint;
+        Py_ssize_t next = start;
         Py_BEGIN_ALLOW_THREADS
         if (u8 != NULL && ti == 4)
-            count8_int32_t(c.buf, n, u8, (int32_t *) base);
+            next = count8_int32_t(c.buf, n, u8, (int32_t *) base, start);
         else if (u8 != NULL)
-            count8_int64_t(c.buf, n, u8, (int64_t *) base);
+            next = count8_int64_t(c.buf, n, u8, (int64_t *) base, start);
         else if (ci == 1 && ti == 4)
             count_uint8_t_int32_t(c.buf, n, st, (int32_t *) base, lanes ? (int32_t *) (base + row) : NULL,
                                   (int32_t *) (base + 2 * row), (int32_t *) (base + 3 * row));
@@ -1524,7 +1547,8 @@ static PyObject *count_codes(PyObject *self, PyObject *args) {
             count_uint16_t_int64_t(c.buf, n, st, (int64_t *) base, lanes ? (int64_t *) (base + row) : NULL,
                                    (int64_t *) (base + 2 * row), (int64_t *) (base + 3 * row));
         Py_END_ALLOW_THREADS
-        free(u8);
+        count8_give(u8);
+        count8_hint = next;
         Py_INCREF(Py_None);
         res = Py_None;
     }

@@ -9,7 +9,8 @@ of poisoning the moments.  Three routes, all exact about counts, min and max:
   codes are counted (``kernels.count_codes``; spread 16-bit codes through byte counters
   that stay in L1, checked for wraps, csrc/_ccount8.h) and every statistic is read off the table
   of at most 65,536 (code, count) pairs, with the values from the one dequantizer of
-  the layout.  One pass, no decoding; the histogram is ``numpy.histogram``'s exactly.
+  the layout.  One pass, no decoding, each chunk read in windows into one buffer per
+  thread (``Chunks.windows``); the histogram is ``numpy.histogram``'s exactly.
 * *Fused* (every block layout, chunks whose values are all finite): ``ggscope.stats.fused``
   decodes each piece of blocks into an L1-sized buffer and consumes it at once -- pass
   one min, max and sum, pass two bins and centred moments; nothing decoded is stored.

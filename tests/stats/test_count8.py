@@ -4,7 +4,7 @@ whatever the codes -- a byte counter that wraps at 256 (a code more than 255 tim
 block), exactly 256 (the counter back at 0) or 255, in the first block or a later one,
 data that turns peaked after a spread start (the switch to straight counting), codes at
 both ends of the table and the NaN/Inf/-0 codes, blocks cut anywhere, counts already in
-the table -- and
+the table, calls in a row that inherit a block length from the call before -- and
 the F16/BF16 statistics through it are numpy's, little- and big-endian."""
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ if not C.available():
     pytest.skip("ggscope.stats._cstats not built", allow_module_level=True)
 
 BLOCK = 1 << 18                         # codes per byte-counted block (_ccount8.h COUNT8_BLOCK)
-FIRST = 1 << 16                         # the first block (COUNT8_FIRST)
+FIRST = 1 << 16                         # the first block of unknown data (COUNT8_FIRST)
+LONGEST = 1 << 20                       # the longest block (COUNT8_MAX)
 MIN = 1 << 16                           # fewer codes are counted straight (COUNT8_MIN)
 EDGES = np.array([0x0000, 0xFFFF, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x8000, 0x7FFF, 0x8001, 0x7BFF],
                  np.uint16)             # table ends, +-Inf, NaNs, -0, the largest finite
@@ -68,10 +69,17 @@ CASES = {
 }
 
 
+def _fresh() -> None:
+    """The next call looks at its data afresh (a first block of FIRST): a call whose data
+    went straight leaves no block length for the next one to start with."""
+    C.count_codes(_cycle(MIN), code_table(1 << 16, np.int64))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("case", CASES)
 def test_byte_counted_codes_are_bincount(case, dtype):
     codes = CASES[case]()
+    _fresh()
     table = code_table(1 << 16, dtype)
     table[0, 0x3C00] = 7                        # counts already there stay: the counter adds
     table[0, 0xFFFF] = 1
@@ -82,6 +90,33 @@ def test_byte_counted_codes_are_bincount(case, dtype):
     want[0xFFFF] += 1
     assert np.array_equal(table.sum(axis=0, dtype=np.int64)[:1 << 16], want)
     assert not table[:, 1 << 16:].any()
+
+
+SEQUENCES = {
+    # a call starts with the block length the last call over spread codes ended with
+    "spread, then peaked from the start": [_normal(3 * LONGEST, 5), _cycle(2 * LONGEST + 3), _normal(LONGEST, 6)],
+    "spread, then a wrap late in a long block": [
+        _random(2 * LONGEST, 7), _spaced(_random(2 * LONGEST + 1, 8), 0x1234, 300, LONGEST - 400, LONGEST - 1),
+        _random(LONGEST, 9)],
+    "spread, then a call shorter than a block, then spread": [_normal(LONGEST, 10), _normal(MIN + 1, 11),
+                                                              _normal(3 * BLOCK, 12)],
+    "a call below the threshold between spread ones": [_random(LONGEST, 13), _random(MIN - 1, 14), _random(LONGEST, 15)],
+    "peaked, then spread": [_cycle(BLOCK), _normal(2 * LONGEST, 16)],
+}
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("seq", SEQUENCES)
+def test_calls_in_a_row_are_bincount_each(seq, dtype):
+    """Counts stay exact whatever block length a call inherits from the one before (a
+    long block that wraps is counted again) -- checked after every call."""
+    _fresh()
+    table = code_table(1 << 16, dtype)
+    want = np.zeros(1 << 16, np.int64)
+    for codes in SEQUENCES[seq]:
+        C.count_codes(codes, table)
+        want += np.bincount(codes, minlength=1 << 16)
+        assert np.array_equal(table.sum(axis=0, dtype=np.int64)[:1 << 16], want)
 
 
 def _numpy(v: np.ndarray, bins: int = 64) -> dict:
