@@ -195,17 +195,28 @@ def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
     import ggscope
     from ggscope.stats.tensors import tensor_stats
 
+    import contextlib
+    try:                                     # the route `ggscope stats` runs: the CLI installs the
+        from ggscope.source.changes import guard_mapped_reads, reads_through_map   # guard first
+    except ImportError:                      # (a --before tree without it: read(2) only)
+        guard_mapped_reads, reads_through_map = (lambda: False), contextlib.nullcontext
+    guard_mapped_reads()
     mf = ggscope.open(path)
     t = mf.tensor("w")
-    ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
-    one, _ = best_time(lambda: tensor_stats(t, threads=1), repeat)
 
     def cpu_one() -> float:                  # one thread runs inline: this thread's CPU time
         c0 = time.thread_time()
         tensor_stats(t, threads=1)
         return time.thread_time() - c0
-    cpu1 = min(cpu_one() for _ in range(max(1, repeat)))
-    out = {"ggscope": ours, "ggscope1": one, "cpu1": cpu1, "n": t.n_elements, "bytes": t.nbytes,
+    with reads_through_map():                # (commands/stats.py enters it too)
+        ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
+        one, _ = best_time(lambda: tensor_stats(t, threads=1), repeat)
+        cpu1 = min(cpu_one() for _ in range(max(1, repeat)))
+    # a library caller's route (no guard): read(2) into buffers, FileChanged on a change
+    read1, r = best_time(lambda: tensor_stats(t, threads=1), repeat)
+    if r != s:
+        raise SystemExit(f"the two routes differ: {r} != {s}")
+    out = {"ggscope": ours, "ggscope1": one, "cpu1": cpu1, "read1": read1, "n": t.n_elements, "bytes": t.nbytes,
            "ours": [s["min"], s["max"], s["mean"], s["std"]]}
     if not peer:
         return out
@@ -316,9 +327,12 @@ def main() -> None:
         engine += (", pass two of Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/IQ4_NL/IQ4_XS/Q8_0 on AVX-512"
                    if getattr(cstats._cstats, "vector_bins", lambda: False)() else ", portable pass two")
     log(f"ggscope column: {engine}")
-    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {ceiling_h}{'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
+    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'1c read':>9} {ceiling_h}{'ggml C':>9} {'gguf-py':>9}   "
+          f"{'vs C':>6} {'core/C':>6} {'read/C':>6} {'cpu/C':>6} "
           f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "
-          f"{a.elems / 2**20:.0f} Mi elements; cpu/C: one core against one by CPU time, blind to waiting for a core "
+          f"{a.elems / 2**20:.0f} Mi elements; ggscope, 1 core, cpu/C: the route `ggscope stats` runs (SIGBUS guard on, "
+          f"tensor bytes read through the file's map); 1c read, read/C: one core on a library caller's route (read(2) "
+          f"copies); cpu/C: one core against one by CPU time, blind to waiting for a core "
           f"on a busy machine; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
     for qname in a.types.split(","):
         tile = tile_blocks(qname, harness, work)
@@ -336,7 +350,7 @@ def main() -> None:
         if harness is not None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
-        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t = [], [], [], [], [], [], [], [], []
+        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t, read_t = [], [], [], [], [], [], [], [], [], []
         two_p: list[float] = []
         for _ in range(a.repeat):
             if a.before:
@@ -346,6 +360,7 @@ def main() -> None:
             res = measure(str(REPO))
             ours_t.append(res["ggscope"])
             one_t.append(res["ggscope1"])
+            read_t.append(res["read1"])
             cpu_t.append(res["cpu1"])
             peer_t.append(res["gguf_py"])
             if a.ceiling:
@@ -368,13 +383,16 @@ def main() -> None:
         cg = f"{n / min(c_t) / 1e9:8.2f}G" if c_t else f"{'-':>9}"
         vs_c = f"{g / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         core = f"{g1 / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
+        rd = n / min(read_t)
+        rcore = f"{rd / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         cpu = f"{min(ccpu_t) / min(cpu_t):5.2f}x" if ccpu_t else f"{'-':>6}"
         before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
         before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
         before += f"{n / min(oldc_t) / 1e9:8.2f}G " if oldc_t else ""
         gbs = nbytes / min(ours_t)
         ceiling = f"{max(two_p) / 1e9:8.2f}G {g / max(two_p):6.2f} " if two_p else ""
-        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {ceiling}{cg} {p / 1e9:8.2f}G   {vs_c} {core} {cpu} {g / p:9.1f}x "
+        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {rd / 1e9:8.2f}G {ceiling}{cg} {p / 1e9:8.2f}G   "
+              f"{vs_c} {core} {rcore} {cpu} {g / p:9.1f}x "
               f"{gbs / 1e9:6.2f} {gbs / (a.threads * bw):5.0%}", flush=True)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 

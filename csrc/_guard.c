@@ -17,7 +17,8 @@
 
    Contract: install() sets the handler (once; the CLI calls it); watch(address, size,
    message) records a mapping and the bytes to write if it faults (the newest of
-   WATCHED mappings win, so an address reused by a later map names the later file). */
+   WATCHED mappings win, so an address reused by a later map names the later file);
+   WATCHED is exported: a map recorded that many watches ago is no longer guarded. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <signal.h>
@@ -112,4 +113,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_guard", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__guard(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__guard(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "WATCHED", WATCHED) < 0) {     /* how many maps stay watched */
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
