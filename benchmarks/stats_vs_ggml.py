@@ -16,6 +16,15 @@ table also gives the file bytes ggscope reads per second and their share of the 
 bandwidth of its threads (one core's read bandwidth, measured at the start), and the
 load average at start and end.
 
+Which ggscope: the ``ggscope``, ``1 core`` and ``cpu/C`` columns run the route ``ggscope
+stats`` runs -- the CLI's SIGBUS guard installed before the file is opened and the
+statistics inside ``changes.reads_through_map``, so tensor bytes are views of the file's
+map (no read(2) copy; ``ggscope.stats.chunks``); ``1c read`` and ``read/C`` run one core
+on a library caller's route (no guard entered: read(2) into buffers), in the same child,
+and the child stops if the two routes' results differ.  The data file is written in
+large pieces, so its page cache holds large folios; a file whose page cache is in 4 KiB
+pages costs the mapped route more page faults (measured in ``ggscope.stats.chunks``).
+
 The peer is ggml as a user of it on this machine builds it: Release, ``-march=native``
 for ggml-base (whose ggml-quants.c holds ``to_float``: ``GGML_NATIVE`` alone leaves it at
 the compiler's baseline, SSE2) and ``GGML_NATIVE=ON`` for the CPU backend.

@@ -47,12 +47,17 @@ command with the file's line and exit status 2 -- what ``FileChanged`` ends it w
 so there ``ggscope.source.ranges.reads_map`` holds and every chunk is a view of the
 file's map: no read(2) copy, no window buffer, pass two reads the map again (``keep()``
 is a no-op), and the mapped pages leave the resident set (``ByteSource.release``) when
-the tensor is done, or after each chunk for a tensor above ``keep_bytes``.  Measured
-one core against one (benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run):
-F16 +21 %, Q8_0 +25 %, Q5_K +18 % on a file written in large pieces; on one written
-4 KiB at a time (a page cache of 4 KiB pages: one fault per page or fault-around batch)
-F16 +8-9 %, Q8_0 +5-12 %, Q5_K -4..+1 %.  ``MADV_POPULATE_READ`` per chunk measured no
-better than faulting the pages in as the kernels touch them.
+the tensor is done -- at most ``keep_bytes`` of them, the kept buffer's budget -- or
+after each chunk for a one-pass tensor above it.  A two-pass tensor above the budget
+is read with read(2) as a library caller's: its pages released per chunk would be
+faulted in again by pass two, 7-9 % more CPU than two reads into the cache-sized chunk
+buffer (512 MiB Q8_0, one core; held to the end, 3 % less).  Measured one core
+against one (benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run): F16 +21 %,
+Q8_0 +25 %, Q5_K +18 % on a file written in large pieces; on one written 4 KiB at a
+time (a page cache of 4 KiB pages: more faults) F16 +8-9 %, Q8_0 +5-12 %, Q5_K
+-4..+1 %; 512 MiB of F16 (one pass, released per chunk) +23-29 %.
+``MADV_POPULATE_READ`` per chunk measured no better than faulting the pages in as the
+kernels touch them.
 
 Contract: ``Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels,
 cache_bytes, keep_bytes=0)``; ``keep()`` asks for the tensor's bytes to be kept for
@@ -122,8 +127,9 @@ class Chunks:
         if t.offset < 0 or held != need:
             raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
                              f"the file holds {held}")
-        # the CLI's guarded route: views of the file's map, no copy (``ranges.reads_map``)
-        self.mapped = reads_map(t.file)
+        # the CLI's guarded route: views of the file's map, no copy (``ranges.reads_map``),
+        # except pass two of a tensor above the budget (its pages would be faulted in twice)
+        self.mapped = reads_map(t.file) and (passes == 1 or need <= keep_bytes)
         self.stream = Stream(threads=threads, cancel=cancel, what=f"statistics of {t.name!r}",
                              remote=t.file.source.remote, maps=self.mapped)
         self.step = _step(self.n_blocks, lay.block_elems, chunk_elems, self.stream.threads)

@@ -3,10 +3,12 @@
 Under ``changes.reads_through_map`` with the guard watching the file's map (what
 ``ggscope stats`` runs), ``tensor_stats`` takes views of the map instead of read(2)
 copies; a library caller (no guard, or outside the block) still reads and gets
-``FileChanged``.  Checked here: the views really are the map's; the results are the
-read route's to the bit on every route (codes, fused blocks, F32 in place, numpy
-decoding), inside and above the budget, on one and two threads; each pass views every
-byte once; no mapped page of the tensor stays resident afterwards; a file cut under
+``FileChanged``.  Checked here: the views really are the map's (but for pass two of a
+tensor above ``RAW_CACHE_BYTES``, which reads: measured cheaper than faulting its pages
+in twice); the results are the read route's to the bit on every route (codes, fused
+blocks, F32 in place, numpy decoding), inside and above the budget, on one and two
+threads; each pass views every byte once; no mapped page of the tensor stays resident
+afterwards, nor after each chunk of a one-pass tensor above the budget; a file cut under
 ``ggscope stats`` in the middle of a tensor ends with the guard's one line and exit
 status 2, never a signal; resident memory stays bounded over a 1 GiB+ tensor.
 """
@@ -91,9 +93,10 @@ def test_the_guarded_route_views_the_map_and_agrees_to_the_bit(model, guard, rea
     reads.clear()
     with changes.reads_through_map():
         got = tensor_stats(t, chunk_elems=CHUNK, threads=threads)
-    assert reads and all(view for *_, view in reads)                  # views of the map
     assert got == library
     passes = 1 if name == "bf16" else 2     # pass two reads the map again (nothing kept)
+    # views of the map, but for a two-pass tensor above the budget (read(2), measured)
+    assert reads and all(view == (passes == 1 or budget == "within") for *_, view in reads)
     if name == "f64":                       # decoded once into floats: pass two reads nothing
         passes = 1
     one = len(reads) // passes
