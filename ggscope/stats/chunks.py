@@ -51,7 +51,11 @@ the tensor is done -- at most ``keep_bytes`` of them, the kept buffer's budget -
 after each chunk for a one-pass tensor above it.  A two-pass tensor above the budget
 is read with read(2) as a library caller's: its pages released per chunk would be
 faulted in again by pass two, 7-9 % more CPU than two reads into the cache-sized chunk
-buffer (512 MiB Q8_0, one core; held to the end, 3 % less).  Measured one core
+buffer (512 MiB Q8_0, one core; held to the end, 3 % less).  So is a tensor below
+``MAP_MIN_BYTES``: one core, per tensor, 17 KiB-512 KiB of Q8_0/F16 cost 10-14 us (2-5 %)
+more mapped (the release, the faults), 1-2 MiB 2-4 % less, 4 MiB 9-19 %, 16-32 MiB
+6-14 % (gemma-3-270m, whose quantized tensors are 0.1-1.3 MB and whose 178 MB
+token_embd is above the budget, gains nothing: 109 F32 norms were 12 % slower mapped).  Measured one core
 against one (benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run): F16 +21 %,
 Q8_0 +25 %, Q5_K +18 % on a file written in large pieces; on one written 4 KiB at a
 time (a page cache of 4 KiB pages: more faults) F16 +8-9 %, Q8_0 +5-12 %, Q5_K
@@ -92,6 +96,7 @@ __all__ = ["Chunks"]
 
 SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
 WINDOW_BYTES = 2 << 20             # a one-pass route's read (measured: 1-8 MiB alike, 512 KiB slower)
+MAP_MIN_BYTES = 1 << 20            # smaller tensors are read even on the mapped route (measured)
 _WINDOW = threading.local()         # this thread's window buffer (at most WINDOW_BYTES), between reads
 # the spare tensor-sized buffer (at most one, of at most keep_bytes); fresh in a forked child
 _KEPT: PerProcess[list[np.ndarray]] = PerProcess(list)
@@ -129,7 +134,7 @@ class Chunks:
                              f"the file holds {held}")
         # the CLI's guarded route: views of the file's map, no copy (``ranges.reads_map``),
         # except pass two of a tensor above the budget (its pages would be faulted in twice)
-        self.mapped = reads_map(t.file) and (passes == 1 or need <= keep_bytes)
+        self.mapped = reads_map(t.file) and MAP_MIN_BYTES <= need and (passes == 1 or need <= keep_bytes)
         self.stream = Stream(threads=threads, cancel=cancel, what=f"statistics of {t.name!r}",
                              remote=t.file.source.remote, maps=self.mapped)
         self.step = _step(self.n_blocks, lay.block_elems, chunk_elems, self.stream.threads)

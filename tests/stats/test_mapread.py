@@ -25,7 +25,7 @@ import pytest
 import ggscope
 from ggscope.core.errors import FileChanged
 from ggscope.source import changes, mapped, ranges
-from ggscope.stats import tensors
+from ggscope.stats import chunks, tensors
 from ggscope.stats.tensors import tensor_stats
 
 gguf = pytest.importorskip("gguf")
@@ -45,7 +45,9 @@ def model(tmp_path_factory) -> Path:
 def guard(monkeypatch):
     """The real guard installed in this process, as ``ggscope.cli.main`` installs it
     (its handler stays: it acts only on a fault inside a watched map, which nothing here
-    causes); ``changes``' state is restored afterwards."""
+    causes); ``changes``' state is restored afterwards.  The tensors here are 0.2-2 MiB:
+    the floor below which even the mapped route reads is lowered to none."""
+    monkeypatch.setattr(chunks, "MAP_MIN_BYTES", 0)
     monkeypatch.setattr(changes, "_guard", None)
     monkeypatch.setattr(changes, "_watches", changes._watches)
     if not changes.guard_mapped_reads():
@@ -181,6 +183,7 @@ def test_without_the_guard_the_block_changes_nothing(model, tmp_path, reads, mon
 CHILD = """
 import os, sys, threading
 from ggscope.stats import chunks
+chunks.MAP_MIN_BYTES = 0            # (the floor: these tensors are 0.2-2 MiB)
 target, name, threads = sys.argv[1], sys.argv[2], int(sys.argv[3])
 real = chunks.Chunks.raw
 done, lock, meet = [], threading.Lock(), threading.Barrier(threads)
@@ -283,3 +286,18 @@ def test_resident_memory_stays_bounded_over_a_tensor_above_a_gib(tmp_path):
     status, hwm_kib = map(int, out.stderr.split()[-2:])
     assert status == 0 and '"zeros": 603979776' in out.stdout, out.stderr[-2000:]
     assert hwm_kib < 200 << 10, hwm_kib            # KiB: 55 MiB measured; 1.2 GB held to the end
+
+
+def test_a_tensor_below_the_floor_is_read_even_on_the_mapped_route(model, guard, reads, monkeypatch):
+    """Below ``MAP_MIN_BYTES`` the copy is cheaper than mapping and releasing (measured)."""
+    t = ggscope.open(model).tensor("bf16")
+    monkeypatch.setattr(chunks, "MAP_MIN_BYTES", t.nbytes + 1)
+    with changes.reads_through_map():
+        assert ranges.reads_map(t.file)
+        tensor_stats(t, chunk_elems=CHUNK)
+    assert reads and not any(view for *_, view in reads)
+    reads.clear()
+    monkeypatch.setattr(chunks, "MAP_MIN_BYTES", t.nbytes)
+    with changes.reads_through_map():
+        tensor_stats(t, chunk_elems=CHUNK)
+    assert reads and all(view for *_, view in reads)
