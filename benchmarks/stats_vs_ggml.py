@@ -339,8 +339,8 @@ def main() -> None:
     print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'1c read':>9} {ceiling_h}{'ggml C':>9} {'gguf-py':>9}   "
           f"{'vs C':>6} {'core/C':>6} {'read/C':>6} {'cpu/C':>6} "
           f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "
-          f"{a.elems / 2**20:.0f} Mi elements; ggscope, 1 core, cpu/C: the route `ggscope stats` runs (SIGBUS guard on, "
-          f"tensor bytes read through the file's map); 1c read, read/C: one core on a library caller's route (read(2) "
+          f"{a.elems / 2**20:.0f} Mi elements; ggscope, 1 core, cpu/C: the route `ggscope stats` runs "
+          f"(SIGBUS guard on, tensor bytes read through the file's map); 1c read, read/C: one core on a library caller's route (read(2) "
           f"copies); cpu/C: one core against one by CPU time, blind to waiting for a core "
           f"on a busy machine; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
     for qname in a.types.split(","):
@@ -359,7 +359,8 @@ def main() -> None:
         if harness is not None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
-        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t, read_t = [], [], [], [], [], [], [], [], [], []
+        old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t = [], [], [], [], [], [], [], [], []
+        read_t: list[float] = []
         two_p: list[float] = []
         for _ in range(a.repeat):
             if a.before:

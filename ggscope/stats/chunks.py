@@ -48,20 +48,18 @@ so there ``ggscope.source.ranges.reads_map`` holds and every chunk is a view of 
 file's map: no read(2) copy, no window buffer, pass two reads the map again (``keep()``
 is a no-op), and the mapped pages leave the resident set (``ByteSource.release``) when
 the tensor is done -- at most ``keep_bytes`` of them, the kept buffer's budget -- or
-after each chunk for a one-pass tensor above it.  A two-pass tensor above the budget
-is read with read(2) as a library caller's: its pages released per chunk would be
-faulted in again by pass two, 7-9 % more CPU than two reads into the cache-sized chunk
-buffer (512 MiB Q8_0, one core; held to the end, 3 % less).  So is a tensor below
-``MAP_MIN_BYTES``: one core, per tensor, 17 KiB-512 KiB of Q8_0/F16 cost 10-14 us (2-5 %)
-more mapped (the release, the faults), 1-2 MiB 2-4 % less, 4 MiB 9-19 %, 16-32 MiB
-6-14 % (gemma-3-270m, whose quantized tensors are 0.1-1.3 MB and whose 178 MB
-token_embd is above the budget, gains nothing: 109 F32 norms were 12 % slower mapped).  Measured one core
-against one (benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run): F16 +21 %,
-Q8_0 +25 %, Q5_K +18 % on a file written in large pieces; on one written 4 KiB at a
+after each chunk for a one-pass tensor above it.  Measured one core against one
+(benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run): F16 +21-25 %, Q8_0
++19-25 %, Q5_K +18-20 % on a file written in large pieces; on one written 4 KiB at a
 time (a page cache of 4 KiB pages: more faults) F16 +8-9 %, Q8_0 +5-12 %, Q5_K
--4..+1 %; 512 MiB of F16 (one pass, released per chunk) +23-29 %.
-``MADV_POPULATE_READ`` per chunk measured no better than faulting the pages in as the
-kernels touch them.
+-4..+1 %; 512 MiB of F16 (one pass, released per chunk) +23-29 %.  Two cases keep
+read(2): a two-pass tensor above the budget (its pages released per chunk are faulted
+in again by pass two: 7-9 % more CPU than two reads into the cache-sized chunk buffer,
+512 MiB Q8_0), and a tensor below ``MAP_MIN_BYTES`` (per tensor, one core: 17-512 KiB
+of Q8_0/F16 cost 10-14 us, 2-5 %, more mapped -- the release, the faults; 1-2 MiB 2-4 %
+less, 4 MiB 9-19 %, 16-32 MiB 6-14 %).  gemma-3-270m gains nothing (its quantized
+tensors are 0.1-1.3 MB, its 178 MB token_embd above the budget).  ``MADV_POPULATE_READ``
+per chunk measured no better than faulting the pages in as the kernels touch them.
 
 Contract: ``Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels,
 cache_bytes, keep_bytes=0)``; ``keep()`` asks for the tensor's bytes to be kept for
