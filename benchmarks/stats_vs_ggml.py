@@ -22,8 +22,9 @@ statistics inside ``changes.reads_through_map``, so tensor bytes are views of th
 map (no read(2) copy; ``ggscope.stats.chunks``); ``1c read`` and ``read/C`` run one core
 on a library caller's route (no guard entered: read(2) into buffers), in the same child,
 and the child stops if the two routes' results differ.  The data file is written in
-large pieces, so its page cache holds large folios; a file whose page cache is in 4 KiB
-pages costs the mapped route more page faults (measured in ``ggscope.stats.chunks``).
+large pieces, so its page cache holds large folios where the kernel makes them; a file
+whose page cache is in 4 KiB pages costs the mapped route more page faults:
+``--small-pages`` measures that case.
 
 The peer is ggml as a user of it on this machine builds it: Release, ``-march=native``
 for ggml-base (whose ggml-quants.c holds ``to_float``: ``GGML_NATIVE`` alone leaves it at
@@ -46,7 +47,7 @@ model (the per-call cost of its hundreds of small tensors): ``benchmarks/stats_m
 
     python benchmarks/stats_vs_ggml.py [--ggml DIR] [--types Q4_K,Q8_0] [--elems 33554432]
                                        [--repeat 3] [--threads 2] [--work DIR] [--before TREE]
-                                       [--ceiling]
+                                       [--ceiling] [--small-pages]
 """
 from __future__ import annotations
 
@@ -187,6 +188,17 @@ def write_gguf(path: Path, qname: str, tile: np.ndarray, elems: int) -> None:
     g.close()
 
 
+def rewrite_in_pages(path: Path, page: int = 4096) -> None:
+    """Write ``path`` again in ``page``-sized writes (a new file: its page cache is filled
+    by those writes, page by page)."""
+    data = path.read_bytes()
+    path.unlink()
+    with open(path, "wb", buffering=0) as fh:
+        view = memoryview(data)
+        for at in range(0, len(data), page):
+            fh.write(view[at:at + page])
+
+
 # ---------------------------------------------------------------- the Python sides (child process)
 
 def best_time(fn, repeat: int) -> tuple[float, object]:
@@ -296,6 +308,10 @@ def main() -> None:
     ap.add_argument("--old-peer", action="store_true",
                     help="also measure the peer as this script built it before issue 27 (cmake defaults: "
                          "ggml-base at the baseline ISA, F16 through to_float), as a column of its own")
+    ap.add_argument("--small-pages", action="store_true",
+                    help="write the data file again 4 KiB at a time, so its page cache holds 4 KiB pages (as small "
+                         "writes, or a kernel or file system without large folios, leave it): mapped reads then fault "
+                         "more often than over the large folios a file written in large pieces gets")
     ap.add_argument("--ceiling", action="store_true",
                     help="also measure two processes each running one thread's statistics at once, as a column of "
                          "its own: the most two threads can give on this machine now")
@@ -350,6 +366,8 @@ def main() -> None:
             continue
         path = work / f"{qname}.gguf"
         write_gguf(path, qname, tile, a.elems)
+        if a.small_pages:
+            rewrite_in_pages(path)
         def measure(tree: str, kernels: str = "") -> dict:
             env = dict(os.environ, GGSCOPE_KERNELS=kernels) if kernels else None
             return json.loads(subprocess.run([sys.executable, __file__, "--child", str(path), "--repeat", "1",

@@ -50,9 +50,10 @@ is a no-op), and the mapped pages leave the resident set (``ByteSource.release``
 the tensor is done -- at most ``keep_bytes`` of them, the kept buffer's budget -- or
 after each chunk for a one-pass tensor above it.  Measured one core against one
 (benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run): F16 +21-25 %, Q8_0
-+19-25 %, Q5_K +18-20 % on a file written in large pieces; on one written 4 KiB at a
-time (a page cache of 4 KiB pages: more faults) F16 +8-9 %, Q8_0 +5-12 %, Q5_K
--4..+1 %; 512 MiB of F16 (one pass, released per chunk) +23-29 %.  Two cases keep
++19-25 %, Q5_K +14-20 % on a file written in large pieces (large folios); on one written
+4 KiB at a time (``--small-pages``: 4 KiB pages, more faults for the map, slower reads
+too) less and noisier, F16 +4-18 %, Q8_0 -3..+17 %, Q5_K -6..+18 % over five runs;
+512 MiB of F16 (one pass, released per chunk) +23-29 %.  Two cases keep
 read(2): a two-pass tensor above the budget (its pages released per chunk are faulted
 in again by pass two: 7-9 % more CPU than two reads into the cache-sized chunk buffer,
 512 MiB Q8_0), and a tensor below ``MAP_MIN_BYTES`` (per tensor, one core: 17-512 KiB
