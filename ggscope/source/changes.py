@@ -111,7 +111,8 @@ def watch_mapping(address: int, size: int, path: str) -> int | None:
 def guarded(token: int | None) -> bool:
     """Whether the map ``watch_mapping`` gave ``token`` is still watched: the guard keeps
     the last ``WATCHED`` maps (``ggscope.source._guard``), older ones fault as before."""
-    return _guard is not None and token is not None and _watches - token < _guard.WATCHED
+    # (a guard built before it exported WATCHED: no map counts as watched, read(2) stays)
+    return _guard is not None and token is not None and _watches - token < getattr(_guard, "WATCHED", 0)
 
 
 @contextlib.contextmanager
