@@ -6,7 +6,10 @@ with a single Q8_0 tensor made of realistic blocks (a normal matrix quantized by
 gguf-py) repeated and written in chunks, so the script itself never holds 2 GB.  The
 measurement runs in a fresh subprocess (``resource.getrusage`` peak RSS); the file is
 deleted afterwards.  The second line is the price of reading a tensor once: at most the
-budget more than the first line, whatever the tensor.
+budget more than the first line, whatever the tensor.  Each is measured on both routes:
+read(2) (a library caller) and through the file's map (``ggscope stats``: the CLI's
+SIGBUS guard installed, ``changes.reads_through_map``), whose mapped pages go back per
+chunk above the budget and per tensor within it.
 
     python benchmarks/stats_memory.py [--gib 2.0] [--dir /tmp]
 """
@@ -48,9 +51,15 @@ def write(path: str, gib: float) -> int:
 
 
 CHILD = """
-import json, resource, sys, time, ggscope
+import contextlib, json, resource, sys, time, ggscope
+from ggscope.source import changes
+block = contextlib.nullcontext()
+if sys.argv[2] == "map":            # as `ggscope stats` runs: the guard first, then through the map
+    changes.guard_mapped_reads()
+    block = changes.reads_through_map()
 mf = ggscope.open(sys.argv[1]); t = mf.tensor("w")
-t0 = time.perf_counter(); s = t.stats(); dt = time.perf_counter() - t0
+with block:
+    t0 = time.perf_counter(); s = t.stats(); dt = time.perf_counter() - t0
 print(json.dumps({"seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "count": s["count"], "std": s["std"]}))
 """
@@ -67,11 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         os.close(fd)
         try:
             n = write(path, gib)
-            out = subprocess.run([sys.executable, "-c", CHILD, path], capture_output=True, text=True, check=True)
-            r = json.loads(out.stdout)
-            size = os.path.getsize(path)
-            print(f"Q8_0 tensor ({what}): {n} elements, {size / (1 << 20):.0f} MiB file; tensor_stats "
-                  f"{r['seconds']:.2f} s ({n / r['seconds'] / 1e9:.2f} G elem/s), peak RSS {r['rss_mb']:.0f} MB")
+            for route, how in (("read", "read(2), a library caller"), ("map", "through the map, as `ggscope stats`")):
+                out = subprocess.run([sys.executable, "-c", CHILD, path, route], capture_output=True, text=True,
+                                     check=True)
+                r = json.loads(out.stdout)
+                size = os.path.getsize(path)
+                print(f"Q8_0 tensor ({what}; {how}): {n} elements, {size / (1 << 20):.0f} MiB file; tensor_stats "
+                      f"{r['seconds']:.2f} s ({n / r['seconds'] / 1e9:.2f} G elem/s), peak RSS {r['rss_mb']:.0f} MB")
         finally:
             os.unlink(path)
     return 0

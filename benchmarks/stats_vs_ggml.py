@@ -16,6 +16,16 @@ table also gives the file bytes ggscope reads per second and their share of the 
 bandwidth of its threads (one core's read bandwidth, measured at the start), and the
 load average at start and end.
 
+Which ggscope: the ``ggscope``, ``1 core`` and ``cpu/C`` columns run the route ``ggscope
+stats`` runs -- the CLI's SIGBUS guard installed before the file is opened and the
+statistics inside ``changes.reads_through_map``, so tensor bytes are views of the file's
+map (no read(2) copy; ``ggscope.stats.chunks``); ``1c read`` and ``read/C`` run one core
+on a library caller's route (no guard entered: read(2) into buffers), in the same child,
+and the child stops if the two routes' results differ.  The data file is written in
+large pieces, so its page cache holds large folios where the kernel makes them; a file
+whose page cache is in 4 KiB pages costs the mapped route more page faults:
+``--small-pages`` measures that case.
+
 The peer is ggml as a user of it on this machine builds it: Release, ``-march=native``
 for ggml-base (whose ggml-quants.c holds ``to_float``: ``GGML_NATIVE`` alone leaves it at
 the compiler's baseline, SSE2) and ``GGML_NATIVE=ON`` for the CPU backend.
@@ -37,7 +47,7 @@ model (the per-call cost of its hundreds of small tensors): ``benchmarks/stats_m
 
     python benchmarks/stats_vs_ggml.py [--ggml DIR] [--types Q4_K,Q8_0] [--elems 33554432]
                                        [--repeat 3] [--threads 2] [--work DIR] [--before TREE]
-                                       [--ceiling]
+                                       [--ceiling] [--small-pages]
 """
 from __future__ import annotations
 
@@ -178,6 +188,17 @@ def write_gguf(path: Path, qname: str, tile: np.ndarray, elems: int) -> None:
     g.close()
 
 
+def rewrite_in_pages(path: Path, page: int = 4096) -> None:
+    """Write ``path`` again in ``page``-sized writes (a new file: its page cache is filled
+    by those writes, page by page)."""
+    data = path.read_bytes()
+    path.unlink()
+    with open(path, "wb", buffering=0) as fh:
+        view = memoryview(data)
+        for at in range(0, len(data), page):
+            fh.write(view[at:at + page])
+
+
 # ---------------------------------------------------------------- the Python sides (child process)
 
 def best_time(fn, repeat: int) -> tuple[float, object]:
@@ -195,17 +216,28 @@ def child(path: str, repeat: int, threads: int, tree: str, peer: bool) -> dict:
     import ggscope
     from ggscope.stats.tensors import tensor_stats
 
+    import contextlib
+    try:                                     # the route `ggscope stats` runs: the CLI installs the
+        from ggscope.source.changes import guard_mapped_reads, reads_through_map   # guard first
+    except ImportError:                      # (a --before tree without it: read(2) only)
+        guard_mapped_reads, reads_through_map = (lambda: False), contextlib.nullcontext
+    guard_mapped_reads()
     mf = ggscope.open(path)
     t = mf.tensor("w")
-    ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
-    one, _ = best_time(lambda: tensor_stats(t, threads=1), repeat)
 
     def cpu_one() -> float:                  # one thread runs inline: this thread's CPU time
         c0 = time.thread_time()
         tensor_stats(t, threads=1)
         return time.thread_time() - c0
-    cpu1 = min(cpu_one() for _ in range(max(1, repeat)))
-    out = {"ggscope": ours, "ggscope1": one, "cpu1": cpu1, "n": t.n_elements, "bytes": t.nbytes,
+    with reads_through_map():                # (commands/stats.py enters it too)
+        ours, s = best_time(lambda: tensor_stats(t, threads=threads), repeat)
+        one, _ = best_time(lambda: tensor_stats(t, threads=1), repeat)
+        cpu1 = min(cpu_one() for _ in range(max(1, repeat)))
+    # a library caller's route (no guard): read(2) into buffers, FileChanged on a change
+    read1, r = best_time(lambda: tensor_stats(t, threads=1), repeat)
+    if r != s:
+        raise SystemExit(f"the two routes differ: {r} != {s}")
+    out = {"ggscope": ours, "ggscope1": one, "cpu1": cpu1, "read1": read1, "n": t.n_elements, "bytes": t.nbytes,
            "ours": [s["min"], s["max"], s["mean"], s["std"]]}
     if not peer:
         return out
@@ -276,6 +308,10 @@ def main() -> None:
     ap.add_argument("--old-peer", action="store_true",
                     help="also measure the peer as this script built it before issue 27 (cmake defaults: "
                          "ggml-base at the baseline ISA, F16 through to_float), as a column of its own")
+    ap.add_argument("--small-pages", action="store_true",
+                    help="write the data file again 4 KiB at a time, so its page cache holds 4 KiB pages (as small "
+                         "writes, or a kernel or file system without large folios, leave it): mapped reads then fault "
+                         "more often than over the large folios a file written in large pieces gets")
     ap.add_argument("--ceiling", action="store_true",
                     help="also measure two processes each running one thread's statistics at once, as a column of "
                          "its own: the most two threads can give on this machine now")
@@ -316,9 +352,12 @@ def main() -> None:
         engine += (", pass two of Q4_0/Q4_1/Q5_0/Q5_1/Q4_K/Q5_K/IQ4_NL/IQ4_XS/Q8_0 on AVX-512"
                    if getattr(cstats._cstats, "vector_bins", lambda: False)() else ", portable pass two")
     log(f"ggscope column: {engine}")
-    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {ceiling_h}{'ggml C':>9} {'gguf-py':>9}   {'vs C':>6} {'core/C':>6} {'cpu/C':>6} "
+    print(f"{'type':8} {before}{'ggscope':>9} {'1 core':>9} {'1c read':>9} {ceiling_h}{'ggml C':>9} {'gguf-py':>9}   "
+          f"{'vs C':>6} {'core/C':>6} {'read/C':>6} {'cpu/C':>6} "
           f"{'vs gguf-py':>10} {'GB/s':>6} {'of bw':>6}  (elements/s; ggscope {a.threads} threads and 1, C 1 thread, "
-          f"{a.elems / 2**20:.0f} Mi elements; cpu/C: one core against one by CPU time, blind to waiting for a core "
+          f"{a.elems / 2**20:.0f} Mi elements; ggscope, 1 core, cpu/C: the route `ggscope stats` runs "
+          f"(SIGBUS guard on, tensor bytes read through the file's map); 1c read, read/C: one core on a library caller's route (read(2) "
+          f"copies); cpu/C: one core against one by CPU time, blind to waiting for a core "
           f"on a busy machine; GB/s: file bytes ggscope reads per second on {a.threads} threads)")
     for qname in a.types.split(","):
         tile = tile_blocks(qname, harness, work)
@@ -327,6 +366,8 @@ def main() -> None:
             continue
         path = work / f"{qname}.gguf"
         write_gguf(path, qname, tile, a.elems)
+        if a.small_pages:
+            rewrite_in_pages(path)
         def measure(tree: str, kernels: str = "") -> dict:
             env = dict(os.environ, GGSCOPE_KERNELS=kernels) if kernels else None
             return json.loads(subprocess.run([sys.executable, __file__, "--child", str(path), "--repeat", "1",
@@ -337,6 +378,7 @@ def main() -> None:
             np.tile(tile, (a.elems // COLS // TILE_ROWS, 1)).tofile(raw)
         # rounds: every side once per round, so a busy spell of the machine hits all alike
         old_t, numba_t, ours_t, one_t, peer_t, c_t, oldc_t, cpu_t, ccpu_t = [], [], [], [], [], [], [], [], []
+        read_t: list[float] = []
         two_p: list[float] = []
         for _ in range(a.repeat):
             if a.before:
@@ -346,6 +388,7 @@ def main() -> None:
             res = measure(str(REPO))
             ours_t.append(res["ggscope"])
             one_t.append(res["ggscope1"])
+            read_t.append(res["read1"])
             cpu_t.append(res["cpu1"])
             peer_t.append(res["gguf_py"])
             if a.ceiling:
@@ -368,13 +411,16 @@ def main() -> None:
         cg = f"{n / min(c_t) / 1e9:8.2f}G" if c_t else f"{'-':>9}"
         vs_c = f"{g / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         core = f"{g1 / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
+        rd = n / min(read_t)
+        rcore = f"{rd / (n / min(c_t)):5.2f}x" if c_t else f"{'-':>6}"
         cpu = f"{min(ccpu_t) / min(cpu_t):5.2f}x" if ccpu_t else f"{'-':>6}"
         before = f"{n / min(old_t) / 1e9:8.2f}G " if old_t else ""
         before += f"{n / min(numba_t) / 1e9:8.2f}G " if numba_t else ""
         before += f"{n / min(oldc_t) / 1e9:8.2f}G " if oldc_t else ""
         gbs = nbytes / min(ours_t)
         ceiling = f"{max(two_p) / 1e9:8.2f}G {g / max(two_p):6.2f} " if two_p else ""
-        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {ceiling}{cg} {p / 1e9:8.2f}G   {vs_c} {core} {cpu} {g / p:9.1f}x "
+        print(f"{qname:8} {before}{g / 1e9:8.2f}G {g1 / 1e9:8.2f}G {rd / 1e9:8.2f}G {ceiling}{cg} {p / 1e9:8.2f}G   "
+              f"{vs_c} {core} {rcore} {cpu} {g / p:9.1f}x "
               f"{gbs / 1e9:6.2f} {gbs / (a.threads * bw):5.0%}", flush=True)
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 

@@ -13,11 +13,15 @@
    every watched mapping is not ours: the default action runs as before.
 
    Everything the handler touches is async-signal-safe: a fixed table filled before
-   any fault, write(2), tcgetattr/tcsetattr and _exit(2).
+   any fault, an atomic flag, write(2), pause(2), tcgetattr/tcsetattr and _exit(2).  The
+   statistics of ``ggscope stats`` read tensor data through the map on two threads, so
+   two threads can fault at once: the first writes the line and ends the process, the
+   others wait in pause() for that.
 
    Contract: install() sets the handler (once; the CLI calls it); watch(address, size,
    message) records a mapping and the bytes to write if it faults (the newest of
-   WATCHED mappings win, so an address reused by a later map names the later file). */
+   WATCHED mappings win, so an address reused by a later map names the later file);
+   WATCHED is exported: a map recorded that many watches ago is no longer guarded. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <signal.h>
@@ -39,6 +43,7 @@ static volatile sig_atomic_t count = 0;      /* entries ever recorded; slot = n 
 static struct termios saved;
 static int have_saved = 0;
 static struct sigaction previous;
+static volatile sig_atomic_t claimed = 0;    /* a thread is writing the line: the others wait for _exit */
 
 /* leave the alternate screen, show the cursor, stop mouse reports and bracketed paste */
 static const char RESET[] = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?2004l\x1b[?25h\x1b[?1049l";
@@ -51,6 +56,9 @@ static void on_sigbus(int sig, siginfo_t *info, void *context) {
         const Watch *w = &table[(n - 1 - k) % WATCHED];
         if (at < w->start || at >= w->end)
             continue;
+        if (__atomic_exchange_n(&claimed, 1, __ATOMIC_SEQ_CST))
+            for (;;)                                    /* two threads met the vanished pages at once */
+                pause();                                /* (stats on two cores): one line, then _exit */
         if (have_saved) {
             struct termios now;
             if (tcgetattr(0, &now) == 0 && memcmp(&now, &saved, sizeof now) != 0) {
@@ -78,7 +86,8 @@ static PyObject *install(PyObject *self, PyObject *unused) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigbus;
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER | SA_RESETHAND;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;       /* not SA_RESETHAND: a second thread's fault meanwhile
+                                                       would take the default action, a bare signal */
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGBUS, &sa, &previous) != 0)
         return PyErr_SetFromErrno(PyExc_OSError);
@@ -112,4 +121,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_guard", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__guard(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__guard(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "WATCHED", WATCHED) < 0) {     /* how many maps stay watched */
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

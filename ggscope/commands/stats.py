@@ -5,7 +5,9 @@ collapsed range) of a model file without loading it; ``ggscope.stats.tensors.ten
 does the work in bounded memory.  stdout carries the table or the JSON only; progress
 goes through ``ggscope.core.progress`` (a bar per tensor on stderr, only on a terminal).
 A file that changes while it is read is one line and exit status 2 (``FileChanged``
-reaches ``ggscope.cli.main``).
+reaches ``ggscope.cli.main``; under the CLI's SIGBUS guard tensor bytes are read
+through the file's map, ``ggscope.source.changes.reads_through_map``, and a page that
+vanishes is the guard's line).
 """
 from __future__ import annotations
 
@@ -108,15 +110,17 @@ def _one(args, path: str) -> int:
         error(f"{path}: no tensor matches {', '.join(f'“{m}”' for m in missing)}; "
               f"`ggscope info {path}` lists the tensors")
         return 2
+    from ggscope.source.changes import reads_through_map  # start-up: one-shot commands load only what they use
     rich = use_rich(args) and not args.json
     results, errors = [], []
     for t in chosen:
         try:
             kw = {} if args.threads is None else {"threads": args.threads}
-            results.append(tensor_stats(t, bins=args.bins, **kw))
+            with reads_through_map():   # under the CLI's guard: through the map, no read(2) copy
+                results.append(tensor_stats(t, bins=args.bins, **kw))
         except (ValueError, NotImplementedError) as exc:
             errors.append((t.name, str(exc)))
-        if t.file is not None:          # a remote file's fetched pages go back after each tensor
+        if t.file is not None:          # fetched (remote) or mapped pages go back after each tensor
             t.file.source.release(t.offset, t.offset + t.nbytes)
     if args.json:
         from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it

@@ -17,20 +17,29 @@ CLI installs the guard; a library caller keeps its own signal handling.  Light
 Contract: ``file_changed(path, detail)`` -> the ``FileChanged`` to raise (the file is
 then reported and ``changed_since`` leaves it out); ``checkpoint()`` -> a mark;
 ``changed_since(mark)`` -> one message per file mapped after the mark that is now gone,
-another file or another size; ``guard_mapped_reads()`` -> whether the guard is on.
+another file or another size; ``guard_mapped_reads()`` -> whether the guard is on; ``watch_mapping``
+-> a token, ``guarded(token)`` whether that map is still watched;
+``with reads_through_map():`` lets readers that ask read tensor data through watched
+maps (``map_reads_on()``), the choice of a command whose answer to a changed file is
+exit status 2 anyway.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 from ggscope.core.errors import FileChanged
 
-__all__ = ["record_mapped", "checkpoint", "changed_since", "file_changed", "guard_mapped_reads", "watch_mapping"]
+__all__ = ["record_mapped", "checkpoint", "changed_since", "file_changed", "guard_mapped_reads", "watch_mapping",
+           "guarded", "reads_through_map", "map_reads_on"]
 
 # path -> (sequence number, (st_dev, st_ino), size) of each file mapped from disk
 _MAPPED: dict[str, tuple[int, tuple[int, int], int]] = {}
 _seq = 0
 _guard = None                       # ggscope.source._guard once installed
+_watches = 0                        # maps given to the guard so far (the guard keeps its last WATCHED)
+_map_reads = 0                      # ``reads_through_map`` blocks open now
 
 
 def record_mapped(path: str, identity: tuple[int, int], size: int) -> None:
@@ -84,13 +93,43 @@ def guard_mapped_reads() -> bool:
     return True
 
 
-def watch_mapping(address: int, size: int, path: str) -> None:
+def watch_mapping(address: int, size: int, path: str) -> int | None:
     """Give the guard (when installed) one map of ``path`` and the line it writes if a
-    page of it faults."""
+    page of it faults; the watch's token for ``guarded`` (None: not watched)."""
+    global _watches
     if _guard is None or size <= 0:
-        return
+        return None
     line = f"ggscope: {FileChanged(path, 'it shrank below a page ggscope had mapped')}\n"
     data = line.encode("utf-8", "backslashreplace")
     if len(data) > 1000:                    # the guard's fixed slot: keep the end, which names the change
         data = data[:400] + b"..." + data[-597:]
     _guard.watch(address, size, data)
+    _watches += 1
+    return _watches
+
+
+def guarded(token: int | None) -> bool:
+    """Whether the map ``watch_mapping`` gave ``token`` is still watched: the guard keeps
+    the last ``WATCHED`` maps (``ggscope.source._guard``), older ones fault as before."""
+    # (a guard built before it exported WATCHED: no map counts as watched, read(2) stays)
+    return _guard is not None and token is not None and _watches - token < getattr(_guard, "WATCHED", 0)
+
+
+@contextlib.contextmanager
+def reads_through_map() -> Iterator[None]:
+    """Within the block, readers that may (``map_reads_on``) read tensor data through the
+    file's map instead of copying it with read(2): a command whose outcome for a file that
+    changed is one line and exit status 2 anyway (``stats``) enters it, so a page that
+    vanishes is the guard's line, where read(2) would have raised ``FileChanged``."""
+    global _map_reads
+    _map_reads += 1
+    try:
+        yield
+    finally:
+        _map_reads -= 1
+
+
+def map_reads_on() -> bool:
+    """Whether tensor data may be read through watched maps now: the guard is installed
+    and a ``reads_through_map`` block is open (a library caller has neither)."""
+    return _guard is not None and _map_reads > 0

@@ -21,7 +21,10 @@ mapped page past its new end kills the process with SIGBUS.  So tensor data and 
 hex view never read through the map: ``reopen`` gives a descriptor of the *same* file
 (``FileChanged`` when the path now names another inode or another size) for
 ``ggscope.source.ranges`` to ``readinto``, and ``pread`` reads a range through it, a
-short read being ``FileChanged`` too.  Every file mapped from disk is recorded
+short read being ``FileChanged`` too (the statistics of ``ggscope stats`` read
+through the map when the CLI's SIGBUS guard watches it: ``ggscope.source.ranges``).
+``release`` drops a local map's pages from the resident set (the page cache keeps
+them).  Every file mapped from disk is recorded
 (``ggscope.source.changes``: path, inode, size) so that a command can end
 with one line instead of a result read from a file rewritten under it.
 """
@@ -50,6 +53,7 @@ class ByteSource:
 
     remote = False
     identity: tuple[int, int] | None = None     # (st_dev, st_ino) of a file mapped from disk
+    watch: int | None = None                    # the SIGBUS guard's token for this map (changes.guarded)
     _fd: int | None = None
 
     def __init__(self, data, path: str = "<memory>") -> None:
@@ -78,7 +82,7 @@ class ByteSource:
         src = cls(mm, path)
         src.identity = (st.st_dev, st.st_ino)
         record_mapped(path, src.identity, src.size)
-        watch_mapping(src.array.__array_interface__["data"][0], src.size, path)   # SIGBUS there: one line
+        src.watch = watch_mapping(src.array.__array_interface__["data"][0], src.size, path)   # SIGBUS there: one line
         return src
 
     def reopen(self) -> int:
@@ -132,7 +136,16 @@ class ByteSource:
         """Make [start, end) readable through ``.buf``/``.array``; a local file always is."""
 
     def release(self, start: int, end: int) -> None:
-        """A consumer is done with [start, end); a local map needs no help from it."""
+        """A consumer is done with [start, end): the map's pages there (whole pages around
+        it) leave the process's resident set (``MADV_DONTNEED``: the page cache keeps the
+        file's bytes, a later read maps them again); bytes in memory, or in a map this
+        source did not make from a file (anonymous memory would be zeroed), stay."""
+        if self.identity is None or self._mmap is None or not hasattr(self._mmap, "madvise"):
+            return
+        page = mmap.PAGESIZE
+        start, end = max(0, start) // page * page, min(end, self.size)
+        if end > start:
+            self._mmap.madvise(mmap.MADV_DONTNEED, start, end - start)
 
     def close(self) -> None:
         """Closes the descriptor ``pread`` holds; the map closes when the last numpy view

@@ -7,14 +7,21 @@ issue 13 item 5).  ``RangeReader`` reads files on disk with ``readinto`` into on
 reused buffer (the page cache holds the data, not the process), copies a window of a
 remote file and gives its pages back, and slices in-memory sources (``open_bytes``)
 without a copy.  Reading instead of touching the map also means a file that shrinks
-meanwhile is an error, never SIGBUS.  Statistics, ``diff`` and the ``--deep`` rules read
+meanwhile is an error, never SIGBUS.  The one exception is asked for: a reader made with
+``maps=True`` (the statistics' chunks) gives views of the map of a file on disk when
+``reads_map`` holds -- the CLI's SIGBUS guard watches that map and the command opened
+``changes.reads_through_map`` -- so a page that vanishes ends the command with the file's
+line and exit status 2, as ``FileChanged`` would, and nothing is copied; its caller
+gives the pages back (``source.release``).  Statistics, ``diff`` and the ``--deep`` rules read
 tensor data through it, by way of the streaming engine (``ggscope.source.stream``).
 
 Contract (``mf``/``file``: a ``ggscope.model.ModelFile``, or anything with its
 ``source`` and ``path``; this layer does not import the model): ``RangeReader(mf).read(start, nbytes[, file])`` returns a uint8 array of the
 bytes ``[start, start + nbytes)`` of ``file`` (default ``mf``), valid until the next
-``read``; a file on disk that is now another file, has another size or reads short
-raises ``ggscope.core.errors.FileChanged``.  ``read_range(file, start, nbytes)`` is
+``read`` (a view of the map on the mapped route: valid while the file is open); a file
+on disk that is now another file, has another size or reads short raises
+``ggscope.core.errors.FileChanged``.  ``RangeReader(mf, maps=True)`` may read through the
+map (``reads_map(file)``: whether it does now).  ``read_range(file, start, nbytes)`` is
 the same read into a new array (a tensor's bytes that outlive the call).  ``close()`` releases the
 file handles (the reader is also a context manager).  One reader serves one thread.
 """
@@ -24,11 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from ggscope.source.changes import file_changed
+from ggscope.source.changes import file_changed, guarded, map_reads_on
 
 
 
-__all__ = ["RangeReader", "read_range"]
+__all__ = ["RangeReader", "read_range", "reads_map"]
+
+
+def reads_map(file: Any) -> bool:
+    """Whether a reader that may map (``RangeReader(file, maps=True)``) reads ``file``
+    through its map now: a file mapped from disk whose map the SIGBUS guard watches,
+    inside ``changes.reads_through_map``."""
+    src = file.source
+    return getattr(src, "identity", None) is not None and map_reads_on() and guarded(getattr(src, "watch", None))
 
 
 class RangeReader:
@@ -40,9 +55,11 @@ class RangeReader:
     split model's tensors live in several files: ``read`` takes the tensor's own file.
     """
 
-    def __init__(self, mf: Any) -> None:
+    def __init__(self, mf: Any, maps: bool = False) -> None:
         self.mf = mf
         self.fh = None
+        self.maps = maps
+        self.mapped = maps and reads_map(mf)
         if getattr(mf.source, "identity", None) is not None:       # mapped from disk: read, not touched
             self.fh = open(mf.source.reopen(), "rb", buffering=0)
         self.buf = np.empty(0, np.uint8)
@@ -54,9 +71,15 @@ class RangeReader:
         if file is not None and file is not self.mf:
             other = self.others.get(id(file))
             if other is None:
-                other = self.others[id(file)] = RangeReader(file)
+                other = self.others[id(file)] = RangeReader(file, self.maps)
             return other.read(start, nbytes, out=out)
         src = self.mf.source
+        if self.mapped and out is None:
+            got = src.view(start, start + nbytes)
+            if got.size != nbytes or start < 0:     # the map is the file as checked at reopen
+                raise ValueError(f"{self.mf.path}: {nbytes} bytes at offset {start} are not inside "
+                                 f"its {src.size} bytes")
+            return got
         if self.fh is None and not src.remote and out is None:
             return src.view(start, start + nbytes)
         if out is None:

@@ -19,6 +19,8 @@ Contract: ``with Stream(threads=THREADS, cancel=None, what="...") as s:``
   error the items not yet started are dropped and no worker outlives the call.
   ``done(x, result)`` runs in the calling thread after each item, in order: the place
   to advance a ``core.progress`` task.
+* ``Stream(..., maps=True)``: its readers may read through the file's map
+  (``ggscope.source.ranges.reads_map``); the caller then releases the pages it read.
 * ``s.reader(file, slot=0)``: this thread's ``RangeReader`` of ``file`` for ``slot``
   (two slots read two windows that must both stay valid, e.g. both sides of a diff);
   ``s.scratch(key, make)``: this thread's object made once (buffers, count tables).
@@ -77,8 +79,9 @@ class Stream:
     """Windows of work on the shared pool, with per-thread readers (module docstring)."""
 
     def __init__(self, *, threads: int = THREADS, cancel: Any = None, what: str = "reading",
-                 remote: bool = False) -> None:
+                 remote: bool = False, maps: bool = False) -> None:
         self.threads = 1 if remote else max(1, int(threads))
+        self.maps = maps
         self.cancel = cancel
         self.what = what
         self.local = threading.local()
@@ -97,7 +100,7 @@ class Stream:
 
     def reader(self, file: Any, slot: int = 0) -> RangeReader:
         def make() -> RangeReader:
-            r = RangeReader(file)
+            r = RangeReader(file, self.maps)
             home = (threading.get_ident(), slot) if getattr(_in_pool, "yes", False) else None
             if home is not None:
                 with _SPARE.lock:

@@ -40,14 +40,35 @@ from the page cache instead (``RAW_CACHE_BYTES`` 0, each chunk into the thread's
 chunk buffer, which stays in L3) measured 5 % slower on one core for Q8_0 and 4 % for
 Q5_K, 32 Mi elements.  Why read(2) at all, when a map would copy nothing: a
 page of a map whose file is truncated meanwhile is SIGBUS, even once faulted in (the
-kernel unmaps it), and ``FileChanged`` is this engine's promise.
+kernel unmaps it), and ``FileChanged`` is this engine's promise to a library caller.
+
+The mapped route (``mapped``): under the CLI's SIGBUS guard, inside
+``changes.reads_through_map`` (``ggscope stats``), a page that vanishes ends the
+command with the file's line and exit status 2 -- what ``FileChanged`` ends it with --
+so there ``ggscope.source.ranges.reads_map`` holds and every chunk is a view of the
+file's map: no read(2) copy, no window buffer, pass two reads the map again (``keep()``
+is a no-op), and the mapped pages leave the resident set (``ByteSource.release``) when
+the tensor is done -- at most ``keep_bytes`` of them, the kept buffer's budget -- or
+after each chunk for a one-pass tensor above it.  Measured one core against one
+(benchmarks/stats_vs_ggml.py, 32 Mi elements, the same run): F16 +21-25 %, Q8_0
++19-25 %, Q5_K +14-20 % on a file written in large pieces (large folios); on one written
+4 KiB at a time (``--small-pages``: 4 KiB pages, more faults for the map, slower reads
+too) less and noisier, F16 +4-18 %, Q8_0 -3..+17 %, Q5_K -6..+18 % over five runs;
+512 MiB of F16 (one pass, released per chunk) +23-29 %.  Two cases keep
+read(2): a two-pass tensor above the budget (its pages released per chunk are faulted
+in again by pass two: 7-9 % more CPU than two reads into the cache-sized chunk buffer,
+512 MiB Q8_0), and a tensor below ``MAP_MIN_BYTES`` (per tensor, one core: 17-512 KiB
+of Q8_0/F16 cost 10-14 us, 2-5 %, more mapped -- the release, the faults; 1-2 MiB 2-4 %
+less, 4 MiB 9-19 %, 16-32 MiB 6-14 %).  gemma-3-270m gains nothing (its quantized
+tensors are 0.1-1.3 MB, its 178 MB token_embd above the budget).  ``MADV_POPULATE_READ``
+per chunk measured no better than faulting the pages in as the kernels touch them.
 
 Contract: ``Chunks(t, lay, chunk_elems, threads, task, cancel, passes, kernels,
 cache_bytes, keep_bytes=0)``; ``keep()`` asks for the tensor's bytes to be kept for
 pass two (a no-op above ``keep_bytes``; ``kept`` is the buffer, or None); chunks hold
 at most ``chunk_elems`` elements, on several threads split into a multiple of the
 threads where each piece keeps ``SPLIT_MIN_ELEMS`` (``_step``); ``raw(i)`` the ``(rows, block_bytes)`` uint8 blocks of the chunk starting at block
-``i`` (valid until this thread's next ``raw``, or until ``close()`` when kept); ``windows(i)``
+``i`` (valid until this thread's next ``raw``, or until ``close()`` when kept or mapped); ``windows(i)``
 the same chunk as pieces of at most ``WINDOW_BYTES`` (a one-pass route); ``run(work, done0)``
 -> ``[work(i) for i in starts]`` in order, advancing ``task`` to ``done0`` plus the
 elements done after each chunk; ``scratch(key, make)`` a per-thread object; ``check()``
@@ -64,6 +85,7 @@ import numpy as np
 
 from ggscope.core.perprocess import PerProcess
 from ggscope.facts.ggml_types import Layout
+from ggscope.source.ranges import reads_map
 from ggscope.source.stream import Stream
 
 if TYPE_CHECKING:
@@ -74,6 +96,7 @@ __all__ = ["Chunks"]
 
 SPLIT_MIN_ELEMS = 1 << 18          # elements below which a chunk is not split for another thread
 WINDOW_BYTES = 2 << 20             # a one-pass route's read (measured: 1-8 MiB alike, 512 KiB slower)
+MAP_MIN_BYTES = 1 << 20            # smaller tensors are read even on the mapped route (measured)
 _WINDOW = threading.local()         # this thread's window buffer (at most WINDOW_BYTES), between reads
 # the spare tensor-sized buffer (at most one, of at most keep_bytes); fresh in a forked child
 _KEPT: PerProcess[list[np.ndarray]] = PerProcess(list)
@@ -109,8 +132,11 @@ class Chunks:
         if t.offset < 0 or held != need:
             raise ValueError(f"tensor {t.name!r} ({t.layout}): needs {need} bytes of data, "
                              f"the file holds {held}")
+        # the CLI's guarded route: views of the file's map, no copy (``ranges.reads_map``),
+        # except pass two of a tensor above the budget (its pages would be faulted in twice)
+        self.mapped = reads_map(t.file) and MAP_MIN_BYTES <= need and (passes == 1 or need <= keep_bytes)
         self.stream = Stream(threads=threads, cancel=cancel, what=f"statistics of {t.name!r}",
-                             remote=t.file.source.remote)
+                             remote=t.file.source.remote, maps=self.mapped)
         self.step = _step(self.n_blocks, lay.block_elems, chunk_elems, self.stream.threads)
         self.starts = list(range(0, self.n_blocks, self.step))
         self.task = task
@@ -122,6 +148,9 @@ class Chunks:
         # read files only: an in-memory file is sliced, a kept copy would cost a copy
         src = t.file.source
         self.keep_bytes = keep_bytes if (getattr(src, "identity", None) is not None or src.remote) else 0
+        self.hold = keep_bytes              # mapped: pages held until close up to this, else per chunk
+        if self.mapped:                     # pass two reads the map again: nothing to keep
+            self.keep_bytes = 0
         self.kept: np.ndarray | None = None     # the tensor's bytes, chunk k read when filled[k]
         self.filled: list[bool] = []
 
@@ -147,6 +176,8 @@ class Chunks:
 
     def close(self) -> None:
         self.stream.close()
+        if self.mapped:                     # no mapped page stays resident after the tensor
+            self.t.file.source.release(self.t.offset, self.t.offset + self.need)  # type: ignore[union-attr]
         kept, self.kept = self.kept, None
         if kept is not None:
             with _KEPT.lock:            # keep the larger one: the next tensor faults in nothing
@@ -182,10 +213,10 @@ class Chunks:
         whole blocks in order, each valid until the next: for a route that reads its bytes
         once.  From a file on disk each piece is at most ``WINDOW_BYTES``, read into this
         thread's one window buffer (kept for the thread's next chunk, so nothing is faulted
-        in per tensor); an in-memory or remote file, or a block above the window, gives the
-        chunk as ``raw(i)`` does (a slice, one download)."""
+        in per tensor); the mapped route, an in-memory or remote file, or a block above the
+        window gives the chunk as ``raw(i)`` does (a view, a slice, one download)."""
         bb = self.lay.block_bytes
-        if getattr(self.t.file.source, "identity", None) is None or bb > WINDOW_BYTES:  # type: ignore[union-attr]
+        if self.mapped or getattr(self.t.file.source, "identity", None) is None or bb > WINDOW_BYTES:  # type: ignore[union-attr]
             yield self.raw(i)
             return
         end = min(i + self.step, self.n_blocks)
@@ -204,6 +235,8 @@ class Chunks:
     def run(self, work: Callable[[int], Any], done0: int) -> list[Any]:
         """``[work(i) for i in starts]`` on the stream's threads, in order."""
         done = done0
+        if self.mapped and self.need > self.hold:   # a big tensor's pages go as each chunk is done
+            work = self._releasing(work)
 
         def advance(i: int, _: Any) -> None:
             nonlocal done
@@ -211,3 +244,14 @@ class Chunks:
             self.task.update(done, self.total)
 
         return self.stream.map(work, self.starts, advance)
+
+    def _releasing(self, work: Callable[[int], Any]) -> Callable[[int], Any]:
+        """``work`` that gives the chunk's mapped pages back once it is done with them."""
+        bb, src = self.lay.block_bytes, self.t.file.source  # type: ignore[union-attr]
+
+        def released(i: int) -> Any:
+            try:
+                return work(i)
+            finally:
+                src.release(self.t.offset + i * bb, self.t.offset + min(i + self.step, self.n_blocks) * bb)
+        return released

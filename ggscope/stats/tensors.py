@@ -63,7 +63,10 @@ into float32 buffers, else 1 Mi):
   ``StatsCancelled`` (``ggscope.core.errors.Cancelled``).
 * Reading: chunks are read (``readinto``, ``ggscope.source.stream``), never through the
   file's map, so a file that shrinks or is replaced meanwhile raises
-  ``ggscope.core.errors.FileChanged`` instead of killing the process with SIGBUS.
+  ``ggscope.core.errors.FileChanged`` instead of killing the process with SIGBUS --
+  except under the CLI's SIGBUS guard inside ``changes.reads_through_map``
+  (``ggscope stats``), where chunks are views of the map and a page that vanishes is the
+  guard's line and exit status 2 (``ggscope.stats.chunks``).
 * Errors: ``ValueError`` (truncated data, sizes) and ``NotImplementedError`` (a layout
   without a decoder) from ``ggscope.quant``; invalid ``bins``/``chunk_elems`` raise
   ``ValueError``.
