@@ -22,8 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 # network module: a URL; the forking renderer: a template not rendered before
 UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard",
           "ggscope.core.confined")
-# the pre-GGUF loaders' shape table (GG910): a GGUF file never reads it
-LEGACY_ONLY = ("ggscope.facts.legacy_shapes",)
+# the pre-GGUF loaders' shape table (GG910): a GGUF file never reads it; the template
+# family's records (a template, its study, its issues): a file with a template
+ONLY_WHEN_NEEDED = ("ggscope.facts.legacy_shapes", "ggscope.rules.templates.records", "ggscope.rules.templates.issue")
 
 
 def _probe(path: Path, cache: Path | None = None) -> dict:
@@ -57,7 +58,7 @@ def test_a_vocabulary_without_a_template_loads_no_template_or_suggestion_machine
     w.close()
     got = _probe(path)
     assert "ggscope.rules.templates.hidden" in got["modules"]          # the rules ran
-    assert [m for m in UNUSED + LEGACY_ONLY if m in got["modules"]] == []
+    assert [m for m in UNUSED + ONLY_WHEN_NEEDED if m in got["modules"]] == []
     assert got["compiled"] == 0                                         # no planted-instruction pattern
     assert got["key_patterns"] == 0                 # standard keys only: GG601 compiled no key template
 
@@ -80,6 +81,7 @@ def test_a_template_still_brings_its_machinery(tmp_path):
     assert "jinja2" in first["modules"] and first["compiled"] > 0
     again = _probe(path, tmp_path / "cache")
     assert [m for m in UNUSED if m in again["modules"]] == [] and again["compiled"] > 0
+    assert "ggscope.rules.templates.records" in first["modules"] and "ggscope.rules.templates.issue" in again["modules"]
     assert "signal" not in again["modules"]        # a kept render needs the Render record, not the renderer's signals
 
 
