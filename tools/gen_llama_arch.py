@@ -377,7 +377,8 @@ def render(s: dict, pinned: str) -> str:
             "[" + ",\n".join(json.dumps(c) for c in a["checks"]) + "]",
             "[" + ",\n".join(json.dumps(_h_fields(r)) for r in a["hparams"]) + "]",
             "[" + ",\n".join(json.dumps(_t_fields(r)) for r in a["tensors"]) + "]"]) + "]"
-        out.append(f"    {name!r}: (\n" + "".join(f"        {t!r}\n" for t in text.splitlines(keepends=True)) + "    ),")
+        lines = "".join(f"        {t!r}\n" for t in text.splitlines(keepends=True))
+        out.append(f"    {name!r}: (\n{lines}    ),")
     out.append("})\n")
     return "\n".join(out)
 

@@ -48,7 +48,7 @@ def __getattr__(name: str):
     """``Template`` and ``Study`` live in ``records`` (start-up: a file without a template
     creates neither class); named here as before."""
     if name in ("Template", "Study"):
-        from ggscope.rules.templates import records
+        from ggscope.rules.templates import records   # start-up: created only for a file with a template
         return getattr(records, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -75,7 +75,7 @@ def study(text: str) -> Study:
     issues = tuple(analyse(text, tree))
     lit = literals(text, tree)
     ok = budget.eligible(text, issues)
-    from ggscope.rules.templates.records import Study
+    from ggscope.rules.templates.records import Study   # start-up: the record only for a file with a template
     return Study(issues, lit, budget.compile_bounded(environment(), tree) if ok else None)
 
 
