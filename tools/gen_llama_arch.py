@@ -28,6 +28,7 @@ differs from what the source makes.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -366,17 +367,34 @@ def render(s: dict, pinned: str) -> str:
     out.append("PRE_TOKENIZERS = (\n" + "".join(f"    {p!r},\n" for p in s["pre_tokenizers"]) + ")\n")
     out.append("HPARAM_DEFAULTS = {\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in s["defaults"].items()) + "}\n")
     out.append("COMMON = (\n" + "".join(f"    {_h(r)},\n" for r in s["common"]) + ")\n")
-    # each architecture a function, its records built on first access (``llama_arch_types.Archs``)
+    # each architecture as JSON text, decoded on first access (``llama_arch_types.Archs``): a
+    # string loads with the module's bytecode at the cost of a copy, where a function per
+    # architecture cost every process the unmarshalling of ~150 code objects it never ran
     out.append("ARCHS = Archs({")
     for name, a in s["archs"].items():
-        out.append(f"    {name!r}: lambda: Arch(\n        cls={a['cls']!r}, dynamic={a['dynamic']!r}, preset={a['preset']!r},")
-        out.append("        derive=(" + "".join(f"({n!r}, {e!r}), " for n, e in a["derive"]) + "),")
-        out.append(f"        layer_flags={a['layer_flags']!r},")
-        out.append("        checks=(\n" + "".join(f"            {c!r},\n" for c in a["checks"]) + "        ),")
-        out.append("        hparams=(\n" + "".join(f"            {_h(r)},\n" for r in a["hparams"]) + "        ),")
-        out.append("        tensors=(\n" + "".join(f"            {_t(r)},\n" for r in a["tensors"]) + "        )),")
+        text = "[" + ",\n".join([
+            ", ".join(json.dumps(v) for v in (a["cls"], a["dynamic"], a["preset"], a["derive"], a["layer_flags"])),
+            "[" + ",\n".join(json.dumps(c) for c in a["checks"]) + "]",
+            "[" + ",\n".join(json.dumps(_h_fields(r)) for r in a["hparams"]) + "]",
+            "[" + ",\n".join(json.dumps(_t_fields(r)) for r in a["tensors"]) + "]"]) + "]"
+        lines = "".join(f"        {t!r}\n" for t in text.splitlines(keepends=True))
+        out.append(f"    {name!r}: (\n{lines}    ),")
     out.append("})\n")
     return "\n".join(out)
+
+
+def _h_fields(r) -> list:
+    """``H``'s fields in order, as ``_h`` spells them (JSON: the decoder makes lists tuples)."""
+    kid, ctype, req, mode, dest, conds, when = r
+    return [kid[7:], ctype, req, mode, dest, conds, when]
+
+
+def _t_fields(r) -> list:
+    """``T``'s fields in order (tensor, suffix, shape, required, loop, conds, when, unless,
+    reshape, bid, optional_if), each left out of ``_t`` given its default."""
+    tensor, suffix, dims, required, reshape, loop, conds, unless, bid, when, optional_if = r
+    return [tensor, suffix, dims, required, loop, conds, when, unless or None, bool(reshape), bid or None,
+            optional_if or None]
 
 
 def _h(r) -> str:

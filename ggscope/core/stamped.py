@@ -14,12 +14,13 @@ raise: a cache that cannot be read, parsed or written is computed past.  Records
 renamed over, so a parallel process reads the old record or the new one).  Records over
 ``MAX_BYTES`` are not kept.  ``GGSCOPE_CACHE=0`` turns every cache off (the test suite
 does, to see first looks), ``GGSCOPE_CACHE_OFF=templates`` one area.
+Start-up: every ``validate`` process reads a record, few write one, so ``tempfile`` (and
+the ``random`` it imports) is imported by ``write`` and ``platformdirs`` by ``area``.
 """
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Any, Iterable
 
 __all__ = ["enabled", "area", "stamp", "read", "write", "MAX_BYTES"]
@@ -74,6 +75,7 @@ def write(path: str, stamp_: str, value: Any) -> None:
         text = json.dumps({"stamp": stamp_, "value": value})
         if len(text) > MAX_BYTES:
             return
+        import tempfile   # start-up: only a process that writes a record pays for it (and random)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
         try:

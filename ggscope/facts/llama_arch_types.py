@@ -43,8 +43,11 @@ Contract:
   whose records are built on first access, one architecture at a time.  Why: the table holds
   about 4,900 records; building them all at import cost every ``validate`` process 10-20 ms
   although a file names one architecture.  The generated module holds each architecture as
-  a function that returns its ``Arch`` (a code object: unmarshalled with the module's
-  bytecode, run only when asked for).
+  JSON text, ``[cls, dynamic, preset, derive, layer_flags, checks, hparams, tensors]`` with
+  each ``H`` and ``T`` as the list of its fields in order (lists become tuples; the records
+  hold no lists), decoded when asked for: a string costs a copy when the module's bytecode
+  is loaded, where a function per architecture cost every process ~1.3 ms of unmarshalling
+  code objects for the ~150 architectures it does not name.
 
 Shape variables: those of ``LLAMA_LOAD_LOCALS`` (src/llama-model.h: n_layer, n_head,
 n_head_kv, n_embd, n_embd_k_gqa, n_embd_v_gqa, n_embd_head_k, n_embd_head_v, n_ff,
@@ -54,7 +57,7 @@ every hparams field the architecture reads (by field name) and ``derive``.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 __all__ = ["H", "T", "Arch", "Archs"]
@@ -99,12 +102,12 @@ class Arch:
 
 
 class Archs(Mapping):
-    """Architecture name -> ``Arch``, each built by its function on first access and kept.
+    """Architecture name -> ``Arch``, each built from its JSON text on first access and kept.
 
     Membership, iteration and ``len`` build nothing; ``built()`` names the architectures
     built so far (what a start-up test reads)."""
 
-    def __init__(self, makers: dict[str, Callable[[], Arch]]) -> None:
+    def __init__(self, makers: dict[str, str]) -> None:
         self._makers = makers
         self._built: dict[str, Arch] = {}
         self._lock = threading.Lock()
@@ -117,7 +120,7 @@ class Archs(Mapping):
         with self._lock:                      # two threads' first use build one record
             hit = self._built.get(name)
             if hit is None:
-                hit = self._built[name] = make()
+                hit = self._built[name] = _build(name, make)
         return hit
 
     def __contains__(self, name: object) -> bool:
@@ -131,3 +134,15 @@ class Archs(Mapping):
 
     def built(self) -> tuple[str, ...]:
         return tuple(self._built)
+
+
+def _tuples(o):
+    return tuple(_tuples(x) for x in o) if isinstance(o, list) else o
+
+
+def _build(name: str, text: str) -> Arch:
+    """The ``Arch`` the generated JSON text of architecture ``name`` spells."""
+    import json     # start-up: only when an architecture is first asked for
+    cls, dynamic, preset, derive, layer_flags, checks, hparams, tensors = json.loads(text)
+    return Arch(cls, dynamic, preset, _tuples(derive), _tuples(layer_flags), _tuples(checks),
+                tuple(H(*_tuples(h)) for h in hparams), tuple(T(*_tuples(t)) for t in tensors))

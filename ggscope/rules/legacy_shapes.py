@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ggscope.core.escape import llama_quoted
-from ggscope.facts import legacy_shapes
 from ggscope.facts.ggml_types import type_by_id
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity
 
@@ -62,6 +61,7 @@ class LegacyTensorShape(Rule):
     formats = ("ggml", "ggmf", "ggjt", "rwkv.cpp", "chatglm.cpp")
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        from ggscope.facts import legacy_shapes   # start-up: the shape table only for a pre-GGUF file
         mf = ctx.mf
         if mf.format == "chatglm.cpp":
             yield from self._chatglm_types(ctx)

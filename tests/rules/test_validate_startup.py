@@ -22,6 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 # network module: a URL; the forking renderer: a template not rendered before
 UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard",
           "ggscope.core.confined")
+# the pre-GGUF loaders' shape table (GG910): a GGUF file never reads it; the template
+# family's records (a template, its study, its issues): a file with a template
+ONLY_WHEN_NEEDED = ("ggscope.facts.legacy_shapes", "ggscope.rules.templates.records", "ggscope.rules.templates.issue")
 
 
 def _probe(path: Path, cache: Path | None = None) -> dict:
@@ -55,7 +58,7 @@ def test_a_vocabulary_without_a_template_loads_no_template_or_suggestion_machine
     w.close()
     got = _probe(path)
     assert "ggscope.rules.templates.hidden" in got["modules"]          # the rules ran
-    assert [m for m in UNUSED if m in got["modules"]] == []
+    assert [m for m in UNUSED + ONLY_WHEN_NEEDED if m in got["modules"]] == []
     assert got["compiled"] == 0                                         # no planted-instruction pattern
     assert got["key_patterns"] == 0                 # standard keys only: GG601 compiled no key template
 
@@ -78,6 +81,7 @@ def test_a_template_still_brings_its_machinery(tmp_path):
     assert "jinja2" in first["modules"] and first["compiled"] > 0
     again = _probe(path, tmp_path / "cache")
     assert [m for m in UNUSED if m in again["modules"]] == [] and again["compiled"] > 0
+    assert "ggscope.rules.templates.records" in first["modules"] and "ggscope.rules.templates.issue" in again["modules"]
     assert "signal" not in again["modules"]        # a kept render needs the Render record, not the renderer's signals
 
 
@@ -100,3 +104,27 @@ def test_the_loader_table_builds_only_the_architecture_the_file_names(tmp_path):
     assert "ggscope.facts.llama_arch" in got["modules"]                  # the loader rules ran
     llama = ARCHS["llama"]
     assert got["built"] == {"Arch": 1, "H": len(COMMON) + len(llama.hparams), "T": len(llama.tensors)}
+
+
+def test_the_loader_table_holds_no_code_per_architecture():
+    """Every process that validates a GGUF file loads the generated table's bytecode; a
+    function per architecture (~150 code objects) cost ~1.3 ms to unmarshal although the file
+    names one.  The records are data: the module's code holds no nested code object."""
+    import types
+
+    from ggscope.facts import llama_arch
+    code = compile(Path(llama_arch.__file__).read_text(encoding="utf-8"), llama_arch.__file__, "exec")
+    assert [c.co_name for c in code.co_consts if isinstance(c, types.CodeType)] == []
+    assert len(llama_arch.ARCHS) > 100 and llama_arch.ARCHS["llama"].tensors        # and the table still decodes
+
+
+def test_a_legacy_file_still_loads_its_shape_table(tmp_path):
+    """The laziness is not a skip: GG910 reads the shape table for a pre-GGUF file."""
+    import struct
+    path = tmp_path / "old.bin"
+    # a GGJT v3 llama header (magic, version, n_vocab, n_embd, n_mult, n_head, n_layer, n_rot,
+    # ftype), one vocabulary entry and no tensors
+    path.write_bytes(struct.pack("<4sI7i", b"tjgg", 3, 1, 8, 4, 2, 1, 4, 0) + struct.pack("<I", 1) + b"a"
+                     + struct.pack("<f", 0.0))
+    got = _probe(path)
+    assert "ggscope.facts.legacy_shapes" in got["modules"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import codecs
 from bisect import bisect_left
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -29,11 +28,12 @@ from ggscope.rules import vocab_bytes
 from ggscope.rules.common import per_file
 from ggscope.rules.templates import kept
 from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
-from ggscope.rules.templates.issue import Issue
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
     from ggscope.rules.base import CheckContext
+    from ggscope.rules.templates.issue import Issue
+    from ggscope.rules.templates.records import Study, Template
     from ggscope.rules.templates.sandbox import Render
 
 __all__ = ["Template", "Study", "study", "templates", "issues_of", "literals_of", "renders_of", "clear_caches",
@@ -44,34 +44,26 @@ _TOKENS = "tokenizer.ggml.tokens"
 _CONTROL, _USER_DEFINED = 3, 4         # llama_token_type (gguf-py TokenType)
 
 
-@dataclass(frozen=True)
-class Template:
-    key: str
-    text: str
-    node_path: str
-
-    @property
-    def name(self) -> str:
-        """"default" for tokenizer.chat_template, else the name after the dot."""
-        return "default" if self.key == TEMPLATE_KEY else self.key[len(TEMPLATE_KEY) + 1:]
-
-    def where(self, line: int, col: int) -> str:
-        return f"{self.key} line {line}, column {col}"
+def __getattr__(name: str):
+    """``Template`` and ``Study`` live in ``records`` (start-up: a file without a template
+    creates neither class); named here as before."""
+    if name in ("Template", "Study"):
+        from ggscope.rules.templates import records   # start-up: created only for a file with a template
+        return getattr(records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def templates(mf: "ModelFile") -> list[Template]:
     """The file's templates (cached in ``mf.extra``: six rules ask)."""
-    return per_file(mf, "templates", lambda: [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, ""))
-                                              for k in template_keys(mf.metadata)])
+    return per_file(mf, "templates", lambda: _templates(mf))
 
 
-@dataclass(frozen=True)
-class Study:
-    """What one parse of a template gives: its issues, the text it can write, and - when
-    the issues allow it - the template compiled for a render in this process."""
-    issues: "tuple[Issue, ...]"
-    literals: str
-    bounded: object = None          # a jinja2.Template with the budget's hooks, or None
+def _templates(mf: "ModelFile") -> list[Template]:
+    keys = template_keys(mf.metadata)
+    if not keys:
+        return []
+    from ggscope.rules.templates.records import Template   # start-up: the record only for a file with a template
+    return [Template(k, mf.metadata[k], mf.metadata_nodes.get(k, "")) for k in keys]
 
 
 @lru_cache(maxsize=16)         # keyed by the text: the files of one model share one template
@@ -83,6 +75,7 @@ def study(text: str) -> Study:
     issues = tuple(analyse(text, tree))
     lit = literals(text, tree)
     ok = budget.eligible(text, issues)
+    from ggscope.rules.templates.records import Study   # start-up: the record only for a file with a template
     return Study(issues, lit, budget.compile_bounded(environment(), tree) if ok else None)
 
 
@@ -90,6 +83,7 @@ def study(text: str) -> Study:
 def _static(text: str) -> "tuple[tuple[Issue, ...], str]":
     """The study's issues and literal text: kept from an earlier process (``kept``) when
     there is such a record, else studied (and kept)."""
+    from ggscope.rules.templates.issue import Issue    # start-up: the record only for a file with a template
     got = kept.get("study", text)
     try:
         if got is not None:
