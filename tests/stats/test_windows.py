@@ -20,29 +20,9 @@ from ggscope.stats import chunks
 from ggscope.stats.tensors import tensor_stats
 from tests.gguf_writers import TensorSpec, write_gguf_py
 
+from test_reading import _tiles, reads  # noqa: E402,F401  (the reads fixture and its check, shared)
+
 WINDOW = 1001                       # bytes: not a multiple of any block, so windows end anywhere
-
-
-@pytest.fixture
-def reads(monkeypatch):
-    """Every (start, nbytes) read of a tensor's file."""
-    seen: list[tuple[int, int]] = []
-    real = ranges.RangeReader.read
-
-    def read(self, start, nbytes, file=None, out=None):
-        seen.append((start, nbytes))
-        return real(self, start, nbytes, file, out)
-    monkeypatch.setattr(ranges.RangeReader, "read", read)
-    return seen
-
-
-def _tiles_once(seen: list[tuple[int, int]], t) -> bool:
-    at = t.offset
-    for start, n in sorted(seen):
-        if start != at:
-            return False
-        at += n
-    return at == t.offset + t.nbytes
 
 
 def _f16(n: int, seed: int) -> np.ndarray:
@@ -100,7 +80,7 @@ def test_windows_read_every_byte_once_and_count_as_numpy(tmp_path, monkeypatch, 
             t = mf.tensor(name)
             reads.clear()
             s = tensor_stats(t, threads=threads, chunk_elems=1500)      # chunks that windows do not divide
-            assert _tiles_once(reads, t), name
+            assert _tiles(reads, t), name
             assert max(size for _, size in reads) <= WINDOW, name
             assert len(reads) >= -(-t.nbytes // WINDOW), name
             _same_as_numpy(s, v)
@@ -181,7 +161,7 @@ def test_bit1_rows_in_windows_count_the_sign_bits_exactly(tmp_path, monkeypatch,
             x = t.dequantize().astype(np.float64).reshape(-1)
             reads.clear()
             s = tensor_stats(t, chunk_elems=300, threads=1)
-            assert _tiles_once(reads, t), t.name
+            assert _tiles(reads, t), t.name
             assert (s["count"], s["min"], s["max"]) == (x.size, x.min(), x.max())
             assert s["histogram"]["counts"] == np.histogram(x, bins=np.asarray(s["histogram"]["edges"]))[0].tolist()
             assert s["mean"] == pytest.approx(x.mean(), abs=1e-12)
