@@ -113,15 +113,17 @@ def _one(args, path: str) -> int:
     from ggscope.source.changes import reads_through_map  # start-up: one-shot commands load only what they use
     rich = use_rich(args) and not args.json
     results, errors = [], []
-    for t in chosen:
-        try:
-            kw = {} if args.threads is None else {"threads": args.threads}
-            with reads_through_map():   # under the CLI's guard: through the map, no read(2) copy
+    kw = {} if args.threads is None else {"threads": args.threads}
+    with reads_through_map():           # under the CLI's guard: through the map, no read(2) copy
+        for t in chosen:
+            try:
                 results.append(tensor_stats(t, bins=args.bins, **kw))
-        except (ValueError, NotImplementedError) as exc:
-            errors.append((t.name, str(exc)))
-        if t.file is not None:          # fetched (remote) or mapped pages go back after each tensor
-            t.file.source.release(t.offset, t.offset + t.nbytes)
+            except (ValueError, NotImplementedError) as exc:
+                errors.append((t.name, str(exc)))
+            # a remote file's fetched pages go back after each tensor; mapped pages the
+            # statistics engine gives back itself (``ggscope.stats.chunks``)
+            if t.file is not None and t.file.source.remote:
+                t.file.source.release(t.offset, t.offset + t.nbytes)
     if args.json:
         from ggscope.report.jsonable import dumps  # start-up: numpy only when this command needs it
         sys.stdout.write(dumps(render.as_json(mf.path, results, errors)) + "\n")
