@@ -164,7 +164,11 @@ def test_ctrl_c_ends_jobs_at_once(tmp_path, group):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     p = subprocess.Popen([sys.executable, "-m", "ggscope", "validate", "--deep", "--jobs", "2", "--format",
                           "json", *files], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         # Ctrl-C reaches the command as from a terminal even when this suite
+                         # runs as a background job of a non-interactive shell, which starts
+                         # it with SIGINT ignored (inherited across exec)
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         workers: set[int] = set()
