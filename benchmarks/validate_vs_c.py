@@ -124,28 +124,45 @@ def py_in_process(paths: list[Path], cmd: str, env: dict[str, str], cwd: Path) -
 
 
 FLOOR = r"""
-import gc, json, sys, time
+import gc, json, os, sys, time
 from ggscope.model.open import open as open_file
-from ggscope.validate.runner import selected_rules, validate
+from ggscope.rules import CheckContext
+from ggscope.validate.runner import _to_call, selected_rules, validate
 rules = selected_rules()
+def nothing(ctx):                   # a rule with nothing to do
+    return
+    yield
 def once(p):
     t0 = time.perf_counter()
     mf = open_file(p)
     t1 = time.perf_counter()
     validate(mf, rules)
     t2 = time.perf_counter()
+    calls = _to_call(mf, tuple(rules), {})
+    t3 = time.perf_counter()
+    fd = os.open(p, os.O_RDONLY)    # the least any reader does: open, stat, read the head, close
+    os.fstat(fd)
+    os.pread(fd, 1 << 16, 0)
+    os.close(fd)
+    found = []
+    for rule_cls in calls:          # and call the file's rules as the runner does, each doing nothing
+        found.extend(nothing(CheckContext(mf, rule_cls(), {})))
+    t4 = time.perf_counter()
     mf.close()
-    return t1 - t0, t2 - t1
+    return t1 - t0, t2 - t1, t4 - t3, len(calls)
 for p in sys.argv[1:]:              # imports, compiled specs, one-off tables
     once(p)
 print(json.dumps([once(p) for p in sys.argv[1:]]))
 """
 
 
-def py_floor(paths: list[Path], env: dict[str, str], cwd: Path) -> list[tuple[float, float]]:
-    """(parse, rules) seconds per file without the command line around them: the spec
-    engine's parse (``ggscope.model.open``) and the rule set (``validate.runner.validate``)
-    - what any Python ``validate`` pays per file, the floor of the ratio to C."""
+def py_floor(paths: list[Path], env: dict[str, str], cwd: Path) -> list[tuple[float, float, float, int]]:
+    """Per file, without the command line around them: seconds of the spec engine's parse
+    (``ggscope.model.open``) and of the rule set (``validate.runner.validate``); and the
+    bare floor - seconds to open, stat, read the head of and close the file with os calls
+    and to call each of the file's rules as the runner does (a rule object, its context,
+    its check) with every check doing nothing - and how many rules that is: what a Python
+    ``validate`` of one class per rule pays per file before any rule does any work."""
     out = subprocess.run([sys.executable, "-c", FLOOR, *map(str, paths)], env=env, cwd=cwd, capture_output=True,
                          text=True, check=True).stdout
     return [tuple(x) for x in json.loads(out.strip().splitlines()[-1])]
@@ -175,12 +192,15 @@ def ms(s: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ggml", default=os.environ.get("GGML_SRC"))
-    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ggscope-bench-ggml"))
-    ap.add_argument("--vocab", default=str(REPO.parent / "shared" / "fixtures" / "llama-vocab"))
+    ap.add_argument("--ggml", default=os.environ.get("GGML_SRC"),
+                    help="a ggml or llama.cpp source tree to build the C peer from (default $GGML_SRC)")
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "ggscope-bench-ggml"),
+                    help="where the C peer is built (reused) and bytecode is cached")
+    ap.add_argument("--vocab", default=str(REPO.parent / "shared" / "fixtures" / "llama-vocab"),
+                    help="a folder of real vocabulary files (default ../shared/fixtures/llama-vocab)")
     ap.add_argument("--model", nargs="*", default=[], help="more real files measured like the vocabularies")
-    ap.add_argument("--files", type=int, default=200)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--files", type=int, default=200, help="small GGUF files written for the folder rows")
+    ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds; medians are printed")
     ap.add_argument("--baseline", help="another checkout (its C extensions built) whose validate runs beside, e.g. "
                                        "main: git archive main | tar -x -C DIR; python setup.py build_ext --inplace")
     a = ap.parse_args()
@@ -272,8 +292,8 @@ def main() -> None:
             print(f"{label[:34]:34s} " + " ".join(ms(m[k]) for k in ck) + f" {m['validate'] / m['info']:8.2f}"
                   + (f" {m['before'] / m['validate']:9.2f}" if extra else ""))
 
-    def floor_of(rows: range) -> tuple[float, float]:
-        return (sum(med([f[0] for f in floor[i]]) for i in rows), sum(med([f[1] for f in floor[i]]) for i in rows))
+    def floor_of(rows: range, k: int = 2) -> tuple[float, ...]:
+        return tuple(sum(med([f[j] for f in floor[i]]) for i in rows) for j in range(k))
 
     print("\n   what bounds validate/C: ggscope's parse and rule set alone, without the command line (ms)")
     for label, rows in ((f"{len(real)} real files", range(len(real))),
@@ -287,6 +307,11 @@ def main() -> None:
               f"({(parse + check) * 1e3 / len(rows):.2f} per file); the command line adds "
               f"{(v_ms - parse - check) * 1e3:.1f}; C {c_ms * 1e3:.1f}: validate/C >= {(parse + check) / c_ms:.1f} "
               f"in Python (parse alone {parse / c_ms:.1f})")
+        bare = floor_of(rows, 3)[2]
+        n_rules = med([floor[i][0][3] for i in rows])
+        print(f"   {label}, bare: os.open/fstat/pread/close and the file's rules called with nothing to do "
+              f"(median {n_rules:.0f} rules): {bare * 1e3 / len(rows) * 1e3:.1f} us per file against C's "
+              f"{c_ms * 1e3 / len(rows) * 1e3:.1f} us: validate/C >= {bare / c_ms:.2f} before any rule does any work")
 
     cols = ("c", "pass", *envs)
     print("\n2. whole processes, per real file (ms; start-up included)")
