@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ggscope.facts import llama_arch as gen
-from tools import gen_llama_arch
+from tools import gen_llama_arch, llama_arch_calls
 
 CHECKED_IN = Path(gen_llama_arch.OUT)
 
@@ -56,7 +56,7 @@ def test_the_walker_sees_loops_conditions_and_flags():
     ''')
     names = {"LLM_TENSOR_TOKEN_EMBD": "token_embd", "LLM_TENSOR_ATTN_NORM": "blk.%d.attn_norm",
              "LLM_TENSOR_FFN_NORM": "blk.%d.ffn_norm", "LLM_TENSOR_OUTPUT": "output"}
-    rows, dynamic, _ = gen_llama_arch.tensor_rows(body, names)
+    rows, dynamic, _ = llama_arch_calls.tensor_rows(body, names)
     assert not dynamic
     got = {(r[0], r[1]): (r[2], r[3], r[5], bool(r[6])) for r in rows}
     assert got == {("TOKEN_EMBD", "weight"): (("n_embd", "n_vocab"), True, None, False),
