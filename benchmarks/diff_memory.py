@@ -149,7 +149,7 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, dt, n, rel)
 def c_decode(args, a: str, b: str) -> float | None:
     """Seconds ggml's C takes to decode both files' tensor data, one thread (None: no peer)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from stats_vs_ggml import build_harness
+    from ggml_peer import build_harness
     from pathlib import Path
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

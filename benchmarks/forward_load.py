@@ -21,7 +21,7 @@ Each cell is seconds and peak RSS (``ru_maxrss``, MiB); the ratios are against r
 the bytes (time) and against transformers (memory); ``--repeat N`` interleaves N rounds
 and keeps each side's fastest.  The load average is printed before and after.
 
-The file: ``forward_vs_transformers.write_llama_234m(path, "Q8_0", shape=LLAMA_1260M)``
+The file: ``random_models.write_llama_234m(path, "Q8_0", shape=LLAMA_1260M)``
 writes the 1.26 G-parameter llama-shaped Q8_0 model (1.34 GB) the goal names; pass it
 with ``--file`` (``--write PATH`` writes it first).
 
@@ -135,7 +135,7 @@ def main() -> int:
     path = Path(args.file).resolve()
     if args.write:
         sys.path.insert(0, str(REPO / "benchmarks"))
-        from forward_vs_transformers import LLAMA_1260M, write_llama_234m
+        from random_models import LLAMA_1260M, write_llama_234m
         n = write_llama_234m(path, "Q8_0", shape=LLAMA_1260M)
         print(f"(wrote {path.name}: {n / 1e9:.3f} G parameters)")
     if not path.is_file():

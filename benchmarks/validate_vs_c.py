@@ -3,7 +3,7 @@
 The peer: ggml's GGUF reader (``gguf_init_from_file`` with ``no_alloc``, then every
 key-value pair and tensor info read through its API: benchmarks/ggml_read.c), linked
 against ggml-base built the way a user of ggml on this machine builds it - Release,
-``-march=native``, ``GGML_NATIVE=ON`` - by ``stats_vs_ggml.build_harness`` (the same build
+``-march=native``, ``GGML_NATIVE=ON`` - by ``ggml_peer.build_harness`` (the same build
 directory, reused).  ``--ggml`` names a ggml or llama.cpp source (e.g. the llama.cpp
 vendored in llama-cpp-python 0.3.36), default ``$GGML_SRC``.
 
@@ -69,7 +69,7 @@ def log(msg: str) -> None:
 
 def build_reader(ggml: str | None, work: Path) -> tuple[Path | None, str]:
     """ggml_read linked against stats_vs_ggml's native ggml build, or (None, why not)."""
-    from stats_vs_ggml import build_harness
+    from ggml_peer import build_harness
     harness, why = build_harness(ggml, work)
     if harness is None:
         return None, why
