@@ -11,8 +11,8 @@
    every value is bit for bit the decoder's -- and each value is then one permute from
    that table, its bin one byte permute from the table of the codes' bins (the bin
    formula of piece_pairs applied to the table); Q8_0's 256 codes are converted and
-   binned per value.  The moments are the same float32-per-piece sums of v - shift, its
-   square, |v| and the zeros, in vector lanes; the bins go to the same pair counting
+   binned per value.  The moments are the same float32-per-piece sums of v, (v - shift)
+   squared, |v| and the zeros, in vector lanes; the bins go to the same pair counting
    (count_pair_lanes), interleaved with the groups' vector work (zcount16).  So the
    histogram is identical to the portable pass's and the moments differ only in the
    order of float32 additions within a piece (the contract: float32 within a piece,
@@ -46,7 +46,7 @@ typedef struct {
 
 ZI void zmom(zacc_t *S, __m512 v, __m512 shift) {
     const __m512 d = _mm512_sub_ps(v, shift);
-    S->a1 = _mm512_add_ps(S->a1, d);
+    S->a1 = _mm512_add_ps(S->a1, v);
     S->a2 = _mm512_add_ps(S->a2, _mm512_mul_ps(d, d));
     S->aa = _mm512_add_ps(S->aa, _mm512_abs_ps(v));
     const __mmask16 zm = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_EQ_OQ);
@@ -76,9 +76,10 @@ ZI __m256i zwmap(void) {
     return _mm256_loadu_si256((const __m256i *) m);
 }
 
-/* The moments of 16 values from their centred values d = v - shift and |v|. */
-ZI void zsum(zacc_t *S, __m512 d, __m512 a) {
-    S->a1 = _mm512_add_ps(S->a1, d);
+/* The moments of 16 values from the values v and |v| (a1 sums v: see add_piece). */
+ZI void zsum(zacc_t *S, __m512 v, __m512 a, __m512 shift) {
+    const __m512 d = _mm512_sub_ps(v, shift);
+    S->a1 = _mm512_add_ps(S->a1, v);
     S->a2 = _mm512_add_ps(S->a2, _mm512_mul_ps(d, d));
     S->aa = _mm512_add_ps(S->aa, a);
 }
@@ -86,23 +87,23 @@ ZI void zsum(zacc_t *S, __m512 d, __m512 a) {
 /* A group of 32 values whose codes (bytes below 32, or below 16 unless ``wide``) index
    the value table val0 (codes 0-15) / val1 (16-31): moments into S0/S1, zeros into Q, 16
    pairs (value 2l with value 2l + 1).  Everything per value is a lookup in a table of
-   the group's codes: its centred values and |values| (so each is the decoder's value
-   less the shift, as the portable pass computes it), its bins, and which codes are zero
+   the group's codes: its values and |values| (each centred value then v - shift per
+   value, as the portable pass computes it), its bins, and which codes are zero
    (counted with a bit shuffle of the codes); a pair index bin(2l) + 64 * bin(2l + 1)
    is one multiply-add of the bins' bytes.  ``zeros``: 0 when the caller knows no value of
    the group is zero (then none is looked for), else 1. */
 ZI void zgroup(const zctx_t *C, __m256i codes, __m512 val0, __m512 val1, int wide, int zeros, zacc_t *S0,
                zacc_t *S1, uint16_t *pairs, zq_t *Q) {
-    const __m512 dv0 = _mm512_sub_ps(val0, C->shift), av0 = _mm512_abs_ps(val0);
+    const __m512 av0 = _mm512_abs_ps(val0);
     const __m512i i0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(codes));
     const __m512i i1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(codes, 1));
     if (wide) {
-        const __m512 dv1 = _mm512_sub_ps(val1, C->shift), av1 = _mm512_abs_ps(val1);
-        zsum(S0, _mm512_permutex2var_ps(dv0, i0, dv1), _mm512_permutex2var_ps(av0, i0, av1));
-        zsum(S1, _mm512_permutex2var_ps(dv0, i1, dv1), _mm512_permutex2var_ps(av0, i1, av1));
+        const __m512 av1 = _mm512_abs_ps(val1);
+        zsum(S0, _mm512_permutex2var_ps(val0, i0, val1), _mm512_permutex2var_ps(av0, i0, av1), C->shift);
+        zsum(S1, _mm512_permutex2var_ps(val0, i1, val1), _mm512_permutex2var_ps(av0, i1, av1), C->shift);
     } else {
-        zsum(S0, _mm512_permutexvar_ps(i0, dv0), _mm512_permutexvar_ps(i0, av0));
-        zsum(S1, _mm512_permutexvar_ps(i1, dv0), _mm512_permutexvar_ps(i1, av0));
+        zsum(S0, _mm512_permutexvar_ps(i0, val0), _mm512_permutexvar_ps(i0, av0), C->shift);
+        zsum(S1, _mm512_permutexvar_ps(i1, val0), _mm512_permutexvar_ps(i1, av0), C->shift);
     }
     if (zeros) {
         const __m512 zero = _mm512_setzero_ps();
@@ -303,7 +304,7 @@ __attribute__((noinline)) static void zwide(const job_t *J, Py_ssize_t p, Py_ssi
                 pending = 0;                                                                              \
             }                                                                                             \
             if (finitef32(a1) && finitef32(a2) && finitef32(aa)) {                                        \
-                s1 += a1;                                                                                 \
+                s1 += (double) a1 - (double) e * (double) A->shift;      /* a1 sums v: see add_piece */  \
                 s2 += a2;                                                                                 \
                 sa += aa;                                                                                 \
             } else {                                                                                      \

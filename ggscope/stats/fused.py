@@ -111,7 +111,7 @@ def _block_moments(x, n, shift):  # pragma: no cover - compiled
     for j in range(n):
         v = x[j]
         d = v - shift
-        a1 += d
+        a1 += v
         a2 += d * d
         aa += abs(v)
     return a1, a2, aa
@@ -159,6 +159,7 @@ def _bins_driver(dec, n, blocks, big, lut, g1, g2, lo, scale, top, shift, table,
         _block_bins(out, e, lo, scale, top, idx)
         count_pairs(idx[:e].view(np.uint16), table)
         a1, a2, aa = _block_moments(out, e, shift)
+        a1 = a1 - e * np.float64(shift)          # a1 sums the values (kernels.moments)
         s1, s2, sa, zeros = s1 + a1, s2 + a2, sa + aa, zeros + _block_zeros(bits, e)
     return s1, s2, sa, zeros
 

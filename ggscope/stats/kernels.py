@@ -14,7 +14,10 @@ Contract:
 * ``moments(x, shift) -> (s1, s2, abs_sum, zeros)`` over a 1-D float32 array ``x``
   of *finite* values: the sums of ``x - shift`` and ``(x - shift) ** 2`` (float32
   within pieces of ``PIECE`` elements, float64 across them), of ``|x|``, and the count
-  of zeros (either sign).
+  of zeros (either sign).  The first is the sum of ``x`` less ``x.size * shift`` in
+  float64: ``x - shift`` summed in float32 rounds alike for every value of a binade (and
+  fastmath may take the shift off the running sum, which rounds alike at every step), a
+  bias in the mean that summing does not average out (csrc/_cstats_piece.h add_piece).
 * ``bin_pairs(x, lo, scale, top, table, idx) -> lone``: bins the finite float32 values ``x``
   into ``b = clamp(int((x - lo) * scale), 0, top)`` (float32 arithmetic, ``top`` <
   256) and counts them two at a time: ``table[b0 + 256 * b1] += 1`` for consecutive
@@ -62,7 +65,7 @@ def _sums(x, shift):  # pragma: no cover - compiled
     for j in range(x.size):
         v = x[j]
         d = v - shift
-        a1 += d
+        a1 += v
         a2 += d * d
         aa += abs(v)
         zeros += np.int32(v == 0)
@@ -92,7 +95,7 @@ def moments(x, shift):  # pragma: no cover - compiled
     zeros = 0
     for s in range(0, n, PIECE):
         a1, a2, aa, z = _sums(x[s:min(n, s + PIECE)], shift)
-        s1 += a1
+        s1 += a1 - (min(n, s + PIECE) - s) * np.float64(shift)     # a1 sums x itself
         s2 += a2
         sa += aa
         zeros += z

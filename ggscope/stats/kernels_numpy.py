@@ -33,7 +33,7 @@ def piece_sums(y: np.ndarray) -> float:
 
 def moments(x: np.ndarray, shift: np.float32) -> tuple[float, float, float, int]:
     d = x - np.float32(shift)
-    return (piece_sums(d), piece_sums(d * d), piece_sums(np.abs(x)),
+    return (piece_sums(x) - x.size * float(np.float32(shift)), piece_sums(d * d), piece_sums(np.abs(x)),
             int(x.size - np.count_nonzero(x)))
 
 
