@@ -38,8 +38,8 @@ def cache_dir() -> str:
         if "numba" in sys.modules or _writable(given):
             return given
     else:
-        from platformdirs import user_cache_dir
-        given = os.path.join(user_cache_dir("ggscope"), "numba")
+        from ggscope.core.stamped import user_cache_dir
+        given = os.path.join(user_cache_dir(), "numba")
         if _writable(given):
             os.environ["NUMBA_CACHE_DIR"] = given
             return given
