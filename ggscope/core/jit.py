@@ -4,7 +4,7 @@ Why: numba caches compiled functions next to their source by default, which is
 read-only in system site-packages and containers (numba then compiles on every run,
 seconds per command), and the package directory is no place for per-user files.  So
 before numba is first imported, ``NUMBA_CACHE_DIR`` is pointed at
-``platformdirs.user_cache_dir("ggscope")``/numba -- unless the user set it.  A cache
+``ggscope.core.stamped.user_cache_dir()``/numba (platformdirs' folder) -- unless the user set it.  A cache
 directory that cannot be created or written costs only speed: the kernels then go to
 a private temporary directory that lives as long as the process.
 
@@ -17,6 +17,8 @@ import os
 import shutil
 import sys
 import tempfile
+
+from ggscope.core.stamped import user_cache_dir
 
 __all__ = ["njit", "cache_dir"]
 
@@ -38,7 +40,6 @@ def cache_dir() -> str:
         if "numba" in sys.modules or _writable(given):
             return given
     else:
-        from ggscope.core.stamped import user_cache_dir
         given = os.path.join(user_cache_dir(), "numba")
         if _writable(given):
             os.environ["NUMBA_CACHE_DIR"] = given
