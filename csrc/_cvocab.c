@@ -68,10 +68,15 @@
 /* --- the scan ------------------------------------------------------------------------------ */
 
 #define AHEAD 8                                    /* strings hashed (and slots fetched) ahead */
+#define BLOCK 1024                                 /* strings per block of the block walk */
 #if defined(__GNUC__)
 #define PREFETCH(p) __builtin_prefetch((p), 1)
 #define INLINE static inline __attribute__((always_inline))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
+#define LIKELY(x) (x)
+#define UNLIKELY(x) (x)
 #define PREFETCH(p) ((void) (p))
 #define INLINE static inline
 #endif
@@ -183,6 +188,211 @@ INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const 
     w->probes = probes;
 }
 
+/* the first index in i..n-1 whose length has a byte past 0x7F (either byte order: a
+   prefix that is not ASCII), else n: 64 lengths at a time, one OR over each (vectorised) */
+#define NEXT_BREAK(T, MASK)                                                          \
+    {                                                                                \
+        const T *l = lens;                                                           \
+        while (i < n) {                                                              \
+            if (n - i >= 64) {                                                       \
+                T any = 0;                                                           \
+                for (int k = 0; k < 64; k++) any |= l[i + k];                        \
+                if (!(any & (MASK))) {                                               \
+                    i += 64;                                                         \
+                    continue;                                                        \
+                }                                                                    \
+            }                                                                        \
+            if (l[i] & (MASK)) return i;                                             \
+            i++;                                                                     \
+        }                                                                            \
+        return n;                                                                    \
+    }
+static Py_ssize_t next_break(const void *lens, Py_ssize_t lsize, Py_ssize_t i, Py_ssize_t n) {
+    switch (lsize) {
+        case 1: NEXT_BREAK(uint8_t, 0x80u)
+        case 2: NEXT_BREAK(uint16_t, 0x8080u)
+        case 4: NEXT_BREAK(uint32_t, 0x80808080u)
+        default: NEXT_BREAK(uint64_t, 0x8080808080808080ULL)
+    }
+}
+
+/* whether strings lo..hi-1 of a contiguous array of ``width``-byte prefixes and no tail,
+   all inside the buffer, string lo's prefix at ``at``, are well-formed UTF-8: in runs
+   split where a length has a byte past 0x7F (a prefix that is not ASCII), found from the
+   lengths alone - each run from its first string's bytes to the next run's prefix, its
+   end summed (vectorised).  An ASCII byte ends every sequence, so a run is valid exactly
+   when each of its strings is. */
+static int utf8_runs(const unsigned char *src, uint64_t at, const void *lens, Py_ssize_t lsize, Py_ssize_t lo,
+                     Py_ssize_t hi, uint64_t width) {
+    for (Py_ssize_t i = lo, j; i < hi; i = j) {
+        j = next_break(lens, lsize, i + 1, hi);
+        const uint64_t end = at + (uint64_t) (j - i) * width + lens_sum(lens, lsize, i, j);
+        if (!utf8_span(src + at + width, end - at - width)) return 0;
+        at = end;
+    }
+    return 1;
+}
+
+/* --- the block walk: GGUF's layout -------------------------------------------------------- */
+
+/* whether strings m < j have the same bytes (the rare step: their tags agree) */
+static __attribute__((noinline)) int same_bytes(const Walk *w, uint32_t m, Py_ssize_t j) {
+    const uint64_t l = item(w->lens, w->lsize, j);
+    const void *o = w->rsize ? w->rel : w->offs;
+    const Py_ssize_t os = w->rsize ? w->rsize : w->wide ? 8 : 4;
+    return item(w->lens, w->lsize, m) == l
+           && memcmp(w->src + w->first + item(o, os, m) + w->width, w->src + w->first + item(o, os, j) + w->width,
+                     (size_t) l) == 0;
+}
+
+/* strings lo..hi-1 of a contiguous array of 8-byte prefixes and no tail, all inside the
+   buffer, string lo's prefix at ``pos`` past first: each one's offset noted, its hash
+   taken into hb (bucket << 32 | tag, never 0), the first AHEAD buckets fetched, hb's
+   AHEAD entries after them bucket 0 */
+INLINE void hash_block(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi, uint64_t *hb,
+                       const Py_ssize_t LSIZE, const int WIDE) {
+    const unsigned char *const base = w->src + w->first + 8;
+    const void *const lens = w->lens;
+    void *const offs = w->offs;
+    const uint64_t slots = w->slots;
+    const uint32_t tmask = ~w->imask, tbit = w->imask + 1;
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const uint64_t l = item(lens, LSIZE, i);
+        if (WIDE) ((uint64_t *) offs)[i] = pos;
+        else ((uint32_t *) offs)[i] = (uint32_t) pos;
+        const uint64_t h = hash_prefixed(base + pos, l), k = ((h >> 32) * slots) >> 32;
+        hb[i - lo] = k << 32 | ((uint32_t) h & tmask) | tbit;
+        pos += 8 + l;
+    }
+    for (Py_ssize_t i = 0; i < AHEAD; i++) {
+        hb[hi - lo + i] = 0;                       /* ask_block fetches bucket 0 past the end */
+        if (i < hi - lo) PREFETCH(w->table + (hb[i] >> 32) * BUCKET);
+    }
+}
+
+/* string j asked of the table past its first bucket's quick look (bucket k, already
+   counted in w->probes): its candidates compared, a free slot taken, or the next bucket.
+   Returns 0 (j now in the table), or 1 at a duplicate (w->dup, w->of) or when the budget
+   runs out (w->sort). */
+static __attribute__((noinline)) int ask_slow(Walk *w, Py_ssize_t j, uint32_t tag, uint64_t k) {
+    const uint32_t imask = w->imask;
+    for (;;) {
+        uint32_t *const b = w->table + k * BUCKET;
+        for (unsigned same = bucket_tags(b, tag, ~imask); same; same &= same - 1) {
+            const uint32_t m = (b[LOWEST(same)] & imask) - 1;
+            if (same_bytes(w, m, j)) {
+                w->dup = j;
+                w->of = m;
+                return 1;
+            }
+        }
+        const unsigned free_ = bucket_empty(b);
+        if (free_) {                               /* slots fill from the left: the first free one */
+            b[LOWEST(free_)] = tag | (uint32_t) (j + 1);
+            return 0;
+        }
+        if (++k == w->slots) k = 0;
+        if (++w->probes > w->allowed) {            /* the hash met an input it spreads badly: sort */
+            w->sort = 1;
+            return 1;
+        }
+    }
+}
+
+/* strings lo..hi-1, hashed in hb (AHEAD more entries after them, bucket 0), asked of
+   the table in order, each bucket fetched AHEAD strings before: a tight loop for the
+   usual string - no tag of its bucket agrees, a slot is free - and ask_slow for the rest.
+   Returns 0, or 1 at the first duplicate or when the budget runs out. */
+INLINE int ask_block(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb, const int AVX) {
+    uint32_t *const table = w->table;
+    const uint64_t allowed = w->allowed;
+    const uint32_t tmask = ~w->imask;
+    uint64_t p = w->probes;
+    hb -= lo;
+    for (Py_ssize_t j = lo; j < hi; j++) {
+        PREFETCH(table + (hb[j + AHEAD] >> 32) * BUCKET);
+        const uint64_t r = hb[j], k = r >> 32;
+        const uint32_t tag = (uint32_t) r;
+        uint32_t *const b = table + k * BUCKET;
+        if (UNLIKELY(++p > allowed)) {             /* the hash met an input it spreads badly: sort */
+            w->sort = 1;
+            return 1;
+        }
+        const unsigned same = AVX ? bucket_tags_avx2(b, tag, tmask) : bucket_tags(b, tag, tmask);
+        const unsigned free_ = AVX ? bucket_empty_avx2(b) : bucket_empty(b);
+        if (LIKELY(!same && free_)) {
+            b[LOWEST(free_)] = tag | (uint32_t) (j + 1);
+            continue;
+        }
+        w->probes = p;
+        if (ask_slow(w, j, tag, k)) return 1;
+        p = w->probes;
+    }
+    w->probes = p;
+    return 0;
+}
+
+/* each in a function of its own: a small loop's values stay in registers (inlined into
+   one walk, GCC kept the running offset and the 128-bit product on the stack) */
+typedef void (*HashBlock)(const Walk *, uint64_t, Py_ssize_t, Py_ssize_t, uint64_t *);
+#define HASH_BLOCK(LSIZE, WIDE)                                                                           \
+    static __attribute__((noinline)) void hash_block_##LSIZE##_##WIDE(const Walk *w, uint64_t pos, Py_ssize_t lo, \
+                                                                      Py_ssize_t hi, uint64_t *hb) {             \
+        hash_block(w, pos, lo, hi, hb, LSIZE, WIDE);                                                      \
+    }
+HASH_BLOCK(1, 0) HASH_BLOCK(2, 0) HASH_BLOCK(4, 0) HASH_BLOCK(8, 0)
+HASH_BLOCK(1, 1) HASH_BLOCK(2, 1) HASH_BLOCK(4, 1) HASH_BLOCK(8, 1)
+static const HashBlock HASH_BLOCKS[2][4] = {{hash_block_1_0, hash_block_2_0, hash_block_4_0, hash_block_8_0},
+                                            {hash_block_1_1, hash_block_2_1, hash_block_4_1, hash_block_8_1}};
+static __attribute__((noinline)) int ask_block_sse(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb) {
+    return ask_block(w, lo, hi, hb, 0);
+}
+#ifdef HAVE_BUCKET_AVX2
+__attribute__((target("avx2"), noinline)) static int ask_block_avx2(Walk *w, Py_ssize_t lo, Py_ssize_t hi,
+                                                                   const uint64_t *hb) {
+    return ask_block(w, lo, hi, hb, 1);
+}
+#endif
+
+/* a contiguous array of 8-byte prefixes and no tail (GGUF's) in blocks of BLOCK strings:
+   the block's bounds from its lengths' sum, then its hashes (hash_block), its UTF-8 runs
+   (utf8_runs, on bytes just read) and its questions to the table (ask_block) - each a
+   tight loop of its own.  A block not wholly inside is walked string by string to name
+   the first outside. */
+static void walk_blocks(Walk *w, int simd) {
+    const unsigned char *src = w->src;
+    const uint64_t size = w->size, first = w->first;
+    const Py_ssize_t n = w->n, lsize = w->lsize;
+    const HashBlock hash = HASH_BLOCKS[w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
+    int (*ask)(Walk *, Py_ssize_t, Py_ssize_t, const uint64_t *) = ask_block_sse;
+#ifdef HAVE_BUCKET_AVX2
+    if (simd && __builtin_cpu_supports("avx2")) ask = ask_block_avx2;
+#endif
+    (void) simd;
+    uint64_t hb[BLOCK + AHEAD], pos = 0;           /* string lo's prefix, past first */
+    int hashing = w->table != NULL, ok = w->utf8;
+    for (Py_ssize_t lo = 0, hi; lo < n; lo = hi) {
+        hi = n - lo < BLOCK ? n : lo + BLOCK;
+        const uint64_t at = first + pos, cnt = (uint64_t) (hi - lo), sum = lens_sum(w->lens, lsize, lo, hi);
+        if (at > size || cnt > (size - at) / 8 || sum > size - at - 8 * cnt) {
+            for (Py_ssize_t i = lo; i < hi; i++) {     /* one of them is outside: which? */
+                const uint64_t s = first + pos, l = item(w->lens, lsize, i);
+                if (s > size || 8 > size - s || l > size - s - 8) {
+                    w->outside = i;
+                    return;
+                }
+                pos += 8 + l;
+            }
+            continue;
+        }
+        if (hashing || w->sort) hash(w, pos, lo, hi, hb);       /* after the budget, the sort's offsets */
+        if (ok) ok = utf8_runs(src, at, w->lens, lsize, lo, hi, 8);
+        if (hashing && ask(w, lo, hi, hb)) hashing = 0;
+        pos += 8 * cnt + sum;
+    }
+    w->ok = ok;
+}
+
 /* the walk for the GGUF layouts (8-byte prefixes, contiguous) with constants, else generic;
    with AVX2 where the CPU has it (a bucket in one 32-byte compare) */
 #define WALKS(AVX)                                                   \
@@ -201,6 +411,10 @@ __attribute__((target("avx2"))) static void walk_avx2(Walk *w) { WALKS(1) }
 #endif
 
 static void walk_any(Walk *w, int simd) {
+    if (w->width == 8 && !w->rsize && !w->tail && w->table) {
+        walk_blocks(w, simd);
+        return;
+    }
 #ifdef HAVE_BUCKET_AVX2
     if (simd && __builtin_cpu_supports("avx2")) {
         walk_avx2(w);
@@ -236,34 +450,6 @@ static void *scratch(size_t size, int *owned) {
     KEPT = p;
     KEPT_SIZE = size;
     return p;
-}
-
-/* the first index in i..n-1 whose length has a byte past 0x7F (either byte order: a
-   prefix that is not ASCII), else n: 64 lengths at a time, one OR over each (vectorised) */
-#define NEXT_BREAK(T, MASK)                                                          \
-    {                                                                                \
-        const T *l = lens;                                                           \
-        while (i < n) {                                                              \
-            if (n - i >= 64) {                                                       \
-                T any = 0;                                                           \
-                for (int k = 0; k < 64; k++) any |= l[i + k];                        \
-                if (!(any & (MASK))) {                                               \
-                    i += 64;                                                         \
-                    continue;                                                        \
-                }                                                                    \
-            }                                                                        \
-            if (l[i] & (MASK)) return i;                                             \
-            i++;                                                                     \
-        }                                                                            \
-        return n;                                                                    \
-    }
-static Py_ssize_t next_break(const void *lens, Py_ssize_t lsize, Py_ssize_t i, Py_ssize_t n) {
-    switch (lsize) {
-        case 1: NEXT_BREAK(uint8_t, 0x80u)
-        case 2: NEXT_BREAK(uint16_t, 0x8080u)
-        case 4: NEXT_BREAK(uint32_t, 0x80808080u)
-        default: NEXT_BREAK(uint64_t, 0x8080808080808080ULL)
-    }
 }
 
 static PyObject *scan(PyObject *self, PyObject *args) {

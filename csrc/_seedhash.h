@@ -34,7 +34,11 @@ static inline uint64_t r4(const unsigned char *p) {
 
 /* the 128-bit product of a and b, folded to 64 bits */
 static inline uint64_t mum(uint64_t a, uint64_t b) {
-#if defined(__SIZEOF_INT128__)
+#if defined(__GNUC__) && defined(__x86_64__)
+    uint64_t lo, hi;                               /* as asm: GCC spilled the __int128 to the stack */
+    __asm__("mulq %3" : "=a"(lo), "=d"(hi) : "a"(a), "rm"(b) : "cc");
+    return lo ^ hi;
+#elif defined(__SIZEOF_INT128__)
     const unsigned __int128 r = (unsigned __int128) a * b;
     return (uint64_t) r ^ (uint64_t) (r >> 64);
 #else
@@ -73,17 +77,29 @@ static inline uint64_t hash_bytes(const unsigned char *p, uint64_t l) {
     return mum(SEED1 ^ l, mum(a ^ SEED1, b ^ seed));
 }
 
+/* per length 0..16 of a short string: of the two 8-byte words that end it, the masks
+   keeping its own bytes (the earlier word read ``back`` bytes further back: 8, or 0 - the
+   same word, all masked off - for 8 bytes or fewer), and its seed (hash_seed sets them) */
+static struct {
+    uint64_t lo, hi, back, seed;
+} SHORT[17];
+
 /* a seeded hash of the l bytes at p, which has at least 8 readable bytes before it (a
    GGUF string after its 8-byte length): a string of at most 16 bytes in two loads and
-   one product with no branch on its length - the 8 bytes that end it, and for a shorter
-   one those bytes shifted so that only its own remain; longer ones as hash_bytes.  Each
-   length takes one path, so equal strings hash alike. */
+   one product with no branch on its length - the two words that end it, masked to its
+   own bytes; longer ones as hash_bytes.  Each length takes one path, so equal strings
+   hash alike. */
+static
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+uint64_t hash_long(const unsigned char *p, uint64_t l) { return hash_bytes(p, l); }
+
 static inline uint64_t hash_prefixed(const unsigned char *p, uint64_t l) {
-    if (l > 16) return hash_bytes(p, l);
-    const uint64_t big = 0 - (uint64_t) (l > 8), sh = (64 - 8 * l) & ~big;      /* sh: 0 past 8 bytes */
-    const uint64_t x = r8(p - 8 + l), y = r8(p - ((8 - l) & ~big));
-    const uint64_t a = (y >> (sh >> 1)) >> (sh - (sh >> 1)), b = x & big;
-    return mum(a ^ SEED0 ^ (l * 0x9E3779B97F4A7C15ULL), b ^ SEED1);
+    if (l > 16) return hash_long(p, l);          /* apart: the short strings' loop keeps its registers */
+    const unsigned char *const e = p + l;
+    const uint64_t a = r8(e - 8 - SHORT[l].back) & SHORT[l].lo, b = r8(e - 8) & SHORT[l].hi;
+    return mum(a ^ SHORT[l].seed, b ^ SEED1);
 }
 
 /* the seeds: Python's per-process hash secret (SipHash of a constant), mixed with this
@@ -94,6 +110,13 @@ static void hash_seed(void) {
     const uint64_t c = (uint64_t) (uintptr_t) &SEED0 ^ (uint64_t) time(NULL) * 0xD6E8FEB86659FD93ULL;
     SEED0 = mum(a ^ 0xA0761D6478BD642FULL, c ^ 0xE7037ED1A0B428DBULL) | 1;
     SEED1 = mum(b ^ 0x8EBC6AF09C88C6E3ULL, c ^ 0x589965CC75374CC3ULL) | 1;
+    for (unsigned l = 0; l <= 16; l++) {           /* a word's last k bytes, in this machine's order */
+        unsigned char lo[8] = {0}, hi[8] = {0};
+        memset(hi + 8 - (l < 8 ? l : 8), 0xFF, l < 8 ? l : 8);
+        memset(lo + 8 - (l > 8 ? l - 8 : 0), 0xFF, l > 8 ? l - 8 : 0);
+        SHORT[l].lo = r8(lo), SHORT[l].hi = r8(hi), SHORT[l].back = l > 8 ? 8 : 0;
+        SHORT[l].seed = SEED0 ^ (l * 0x9E3779B97F4A7C15ULL);
+    }
 }
 
 #endif
