@@ -245,6 +245,21 @@ static __attribute__((noinline)) int same_bytes(const Walk *w, uint32_t m, Py_ss
                      (size_t) l) == 0;
 }
 
+/* a hash as a table entry: bucket (the top bits, multiply-shift) << 32 | tag (the low
+   bits above the slot's index bits; never 0) */
+static inline uint64_t entry_of(uint64_t h, uint64_t slots, uint32_t imask) {
+    return ((h >> 32) * slots) >> 32 << 32 | ((uint32_t) h & ~imask) | (imask + 1);
+}
+
+/* the first AHEAD buckets of a block's cnt entries fetched; hb's AHEAD entries after them
+   set to bucket 0 (ask_block fetches them, past its end) */
+static inline void fetch_first(const Walk *w, uint64_t *hb, Py_ssize_t cnt) {
+    for (Py_ssize_t i = 0; i < AHEAD; i++) {
+        hb[cnt + i] = 0;
+        if (i < cnt) PREFETCH(w->table + (hb[i] >> 32) * BUCKET);
+    }
+}
+
 /* strings lo..hi-1 of a contiguous array of 8-byte prefixes and no tail, all inside the
    buffer, string lo's prefix at ``pos`` past first: each one's offset noted, its hash
    taken into hb (bucket << 32 | tag, never 0), the first AHEAD buckets fetched, hb's
@@ -255,20 +270,88 @@ INLINE void hash_block(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi
     const void *const lens = w->lens;
     void *const offs = w->offs;
     const uint64_t slots = w->slots;
-    const uint32_t tmask = ~w->imask, tbit = w->imask + 1;
+    const uint32_t imask = w->imask;
     for (Py_ssize_t i = lo; i < hi; i++) {
         const uint64_t l = item(lens, LSIZE, i);
         if (WIDE) ((uint64_t *) offs)[i] = pos;
         else ((uint32_t *) offs)[i] = (uint32_t) pos;
-        const uint64_t h = hash_prefixed(base + pos, l), k = ((h >> 32) * slots) >> 32;
-        hb[i - lo] = k << 32 | ((uint32_t) h & tmask) | tbit;
+        hb[i - lo] = entry_of(hash_prefixed(base + pos, l), slots, imask);
         pos += 8 + l;
     }
-    for (Py_ssize_t i = 0; i < AHEAD; i++) {
-        hb[hi - lo + i] = 0;                       /* ask_block fetches bucket 0 past the end */
-        if (i < hi - lo) PREFETCH(w->table + (hb[i] >> 32) * BUCKET);
-    }
+    fetch_first(w, hb, hi - lo);
 }
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define HAVE_HASH512 1
+#define T512 __attribute__((target("avx512f,avx512dq")))
+/* hash_block eight strings a step (AVX-512F/DQ): their lengths widened, their prefixes'
+   places a prefix sum of length + 8, the two words that end each gathered (exactly the
+   addresses hash_prefixed reads; a step's missing strings masked off, never read), the
+   same hash_words and entry in every lane; a string over 16 bytes (masked out of the
+   words' meaning) hashed after, by hash_long */
+T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi, uint64_t *hb,
+                                       const Py_ssize_t LSIZE, const int WIDE) {
+    const unsigned char *const base8 = w->src + w->first;        /* + prefix + length: a string's last word */
+    const void *const lens = w->lens;
+    void *const offs = w->offs;
+    const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi64(-1), v8 = _mm512_set1_epi64(8);
+    const __m512i v16 = _mm512_set1_epi64(16), v64 = _mm512_set1_epi64(64), last_lane = _mm512_set1_epi64(7);
+    const __m512i k0 = _mm512_set1_epi64((long long) SEED0), k1 = _mm512_set1_epi64((long long) SEED1);
+    const __m512i k2 = _mm512_set1_epi64((long long) SEED2), slots = _mm512_set1_epi64((long long) w->slots);
+    const __m512i tmask = _mm512_set1_epi64((uint32_t) ~w->imask), tbit = _mm512_set1_epi64(w->imask + 1);
+    const __m512i high = _mm512_set1_epi64((long long) 0xFFFFFFFF00000000ULL);
+    __m512i carry = _mm512_set1_epi64((long long) pos);
+    for (Py_ssize_t i = lo; i < hi; i += 8) {
+        const Py_ssize_t cnt = hi - i < 8 ? hi - i : 8;
+        const __mmask8 km = (__mmask8) ((1u << cnt) - 1);
+        __m512i l;
+        if (cnt == 8) {
+            const unsigned char *const at = (const unsigned char *) lens + i * LSIZE;
+            l = LSIZE == 1   ? _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i *) at))
+                : LSIZE == 2 ? _mm512_cvtepu16_epi64(_mm_loadu_si128((const __m128i *) at))
+                : LSIZE == 4 ? _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *) at))
+                             : _mm512_loadu_si512(at);
+        } else {                                   /* the block's last strings: no read past the lengths */
+            uint64_t t[8] = {0};
+            for (Py_ssize_t k = 0; k < cnt; k++) t[k] = item(lens, LSIZE, i + k);
+            l = _mm512_loadu_si512(t);
+        }
+        const __m512i step = _mm512_add_epi64(l, v8);
+        __m512i x = _mm512_add_epi64(step, _mm512_alignr_epi64(step, zero, 7));
+        x = _mm512_add_epi64(x, _mm512_alignr_epi64(x, zero, 6));
+        x = _mm512_add_epi64(x, _mm512_alignr_epi64(x, zero, 4));     /* inclusive sums of length + 8 */
+        const __m512i start = _mm512_add_epi64(carry, _mm512_sub_epi64(x, step));
+        carry = _mm512_permutexvar_epi64(last_lane, _mm512_add_epi64(carry, x));
+        if (WIDE) _mm512_mask_storeu_epi64((uint64_t *) offs + i, km, start);
+        else _mm512_mask_cvtepi64_storeu_epi32((uint32_t *) offs + i, km, start);
+        const __m512i last = _mm512_add_epi64(start, l);
+        const __m512i earlier = _mm512_mask_sub_epi64(last, _mm512_cmpgt_epu64_mask(l, v8), last, v8);
+        const __m512i b = _mm512_mask_i64gather_epi64(zero, km, last, base8, 1);
+        const __m512i a = _mm512_mask_i64gather_epi64(zero, km, earlier, base8, 1);
+        const __m512i nb = _mm512_slli_epi64(_mm512_min_epu64(l, v8), 3);                   /* the last word's bits */
+        const __m512i na = _mm512_slli_epi64(_mm512_sub_epi64(_mm512_max_epu64(l, v8), v8), 3);
+        const __m512i am = _mm512_and_si512(a, _mm512_sllv_epi64(ones, _mm512_sub_epi64(v64, na)));
+        const __m512i bm = _mm512_and_si512(b, _mm512_sllv_epi64(ones, _mm512_sub_epi64(v64, nb)));
+        const __m512i u = _mm512_ternarylogic_epi64(am, k0, l, 0x96), v = _mm512_xor_si512(bm, k1);
+        const __m512i h = _mm512_add_epi64(_mm512_mul_epu32(u, _mm512_srli_epi64(u, 32)),
+                                           _mm512_mul_epu32(v, _mm512_srli_epi64(v, 32)));
+        const __m512i f = _mm512_mullo_epi64(h, k2);
+        const __m512i bucket = _mm512_and_si512(_mm512_mul_epu32(_mm512_srli_epi64(f, 32), slots), high);
+        _mm512_mask_storeu_epi64(hb + (i - lo), km,
+                                 _mm512_or_si512(_mm512_ternarylogic_epi64(bucket, f, tmask, 0xF8), tbit));
+        const __mmask8 longer = _mm512_mask_cmpgt_epu64_mask(km, l, v16);
+        if (UNLIKELY(longer)) {
+            uint64_t st[8];
+            _mm512_storeu_si512(st, start);
+            for (unsigned m = longer; m; m &= m - 1) {
+                const int k = LOWEST(m);
+                hb[i - lo + k] = entry_of(hash_long(base8 + st[k] + 8, item(lens, LSIZE, i + k)), w->slots, w->imask);
+            }
+        }
+    }
+    fetch_first(w, hb, hi - lo);
+}
+#endif
 
 /* string j asked of the table past its first bucket's quick look (bucket k, already
    counted in w->probes): its candidates compared, a free slot taken, or the next bucket.
@@ -342,8 +425,30 @@ typedef void (*HashBlock)(const Walk *, uint64_t, Py_ssize_t, Py_ssize_t, uint64
     }
 HASH_BLOCK(1, 0) HASH_BLOCK(2, 0) HASH_BLOCK(4, 0) HASH_BLOCK(8, 0)
 HASH_BLOCK(1, 1) HASH_BLOCK(2, 1) HASH_BLOCK(4, 1) HASH_BLOCK(8, 1)
-static const HashBlock HASH_BLOCKS[2][4] = {{hash_block_1_0, hash_block_2_0, hash_block_4_0, hash_block_8_0},
-                                            {hash_block_1_1, hash_block_2_1, hash_block_4_1, hash_block_8_1}};
+#ifdef HAVE_HASH512
+#define HASH_BLOCK_512(LSIZE, WIDE)                                                                               \
+    T512 static __attribute__((noinline)) void hash_block_512_##LSIZE##_##WIDE(const Walk *w, uint64_t pos,       \
+                                                                               Py_ssize_t lo, Py_ssize_t hi,      \
+                                                                               uint64_t *hb) {                    \
+        hash_block_512(w, pos, lo, hi, hb, LSIZE, WIDE);                                                          \
+    }
+HASH_BLOCK_512(1, 0) HASH_BLOCK_512(2, 0) HASH_BLOCK_512(4, 0) HASH_BLOCK_512(8, 0)
+HASH_BLOCK_512(1, 1) HASH_BLOCK_512(2, 1) HASH_BLOCK_512(4, 1) HASH_BLOCK_512(8, 1)
+#else
+#define hash_block_512_1_0 hash_block_1_0
+#define hash_block_512_2_0 hash_block_2_0
+#define hash_block_512_4_0 hash_block_4_0
+#define hash_block_512_8_0 hash_block_8_0
+#define hash_block_512_1_1 hash_block_1_1
+#define hash_block_512_2_1 hash_block_2_1
+#define hash_block_512_4_1 hash_block_4_1
+#define hash_block_512_8_1 hash_block_8_1
+#endif
+static const HashBlock HASH_BLOCKS[2][2][4] = {
+    {{hash_block_1_0, hash_block_2_0, hash_block_4_0, hash_block_8_0},
+     {hash_block_1_1, hash_block_2_1, hash_block_4_1, hash_block_8_1}},
+    {{hash_block_512_1_0, hash_block_512_2_0, hash_block_512_4_0, hash_block_512_8_0},
+     {hash_block_512_1_1, hash_block_512_2_1, hash_block_512_4_1, hash_block_512_8_1}}};
 static __attribute__((noinline)) int ask_block_sse(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb) {
     return ask_block(w, lo, hi, hb, 0);
 }
@@ -363,11 +468,15 @@ static void walk_blocks(Walk *w, int simd) {
     const unsigned char *src = w->src;
     const uint64_t size = w->size, first = w->first;
     const Py_ssize_t n = w->n, lsize = w->lsize;
-    const HashBlock hash = HASH_BLOCKS[w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
     int (*ask)(Walk *, Py_ssize_t, Py_ssize_t, const uint64_t *) = ask_block_sse;
+    int wide = 0;                                  /* eight strings hashed a step */
 #ifdef HAVE_BUCKET_AVX2
     if (simd && __builtin_cpu_supports("avx2")) ask = ask_block_avx2;
 #endif
+#ifdef HAVE_HASH512
+    wide = simd && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+#endif
+    const HashBlock hash = HASH_BLOCKS[wide][w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
     (void) simd;
     uint64_t hb[BLOCK + AHEAD], pos = 0;           /* string lo's prefix, past first */
     int hashing = w->table != NULL, ok = w->utf8;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-static uint64_t SEED0, SEED1;                      /* per process (module init) */
+static uint64_t SEED0, SEED1, SEED2;               /* per process (module init); SEED2 odd */
 
 static inline uint64_t r8(const unsigned char *p) {
     uint64_t v;
@@ -79,27 +79,37 @@ static inline uint64_t hash_bytes(const unsigned char *p, uint64_t l) {
 
 /* per length 0..16 of a short string: of the two 8-byte words that end it, the masks
    keeping its own bytes (the earlier word read ``back`` bytes further back: 8, or 0 - the
-   same word, all masked off - for 8 bytes or fewer), and its seed (hash_seed sets them) */
+   same word, all masked off - for 8 bytes or fewer); hash_seed sets them */
 static struct {
-    uint64_t lo, hi, back, seed;
+    uint64_t lo, hi, back;
 } SHORT[17];
 
-/* a seeded hash of the l bytes at p, which has at least 8 readable bytes before it (a
-   GGUF string after its 8-byte length): a string of at most 16 bytes in two loads and
-   one product with no branch on its length - the two words that end it, masked to its
-   own bytes; longer ones as hash_bytes.  Each length takes one path, so equal strings
-   hash alike. */
+/* the hash of a string of l <= 16 bytes from the two words that end it, masked to its
+   own bytes (a the earlier, 0 for 8 bytes or fewer; b the last): each word, keyed, is
+   the product of its two 32-bit halves (NH's step, as in UMAC), their sum spread by an
+   odd key (multiply-shift: the table takes the top bits).  Only 32-bit products and one
+   64-bit one: the same function in eight lanes of AVX-512 (_hashblock.h). */
+static inline uint64_t hash_words(uint64_t a, uint64_t b, uint64_t l) {
+    const uint64_t u = a ^ SEED0 ^ l, v = b ^ SEED1;
+    return ((u & 0xFFFFFFFFu) * (u >> 32) + (v & 0xFFFFFFFFu) * (v >> 32)) * SEED2;
+}
+
+/* longer strings apart: the short strings' loops keep their registers */
 static
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 uint64_t hash_long(const unsigned char *p, uint64_t l) { return hash_bytes(p, l); }
 
+/* a seeded hash of the l bytes at p, which has at least 8 readable bytes before it (a
+   GGUF string after its 8-byte length): a string of at most 16 bytes from two loads
+   with no branch on its length - the two words that end it, masked to its own bytes
+   (hash_words); longer ones as hash_bytes.  Each length takes one path, so equal strings
+   hash alike. */
 static inline uint64_t hash_prefixed(const unsigned char *p, uint64_t l) {
-    if (l > 16) return hash_long(p, l);          /* apart: the short strings' loop keeps its registers */
+    if (l > 16) return hash_long(p, l);
     const unsigned char *const e = p + l;
-    const uint64_t a = r8(e - 8 - SHORT[l].back) & SHORT[l].lo, b = r8(e - 8) & SHORT[l].hi;
-    return mum(a ^ SHORT[l].seed, b ^ SEED1);
+    return hash_words(r8(e - 8 - SHORT[l].back) & SHORT[l].lo, r8(e - 8) & SHORT[l].hi, l);
 }
 
 /* the seeds: Python's per-process hash secret (SipHash of a constant), mixed with this
@@ -110,12 +120,12 @@ static void hash_seed(void) {
     const uint64_t c = (uint64_t) (uintptr_t) &SEED0 ^ (uint64_t) time(NULL) * 0xD6E8FEB86659FD93ULL;
     SEED0 = mum(a ^ 0xA0761D6478BD642FULL, c ^ 0xE7037ED1A0B428DBULL) | 1;
     SEED1 = mum(b ^ 0x8EBC6AF09C88C6E3ULL, c ^ 0x589965CC75374CC3ULL) | 1;
+    SEED2 = mum(a ^ 0x1D8E4E27C47D124FULL, b ^ c ^ 0x9E3779B97F4A7C15ULL) | 1;
     for (unsigned l = 0; l <= 16; l++) {           /* a word's last k bytes, in this machine's order */
         unsigned char lo[8] = {0}, hi[8] = {0};
         memset(hi + 8 - (l < 8 ? l : 8), 0xFF, l < 8 ? l : 8);
         memset(lo + 8 - (l > 8 ? l - 8 : 0), 0xFF, l > 8 ? l - 8 : 0);
         SHORT[l].lo = r8(lo), SHORT[l].hi = r8(hi), SHORT[l].back = l > 8 ? 8 : 0;
-        SHORT[l].seed = SEED0 ^ (l * 0x9E3779B97F4A7C15ULL);
     }
 }
 
