@@ -284,23 +284,30 @@ INLINE void hash_block(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_HASH512 1
 #define T512 __attribute__((target("avx512f,avx512dq")))
-/* hash_block eight strings a step (AVX-512F/DQ): their lengths widened, their prefixes'
-   places a prefix sum of length + 8, the two words that end each gathered (exactly the
-   addresses hash_prefixed reads; a step's missing strings masked off, never read), the
-   same hash_words and entry in every lane; a string over 16 bytes (masked out of the
-   words' meaning) hashed after, by hash_long */
+/* hash_block with AVX-512F/DQ: a scalar loop notes each string's offset and reads the
+   two words that end it, masked (the addresses hash_prefixed reads; a gather of them
+   cost more than the loads), then hash_words and entry_of eight strings a step from
+   those words; a string over 16 bytes (its words meaningless) hashed after, by hash_long */
 T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi, uint64_t *hb,
                                        const Py_ssize_t LSIZE, const int WIDE) {
     const unsigned char *const base8 = w->src + w->first;        /* + prefix + length: a string's last word */
     const void *const lens = w->lens;
     void *const offs = w->offs;
-    const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi64(-1), v8 = _mm512_set1_epi64(8);
-    const __m512i v16 = _mm512_set1_epi64(16), v64 = _mm512_set1_epi64(64), last_lane = _mm512_set1_epi64(7);
+    uint64_t A[BLOCK], B[BLOCK];
+    for (Py_ssize_t i = lo; i < hi; i++) {
+        const uint64_t l = item(lens, LSIZE, i), c = l < 16 ? l : 16;
+        if (WIDE) ((uint64_t *) offs)[i] = pos;
+        else ((uint32_t *) offs)[i] = (uint32_t) pos;
+        const unsigned char *const last = base8 + pos + l;
+        A[i - lo] = r8(last - SHORT[c].back) & SHORT[c].lo;
+        B[i - lo] = r8(last) & SHORT[c].hi;
+        pos += 8 + l;
+    }
+    const __m512i v16 = _mm512_set1_epi64(16);
     const __m512i k0 = _mm512_set1_epi64((long long) SEED0), k1 = _mm512_set1_epi64((long long) SEED1);
     const __m512i k2 = _mm512_set1_epi64((long long) SEED2), slots = _mm512_set1_epi64((long long) w->slots);
     const __m512i tmask = _mm512_set1_epi64((uint32_t) ~w->imask), tbit = _mm512_set1_epi64(w->imask + 1);
     const __m512i high = _mm512_set1_epi64((long long) 0xFFFFFFFF00000000ULL);
-    __m512i carry = _mm512_set1_epi64((long long) pos);
     for (Py_ssize_t i = lo; i < hi; i += 8) {
         const Py_ssize_t cnt = hi - i < 8 ? hi - i : 8;
         const __mmask8 km = (__mmask8) ((1u << cnt) - 1);
@@ -316,23 +323,8 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
             for (Py_ssize_t k = 0; k < cnt; k++) t[k] = item(lens, LSIZE, i + k);
             l = _mm512_loadu_si512(t);
         }
-        const __m512i step = _mm512_add_epi64(l, v8);
-        __m512i x = _mm512_add_epi64(step, _mm512_alignr_epi64(step, zero, 7));
-        x = _mm512_add_epi64(x, _mm512_alignr_epi64(x, zero, 6));
-        x = _mm512_add_epi64(x, _mm512_alignr_epi64(x, zero, 4));     /* inclusive sums of length + 8 */
-        const __m512i start = _mm512_add_epi64(carry, _mm512_sub_epi64(x, step));
-        carry = _mm512_permutexvar_epi64(last_lane, _mm512_add_epi64(carry, x));
-        if (WIDE) _mm512_mask_storeu_epi64((uint64_t *) offs + i, km, start);
-        else _mm512_mask_cvtepi64_storeu_epi32((uint32_t *) offs + i, km, start);
-        const __m512i last = _mm512_add_epi64(start, l);
-        const __m512i earlier = _mm512_mask_sub_epi64(last, _mm512_cmpgt_epu64_mask(l, v8), last, v8);
-        const __m512i b = _mm512_mask_i64gather_epi64(zero, km, last, base8, 1);
-        const __m512i a = _mm512_mask_i64gather_epi64(zero, km, earlier, base8, 1);
-        const __m512i nb = _mm512_slli_epi64(_mm512_min_epu64(l, v8), 3);                   /* the last word's bits */
-        const __m512i na = _mm512_slli_epi64(_mm512_sub_epi64(_mm512_max_epu64(l, v8), v8), 3);
-        const __m512i am = _mm512_and_si512(a, _mm512_sllv_epi64(ones, _mm512_sub_epi64(v64, na)));
-        const __m512i bm = _mm512_and_si512(b, _mm512_sllv_epi64(ones, _mm512_sub_epi64(v64, nb)));
-        const __m512i u = _mm512_ternarylogic_epi64(am, k0, l, 0x96), v = _mm512_xor_si512(bm, k1);
+        const __m512i a = _mm512_maskz_loadu_epi64(km, A + (i - lo)), b = _mm512_maskz_loadu_epi64(km, B + (i - lo));
+        const __m512i u = _mm512_ternarylogic_epi64(a, k0, l, 0x96), v = _mm512_xor_si512(b, k1);
         const __m512i h = _mm512_add_epi64(_mm512_mul_epu32(u, _mm512_srli_epi64(u, 32)),
                                            _mm512_mul_epu32(v, _mm512_srli_epi64(v, 32)));
         const __m512i f = _mm512_mullo_epi64(h, k2);
@@ -340,13 +332,10 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
         _mm512_mask_storeu_epi64(hb + (i - lo), km,
                                  _mm512_or_si512(_mm512_ternarylogic_epi64(bucket, f, tmask, 0xF8), tbit));
         const __mmask8 longer = _mm512_mask_cmpgt_epu64_mask(km, l, v16);
-        if (UNLIKELY(longer)) {
-            uint64_t st[8];
-            _mm512_storeu_si512(st, start);
-            for (unsigned m = longer; m; m &= m - 1) {
-                const int k = LOWEST(m);
-                hb[i - lo + k] = entry_of(hash_long(base8 + st[k] + 8, item(lens, LSIZE, i + k)), w->slots, w->imask);
-            }
+        for (unsigned m = longer; UNLIKELY(m); m &= m - 1) {
+            const Py_ssize_t k = i + LOWEST(m);
+            const uint64_t at = WIDE ? ((uint64_t *) offs)[k] : ((uint32_t *) offs)[k];
+            hb[k - lo] = entry_of(hash_long(base8 + at + 8, item(lens, LSIZE, k)), w->slots, w->imask);
         }
     }
     fetch_first(w, hb, hi - lo);
@@ -474,7 +463,7 @@ static void walk_blocks(Walk *w, int simd) {
     if (simd && __builtin_cpu_supports("avx2")) ask = ask_block_avx2;
 #endif
 #ifdef HAVE_HASH512
-    wide = simd && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    wide = simd >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 #endif
     const HashBlock hash = HASH_BLOCKS[wide][w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
     (void) simd;
@@ -564,8 +553,8 @@ static void *scratch(size_t size, int *owned) {
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
     Py_ssize_t first, lsize, rsize, width, tail, budget = -1;
-    int dups, utf8, simd = 1;
-    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|np", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
+    int dups, utf8, simd = 2;
+    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|ni", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
                           &dups, &utf8, &budget, &simd))
         return NULL;
     PyObject *res = NULL;
@@ -577,11 +566,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
               .tail = (uint64_t) tail, .lens = ln.buf, .rel = rl.buf, .lsize = lsize, .rsize = rsize, .n = n,
               .dup = -1, .of = -1, .utf8 = utf8 && n, .outside = -1};
     if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
-        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < -1) {
-        PyErr_SetString(PyExc_ValueError,
-                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= -1, simd])");
+        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < -1 || simd < 0 || simd > 2) {
+        PyErr_SetString(PyExc_ValueError, "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, "
+                                          "utf8[, budget >= -1, simd 0..2])");
         goto done;
     }
+    UTF8_LEVEL = simd;                             /* this call's (the GIL is held throughout) */
     dups = dups && n > 1;
     if (dups && (uint64_t) n >= UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "scan: 2**32 strings or more");
