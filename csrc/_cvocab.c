@@ -245,18 +245,20 @@ static __attribute__((noinline)) int same_bytes(const Walk *w, uint32_t m, Py_ss
                      (size_t) l) == 0;
 }
 
-/* a hash as a table entry: bucket (the top bits, multiply-shift) << 32 | tag (the low
-   bits above the slot's index bits; never 0) */
+/* a hash as a table entry: the bucket's place in bytes (its index from the top bits,
+   multiply-shift, times 32) << 32 | tag (the low bits above the slot's index bits; never
+   0) - the step that asks the table does no arithmetic on it */
 static inline uint64_t entry_of(uint64_t h, uint64_t slots, uint32_t imask) {
-    return ((h >> 32) * slots) >> 32 << 32 | ((uint32_t) h & ~imask) | (imask + 1);
+    return ((h >> 32) * slots) >> 32 << 37 | ((uint32_t) h & ~imask) | (imask + 1);
 }
+#define AT(table, r) ((uint32_t *) ((char *) (table) + ((r) >> 32)))       /* an entry's bucket */
 
 /* the first AHEAD buckets of a block's cnt entries fetched; hb's AHEAD entries after them
    set to bucket 0 (ask_block fetches them, past its end) */
 static inline void fetch_first(const Walk *w, uint64_t *hb, Py_ssize_t cnt) {
     for (Py_ssize_t i = 0; i < AHEAD; i++) {
         hb[cnt + i] = 0;
-        if (i < cnt) PREFETCH(w->table + (hb[i] >> 32) * BUCKET);
+        if (i < cnt) PREFETCH(AT(w->table, hb[i]));
     }
 }
 
@@ -307,7 +309,7 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
     const __m512i k0 = _mm512_set1_epi64((long long) SEED0), k1 = _mm512_set1_epi64((long long) SEED1);
     const __m512i k2 = _mm512_set1_epi64((long long) SEED2), slots = _mm512_set1_epi64((long long) w->slots);
     const __m512i tmask = _mm512_set1_epi64((uint32_t) ~w->imask), tbit = _mm512_set1_epi64(w->imask + 1);
-    const __m512i high = _mm512_set1_epi64((long long) 0xFFFFFFFF00000000ULL);
+    const __m512i high = _mm512_set1_epi64((long long) 0xFFFFFFE000000000ULL);
     for (Py_ssize_t i = lo; i < hi; i += 8) {
         const Py_ssize_t cnt = hi - i < 8 ? hi - i : 8;
         const __mmask8 km = (__mmask8) ((1u << cnt) - 1);
@@ -328,7 +330,8 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
         const __m512i h = _mm512_add_epi64(_mm512_mul_epu32(u, _mm512_srli_epi64(u, 32)),
                                            _mm512_mul_epu32(v, _mm512_srli_epi64(v, 32)));
         const __m512i f = _mm512_mullo_epi64(h, k2);
-        const __m512i bucket = _mm512_and_si512(_mm512_mul_epu32(_mm512_srli_epi64(f, 32), slots), high);
+        const __m512i bucket = _mm512_and_si512(_mm512_slli_epi64(_mm512_mul_epu32(_mm512_srli_epi64(f, 32), slots), 5),
+                                                high);
         _mm512_mask_storeu_epi64(hb + (i - lo), km,
                                  _mm512_or_si512(_mm512_ternarylogic_epi64(bucket, f, tmask, 0xF8), tbit));
         const __mmask8 longer = _mm512_mask_cmpgt_epu64_mask(km, l, v16);
@@ -382,10 +385,10 @@ INLINE int ask_block(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb, 
     uint64_t p = w->probes;
     hb -= lo;
     for (Py_ssize_t j = lo; j < hi; j++) {
-        PREFETCH(table + (hb[j + AHEAD] >> 32) * BUCKET);
-        const uint64_t r = hb[j], k = r >> 32;
+        PREFETCH(AT(table, hb[j + AHEAD]));
+        const uint64_t r = hb[j];
         const uint32_t tag = (uint32_t) r;
-        uint32_t *const b = table + k * BUCKET;
+        uint32_t *const b = AT(table, r);
         if (UNLIKELY(++p > allowed)) {             /* the hash met an input it spreads badly: sort */
             w->sort = 1;
             return 1;
@@ -397,7 +400,7 @@ INLINE int ask_block(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb, 
             continue;
         }
         w->probes = p;
-        if (ask_slow(w, j, tag, k)) return 1;
+        if (ask_slow(w, j, tag, r >> 37)) return 1;
         p = w->probes;
     }
     w->probes = p;
