@@ -296,21 +296,31 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
     const void *const lens = w->lens;
     void *const offs = w->offs;
     uint64_t A[BLOCK], B[BLOCK];
-    for (Py_ssize_t i = lo; i < hi; i++) {
-        const uint64_t l = item(lens, LSIZE, i), c = l < 16 ? l : 16;
+    Py_ssize_t i = lo;
+    if (i == 0) {                                  /* the array's first: its words as hash_prefixed reads them */
+        const uint64_t l = item(lens, LSIZE, 0), c = l < 16 ? l : 16;
+        if (WIDE) ((uint64_t *) offs)[0] = pos;
+        else ((uint32_t *) offs)[0] = (uint32_t) pos;
+        A[0] = r8(base8 + pos + l - SHORT[c].back) & SHORT[c].lo;
+        B[0] = r8(base8 + pos + l) & SHORT[c].hi;
+        pos += 8 + l;
+        i = 1;
+    }
+    for (; i < hi; i++) {                          /* the others: the 16 bytes that end each, masked below */
+        const uint64_t l = item(lens, LSIZE, i);   /* (from 8 bytes before its prefix: the array's own) */
         if (WIDE) ((uint64_t *) offs)[i] = pos;
         else ((uint32_t *) offs)[i] = (uint32_t) pos;
-        const unsigned char *const last = base8 + pos + l;
-        A[i - lo] = r8(last - SHORT[c].back) & SHORT[c].lo;
-        B[i - lo] = r8(last) & SHORT[c].hi;
+        A[i - lo] = r8(base8 + pos + l - 8);
+        B[i - lo] = r8(base8 + pos + l);
         pos += 8 + l;
     }
-    const __m512i v16 = _mm512_set1_epi64(16);
+    const __m512i v8 = _mm512_set1_epi64(8), v16 = _mm512_set1_epi64(16), v64 = _mm512_set1_epi64(64);
+    const __m512i ones = _mm512_set1_epi64(-1);
     const __m512i k0 = _mm512_set1_epi64((long long) SEED0), k1 = _mm512_set1_epi64((long long) SEED1);
     const __m512i k2 = _mm512_set1_epi64((long long) SEED2), slots = _mm512_set1_epi64((long long) w->slots);
     const __m512i tmask = _mm512_set1_epi64((uint32_t) ~w->imask), tbit = _mm512_set1_epi64(w->imask + 1);
     const __m512i high = _mm512_set1_epi64((long long) 0xFFFFFFE000000000ULL);
-    for (Py_ssize_t i = lo; i < hi; i += 8) {
+    for (i = lo; i < hi; i += 8) {
         const Py_ssize_t cnt = hi - i < 8 ? hi - i : 8;
         const __mmask8 km = (__mmask8) ((1u << cnt) - 1);
         __m512i l;
@@ -325,7 +335,12 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
             for (Py_ssize_t k = 0; k < cnt; k++) t[k] = item(lens, LSIZE, i + k);
             l = _mm512_loadu_si512(t);
         }
-        const __m512i a = _mm512_maskz_loadu_epi64(km, A + (i - lo)), b = _mm512_maskz_loadu_epi64(km, B + (i - lo));
+        const __m512i nb = _mm512_slli_epi64(_mm512_min_epu64(l, v8), 3);                  /* bits of each word */
+        const __m512i na = _mm512_slli_epi64(_mm512_sub_epi64(_mm512_max_epu64(l, v8), v8), 3);     /* its own */
+        const __m512i a = _mm512_and_si512(_mm512_maskz_loadu_epi64(km, A + (i - lo)),
+                                           _mm512_sllv_epi64(ones, _mm512_sub_epi64(v64, na)));
+        const __m512i b = _mm512_and_si512(_mm512_maskz_loadu_epi64(km, B + (i - lo)),
+                                           _mm512_sllv_epi64(ones, _mm512_sub_epi64(v64, nb)));
         const __m512i u = _mm512_ternarylogic_epi64(a, k0, l, 0x96), v = _mm512_xor_si512(b, k1);
         const __m512i h = _mm512_add_epi64(_mm512_mul_epu32(u, _mm512_srli_epi64(u, 32)),
                                            _mm512_mul_epu32(v, _mm512_srli_epi64(v, 32)));
