@@ -1,15 +1,19 @@
 /* A seeded 64-bit hash of a byte string for ggscope's compiled duplicate search.
 
    Why: csrc/_cvocab.c hashes every token of a vocabulary; SipHash (CPython's) cost
-   more than the table it fed.  This is a multiply-mix of wyhash's shape - two words of
-   a short string, 16 bytes a step of a longer one, each folded with a seed by a 128-bit
-   product - seeded per process (``hash_seed`` at module init, from CPython's own hash
-   secret, the module's address and the clock), so an input cannot be aimed at a table
-   it has not seen.  The table's user still bounds its probes (see _cvocab.c): the hash
-   makes collisions rare, not impossible.
+   more than the table it fed.  A string of at most 16 bytes (nearly every token) is
+   hashed from the two 8-byte words that end it, masked to its own bytes: NH's step on
+   each (UMAC's: the product of its keyed 32-bit halves), their sum times an odd key
+   (hash_words) - 32-bit products and one 64-bit one, so the same function runs eight
+   lanes at a time in AVX-512 (_cvocab_blocks.h).  A longer one is a multiply-mix of
+   wyhash's shape, 16 bytes a step, each folded with a seed by a 128-bit product.  The
+   keys are per process (``hash_seed`` at module init, from CPython's own hash secret,
+   the module's address and the clock), so an input cannot be aimed at a table it has
+   not seen.  The table's user still bounds its probes (see _cvocab.c): the hash makes
+   collisions rare, not impossible.
 
    hash_bytes(p, l) reads exactly l bytes at p.  hash_prefixed(p, l), for a string with 8
-   readable bytes before it, reads those too: a different function of the same string
+   readable bytes before it, may read those too: a different function of the same string
    (a table uses one of the two for all its strings). */
 #ifndef GGSCOPE_SEEDHASH_H
 #define GGSCOPE_SEEDHASH_H

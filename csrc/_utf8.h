@@ -7,8 +7,9 @@
    utf8_ok(p, n): one string, byte by byte (RFC 3629: no overlong forms, no surrogates,
    nothing past U+10FFFF, no truncated sequence).  utf8_span(p, n): the same verdict on n
    bytes, with Keiser and Lemire's lookup algorithm ("Validating UTF-8 in less than one
-   instruction per byte", Software: Practice and Experience, 2021) on AVX2 where the CPU
-   has it (checked at run time), else utf8_ok.  Neither reads past p + n. */
+   instruction per byte", Software: Practice and Experience, 2021) 64 bytes a step on
+   AVX-512BW, 32 on AVX2, where the CPU has it (checked at run time; UTF8_LEVEL caps it),
+   else utf8_ok.  None reads past p + n. */
 #ifndef GGSCOPE_UTF8_H
 #define GGSCOPE_UTF8_H
 #include <stdint.h>
