@@ -22,7 +22,7 @@
 #define BLOCK 1024                                 /* strings per block: 8 KB of entries, 16 KB of words */
 
 /* whether strings m < j have the same bytes (the rare step: their tags agree) */
-static __attribute__((noinline)) int same_bytes(const Walk *w, uint32_t m, Py_ssize_t j) {
+static NOINLINE int same_bytes(const Walk *w, uint32_t m, Py_ssize_t j) {
     const uint64_t l = item(w->lens, w->lsize, j);
     const void *o = w->rsize ? w->rel : w->offs;
     const Py_ssize_t os = w->rsize ? w->rsize : w->wide ? 8 : 4;
@@ -49,9 +49,9 @@ static inline void fetch_first(const Walk *w, uint64_t *hb, Py_ssize_t cnt) {
 }
 
 /* strings lo..hi-1 of a contiguous array of 8-byte prefixes and no tail, all inside the
-   buffer, string lo's prefix at ``pos`` past first: each one's offset noted, its hash
-   taken into hb (bucket << 32 | tag, never 0), the first AHEAD buckets fetched, hb's
-   AHEAD entries after them bucket 0 */
+   buffer, string lo's prefix at ``pos`` past first: each one's offset noted, its table
+   entry (entry_of) in hb, the first AHEAD buckets fetched, hb's AHEAD entries after
+   them bucket 0 */
 INLINE void hash_block(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi, uint64_t *hb,
                        const Py_ssize_t LSIZE, const int WIDE) {
     const unsigned char *const base = w->src + w->first + 8;
@@ -72,10 +72,13 @@ INLINE void hash_block(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi
 #if defined(__GNUC__) && defined(__x86_64__)
 #define HAVE_HASH512 1
 #define T512 __attribute__((target("avx512f,avx512dq")))
-/* hash_block with AVX-512F/DQ: a scalar loop notes each string's offset and reads the
-   two words that end it, masked (the addresses hash_prefixed reads; a gather of them
-   cost more than the loads), then hash_words and entry_of eight strings a step from
-   those words; a string over 16 bytes (its words meaningless) hashed after, by hash_long */
+/* hash_block with AVX-512F/DQ, the same entries: a scalar loop notes each string's
+   offset and reads the 16 bytes that end it - unmasked: they start at most 8 bytes
+   before its prefix, inside the array for every string but the first, whose two words
+   are read as hash_prefixed reads them (two gathers cost more than these loads on Zen
+   4) - then eight strings a step mask those words to their own bytes and take
+   hash_words and entry_of; a string over 16 bytes (its words meaningless) is hashed
+   after, by hash_long. */
 T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi, uint64_t *hb,
                                        const Py_ssize_t LSIZE, const int WIDE) {
     const unsigned char *const base8 = w->src + w->first;        /* + prefix + length: a string's last word */
@@ -150,7 +153,7 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
    counted in w->probes): its candidates compared, a free slot taken, or the next bucket.
    Returns 0 (j now in the table), or 1 at a duplicate (w->dup, w->of) or when the budget
    runs out (w->sort). */
-static __attribute__((noinline)) int ask_slow(Walk *w, Py_ssize_t j, uint32_t tag, uint64_t k) {
+static NOINLINE int ask_slow(Walk *w, Py_ssize_t j, uint32_t tag, uint64_t k) {
     const uint32_t imask = w->imask;
     for (;;) {
         uint32_t *const b = w->table + k * BUCKET;
@@ -211,19 +214,18 @@ INLINE int ask_block(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb, 
 /* each in a function of its own: a small loop's values stay in registers (inlined into
    one walk, GCC kept the running offset and the 128-bit product on the stack) */
 typedef void (*HashBlock)(const Walk *, uint64_t, Py_ssize_t, Py_ssize_t, uint64_t *);
-#define HASH_BLOCK(LSIZE, WIDE)                                                                           \
-    static __attribute__((noinline)) void hash_block_##LSIZE##_##WIDE(const Walk *w, uint64_t pos, Py_ssize_t lo, \
-                                                                      Py_ssize_t hi, uint64_t *hb) {             \
-        hash_block(w, pos, lo, hi, hb, LSIZE, WIDE);                                                      \
+#define HASH_BLOCK(LSIZE, WIDE)                                                                              \
+    static NOINLINE void hash_block_##LSIZE##_##WIDE(const Walk *w, uint64_t pos, Py_ssize_t lo, Py_ssize_t hi, \
+                                                     uint64_t *hb) {                                            \
+        hash_block(w, pos, lo, hi, hb, LSIZE, WIDE);                                                         \
     }
 HASH_BLOCK(1, 0) HASH_BLOCK(2, 0) HASH_BLOCK(4, 0) HASH_BLOCK(8, 0)
 HASH_BLOCK(1, 1) HASH_BLOCK(2, 1) HASH_BLOCK(4, 1) HASH_BLOCK(8, 1)
 #ifdef HAVE_HASH512
-#define HASH_BLOCK_512(LSIZE, WIDE)                                                                               \
-    T512 static __attribute__((noinline)) void hash_block_512_##LSIZE##_##WIDE(const Walk *w, uint64_t pos,       \
-                                                                               Py_ssize_t lo, Py_ssize_t hi,      \
-                                                                               uint64_t *hb) {                    \
-        hash_block_512(w, pos, lo, hi, hb, LSIZE, WIDE);                                                          \
+#define HASH_BLOCK_512(LSIZE, WIDE)                                                                           \
+    T512 static NOINLINE void hash_block_512_##LSIZE##_##WIDE(const Walk *w, uint64_t pos, Py_ssize_t lo,      \
+                                                              Py_ssize_t hi, uint64_t *hb) {                  \
+        hash_block_512(w, pos, lo, hi, hb, LSIZE, WIDE);                                                      \
     }
 HASH_BLOCK_512(1, 0) HASH_BLOCK_512(2, 0) HASH_BLOCK_512(4, 0) HASH_BLOCK_512(8, 0)
 HASH_BLOCK_512(1, 1) HASH_BLOCK_512(2, 1) HASH_BLOCK_512(4, 1) HASH_BLOCK_512(8, 1)
@@ -242,7 +244,7 @@ static const HashBlock HASH_BLOCKS[2][2][4] = {
      {hash_block_1_1, hash_block_2_1, hash_block_4_1, hash_block_8_1}},
     {{hash_block_512_1_0, hash_block_512_2_0, hash_block_512_4_0, hash_block_512_8_0},
      {hash_block_512_1_1, hash_block_512_2_1, hash_block_512_4_1, hash_block_512_8_1}}};
-static __attribute__((noinline)) int ask_block_sse(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb) {
+static NOINLINE int ask_block_sse(Walk *w, Py_ssize_t lo, Py_ssize_t hi, const uint64_t *hb) {
     return ask_block(w, lo, hi, hb, 0);
 }
 #ifdef HAVE_BUCKET_AVX2
@@ -262,14 +264,14 @@ static void walk_blocks(Walk *w, int simd) {
     const uint64_t size = w->size, first = w->first;
     const Py_ssize_t n = w->n, lsize = w->lsize;
     int (*ask)(Walk *, Py_ssize_t, Py_ssize_t, const uint64_t *) = ask_block_sse;
-    int wide = 0;                                  /* eight strings hashed a step */
+    int eight = 0;                                 /* eight strings hashed a step */
 #ifdef HAVE_BUCKET_AVX2
     if (simd && __builtin_cpu_supports("avx2")) ask = ask_block_avx2;
 #endif
 #ifdef HAVE_HASH512
-    wide = simd >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    eight = simd >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
 #endif
-    const HashBlock hash = HASH_BLOCKS[wide][w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
+    const HashBlock hash = HASH_BLOCKS[eight][w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
     (void) simd;
     uint64_t hb[BLOCK + AHEAD], pos = 0;           /* string lo's prefix, past first */
     int hashing = w->table != NULL, ok = w->utf8;
@@ -277,7 +279,7 @@ static void walk_blocks(Walk *w, int simd) {
         hi = n - lo < BLOCK ? n : lo + BLOCK;
         const uint64_t at = first + pos, cnt = (uint64_t) (hi - lo), sum = lens_sum(w->lens, lsize, lo, hi);
         if (at > size || cnt > (size - at) / 8 || sum > size - at - 8 * cnt) {
-            for (Py_ssize_t i = lo; i < hi; i++) {     /* one of them is outside: which? */
+            for (Py_ssize_t i = lo; i < hi; i++) {     /* one of them is outside (the sum is each one's): which? */
                 const uint64_t s = first + pos, l = item(w->lens, lsize, i);
                 if (s > size || 8 > size - s || l > size - s - 8) {
                     w->outside = i;

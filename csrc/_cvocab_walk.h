@@ -29,7 +29,9 @@
 #define INLINE static inline __attribute__((always_inline))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define NOINLINE __attribute__((noinline))
 #else
+#define NOINLINE
 #define LIKELY(x) (x)
 #define UNLIKELY(x) (x)
 #define PREFETCH(p) ((void) (p))
