@@ -51,8 +51,8 @@
    sorted by their bytes instead (n log n comparisons): no input costs quadratic time.
    Memory: 6 bytes per string for the table, 4 for each string's offset (8 when the
    buffer past ``first`` spans 4 GiB) where ``rel`` does not give it; the sort 4 per
-   string; 8 per string when one is not UTF-8; about 25 KB of stack for GGUF's block
-   walk: every count followed is one the file's bytes back (each string costs at least
+   string; 8 per string when one is not UTF-8; 48 KB more for GGUF's block walk: every
+   count followed is one the file's bytes back (each string costs at least
    its prefix), and the search stops at the first duplicate. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -129,8 +129,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         w.allowed = budget < 0 ? 16 * (uint64_t) n : (uint64_t) budget;
         table_bytes = (size_t) w.slots * BUCKET * sizeof(uint32_t);
     }
-    if (offs_bytes || table_bytes) {               /* the table (32-byte aligned, cleared), then the offsets */
-        char *base = scratch(table_bytes + offs_bytes + 32, &owned);
+    /* GGUF's layout with a table to fill: the block walk, and its buffers (_cvocab_blocks.h) */
+    const size_t work_bytes = table_bytes && width == 8 && !rsize && !tail ? BLOCK_WORK * sizeof(uint64_t) : 0;
+    if (offs_bytes || table_bytes) {               /* the table (32-byte aligned, cleared), the offsets, the work */
+        char *base = scratch(table_bytes + offs_bytes + work_bytes + 64, &owned);
         if (base == NULL) goto nomem;
         if (owned) mem = base;
         char *at = (char *) (((uintptr_t) base + 31) & ~(uintptr_t) 31);          /* a bucket in one line */
@@ -139,6 +141,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             at += table_bytes;
         }
         if (offs_bytes) w.offs = at;
+        if (work_bytes) w.work = (uint64_t *) (((uintptr_t) at + offs_bytes + 31) & ~(uintptr_t) 31);
     }
     if (dups && !table_bytes) w.sort = 1;          /* budget 0, or 2**24 strings: sort at once */
     const int alone = w.utf8 && !dups && !rsize && !tail && width;

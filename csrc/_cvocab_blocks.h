@@ -19,7 +19,8 @@
 #define GGSCOPE_CVOCAB_BLOCKS_H
 #include "_cvocab_walk.h"
 
-#define BLOCK 1024                                 /* strings per block: 8 KB of entries, 16 KB of words */
+#define BLOCK 2048                                 /* strings per block */
+#define BLOCK_WORK (3 * BLOCK + AHEAD)             /* Walk.work, in words: entries (hb), the words (A, B) */
 
 /* whether strings m < j have the same bytes (the rare step: their tags agree) */
 static NOINLINE int same_bytes(const Walk *w, uint32_t m, Py_ssize_t j) {
@@ -84,7 +85,7 @@ T512 static inline void hash_block_512(const Walk *w, uint64_t pos, Py_ssize_t l
     const unsigned char *const base8 = w->src + w->first;        /* + prefix + length: a string's last word */
     const void *const lens = w->lens;
     void *const offs = w->offs;
-    uint64_t A[BLOCK], B[BLOCK];
+    uint64_t *const A = w->work + BLOCK + AHEAD, *const B = A + BLOCK;
     Py_ssize_t i = lo;
     if (i == 0) {                                  /* the array's first: its words as hash_prefixed reads them */
         const uint64_t l = item(lens, LSIZE, 0), c = l < 16 ? l : 16;
@@ -273,7 +274,8 @@ static void walk_blocks(Walk *w, int simd) {
 #endif
     const HashBlock hash = HASH_BLOCKS[eight][w->wide][lsize == 1 ? 0 : lsize == 2 ? 1 : lsize == 4 ? 2 : 3];
     (void) simd;
-    uint64_t hb[BLOCK + AHEAD], pos = 0;           /* string lo's prefix, past first */
+    uint64_t *const hb = w->work;                  /* the block's entries */
+    uint64_t pos = 0;                              /* string lo's prefix, past first */
     int hashing = w->table != NULL, ok = w->utf8;
     for (Py_ssize_t lo = 0, hi; lo < n; lo = hi) {
         hi = n - lo < BLOCK ? n : lo + BLOCK;
@@ -297,9 +299,10 @@ static void walk_blocks(Walk *w, int simd) {
     w->ok = ok;
 }
 
-/* the block walk where it applies (GGUF's layout, a table to fill), else walk_strings */
+/* the block walk where scan gave it its buffers (GGUF's layout, a table to fill), else
+   walk_strings */
 static void walk_any(Walk *w, int simd) {
-    if (w->width == 8 && !w->rsize && !w->tail && w->table) {
+    if (w->work) {
         walk_blocks(w, simd);
         return;
     }

@@ -54,6 +54,7 @@ typedef struct {
     /* UTF-8: judge the runs; ok while every run judged is well-formed */
     int utf8, ok;
     Py_ssize_t outside;                            /* the first string outside the buffer, else -1 */
+    uint64_t *work;                                /* GGUF's block walk's buffers (NULL: walk_strings) */
 } Walk;
 
 /* each string, in order: inside the buffer?  its offset noted, its run of ASCII-separated

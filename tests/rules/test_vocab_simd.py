@@ -65,12 +65,12 @@ def test_simd_levels_are_checked(cv):
 @pytest.mark.parametrize("lsize", [1, 2, 4, 8])
 def test_random_arrays_at_every_block_edge(cv, lsize):
     """Distinct random strings of 0..40 bytes (some not UTF-8), then one earlier string
-    again at a place around each block edge of the block walk (1024 strings) and of its
-    eight-string steps - and with no repeat at all."""
+    again at a place around each block edge of the block walk (2048 strings, or 1024 as
+    it was) and of its eight-string steps - and with no repeat at all."""
     rng = np.random.default_rng(lsize)
     pool = list(dict.fromkeys(bytes(rng.integers(0, 256 if k % 7 == 0 else 128, size=int(rng.integers(0, 41)),
-                                                 dtype=np.uint8)) for k in range(2300)))
-    for n in (1, 2, 7, 8, 9, 1023, 1024, 1025, 2047, 2049):
+                                                 dtype=np.uint8)) for k in range(4300)))
+    for n in (1, 2, 7, 8, 9, 1023, 1025, 2047, 2048, 2049, 4095, 4097):
         strings = pool[:n]
         scan_all(cv, strings, b"lead", lsize)
         if n > 1:
