@@ -45,7 +45,7 @@
    with the string's tag in one 32-byte step where the CPU has AVX2, else two 16-byte
    steps; the bucket and the tag are taken from the hash when it is, so the step that
    asks the table does no arithmetic on it.  GGUF's layout is walked in blocks of tight
-   loops (_cvocab_blocks.h: 8.9 -> 4.5 ns a token on bert-bge's vocabulary), any other
+   loops (_cvocab_blocks.h: 8.9 -> 4.4 ns a token on bert-bge's vocabulary), any other
    one string by string (_cvocab_walk.h).  Bucket visits are counted: past ``budget`` -
    what no seed-blind input reaches - or with 2**24 strings or more, the strings are
    sorted by their bytes instead (n log n comparisons): no input costs quadratic time.
