@@ -122,6 +122,21 @@ def test_one_string_and_empty_strings_everywhere_by_every_route(cv):
             assert cv.scan(arr, first, lens, 2, b"", 0, 8, 0, True, True, -1, level)[:2] == (1, 0)
 
 
+def test_the_sort_after_the_table_gives_up_reads_every_string(cv):
+    """The budget runs out in the second block of the block walk: the sort then needs
+    the offsets of the strings of every later block too - noted though nothing is hashed
+    any more (another array's offsets, left in the memory the scan keeps, would point
+    elsewhere).  The repeat is in the last block."""
+    n = 9000
+    strings = [b"t%05d" % k for k in range(n)] + [b"t05000"]
+    other = [b"other string %d" % k for k in range(n + 1)]                  # longer: other offsets
+    for level in LEVELS:
+        arr, first, lens = gguf(other)
+        assert cv.scan(arr, first, lens, 8, b"", 0, 8, 0, True, True, -1, level)[:2] == (-1, -1)
+        arr, first, lens = gguf(strings)
+        assert cv.scan(arr, first, lens, 8, b"", 0, 8, 0, True, True, 3000, level)[:2] == (n, 5000), level
+
+
 GUARDED = textwrap.dedent('''
     import ctypes, mmap, struct, sys
     import numpy as np
