@@ -5,8 +5,8 @@
    rules whether every string is UTF-8: in Python 57 % of validate's time on the 12 real
    vocabulary files (issue 27, item 3).  Here one walk over the file's bytes does both,
    with no per-token object, built for memory: each string's bounds, offset, UTF-8 run
-   and hash in the same step (_utf8.h, _seedhash.h), the duplicates in a bucketed table
-   fetched ahead (_dupfind.h).  ``gather`` copies the few thousand tokens a rule names
+   and hash (_utf8.h, _seedhash.h), the duplicates in a bucketed table fetched ahead
+   (_dupfind.h).  ``gather`` copies the few thousand tokens a rule names
    (their offsets from ggscope.ksy.strings.StringArray.starts) in one call;
    ``gather_ids`` the same from their ids, finding their places in its own sum over the
    lengths (a vocabulary's special tokens: 2,400 of 102,400 in 0.03 ms, where the offsets
@@ -29,9 +29,9 @@
      truncated sequence), as the bytes of int64 values in increasing order.
    - ``budget``: table buckets the duplicate search may visit in all before it turns to
      sorting (default -1: 16 per string; 0 sorts at once, n // 2 halfway - the tests'
-     ways to hold every route to one answer); ``simd`` false compares a bucket's slots
-     with SSE2 (or a loop) even where the CPU has AVX2 (the tests' way to the portable
-     route).
+     ways to hold every route to one answer); ``simd``: 2 (default) the widest vectors
+     the CPU has, 1 at most AVX2, 0 none (SSE2 or a loop for a bucket, the scalar hash
+     and UTF-8 check) - the tests' ways to every route, each giving the same answer.
    A string outside ``buf`` raises ValueError.
 
    UTF-8: runs of contiguous strings whose prefix and tail bytes between them are ASCII
@@ -42,174 +42,25 @@
    With no tail and no duplicate search (a merges array) the lengths' sum bounds the
    strings and the runs are found from the lengths alone: no byte is read but the runs'.
    Duplicates: each string's bucket fetched AHEAD strings early, its eight slots compared
-   with the string's tag in one 32-byte step where the CPU has AVX2 (the walk compiled
-   twice, chosen at run time), else two 16-byte steps; the bucket and the tag are taken
-   from the hash when it is, so the step that asks the table does no arithmetic on it.  Bucket visits are
-   counted: past ``budget`` - what no seed-blind input reaches - or with 2**24 strings or
-   more, the strings are sorted by their bytes instead (n log n comparisons): no input
-   costs quadratic time.
+   with the string's tag in one 32-byte step where the CPU has AVX2, else two 16-byte
+   steps; the bucket and the tag are taken from the hash when it is, so the step that
+   asks the table does no arithmetic on it.  GGUF's layout is walked in blocks of tight
+   loops (_cvocab_blocks.h: 8.9 -> 4.4 ns a token on bert-bge's vocabulary), any other
+   one string by string (_cvocab_walk.h).  Bucket visits are counted: past ``budget`` -
+   what no seed-blind input reaches - or with 2**24 strings or more, the strings are
+   sorted by their bytes instead (n log n comparisons): no input costs quadratic time.
    Memory: 6 bytes per string for the table, 4 for each string's offset (8 when the
    buffer past ``first`` spans 4 GiB) where ``rel`` does not give it; the sort 4 per
-   string; 8 per string when one is not UTF-8: every count followed is one the file's
-   bytes back (each string costs at least its prefix), and the search stops at the first
-   duplicate. */
+   string; 8 per string when one is not UTF-8; 48 KB more for GGUF's block walk: every
+   count followed is one the file's bytes back (each string costs at least
+   its prefix), and the search stops at the first duplicate. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "_dupfind.h"
-#include "_gather.h"
-#include "_seedhash.h"
-#include "_strarray.h"
-#include "_utf8.h"
-
-/* --- the scan ------------------------------------------------------------------------------ */
-
-#define AHEAD 8                                    /* strings hashed (and slots fetched) ahead */
-#if defined(__GNUC__)
-#define PREFETCH(p) __builtin_prefetch((p), 1)
-#define INLINE static inline __attribute__((always_inline))
-#else
-#define PREFETCH(p) ((void) (p))
-#define INLINE static inline
-#endif
-
-/* one array as scan reads it, and what its one walk leaves */
-typedef struct {
-    const unsigned char *src;
-    uint64_t size, first, width, tail;
-    const void *lens, *rel;
-    Py_ssize_t lsize, rsize, n;
-    /* the duplicate search: the table (NULL: none), each string's offset from first */
-    uint32_t *table;
-    uint64_t slots, allowed, probes;
-    uint32_t imask;
-    void *offs;
-    int wide, sort;
-    Py_ssize_t dup, of;
-    /* UTF-8: judge the runs; ok while every run judged is well-formed */
-    int utf8, ok;
-    Py_ssize_t outside;                            /* the first string outside the buffer, else -1 */
-} Walk;
-
-/* each string, in order: inside the buffer?  its offset noted, its run of ASCII-separated
-   strings judged when the run ends, its hash taken and its slot fetched AHEAD strings
-   before the table is asked about it.  Inlined with LSIZE, RSIZE and W8 (width 8)
-   constant for the GGUF layouts, with the walk's values for the others. */
-INLINE void walk(Walk *w, const Py_ssize_t LSIZE, const Py_ssize_t RSIZE, const int W8, const int AVX) {
-    const unsigned char *src = w->src;
-    const uint64_t size = w->size, first = w->first, width = W8 ? 8 : w->width, tail = w->tail;
-    const Py_ssize_t n = w->n;
-    const int runs = w->utf8 && !RSIZE && width + tail > 0;
-    uint32_t *const table = w->table;
-    const uint64_t slots = w->slots;
-    const uint32_t imask = w->imask;
-    /* copies: a store through offs or the table may alias *w, a local cannot be */
-    const void *const lens = w->lens, *const rel = w->rel;
-    void *const offs = w->offs;
-    const int wide = w->wide;
-    const uint64_t allowed = w->allowed;
-    uint64_t ring[2 * AHEAD], at = first, run = 0, run_end = 0, probes = 0;
-    int hashing = table != NULL, ok = runs;
-    for (Py_ssize_t i = 0; i < n + AHEAD; i++) {
-        if (i < n) {
-            const uint64_t s = RSIZE ? first + item(rel, RSIZE, i) : at, l = item(lens, LSIZE, i);
-            if (s > size || width > size - s || l > size - s - width) {
-                w->outside = i;
-                break;
-            }
-            if (!RSIZE) {
-                if (offs) {
-                    if (wide) ((uint64_t *) offs)[i] = s - first;
-                    else ((uint32_t *) offs)[i] = (uint32_t) (s - first);
-                }
-                if (runs && ok) {
-                    int clean = !(l & 0x8080808080808080ULL);     /* the prefix: its length's bytes */
-                    for (uint64_t k = 0; k < tail && i; k++) clean &= !(src[s - tail + k] & 0x80);
-                    if (!i) run = s + width;
-                    else if (!clean) {             /* close the run before string i */
-                        ok = utf8_span(src + run, run_end - run);
-                        run = s + width;
-                    }
-                    run_end = s + width + l;
-                }
-                at = s + width + l + tail;
-            }
-            if (hashing) {
-                const uint64_t h = W8 ? hash_prefixed(src + s + 8, l) : hash_bytes(src + s + width, l);
-                const uint64_t k = ((h >> 32) * slots) >> 32;
-                ring[i % (2 * AHEAD)] = k << 32 | ((uint32_t) h & ~imask) | (imask + 1);   /* bucket, tag (never 0) */
-                PREFETCH(table + k * BUCKET);
-            }
-        }
-        const Py_ssize_t j = i - AHEAD;
-        if (!hashing || j < 0) continue;
-        const uint64_t r = ring[j % (2 * AHEAD)];
-        const uint32_t tag = (uint32_t) r;
-        for (uint64_t k = r >> 32;;) {
-            if (++probes > allowed) {              /* the hash met an input it spreads badly: sort */
-                w->sort = 1;
-                hashing = 0;
-                break;
-            }
-            uint32_t *const b = table + k * BUCKET;
-            for (unsigned same = AVX ? bucket_tags_avx2(b, tag, ~imask) : bucket_tags(b, tag, ~imask); same;
-                 same &= same - 1) {
-                const uint32_t m = (b[LOWEST(same)] & imask) - 1;
-                const uint64_t l = item(lens, LSIZE, j);
-                if (item(lens, LSIZE, m) == l
-                    && memcmp(src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, m) + width,
-                              src + first + item(RSIZE ? rel : offs, RSIZE ? RSIZE : wide ? 8 : 4, j) + width,
-                              (size_t) l) == 0) {
-                    w->dup = j;
-                    w->of = m;
-                    hashing = 0;
-                    break;
-                }
-            }
-            if (!hashing) break;
-            const unsigned free_ = AVX ? bucket_empty_avx2(b) : bucket_empty(b);
-            if (free_) {                           /* slots fill from the left: the first free one */
-                b[LOWEST(free_)] = tag | (uint32_t) (j + 1);
-                break;
-            }
-            if (++k == slots) k = 0;
-        }
-    }
-    if (runs && ok && n && w->outside < 0) ok = utf8_span(src + run, run_end - run);
-    w->ok = ok;
-    w->probes = probes;
-}
-
-/* the walk for the GGUF layouts (8-byte prefixes, contiguous) with constants, else generic;
-   with AVX2 where the CPU has it (a bucket in one 32-byte compare) */
-#define WALKS(AVX)                                                   \
-    if (w->width == 8 && !w->rsize) {                                \
-        switch (w->lsize) {                                          \
-            case 1: walk(w, 1, 0, 1, AVX); return;                   \
-            case 2: walk(w, 2, 0, 1, AVX); return;                   \
-            case 4: walk(w, 4, 0, 1, AVX); return;                   \
-            default: walk(w, 8, 0, 1, AVX); return;                  \
-        }                                                            \
-    }                                                                \
-    walk(w, w->lsize, w->rsize, 0, AVX);
-
-#ifdef HAVE_BUCKET_AVX2
-__attribute__((target("avx2"))) static void walk_avx2(Walk *w) { WALKS(1) }
-#endif
-
-static void walk_any(Walk *w, int simd) {
-#ifdef HAVE_BUCKET_AVX2
-    if (simd && __builtin_cpu_supports("avx2")) {
-        walk_avx2(w);
-        return;
-    }
-#endif
-    (void) simd;
-    WALKS(0)
-}
+#include "_cvocab_blocks.h"
 
 /* --- memory kept between calls ------------------------------------------------------------ */
 
@@ -238,39 +89,11 @@ static void *scratch(size_t size, int *owned) {
     return p;
 }
 
-/* the first index in i..n-1 whose length has a byte past 0x7F (either byte order: a
-   prefix that is not ASCII), else n: 64 lengths at a time, one OR over each (vectorised) */
-#define NEXT_BREAK(T, MASK)                                                          \
-    {                                                                                \
-        const T *l = lens;                                                           \
-        while (i < n) {                                                              \
-            if (n - i >= 64) {                                                       \
-                T any = 0;                                                           \
-                for (int k = 0; k < 64; k++) any |= l[i + k];                        \
-                if (!(any & (MASK))) {                                               \
-                    i += 64;                                                         \
-                    continue;                                                        \
-                }                                                                    \
-            }                                                                        \
-            if (l[i] & (MASK)) return i;                                             \
-            i++;                                                                     \
-        }                                                                            \
-        return n;                                                                    \
-    }
-static Py_ssize_t next_break(const void *lens, Py_ssize_t lsize, Py_ssize_t i, Py_ssize_t n) {
-    switch (lsize) {
-        case 1: NEXT_BREAK(uint8_t, 0x80u)
-        case 2: NEXT_BREAK(uint16_t, 0x8080u)
-        case 4: NEXT_BREAK(uint32_t, 0x80808080u)
-        default: NEXT_BREAK(uint64_t, 0x8080808080808080ULL)
-    }
-}
-
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer buf, ln, rl;
     Py_ssize_t first, lsize, rsize, width, tail, budget = -1;
-    int dups, utf8, simd = 1;
-    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|np", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
+    int dups, utf8, simd = 2;
+    if (!PyArg_ParseTuple(args, "y*ny*ny*nnnpp|ni", &buf, &first, &ln, &lsize, &rl, &rsize, &width, &tail,
                           &dups, &utf8, &budget, &simd))
         return NULL;
     PyObject *res = NULL;
@@ -282,11 +105,12 @@ static PyObject *scan(PyObject *self, PyObject *args) {
               .tail = (uint64_t) tail, .lens = ln.buf, .rel = rl.buf, .lsize = lsize, .rsize = rsize, .n = n,
               .dup = -1, .of = -1, .utf8 = utf8 && n, .outside = -1};
     if (!good_size(lsize) || ln.len % lsize || (rsize && (!good_size(rsize) || rl.len != n * rsize))
-        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < -1) {
-        PyErr_SetString(PyExc_ValueError,
-                        "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, utf8[, budget >= -1, simd])");
+        || (!rsize && rl.len) || width < 0 || tail < 0 || first < 0 || budget < -1 || simd < 0 || simd > 2) {
+        PyErr_SetString(PyExc_ValueError, "scan(buf, first, lens, lsize, rel, rsize, width >= 0, tail >= 0, dups, "
+                                          "utf8[, budget >= -1, simd 0..2])");
         goto done;
     }
+    UTF8_LEVEL = simd;                             /* this call's (the GIL is held throughout) */
     dups = dups && n > 1;
     if (dups && (uint64_t) n >= UINT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "scan: 2**32 strings or more");
@@ -305,8 +129,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         w.allowed = budget < 0 ? 16 * (uint64_t) n : (uint64_t) budget;
         table_bytes = (size_t) w.slots * BUCKET * sizeof(uint32_t);
     }
-    if (offs_bytes || table_bytes) {               /* the table (32-byte aligned, cleared), then the offsets */
-        char *base = scratch(table_bytes + offs_bytes + 32, &owned);
+    /* GGUF's layout with a table to fill: the block walk, and its buffers (_cvocab_blocks.h) */
+    const size_t work_bytes = table_bytes && width == 8 && !rsize && !tail ? BLOCK_WORK * sizeof(uint64_t) : 0;
+    if (offs_bytes || table_bytes) {               /* the table (32-byte aligned, cleared), the offsets, the work */
+        char *base = scratch(table_bytes + offs_bytes + work_bytes + 64, &owned);
         if (base == NULL) goto nomem;
         if (owned) mem = base;
         char *at = (char *) (((uintptr_t) base + 31) & ~(uintptr_t) 31);          /* a bucket in one line */
@@ -315,23 +141,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             at += table_bytes;
         }
         if (offs_bytes) w.offs = at;
+        if (work_bytes) w.work = (uint64_t *) (((uintptr_t) at + offs_bytes + 31) & ~(uintptr_t) 31);
     }
     if (dups && !table_bytes) w.sort = 1;          /* budget 0, or 2**24 strings: sort at once */
     const int alone = w.utf8 && !dups && !rsize && !tail && width;
     const uint64_t total = alone ? lens_sum(ln.buf, lsize, 0, n) : 0;     /* all strings' bytes; past 2**64: refused */
     if (alone && (uint64_t) first <= w.size && (uint64_t) n <= (w.size - (uint64_t) first) / (uint64_t) width
         && total <= w.size - (uint64_t) first - (uint64_t) n * (uint64_t) width) {
-        /* UTF-8 alone of strings back to back, every one inside: the runs split where a
-           length has a byte past 0x7F, found from the lengths alone - each run from its
-           first string's bytes to the next run's prefix, its end summed (vectorised) */
-        uint64_t at = (uint64_t) first;            /* the prefix of string i */
-        w.ok = 1;
-        for (Py_ssize_t i = 0, j; i < n && w.ok; i = j) {
-            j = next_break(ln.buf, lsize, i + 1, n);
-            const uint64_t end = at + (uint64_t) (j - i) * (uint64_t) width + lens_sum(ln.buf, lsize, i, j);
-            w.ok = utf8_span(w.src + at + (uint64_t) width, end - at - (uint64_t) width);
-            at = end;
-        }
+        /* UTF-8 alone of strings back to back, every one inside: no byte read but the runs' */
+        w.ok = utf8_runs(w.src, (uint64_t) first, ln.buf, lsize, 0, n, (uint64_t) width);
     } else {
         walk_any(&w, simd);
     }

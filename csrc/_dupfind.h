@@ -1,8 +1,8 @@
 /* The duplicate search's two structures for csrc/_cvocab.c: the bucketed table it fills
    in id order and the sort it turns to when the table's budget runs out.
 
-   Why apart: _cvocab.c walks the strings (bounds, offsets, UTF-8 runs, hashes); how a
-   repeated string is found is its own contract, held here.
+   Why apart: _cvocab_walk.h and _cvocab_blocks.h walk the strings (bounds, offsets,
+   UTF-8 runs, hashes); how a repeated string is found is its own contract, held here.
 
    The table: buckets of BUCKET 4-byte slots (32 bytes, one aligned fetch), each slot
    (index + 1) in its low bits under the hash's tag, 0 when empty; a tag is never 0 (the

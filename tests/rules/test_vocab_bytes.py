@@ -3,8 +3,8 @@
 Every answer is held to the definition computed independently here: a dict from each
 string's bytes to its first index, filled in id order (what llama.cpp's token_to_id meets),
 and Python's strict UTF-8 codec on each string.  Every route runs - the compiled scan
-(csrc/_cvocab.c) with its hash table, with its sort (at once, and taken over from the
-table midway) and numpy - over the layouts the parser produces: contiguous strings with
+(csrc/_cvocab.c) with its hash table (with the widest vectors, at most AVX2, and none),
+with its sort (at once, and taken over from the table midway) and numpy - over the layouts the parser produces: contiguous strings with
 8-byte prefixes, with fixed-size fields after each string (not ASCII: each string judged
 alone; ASCII: the vectorised check over whole runs), and strings placed at explicit
 offsets in any order; and end to end through ``validate`` on GGUF files.
@@ -19,17 +19,17 @@ import pytest
 from ggscope.ksy.strings import StringArray, narrow_unsigned
 from ggscope.rules import vocab_bytes
 
-ROUTES = ["compiled", "compiled, portable", "compiled, sorted", "compiled, sorted midway", "numpy"]
+ROUTES = ["compiled", "compiled, AVX2", "compiled, portable", "compiled, sorted", "compiled, sorted midway", "numpy"]
 
 
 class _Budget:
     """The compiled module with the duplicate search's budget of bucket visits set: 0
     sorts at once; "midway" runs out after half the strings (every string visits at
     least its own bucket) - the route a hash that spreads an input badly takes; -1 (the
-    default budget) with ``simd`` false: the buckets compared the portable way (SSE2)
-    on a CPU that has AVX2."""
+    default budget) with ``simd`` 1: vectors up to AVX2 on a CPU that has AVX-512 (the
+    scalar hash, UTF-8 32 bytes a step), 0: none (SSE2 buckets, UTF-8 byte by byte)."""
 
-    def __init__(self, module, budget: int | str, simd: bool = True):
+    def __init__(self, module, budget: int | str, simd: int = 1):
         self.module, self.budget, self.simd = module, budget, simd
 
     def scan(self, *args):
@@ -42,8 +42,9 @@ def route(request, monkeypatch):
     if request.param.startswith("compiled"):
         if vocab_bytes._cvocab is None:
             pytest.skip("ggscope.rules._cvocab is not built (python setup.py build_ext --inplace)")
-        if request.param == "compiled, portable":
-            monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, -1, simd=False))
+        if request.param in ("compiled, portable", "compiled, AVX2"):
+            monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, -1,
+                                                                simd=0 if request.param.endswith("portable") else 1))
         elif request.param != "compiled":
             monkeypatch.setattr(vocab_bytes, "_cvocab", _Budget(vocab_bytes._cvocab, 0 if request.param.endswith("sorted")
                                                                 else "midway"))
