@@ -91,10 +91,23 @@ def kv_rows(mf) -> list[KV]:
     metadata rule made per entry, made once per file."""
     def make() -> list[KV]:
         out = []
+        new = tuple.__new__
         for kv in kv_nodes(mf):
-            k, t, v = kv["key"], kv["type"], kv["value"]
-            data = k["data"]
-            out.append(KV(kv, k, data, data.value, t, t.value, v, v["type"].value if t.value == GGUF_TYPE_ARRAY else None))
+            # the fields where the spec lays them out in every complete entry (key, type,
+            # value; a string's len, data; an array's type first), else looked up by name
+            kids = kv.children
+            if len(kids) == 3 and kids[0].name == "key" and kids[1].name == "type" and kids[2].name == "value":
+                k, t, v = kids
+            else:
+                k, t, v = kv["key"], kv["type"], kv["value"]
+            kids = k.children
+            data = kids[1] if len(kids) == 2 and kids[1].name == "data" else k["data"]
+            tv = t.value
+            et = None
+            if tv == GGUF_TYPE_ARRAY:
+                kids = v.children
+                et = (kids[0] if kids and kids[0].name == "type" else v["type"]).value
+            out.append(new(KV, (kv, k, data, data.value, t, tv, v, et)))
         return out
     return per_file(mf, "kv_rows", make)
 
