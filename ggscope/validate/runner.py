@@ -142,6 +142,11 @@ def _holds(name: str, mf: ModelFile, options: dict) -> bool:
         return True
 
 
+# rule class -> its one instance (rules keep nothing between calls: what they share per
+# file lives in the file's cache, ``rules.common.file_cache``)
+_INSTANCES: dict[type[Rule], Rule] = {}
+
+
 def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: dict | None = None) -> list[Finding]:
     """The findings of the rules (default: ``selected_rules()``) on one open file, sorted
     by byte offset.  Only the rules of the file's format whose precondition holds are
@@ -149,9 +154,14 @@ def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: 
     findings: list[Finding] = []
     options = {} if options is None else options
     given = _selected((), (), False) if rules is None else tuple(rules)
+    # one context for the file, pointed at each rule in turn (a rule's findings are all
+    # made before the next rule starts); a rule holds no state, so one object per class
+    ctx = CheckContext(mf, None, options)
     for rule_cls in _to_call(mf, given, options):
-        rule = rule_cls()
-        ctx = CheckContext(mf, rule, options)
+        rule = _INSTANCES.get(rule_cls)
+        if rule is None:
+            rule = _INSTANCES[rule_cls] = rule_cls()
+        ctx.rule = rule
         try:
             findings.extend(rule.check(ctx))
         except FileChanged:                 # the file changed under the rules: no finding stands
