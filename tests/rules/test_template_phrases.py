@@ -198,7 +198,7 @@ def test_prose_without_anchor_words_compiles_no_pattern(monkeypatch):
 
 def test_the_anchor_search_by_first_character_finds_what_a_search_for_every_word_finds():
     """A short text is searched only for the anchor words that start with one of its
-    characters: the same answer as searching for every word, on every anchor word at the
+    characters: the same words as searching for every word, on every anchor word at the
     start, the middle and the end of a text, cut by one character, in the phrases above,
     and past the length where the search for every word takes over."""
     import random
@@ -215,4 +215,8 @@ def test_the_anchor_search_by_first_character_finds_what_a_search_for_every_word
     alphabet = "".join(sorted({c for w in words for c in w})) + " .é中\u200b"
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 40))) for _ in range(3000)]
     for t in texts:
-        assert hidden._has_anchor(t) == any(w in t for w in words), t
+        assert hidden._present(t) == {w for w in words if w in t}, t
+    sets = hidden._anchor_sets()                            # each pattern's words, as the search knows them
+    assert {k: [set(s) for s in rows] for k, rows in sets.items()} == \
+        {k: [set(w) for w in rows] for k, rows in hidden._ANCHORS.items()}
+    assert set().union(*(s for rows in sets.values() for s in rows)) == set(words)
