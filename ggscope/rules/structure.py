@@ -161,7 +161,12 @@ class ReaderLimitExceeded(Rule):
     source = "ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH / GGUF_MAX_ARRAY_ELEMENTS (2026-02-27)"
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        least = min(GGUF_MAX_STRING_LENGTH, GGUF_MAX_ARRAY_ELEMENTS)
         for kv in kv_rows(ctx.mf):
+            # an entry of at most 2**30 bytes holds no longer string and no more elements
+            # (every element takes a byte or more): its fields are not looked up
+            if kv.node.end - kv.node.start <= least:
+                continue
             key = kv.key
             for node in (kv.key_node["len"], kv.value.child("len")):
                 if node is not None and node.value is not None and int(node.value) > GGUF_MAX_STRING_LENGTH:
