@@ -21,12 +21,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ggscope.core.escape import quoted
 from ggscope.ksy.node import find
+from ggscope.rules.common import file_cache
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
     from ggscope.ksy.node import Node
 
 __all__ = ["Severity", "Finding", "Rule", "CheckContext", "quoted"]
+
+_NONE = object()     # a path no node has (None is a node look-up's answer too)
 
 
 class Severity(str, Enum):
@@ -81,7 +84,13 @@ class CheckContext:
                        path, s, e, spec_path, self.rule.name)
 
     def node(self, path: str) -> "Node | None":
-        return find(self.mf.root, path)
+        """The node at ``path``, resolved once per file (several rules point at the same
+        entry: a template's key, ``general.architecture``)."""
+        nodes = file_cache(self.mf).setdefault("nodes", {})
+        hit = nodes.get(path, _NONE)
+        if hit is _NONE:
+            hit = nodes[path] = find(self.mf.root, path)
+        return hit
 
 
 class Rule:

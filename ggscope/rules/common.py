@@ -62,7 +62,7 @@ def kv_nodes(mf) -> list:
     d = mf.damage.path if mf.damage is not None else None
     out = []
     for kv in kvs.children if kvs is not None else ():
-        if kv.end is None or kv.error is not None or (d is not None and (d == kv.path or d.startswith(kv.path + "/"))):
+        if kv.end is None or kv.damage is not None or (d is not None and (d == kv.path or d.startswith(kv.path + "/"))):
             break
         out.append(kv)
     cache["kv_nodes"] = out

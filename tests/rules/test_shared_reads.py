@@ -274,3 +274,31 @@ def test_the_named_special_tokens_are_those_of_their_ids(tmp_path, shared_fixtur
         assert got == want, path
         got["bos_token"] = "changed"                       # a copy: the file's record stays
         assert sources.special_texts(mf) == want
+
+
+def test_a_node_is_resolved_once_per_file_and_is_the_one_its_path_names(monkeypatch):
+    """``CheckContext.node`` keeps each path's node for the file: the same node as a fresh
+    look-up for every entry path and its fields, None for a path no node has (asked
+    twice), and one look-up per path however many rules ask."""
+    from ggscope.ksy import node as node_mod
+    from ggscope.rules import base
+    from ggscope.rules.base import CheckContext
+    mf = ggscope.open(str(EXAMPLE))
+    fresh = ggscope.open(str(EXAMPLE))
+    looked = []
+    real = base.find
+
+    def counted(root, path):
+        looked.append(path)
+        return real(root, path)
+    monkeypatch.setattr(base, "find", counted)
+    paths = [kv.path + sub for kv in common.kv_nodes(fresh) for sub in ("", "/key", "/key/data", "/value")]
+    paths += ["header/num_kv", "no/such/node", "metadata_kv[99999]", "tensor_infos[0]/name"]
+    for rule in (None, "another rule"):
+        ctx = CheckContext(mf, rule)
+        for p in paths:
+            got, want = ctx.node(p), node_mod.find(fresh.root, p)
+            assert (got is None) == (want is None), p
+            if want is not None:
+                assert (got.path, got.start, got.end, got.ktype) == (want.path, want.start, want.end, want.ktype)
+    assert sorted(looked) == sorted(paths)
