@@ -40,15 +40,20 @@ GGUF_TYPE_NAMES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float
 def file_cache(mf) -> dict:
     """What a validate run of ``mf`` keeps for the next rule: one dict in ``mf.extra``
     (under a ``_`` key, which ``info`` does not show), the one place its name is written."""
-    return mf.extra.setdefault("_ggscope_validate", {})
+    cache = mf.extra.get("_ggscope_validate")
+    if cache is None:
+        cache = mf.extra["_ggscope_validate"] = {}
+    return cache
 
 
 def per_file(mf, key, make):
     """``make()`` once per file: kept in ``file_cache(mf)`` under ``key`` for every rule after."""
     cache = file_cache(mf)
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
+    try:
+        return cache[key]
+    except KeyError:
+        out = cache[key] = make()
+        return out
 
 
 def kv_nodes(mf) -> list:
