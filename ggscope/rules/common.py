@@ -20,7 +20,7 @@ from ggscope.ksy.damage import Damage
 from ggscope.ksy.node import Node
 from ggscope.ksy.records import RecordArray
 
-__all__ = ["GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
+__all__ = ["chat_templates_of", "GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
            "kv_nodes", "KV", "kv_rows", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne",
            "raw_bytes", "type_facts", "block_sizes", "pad",
            "HOSTILE_FACTOR", "GGUF_VERSION", "GGML_MAX_DIMS", "GGML_MAX_NAME", "GGUF_DEFAULT_ALIGNMENT",
@@ -54,6 +54,15 @@ def per_file(mf, key, make):
     except KeyError:
         out = cache[key] = make()
         return out
+
+
+def chat_templates_of(mf) -> list:
+    """``model.summary.chat_templates`` of the file's metadata, once per file: the
+    runner's "template" precondition and the template family ask the same question."""
+    def make() -> list:
+        from ggscope.model.summary import chat_templates
+        return chat_templates(mf.metadata)
+    return per_file(mf, "chat_templates", make)
 
 
 def kv_nodes(mf) -> list:

@@ -12,14 +12,14 @@ it holds whenever the rule could yield a finding (tests/rules/test_preconditions
 every gated rule on every fixture whose precondition fails and expects nothing).
 
 Contract: ``PRECONDITIONS[name](mf, options) -> bool``, from the same functions the rules'
-guards call (``rules.sidecar.kind_of``, ``model.summary.chat_templates``); never raises
+guards call (``rules.sidecar.kind_of``, ``model.summary.chat_templates``, once per file: ``rules.common.chat_templates_of``); never raises
 for a damaged file.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ggscope.model.summary import chat_templates
+from ggscope.rules.common import chat_templates_of
 
 __all__ = ["PRECONDITIONS"]
 
@@ -37,7 +37,7 @@ PRECONDITIONS: dict[str, Callable[..., bool]] = {
     # a --manifest was given (rules.manifest's _verdict: None without one)
     "manifest": lambda mf, options: bool(options.get("manifest")),
     # the file holds a chat template (rules.templates.sources.templates: one per key)
-    "template": lambda mf, options: bool(chat_templates(mf.metadata)),
+    "template": lambda mf, options: bool(chat_templates_of(mf)),
     # the file is a sidecar (rules.sidecar.kind_of), or a sidecar of one kind
     "sidecar": lambda mf, options: _kind(mf) is not None,
     "projector": _sidecar_is("projector"),

@@ -96,6 +96,27 @@ def test_the_templates_are_gathered_once_per_file():
                                       or k.startswith("tokenizer.chat_template.")]
 
 
+def test_the_chat_templates_are_listed_once_per_file(tmp_path, monkeypatch):
+    """The runner's "template" precondition and the template family read one listing of
+    the file's templates: every template key, in file order, a named one too."""
+    from ggscope.model import summary
+    calls = _counting(monkeypatch, summary, "chat_templates")
+    path = _vocab_file(tmp_path, ["a", "b"], [1, 1])
+    from gguf import GGUFValueType as V
+    from gguf_writers import KV, write_gguf_py
+    named = write_gguf_py(tmp_path / "named.gguf", kvs=[KV("tokenizer.chat_template.tool_use", V.STRING, "{{ x }}"),
+                                                         KV("tokenizer.chat_template", V.STRING, "{{ y }}")])
+    for p, keys in ((path, ["tokenizer.chat_template"]), (named, ["tokenizer.chat_template.tool_use",
+                                                                   "tokenizer.chat_template"]), (EXAMPLE, None)):
+        calls["chat_templates"] = 0
+        mf = ggscope.open(str(p))
+        validate(mf, selected_rules())
+        assert calls["chat_templates"] == 1, p
+        want = keys if keys is not None else [k for k in mf.metadata if k.startswith("tokenizer.chat_template")]
+        assert [t.key for t in sources.templates(mf)] == want
+        mf.close()
+
+
 # --- the special tokens: found and gathered once per file -------------------------------
 
 def _vocab_file(tmp_path, tokens: list[str], types: list[int]):

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING
 from ggscope.facts import upstream
 from ggscope.ksy.strings import StringArray
 from ggscope.rules import vocab_bytes
-from ggscope.rules.common import per_file
+from ggscope.rules.common import chat_templates_of, per_file
 from ggscope.rules.templates import kept
-from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
+from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -58,7 +58,7 @@ def templates(mf: "ModelFile") -> list[Template]:
 
 
 def _templates(mf: "ModelFile") -> list[Template]:
-    keys = template_keys(mf.metadata)
+    keys = [k for _, k in chat_templates_of(mf)]       # context.template_keys, as the precondition read them
     if not keys:
         return []
     from ggscope.rules.templates.records import Template   # start-up: the record only for a file with a template
