@@ -323,3 +323,35 @@ def test_a_node_is_resolved_once_per_file_and_is_the_one_its_path_names(monkeypa
             if want is not None:
                 assert (got.path, got.start, got.end, got.ktype) == (want.path, want.start, want.end, want.ktype)
     assert sorted(looked) == sorted(paths)
+
+
+def test_the_prose_is_every_text_a_reader_takes_as_prose(tmp_path):
+    """``prose``: string values and the strings of string arrays under free-text keys, a
+    locator's value only when it holds more than one word, never the tokenizer's data,
+    a template, a number, a bool or an array of numbers - whatever the key is called."""
+    from gguf import GGUFValueType as V
+    from gguf_writers import GArray, KV, write_gguf_py
+
+    from ggscope.rules.templates.context import is_free_text_key
+    kvs = [KV("general.name", V.STRING, "m"), KV("general.tags", V.ARRAY, GArray(V.STRING, ("a b", "c"))),
+           KV("general.source.url", V.STRING, "https://x.example"),
+           KV("general.license.link", V.STRING, "see https://x.example now"),
+           KV("general.description", V.UINT32, 7), KV("general.author", V.BOOL, True),
+           KV("general.numbers", V.ARRAY, GArray(V.INT32, (1, 2))), KV("general.floats", V.ARRAY, GArray(V.FLOAT32, (1.5,))),
+           KV("general.urls", V.ARRAY, GArray(V.STRING, ("u v", "w"))),
+           KV("tokenizer.ggml.pre", V.STRING, "some words here"), KV("tokenizer.chat_template", V.STRING, "{{ a b }}"),
+           KV("myapp.note", V.STRING, "free text"), KV("myapp.count", V.UINT64, 3)]
+    mf = ggscope.open(str(write_gguf_py(tmp_path / "p.gguf", kvs=kvs)))
+    want = []
+    for k, v in mf.metadata.items():
+        if k.startswith("tokenizer."):
+            continue
+        if isinstance(v, str):
+            if is_free_text_key(k) or len(v.split()) > 1:
+                want.append((k, v))
+        elif is_free_text_key(k) and getattr(v, "encoding", None):
+            want += [(f"{k}[{i}]", s) for i, s in enumerate(v)]
+    assert sources.prose(mf) == want
+    assert ("general.license.link", "see https://x.example now") in want and ("general.tags[0]", "a b") in want
+    assert not any(k.startswith(("general.description", "general.numbers", "general.urls", "general.source"))
+                   for k, _ in want)
