@@ -72,6 +72,7 @@ class ArchitectureNotCovered(Rule):
     Reference: tools/gen_llama_arch.py; ``ggscope.facts.llama_arch`` ``Arch.dynamic``.
     """
     code, name, severity, family = "GG1102", "architecture-not-covered", Severity.INFO, "loader"
+    only_if = "tensors"
     summary = "Some tensors of this architecture are named at run time: unexpected tensors are not checked."
     source = f"ggscope.facts.llama_arch, generated from {PINNED}"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ggscope.rules.common import chat_templates_of
+from ggscope.rules.common import chat_templates_of, tensor_rows
 
 __all__ = ["PRECONDITIONS"]
 
@@ -36,6 +36,9 @@ def _sidecar_is(kind: str) -> Callable[..., bool]:
 PRECONDITIONS: dict[str, Callable[..., bool]] = {
     # a --manifest was given (rules.manifest's _verdict: None without one)
     "manifest": lambda mf, options: bool(options.get("manifest")),
+    # the file holds a tensor info that parsed completely (rules.common.tensor_rows, ModelFile.tensors):
+    # the rules that read only those (a vocabulary alone holds none)
+    "tensors": lambda mf, options: bool(mf.tensors) or len(tensor_rows(mf)) > 0,
     # the file holds a chat template (rules.templates.sources.templates: one per key)
     "template": lambda mf, options: bool(chat_templates_of(mf)),
     # the file is a sidecar (rules.sidecar.kind_of), or a sidecar of one kind

@@ -135,6 +135,7 @@ class QuantizationVersionMissing(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "General: Required".
     """
     code, name, severity, family = "GG604", "quantization-version-missing", Severity.ERROR, "schema"
+    only_if = "tensors"
     summary = "Quantized tensors but no general.quantization_version."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -161,6 +162,7 @@ class FileTypeMismatch(Rule):
     ``LlamaFileType`` (+ ggscope.upstream_overlay).
     """
     code, name, severity, family = "GG605", "file-type-mismatch", Severity.WARNING, "schema"
+    only_if = "tensors"
     summary = "general.file_type is unknown or its main tensor type is absent."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

@@ -92,6 +92,7 @@ class VocabEmbeddingRows(Rule):
     layers" ``token_embd``.
     """
     code, name, severity, family = "GG703", "vocab-embedding-rows", Severity.ERROR, "tokenizer"
+    only_if = "tensors"
     summary = "The token count differs from the rows of token_embd.weight."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

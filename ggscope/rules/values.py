@@ -165,6 +165,7 @@ class ZeroSizeDimension(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.dimensions``.
     """
     code, name, severity, family = "GG204", "zero-size-dimension", Severity.WARNING, "values"
+    only_if = "tensors"
     summary = "A tensor has a dimension of 0 (no elements)."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

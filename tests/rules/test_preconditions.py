@@ -108,12 +108,26 @@ def calls(monkeypatch):
     return seen
 
 
+TENSOR_RULES = {r.code for r in GATED if r.only_if == "tensors"}
+
+
 def test_a_rule_whose_precondition_fails_is_not_called(tmp_path, calls):
     plain = tmp_path / "plain.gguf"
     _write(plain, template=None)
     mf = open_file(str(plain))
     runner.validate(mf)
-    assert calls == {}                     # no template, no sidecar, no --manifest: none of them ran
+    assert set(calls) == TENSOR_RULES      # no template, no sidecar, no --manifest: none of those ran
+    calls.clear()
+    vocab = tmp_path / "vocab.gguf"        # a vocabulary alone: no tensor info, no tensor rule
+    w = gguf.GGUFWriter(str(vocab), "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<s>", "</s>", "a"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    runner.validate(open_file(str(vocab)))
+    assert calls == {}
+    assert len(TENSOR_RULES) >= 15
 
 
 def test_a_rule_whose_precondition_holds_is_called(tmp_path, calls):
@@ -121,12 +135,12 @@ def test_a_rule_whose_precondition_holds_is_called(tmp_path, calls):
     _write(chat, template="{% for m in messages %}{{ m.content }}{% endfor %}")
     runner.validate(open_file(str(chat)))
     template_rules = {r.code for r in GATED if r.only_if == "template"}
-    assert set(calls) == template_rules and all(n == 1 for n in calls.values())
+    assert set(calls) == template_rules | TENSOR_RULES and all(n == 1 for n in calls.values())
     calls.clear()
     projector = tmp_path / "mmproj.gguf"
     _write(projector, template=None, arch="clip")
     runner.validate(open_file(str(projector)), options={"manifest": str(tmp_path / "absent.manifest")})
-    assert set(calls) == {r.code for r in GATED if r.only_if in ("sidecar", "projector", "manifest")}
+    assert set(calls) == {r.code for r in GATED if r.only_if in ("sidecar", "projector", "manifest", "tensors")}
 
 
 def test_a_precondition_that_raises_leaves_its_rules_to_run(tmp_path, calls, monkeypatch):
@@ -138,5 +152,5 @@ def test_a_precondition_that_raises_leaves_its_rules_to_run(tmp_path, calls, mon
     plain = tmp_path / "plain.gguf"
     _write(plain, template=None)
     found = runner.validate(open_file(str(plain)))
-    assert set(calls) == {r.code for r in GATED if r.only_if == "template"}
+    assert set(calls) == {r.code for r in GATED if r.only_if == "template"} | TENSOR_RULES
     assert "GG000" not in [f.code for f in found]
