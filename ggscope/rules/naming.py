@@ -33,9 +33,10 @@ def _joined(ctx: CheckContext) -> str | None:
     walk the keys only where one of them may be named."""
     def make() -> str | None:
         keys = list(ctx.mf.metadata)
-        if not all(isinstance(k, str) for k in keys):
+        try:
+            text = "\n".join(keys)
+        except TypeError:                   # a key that is no str
             return None
-        text = "\n".join(keys)
         return text if text.count("\n") == len(keys) - 1 else None
     return per_file(ctx.mf, "naming_joined_keys", make)
 

@@ -143,7 +143,12 @@ class NameNotUtf8(Rule):
     summary = "A metadata key or tensor name is not valid UTF-8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_rows(ctx.mf):
+        kvs = kv_rows(ctx.mf)
+        try:                    # one search over the keys joined (a newline escapes no byte) ...
+            clean = _ESCAPED.search("\n".join([kv.key for kv in kvs])) is None
+        except TypeError:       # ... when every key is a str
+            clean = False
+        for kv in () if clean else kvs:
             if _bad_utf8(kv.key):
                 yield ctx.at(kv.key_node, f"metadata key is not UTF-8: {quoted(_raw(ctx, kv.data)[:40])}")
         rows = tensor_rows(ctx.mf)

@@ -102,3 +102,15 @@ def test_real_files_have_no_value_errors(shared_fixtures, repo_fixtures):
     for p in paths:
         errs = [f for f in _gg2(p) if f.severity.value == "error"]
         assert not errs, (p, errs)
+
+
+def test_every_key_that_is_not_utf8_is_named_first_and_last_among_many(tmp_path):
+    """GG203 searches the keys joined once and walks them only when that finds a byte that
+    is not UTF-8: a bad key first and one last among many good ones are each named."""
+    good = [KV(f"test.k{i}", V.UINT8, 1) for i in range(40)]
+    kvs = _llama_kvs(KV(b"a.\xfefirst", V.UINT8, 1), *good, KV(b"z.last\xc3", V.UINT8, 1))
+    p = write_gguf_v1_v2(tmp_path / "k2.gguf", 3, kvs, [_w()])
+    found = [f.message for f in _gg2(p) if f.code == "GG203"]
+    assert found == ['metadata key is not UTF-8: "a.\\xfefirst"', 'metadata key is not UTF-8: "z.last\\xc3"'], found
+    clean = write_gguf_v1_v2(tmp_path / "k3.gguf", 3, _llama_kvs(*good), [_w()])
+    assert [f for f in _gg2(clean) if f.code == "GG203"] == []
