@@ -106,11 +106,14 @@ def test_real_files_have_no_value_errors(shared_fixtures, repo_fixtures):
 
 def test_every_key_that_is_not_utf8_is_named_first_and_last_among_many(tmp_path):
     """GG203 searches the keys joined once and walks them only when that finds a byte that
-    is not UTF-8: a bad key first and one last among many good ones are each named."""
+    is not UTF-8: one bad key first, one last and one in the middle of many good ones, and
+    two at once, are each named."""
     good = [KV(f"test.k{i}", V.UINT8, 1) for i in range(40)]
-    kvs = _llama_kvs(KV(b"a.\xfefirst", V.UINT8, 1), *good, KV(b"z.last\xc3", V.UINT8, 1))
-    p = write_gguf_v1_v2(tmp_path / "k2.gguf", 3, kvs, [_w()])
-    found = [f.message for f in _gg2(p) if f.code == "GG203"]
-    assert found == ['metadata key is not UTF-8: "a.\\xfefirst"', 'metadata key is not UTF-8: "z.last\\xc3"'], found
-    clean = write_gguf_v1_v2(tmp_path / "k3.gguf", 3, _llama_kvs(*good), [_w()])
+    first, last = KV(b"a.\xfefirst", V.UINT8, 1), KV(b"z.last\xc3", V.UINT8, 1)
+    msg = {first: 'metadata key is not UTF-8: "a.\\xfefirst"', last: 'metadata key is not UTF-8: "z.last\\xc3"'}
+    for i, bad in enumerate(([first], [last], [first, last])):
+        keys = [bad[0], *good, *bad[1:]] if bad[0] is first else [*good[:20], *bad, *good[20:]]
+        p = write_gguf_v1_v2(tmp_path / f"k{i}.gguf", 3, _llama_kvs(*keys), [_w()])
+        assert [f.message for f in _gg2(p) if f.code == "GG203"] == [msg[k] for k in bad]
+    clean = write_gguf_v1_v2(tmp_path / "clean.gguf", 3, _llama_kvs(*good), [_w()])
     assert [f for f in _gg2(clean) if f.code == "GG203"] == []
