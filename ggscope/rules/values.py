@@ -58,6 +58,23 @@ def _values_of_type(ctx: CheckContext, gguf_type: int) -> Iterator[tuple[str, ob
             yield from walk(kv.key, kv.value)
 
 
+def _scalars_clean(ctx: CheckContext) -> bool:
+    """Whether every scalar string value is UTF-8, by one search over them joined (a
+    newline escapes no byte): then no scalar is looked at one by one.  False when one is
+    not, or when a value is no str."""
+    texts = []
+    for kv in kv_rows(ctx.mf):
+        if kv.type == GGUF_TYPE_STRING:
+            kids = kv.value.children
+            data = kids[1] if len(kids) == 2 and kids[1].name == "data" else kv.value.child("data")
+            if data is not None:
+                texts.append(data.value)
+    try:
+        return _ESCAPED.search("\n".join(texts)) is None
+    except TypeError:
+        return False
+
+
 class InvalidBool(Rule):
     """What it checks: every bool value, scalar or in an array, is the byte 0 or 1.
 
@@ -106,8 +123,11 @@ class StringNotUtf8(Rule):
     summary = "A string value is not valid UTF-8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        clean = _scalars_clean(ctx)
         for key, node, is_array in _values_of_type(ctx, GGUF_TYPE_STRING):
             if not is_array:
+                if clean:
+                    continue
                 data = node.child("data")
                 if data is not None and _bad_utf8(data.value):
                     yield ctx.at(data, f"key {quoted(key)}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")

@@ -117,3 +117,20 @@ def test_every_key_that_is_not_utf8_is_named_first_and_last_among_many(tmp_path)
         assert [f.message for f in _gg2(p) if f.code == "GG203"] == [msg[k] for k in bad]
     clean = write_gguf_v1_v2(tmp_path / "clean.gguf", 3, _llama_kvs(*good), [_w()])
     assert [f for f in _gg2(clean) if f.code == "GG203"] == []
+
+
+def test_every_string_value_that_is_not_utf8_is_named_alone_at_either_end(tmp_path):
+    """GG202 searches the scalar string values joined once and looks at each only when
+    that finds a byte that is not UTF-8: one bad value first or last among many good
+    ones is named, with the string arrays' verdicts beside it."""
+    good = [KV(f"test.s{i}", V.STRING, f"text {i}") for i in range(40)]
+    first, last = KV("a.first", V.STRING, b"\xfefirst"), KV("z.last", V.STRING, b"last\xc3")
+    arr = KV("test.arr", V.ARRAY, GArray(V.STRING, ("ok", b"\x80")))
+    for i, keys in enumerate(([first, *good], [*good, last], [*good[:3], arr, *good[3:]])):
+        p = write_gguf_v1_v2(tmp_path / f"s{i}.gguf", 3, _llama_kvs(*keys), [_w()])
+        got = [f.message for f in _gg2(p) if f.code == "GG202"]
+        want = {0: ['key "a.first": value is not UTF-8: "\\xfefirst"'], 1: ['key "z.last": value is not UTF-8: "last\\xc3"'],
+                2: ['key "test.arr": 1 string element(s) are not UTF-8: element 1 ("\\x80")']}[i]
+        assert got == want, got
+    clean = write_gguf_v1_v2(tmp_path / "clean.gguf", 3, _llama_kvs(*good), [_w()])
+    assert [f for f in _gg2(clean) if f.code == "GG202"] == []
