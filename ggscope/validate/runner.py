@@ -188,8 +188,6 @@ def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str
                   options: dict | None = None) -> list[Finding]:
     """Findings of ``path``; a shard of a split model gives the findings of its whole set
     (``validate_set``), whichever shard is named."""
-    from ggscope.model.open import open as open_file  # lazy: loaded only on the path that needs it
-    from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
     rules = selected_rules(select, ignore, deep)
     try:
         mf = open_file(path)
@@ -266,8 +264,10 @@ def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile,
     import dataclasses
 
     no = mf.metadata.get("split.no")
+    if not isinstance(no, int) or isinstance(no, bool) or no < 1:     # no later shard: its name is not parsed
+        return mf, rules
     paths = shard_paths(mf.path) if mf.format == "gguf" else None
-    if not paths or len(paths) < 2 or not isinstance(no, int) or isinstance(no, bool) or no < 1:
+    if not paths or len(paths) < 2:
         return mf, rules
     rules = [r for r in rules if r.family not in MODEL_LEVEL_FAMILIES]
     try:

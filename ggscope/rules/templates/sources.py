@@ -163,11 +163,18 @@ def _render(text: str, special: tuple) -> "tuple[Render, ...]":
     return tuple(sandbox.render_all(text, dict(special)))
 
 
+# the cache_clear of every other cache kept by a template's text (the rules' own: template_text)
+CLEARERS: list = []
+
+
 def clear_caches() -> None:
-    """Forget every study and render (benchmarks measure a first look)."""
+    """Forget every study and render, and what the rules keep by a template's text
+    (benchmarks measure a first look)."""
     study.cache_clear()
     _static.cache_clear()
     _renders.cache_clear()
+    for clear in CLEARERS:
+        clear()
 
 
 def renders_of(mf: "ModelFile", t: Template) -> "tuple[Render, ...]":
