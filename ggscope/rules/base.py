@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ggscope.core.escape import quoted
 from ggscope.ksy.node import find
-from ggscope.rules.common import file_cache
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -62,14 +61,15 @@ class Finding:
 class CheckContext:
     """What a rule sees: the parsed file (``mf``), the rule (``rule``), the run's options
     (``options``: ``manifest``, ``base``, ...), and helpers to make findings at nodes.
-    A plain class with slots: one is made per rule and file (ninety per file)."""
+    A plain class with slots: the runner makes one per file and points it at each rule in turn."""
 
-    __slots__ = ("mf", "rule", "options")
+    __slots__ = ("mf", "rule", "options", "_nodes")
 
     def __init__(self, mf: "ModelFile", rule: "Rule", options: dict[str, Any] | None = None) -> None:
         self.mf = mf
         self.rule = rule
         self.options = {} if options is None else options
+        self._nodes: dict[str, Any] = {}      # path -> node, for every rule this context serves
 
     def at(self, node: "Node | None", message: str, *, severity: Severity | None = None,
            start: int | None = None, end: int | None = None) -> Finding:
@@ -84,12 +84,12 @@ class CheckContext:
                        path, s, e, spec_path, self.rule.name)
 
     def node(self, path: str) -> "Node | None":
-        """The node at ``path``, resolved once per file (several rules point at the same
-        entry: a template's key, ``general.architecture``)."""
-        nodes = file_cache(self.mf).setdefault("nodes", {})
-        hit = nodes.get(path, _NONE)
+        """The node at ``path``, resolved once per context - the runner's one context
+        serves every rule of a file, and several point at the same entry (a template's
+        key, ``general.architecture``)."""
+        hit = self._nodes.get(path, _NONE)
         if hit is _NONE:
-            hit = nodes[path] = find(self.mf.root, path)
+            hit = self._nodes[path] = find(self.mf.root, path)
         return hit
 
 

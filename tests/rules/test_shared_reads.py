@@ -298,9 +298,9 @@ def test_the_named_special_tokens_are_those_of_their_ids(tmp_path, shared_fixtur
 
 
 def test_a_node_is_resolved_once_per_file_and_is_the_one_its_path_names(monkeypatch):
-    """``CheckContext.node`` keeps each path's node for the file: the same node as a fresh
-    look-up for every entry path and its fields, None for a path no node has (asked
-    twice), and one look-up per path however many rules ask."""
+    """``CheckContext.node`` keeps each path's node for the file it serves: the same node
+    as a fresh look-up for every entry path and its fields, None for a path no node has
+    (asked twice), and one look-up per path however many rules ask."""
     from ggscope.ksy import node as node_mod
     from ggscope.rules import base
     from ggscope.rules.base import CheckContext
@@ -315,8 +315,9 @@ def test_a_node_is_resolved_once_per_file_and_is_the_one_its_path_names(monkeypa
     monkeypatch.setattr(base, "find", counted)
     paths = [kv.path + sub for kv in common.kv_nodes(fresh) for sub in ("", "/key", "/key/data", "/value")]
     paths += ["header/num_kv", "no/such/node", "metadata_kv[99999]", "tensor_infos[0]/name"]
-    for rule in (None, "another rule"):
-        ctx = CheckContext(mf, rule)
+    ctx = CheckContext(mf, None)
+    for rule in (None, "another rule"):            # one context pointed at each rule in turn, as the runner does
+        ctx.rule = rule
         for p in paths:
             got, want = ctx.node(p), node_mod.find(fresh.root, p)
             assert (got is None) == (want is None), p
