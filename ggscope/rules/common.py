@@ -40,10 +40,7 @@ GGUF_TYPE_NAMES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float
 def file_cache(mf) -> dict:
     """What a validate run of ``mf`` keeps for the next rule: one dict in ``mf.extra``
     (under a ``_`` key, which ``info`` does not show), the one place its name is written."""
-    cache = mf.extra.get("_ggscope_validate")
-    if cache is None:
-        cache = mf.extra["_ggscope_validate"] = {}
-    return cache
+    return mf.extra.get("_ggscope_validate") or mf.extra.setdefault("_ggscope_validate", {})
 
 
 def per_file(mf, key, make):

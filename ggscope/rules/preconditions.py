@@ -19,14 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ggscope.rules.common import chat_templates_of, tensor_rows
+from ggscope.rules.common import chat_templates_of, per_file, tensor_rows
 
 __all__ = ["PRECONDITIONS"]
 
 
 def _kind(mf) -> str | None:
-    from ggscope.rules.sidecar import kind_of  # the sidecar family imports the rule base, which names this table
-    return kind_of(mf)
+    """``rules.sidecar.kind_of``, once per file (five preconditions ask)."""
+    def make() -> str | None:
+        from ggscope.rules.sidecar import kind_of  # the sidecar family imports the rule base, which names this table
+        return kind_of(mf)
+    return per_file(mf, "sidecar_kind", make)
 
 
 def _sidecar_is(kind: str) -> Callable[..., bool]:
@@ -36,6 +39,8 @@ def _sidecar_is(kind: str) -> Callable[..., bool]:
 PRECONDITIONS: dict[str, Callable[..., bool]] = {
     # a --manifest was given (rules.manifest's _verdict: None without one)
     "manifest": lambda mf, options: bool(options.get("manifest")),
+    # the parse stopped somewhere (ModelFile.damage): the damage rules name its one owner (common.damage_kind)
+    "damaged": lambda mf, options: mf.damage is not None,
     # the file holds a tensor info that parsed completely (rules.common.tensor_rows, ModelFile.tensors):
     # the rules that read only those (a vocabulary alone holds none)
     "tensors": lambda mf, options: bool(mf.tensors) or len(tensor_rows(mf)) > 0,

@@ -196,6 +196,7 @@ class ForkTypeId(Rule):
     ``type_traits`` / ``ggml_nbytes``, at the commits ``ggscope.facts.llama_history.FORK_TYPES`` names.
     """
     code, name, severity, family = "GG1113", "fork-type-id", Severity.WARNING, "loader"
+    only_if = "tensors"
     summary = "A tensor type id that a llama.cpp fork defines with another meaning than mainline."
     source = ("ikawrakow/ik_llama.cpp, Eddie-Wang1120/llama.cpp (microsoft/BitNet): ggml/include/ggml.h "
               "enum ggml_type, ggml/src/ggml.c type_traits and ggml_nbytes (tools/fork_types.py)")

@@ -21,6 +21,7 @@ family.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import repeat
 
 from ggscope.facts.upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
@@ -100,7 +101,7 @@ class DuplicateKey(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         rows = kv_rows(ctx.mf)
         keys = [kv.key for kv in rows]
-        if all(isinstance(k, (str, bytes)) for k in keys) and len(set(keys)) == len(keys):
+        if all(map(isinstance, keys, repeat((str, bytes)))) and len(set(keys)) == len(keys):
             return      # the parser decodes a key one to one (UTF-8 with surrogate escapes, or its bytes)
         seen: dict[bytes, int] = {}
         for i, kv in enumerate(rows):

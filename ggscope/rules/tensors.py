@@ -76,6 +76,7 @@ class TensorDataPastEnd(Rule):
     ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG502", "tensor-data-past-end", Severity.ERROR, "tensors"
+    only_if = "tensors"
     summary = "A tensor's data lies (partly) past the end of the file."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

@@ -154,3 +154,18 @@ def test_a_precondition_that_raises_leaves_its_rules_to_run(tmp_path, calls, mon
     found = runner.validate(open_file(str(plain)))
     assert set(calls) == {r.code for r in GATED if r.only_if == "template"} | TENSOR_RULES
     assert "GG000" not in [f.code for f in found]
+
+
+def test_the_damage_rules_run_on_a_damaged_file_only(tmp_path, calls):
+    """The rules that word a stopped parse run only where the parse stopped - and there
+    the one that owns the damage says so."""
+    plain = tmp_path / "plain.gguf"
+    _write(plain, template=None)
+    runner.validate(open_file(str(plain)))
+    damage_rules = {r.code for r in GATED if r.only_if == "damaged"}
+    assert damage_rules >= {"GG101", "GG117", "GG118"} and not damage_rules & set(calls)
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(plain.read_bytes()[:60])
+    found = runner.validate(open_file(str(cut)))
+    assert damage_rules <= set(calls)
+    assert "GG117" in {f.code for f in found}
