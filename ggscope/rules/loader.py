@@ -30,6 +30,7 @@ class _LoaderRule(Rule):
     kind = ""
     family = "loader"
     severity = Severity.ERROR
+    only_if = "loader-issues"      # each names the prediction's issues of its kind: none, nothing to name
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if ctx.mf.damage is not None:

@@ -32,6 +32,11 @@ def _kind(mf) -> str | None:
     return per_file(mf, "sidecar_kind", make)
 
 
+def _loader_issues(mf) -> list:
+    from ggscope.rules import loader_engine  # the loader family's engine: imported with the rules, not here
+    return loader_engine.predict(mf).issues
+
+
 def _sidecar_is(kind: str) -> Callable[..., bool]:
     return lambda mf, options: _kind(mf) == kind
 
@@ -39,6 +44,9 @@ def _sidecar_is(kind: str) -> Callable[..., bool]:
 PRECONDITIONS: dict[str, Callable[..., bool]] = {
     # a --manifest was given (rules.manifest's _verdict: None without one)
     "manifest": lambda mf, options: bool(options.get("manifest")),
+    # llama.cpp's loader, as rules.loader_engine predicts it, stops at something (the loader rules
+    # each name the issues of their kind; the prediction is made once per file either way)
+    "loader-issues": lambda mf, options: mf.damage is None and bool(_loader_issues(mf)),
     # the parse stopped somewhere (ModelFile.damage): the damage rules name its one owner (common.damage_kind)
     "damaged": lambda mf, options: mf.damage is not None,
     # the file holds a tensor info that parsed completely (rules.common.tensor_rows, ModelFile.tensors):
