@@ -329,7 +329,7 @@ def _find_prose(mf: "ModelFile") -> list[tuple[str, str]]:
     for k, v in mf.metadata.items():
         if not isinstance(k, str) or k.startswith("tokenizer.") or k in templated:
             continue
-        if not isinstance(v, str) and not getattr(v, "encoding", None):
+        if isinstance(v, (int, float)) or (not isinstance(v, str) and not getattr(v, "encoding", None)):
             continue                      # a number, a bool, an array of them: no text (a key's kind aside)
         if not is_free_text_key(k):       # a locator: only text beside the URL is prose
             if isinstance(v, str) and len(v.split()) > 1:
