@@ -74,6 +74,8 @@ def _table(candidate: str) -> tuple[dict | None, list] | None:
     """``candidate``'s ``[tool.ggscope]`` table (None: it has none) and the one-slot list
     that keeps its parsed Config, read again only when its time or size changed; None when
     it is no regular file."""
+    if not os.access(candidate, os.F_OK):     # most directories have none: no exception raised and caught
+        return None
     try:
         st = os.stat(candidate)
     except OSError:

@@ -255,8 +255,8 @@ def _find_special_ids(mf: "ModelFile"):
             missing = [v for v in named if not (v < len(flat) and (flat[v] == _CONTROL or flat[v] == _USER_DEFINED))]
         else:
             missing = [v for v in named if not (found == v).any()]
-        if missing:
-            found = np.union1d(found, np.asarray(missing, dtype=np.int64))
+        if missing:                       # distinct, none in found (not np.union1d: its first call imports numpy.ma)
+            found = np.sort(np.concatenate((found, np.asarray(missing, dtype=np.int64))))
     return found
 
 
