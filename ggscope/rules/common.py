@@ -57,7 +57,7 @@ def chat_templates_of(mf) -> list:
     """``model.summary.chat_templates`` of the file's metadata, once per file: the
     runner's "template" precondition and the template family ask the same question."""
     def make() -> list:
-        from ggscope.model.summary import chat_templates
+        from ggscope.model.summary import chat_templates  # start-up: imported when a file is checked, not with every family
         return chat_templates(mf.metadata)
     return per_file(mf, "chat_templates", make)
 
