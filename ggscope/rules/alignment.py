@@ -45,6 +45,7 @@ class MisalignedTensorOffset(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``.
     """
     code, name, severity, family = "GG301", "misaligned-tensor-offset", Severity.ERROR, "alignment"
+    only_if = "tensors"
     summary = "A tensor offset is not a multiple of the alignment."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -99,6 +100,7 @@ class NonZeroTensorPadding(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG303", "nonzero-tensor-padding", Severity.WARNING, "alignment"
+    only_if = "tensors"
     summary = "The padding after a tensor's data is not all zero bytes."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

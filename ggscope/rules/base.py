@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Severity", "Finding", "Rule", "CheckContext", "quoted"]
 
+_NONE = object()     # a path no node has (None is a node look-up's answer too)
+
 
 class Severity(str, Enum):
     ERROR = "error"
@@ -59,14 +61,15 @@ class Finding:
 class CheckContext:
     """What a rule sees: the parsed file (``mf``), the rule (``rule``), the run's options
     (``options``: ``manifest``, ``base``, ...), and helpers to make findings at nodes.
-    A plain class with slots: one is made per rule and file (ninety per file)."""
+    A plain class with slots: the runner makes one per file and points it at each rule in turn."""
 
-    __slots__ = ("mf", "rule", "options")
+    __slots__ = ("mf", "rule", "options", "_nodes")
 
     def __init__(self, mf: "ModelFile", rule: "Rule", options: dict[str, Any] | None = None) -> None:
         self.mf = mf
         self.rule = rule
         self.options = {} if options is None else options
+        self._nodes: dict[str, Any] = {}      # path -> node, for every rule this context serves
 
     def at(self, node: "Node | None", message: str, *, severity: Severity | None = None,
            start: int | None = None, end: int | None = None) -> Finding:
@@ -81,7 +84,13 @@ class CheckContext:
                        path, s, e, spec_path, self.rule.name)
 
     def node(self, path: str) -> "Node | None":
-        return find(self.mf.root, path)
+        """The node at ``path``, resolved once per context - the runner's one context
+        serves every rule of a file, and several point at the same entry (a template's
+        key, ``general.architecture``)."""
+        hit = self._nodes.get(path, _NONE)
+        if hit is _NONE:
+            hit = self._nodes[path] = find(self.mf.root, path)
+        return hit
 
 
 class Rule:

@@ -20,7 +20,7 @@ from ggscope.ksy.damage import Damage
 from ggscope.ksy.node import Node
 from ggscope.ksy.records import RecordArray
 
-__all__ = ["GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
+__all__ = ["chat_templates_of", "GGMLLayout", "ggml_layout", "ggml_alignment", "ggml_nbytes", "damage_kind", "claimed_bytes",
            "kv_nodes", "KV", "kv_rows", "tensor_nodes", "TensorRows", "tensor_rows", "tensor_node", "tensor_field", "tensor_ne",
            "raw_bytes", "type_facts", "block_sizes", "pad",
            "HOSTILE_FACTOR", "GGUF_VERSION", "GGML_MAX_DIMS", "GGML_MAX_NAME", "GGUF_DEFAULT_ALIGNMENT",
@@ -40,15 +40,26 @@ GGUF_TYPE_NAMES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float
 def file_cache(mf) -> dict:
     """What a validate run of ``mf`` keeps for the next rule: one dict in ``mf.extra``
     (under a ``_`` key, which ``info`` does not show), the one place its name is written."""
-    return mf.extra.setdefault("_ggscope_validate", {})
+    return mf.extra.get("_ggscope_validate") or mf.extra.setdefault("_ggscope_validate", {})
 
 
 def per_file(mf, key, make):
     """``make()`` once per file: kept in ``file_cache(mf)`` under ``key`` for every rule after."""
     cache = file_cache(mf)
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
+    try:
+        return cache[key]
+    except KeyError:
+        out = cache[key] = make()
+        return out
+
+
+def chat_templates_of(mf) -> list:
+    """``model.summary.chat_templates`` of the file's metadata, once per file: the
+    runner's "template" precondition and the template family ask the same question."""
+    def make() -> list:
+        from ggscope.model.summary import chat_templates  # start-up: imported when a file is checked, not with every family
+        return chat_templates(mf.metadata)
+    return per_file(mf, "chat_templates", make)
 
 
 def kv_nodes(mf) -> list:
@@ -62,7 +73,7 @@ def kv_nodes(mf) -> list:
     d = mf.damage.path if mf.damage is not None else None
     out = []
     for kv in kvs.children if kvs is not None else ():
-        if kv.end is None or kv.error is not None or (d is not None and (d == kv.path or d.startswith(kv.path + "/"))):
+        if kv.end is None or kv.damage is not None or (d is not None and (d == kv.path or d.startswith(kv.path + "/"))):
             break
         out.append(kv)
     cache["kv_nodes"] = out
@@ -91,10 +102,23 @@ def kv_rows(mf) -> list[KV]:
     metadata rule made per entry, made once per file."""
     def make() -> list[KV]:
         out = []
+        new = tuple.__new__
         for kv in kv_nodes(mf):
-            k, t, v = kv["key"], kv["type"], kv["value"]
-            data = k["data"]
-            out.append(KV(kv, k, data, data.value, t, t.value, v, v["type"].value if t.value == GGUF_TYPE_ARRAY else None))
+            # the fields where the spec lays them out in every complete entry (key, type,
+            # value; a string's len, data; an array's type first), else looked up by name
+            kids = kv.children
+            if len(kids) == 3 and kids[0].name == "key" and kids[1].name == "type" and kids[2].name == "value":
+                k, t, v = kids
+            else:
+                k, t, v = kv["key"], kv["type"], kv["value"]
+            kids = k.children
+            data = kids[1] if len(kids) == 2 and kids[1].name == "data" else k["data"]
+            tv = t.value
+            et = None
+            if tv == GGUF_TYPE_ARRAY:
+                kids = v.children
+                et = (kids[0] if kids and kids[0].name == "type" else v["type"]).value
+            out.append(new(KV, (kv, k, data, data.value, t, tv, v, et)))
         return out
     return per_file(mf, "kv_rows", make)
 

@@ -18,6 +18,7 @@ __all__ = ["RULES", "BadMagic", "CountCannotFit", "InvalidValueType", "Truncated
 class _DamageRule(Rule):
     kind: str = ""
     formats = ("*",)
+    only_if = "damaged"          # damage_kind names no owner on a file that parsed whole
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if damage_kind(ctx.mf) == self.name:
@@ -73,6 +74,7 @@ class CountCannotFit(_DamageRule):
     ggml src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG103", "count-cannot-fit", Severity.ERROR, "structure"
+    only_if = None               # a negative header count is judged on a whole file too
     summary = "A count or length is negative or larger than the file."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

@@ -23,6 +23,7 @@ from ggscope.facts.upstream_overlay import FILENAME_PREFIXES
 from ggscope.model.open import open as open_file
 from ggscope.model.split import SHARD_RE, shard_paths
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
+from ggscope.rules.common import per_file
 from ggscope.source.local import is_remote
 
 __all__ = ["RULES", "GGUF_FILENAME_RE", "PUBLISHER_FILENAME_RE", "SHARD_RE", "parse_filename",
@@ -75,6 +76,16 @@ def parse_publisher_filename(name: str) -> dict[str, str | None] | None:
                                    "Shard": m.group("Shard")}
 
 
+def _parsed(ctx: CheckContext) -> tuple[dict | None, dict | None]:
+    """``parse_filename`` of the file's name and, when that fails,
+    ``parse_publisher_filename``: once per file (GG801 and GG802 read both)."""
+    def make():
+        path = ctx.mf.path or ""
+        strict = parse_filename(path)
+        return strict, (parse_publisher_filename(path) if strict is None else None)
+    return per_file(ctx.mf, "file_name_parts", make)
+
+
 def _node(ctx: CheckContext, key: str):
     p = ctx.mf.metadata_nodes.get(key)
     return ctx.node(p) if p else None
@@ -107,7 +118,7 @@ class FilenameConvention(Rule):
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         base = os.path.basename(ctx.mf.path or "")
-        if base.endswith(".gguf") and parse_filename(base) is None and parse_publisher_filename(base) is None:
+        if base.endswith(".gguf") and _parsed(ctx) == (None, None):
             yield ctx.at(None, f"file name {quoted(base)} does not match <BaseName>-<SizeLabel>-<Version>"
                          "[-<Encoding>][-<Type>][-<Shard>].gguf")
 
@@ -134,10 +145,9 @@ class FilenameMetadataMismatch(Rule):
     summary = "A part of the file name disagrees with the metadata."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        parts = parse_filename(ctx.mf.path or "")
+        parts, loose = _parsed(ctx)
         md = ctx.mf.metadata
         if parts is None:
-            loose = parse_publisher_filename(ctx.mf.path or "")
             if loose is not None:        # a publisher's free-form name: only its quantisation and shard
                 yield from self._encoding_and_shard(ctx, loose)
             return

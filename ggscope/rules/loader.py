@@ -30,6 +30,7 @@ class _LoaderRule(Rule):
     kind = ""
     family = "loader"
     severity = Severity.ERROR
+    only_if = "loader-issues"      # each names the prediction's issues of its kind: none, nothing to name
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         if ctx.mf.damage is not None:
@@ -72,6 +73,7 @@ class ArchitectureNotCovered(Rule):
     Reference: tools/gen_llama_arch.py; ``ggscope.facts.llama_arch`` ``Arch.dynamic``.
     """
     code, name, severity, family = "GG1102", "architecture-not-covered", Severity.INFO, "loader"
+    only_if = "tensors"
     summary = "Some tensors of this architecture are named at run time: unexpected tensors are not checked."
     source = f"ggscope.facts.llama_arch, generated from {PINNED}"
 

@@ -22,6 +22,7 @@ Nothing here reads tensor data; token bytes are read only to look for duplicates
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ggscope.core.escape import llama_quoted
 from ggscope.facts import llama_arch as gen, upstream
@@ -73,6 +74,20 @@ class Prediction:
 class _Stop(Exception):
     """A stage failed: llama.cpp stops loading here."""
 
+
+
+@lru_cache(maxsize=1)
+def _typed_tokenizer_keys() -> tuple[tuple[str, str], ...]:
+    """(key, GGUF type get_key reads it as) of gguf-py's ``Keys.Tokenizer`` keys that have
+    one - the pre-tokenizer (string), token_type_count and the special token ids (uint32),
+    the add_* flags (bool) - in gguf-py's order; per process, not per file."""
+    out = []
+    for attr, key in upstream.tokenizer_keys().items():      # gguf-py's Keys.Tokenizer
+        want = ("uint32" if attr.endswith("_ID") or attr == "TOKEN_TYPE_COUNT" else "bool" if attr.startswith("ADD_")
+                else "string" if attr == "PRE" else None)
+        if "{" not in key and want:
+            out.append((key, want))
+    return tuple(out)
 
 class _Run:
     Stop = _Stop
@@ -163,12 +178,8 @@ class _Run:
     def special_token_types(self) -> None:
         """get_key's typed reads: the pre-tokenizer (str), token_type_count and special
         token ids (u32), the add_* flags (bool)."""
-        for attr, key in upstream.tokenizer_keys().items():      # gguf-py's Keys.Tokenizer
-            if "{" in key or key not in self.md:
-                continue
-            want = ("uint32" if attr.endswith("_ID") or attr == "TOKEN_TYPE_COUNT" else "bool" if attr.startswith("ADD_")
-                    else "string" if attr == "PRE" else None)
-            if want and self.types.get(key) != want:
+        for key, want in _typed_tokenizer_keys():
+            if key in self.md and self.types.get(key) != want:
                 self.add("key-type", f"key {key} has wrong type {_GGUF_SHORT.get(self.types.get(key), '?')} "
                          f"but expected type {_GGUF_SHORT[want]}", self.node(key))
         if self.pred.of("key-type"):

@@ -16,12 +16,29 @@ import re
 from collections.abc import Iterator
 
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
+from ggscope.rules.common import per_file
 
 __all__ = ["RULES", "KeyNotAscii", "KeyNotSnakeCase", "KeyTooLong", "KeyNotNamespaced"]
 
 MAX_KEY_BYTES = 65535
 _SEGMENT = re.compile(r"[a-z0-9_]+")
 _KEY = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*")          # every segment a _SEGMENT
+_KEYS = re.compile(r"[a-z0-9_]+(?:\.[a-z0-9_]+)*(?:\n[a-z0-9_]+(?:\.[a-z0-9_]+)*)*")   # _KEYs, one a line
+
+
+def _joined(ctx: CheckContext) -> str | None:
+    """The file's keys, one a line, once per file - when that text is exact: every key a
+    str and none holding a newline (else None, and each rule walks the keys).  A verdict
+    on the whole text that finds nothing stands for every key: the rules of this family
+    walk the keys only where one of them may be named."""
+    def make() -> str | None:
+        keys = list(ctx.mf.metadata)
+        try:
+            text = "\n".join(keys)
+        except TypeError:                   # a key that is no str
+            return None
+        return text if text.count("\n") == len(keys) - 1 else None
+    return per_file(ctx.mf, "naming_joined_keys", make)
 
 
 def _key_node(ctx: CheckContext, key: str):
@@ -46,6 +63,9 @@ class KeyNotAscii(Rule):
     summary = "A metadata key contains non-ASCII characters."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        joined = _joined(ctx)
+        if joined is not None and joined.isascii():
+            return
         for key in ctx.mf.metadata:
             if not key.isascii():
                 yield ctx.at(_key_node(ctx, key), f"key {quoted(key)} contains non-ASCII characters")
@@ -65,6 +85,9 @@ class KeyNotSnakeCase(Rule):
     summary = "A metadata key is not dot-separated lower_snake_case segments."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        joined = _joined(ctx)
+        if joined is not None and ctx.mf.metadata and _KEYS.fullmatch(joined):
+            return                  # every key lower_snake_case
         for key in ctx.mf.metadata:
             if not key.isascii():
                 continue            # GG401 says it
@@ -90,6 +113,9 @@ class KeyTooLong(Rule):
     summary = "A metadata key is longer than 65535 bytes."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        joined = _joined(ctx)
+        if joined is not None and len(joined) * 4 <= MAX_KEY_BYTES:
+            return                  # no key of the text can take more bytes (four at most a character)
         for key in ctx.mf.metadata:
             n = len(key.encode("utf-8", "surrogateescape"))
             if n > MAX_KEY_BYTES:

@@ -45,6 +45,50 @@ def _when(label: str, s: Since) -> str:
     return text
 
 
+_HEADS: dict = {}       # (architecture, type ids, file type) -> GG1112's sentence, for the process (bounded)
+_MISS = object()
+
+
+def _head(mf, arch, tids: tuple[int, ...], ft) -> str | None:
+    """GG1112's sentence for a file of architecture ``arch`` (its projector keys read from
+    ``mf`` for a projector), tensor type ids ``tids`` and ``general.file_type`` ``ft``;
+    None when nothing it uses is recorded."""
+    items: list[tuple[str, Since]] = []
+    if arch == "clip":                  # a projector: tools/mtmd reads it, by its projector type
+        for v in sorted({mf.metadata.get(k) for k in _PROJ_KEYS} - {None}, key=str):
+            if isinstance(v, str) and v in PROJECTOR:
+                items.append((f"projector type {quoted(v)}", PROJECTOR[v]))
+    elif isinstance(arch, str) and arch in ARCH:
+        items.append((f"architecture {quoted(arch)}", ARCH[arch]))
+    for tid in tids:
+        s = GGML_TYPE.get(tid)
+        if s is not None and tid not in _CURRENT_FORK_IDS:
+            items.append((f"type {s.name}", s))
+        elif s is not None:
+            items.append((f"type {s.name} (id {tid}; see GG1113)", s))
+    if isinstance(ft, int) and not isinstance(ft, bool) and ft in FILE_TYPE:
+        items.append((f"file type {FILE_TYPE[ft].name}", FILE_TYPE[ft]))
+    if not items:
+        return None
+    items.sort(key=lambda it: tag_key(it[1].since), reverse=True)
+    newest = items[0][1].since
+    if newest == ORDER[0]:
+        head = (f"every recorded llama.cpp release ({ORDER[0]} to {ORDER[-1]}) knows its "
+                + ", ".join(label for label, _ in items))
+    else:
+        shown = [_when(label, s) for label, s in items if s.since == newest]
+        older = len(items) - len(shown)
+        what = (f"a llama.cpp newer than {ORDER[tag_key(newest) - 1]} (first seen in commit {newest}, "
+                f"the llama.cpp of {COMMITS[newest]})" if newest in COMMITS else f"llama.cpp {newest} or later")
+        head = (f"needs {what}: " + "; ".join(shown[:6])
+                + (f"; {older} more item(s) known earlier" if older else ""))
+    removed = [(label, s) for label, s in items if s.removed]
+    if removed:
+        head += "; and a release before " + min((s.removed for _, s in removed), key=tag_key) + ": " + "; ".join(
+            f"{label} was removed by {s.removed} (releases from then on refuse it)" for label, s in removed[:6])
+    return head
+
+
 class NeedsRelease(Rule):
     """What it checks: which llama.cpp release is the first to know everything the file uses -
     its architecture, each ggml tensor type id and its ``general.file_type``.
@@ -72,41 +116,23 @@ class NeedsRelease(Rule):
         mf = ctx.mf
         if mf.damage is not None or mf.format != "gguf":
             return
-        items: list[tuple[str, Since]] = []
         arch = mf.metadata.get("general.architecture")
-        if arch == "clip":                  # a projector: tools/mtmd reads it, by its projector type
-            for v in sorted({mf.metadata.get(k) for k in _PROJ_KEYS} - {None}, key=str):
-                if isinstance(v, str) and v in PROJECTOR:
-                    items.append((f"projector type {quoted(v)}", PROJECTOR[v]))
-        elif isinstance(arch, str) and arch in ARCH:
-            items.append((f"architecture {quoted(arch)}", ARCH[arch]))
-        for tid in sorted({t.type_id for t in mf.tensors if isinstance(t.type_id, int)}):
-            s = GGML_TYPE.get(tid)
-            if s is not None and tid not in _CURRENT_FORK_IDS:
-                items.append((f"type {s.name}", s))
-            elif s is not None:
-                items.append((f"type {s.name} (id {tid}; see GG1113)", s))
+        tids = tuple(sorted({t.type_id for t in mf.tensors if isinstance(t.type_id, int)}))
         ft = mf.metadata.get("general.file_type")
-        if isinstance(ft, int) and not isinstance(ft, bool) and ft in FILE_TYPE:
-            items.append((f"file type {FILE_TYPE[ft].name}", FILE_TYPE[ft]))
-        if not items:
+        # the sentence is a function of the architecture, the type ids and the file type
+        # (a projector's also of its projector keys: not kept), the same for every file of them
+        # (the type of ft in the key: True, 1 and 1.0 are one dict key, and only the int is a file type)
+        memo = (arch, tids, type(ft), ft) if type(arch) is str and arch != "clip" \
+            and type(ft) in (int, str, float, bool, type(None)) else None
+        head = _HEADS.get(memo, _MISS) if memo is not None else _MISS
+        if head is _MISS:
+            head = _head(mf, arch, tids, ft)
+            if memo is not None and len(memo[0]) <= 256:
+                if len(_HEADS) >= 1024:
+                    _HEADS.clear()
+                _HEADS[memo] = head
+        if head is None:
             return
-        items.sort(key=lambda it: tag_key(it[1].since), reverse=True)
-        newest = items[0][1].since
-        if newest == ORDER[0]:
-            head = (f"every recorded llama.cpp release ({ORDER[0]} to {ORDER[-1]}) knows its "
-                    + ", ".join(label for label, _ in items))
-        else:
-            shown = [_when(label, s) for label, s in items if s.since == newest]
-            older = len(items) - len(shown)
-            what = (f"a llama.cpp newer than {ORDER[tag_key(newest) - 1]} (first seen in commit {newest}, "
-                    f"the llama.cpp of {COMMITS[newest]})" if newest in COMMITS else f"llama.cpp {newest} or later")
-            head = (f"needs {what}: " + "; ".join(shown[:6])
-                    + (f"; {older} more item(s) known earlier" if older else ""))
-        removed = [(label, s) for label, s in items if s.removed]
-        if removed:
-            head += "; and a release before " + min((s.removed for _, s in removed), key=tag_key) + ": " + "; ".join(
-                f"{label} was removed by {s.removed} (releases from then on refuse it)" for label, s in removed[:6])
         node = ctx.node(mf.metadata_nodes.get("general.architecture", "")) if arch else None
         yield ctx.at(node, head)
 
@@ -170,6 +196,7 @@ class ForkTypeId(Rule):
     ``type_traits`` / ``ggml_nbytes``, at the commits ``ggscope.facts.llama_history.FORK_TYPES`` names.
     """
     code, name, severity, family = "GG1113", "fork-type-id", Severity.WARNING, "loader"
+    only_if = "tensors"
     summary = "A tensor type id that a llama.cpp fork defines with another meaning than mainline."
     source = ("ikawrakow/ik_llama.cpp, Eddie-Wang1120/llama.cpp (microsoft/BitNet): ggml/include/ggml.h "
               "enum ggml_type, ggml/src/ggml.c type_traits and ggml_nbytes (tools/fork_types.py)")

@@ -44,6 +44,28 @@ def _node(ctx: CheckContext, key: str):
     return ctx.node(p) if p else None
 
 
+# (key, architecture, type in the file) -> (the type gguf-py writes, type_matches' verdict):
+# gguf-py's facts do not change within a process, and the files one process checks (a
+# folder, a server's stream) repeat their keys; bounded, and only for keys of a sane length
+_VERDICTS: dict[tuple, tuple[str | None, str | None]] = {}
+_VERDICTS_MAX, _KEY_MAX = 4096, 256
+
+
+def _verdict(key: str, arch: str | None, ftype: str) -> tuple[str | None, str | None]:
+    """``schema.expected_type(key, arch)`` and, for a standard key, how ``ftype`` matches it."""
+    memo = (key, arch, ftype)
+    hit = _VERDICTS.get(memo)
+    if hit is not None:
+        return hit
+    want = schema.expected_type(key, arch)
+    out = (want, None if want is None else schema.type_matches(want, ftype))
+    if isinstance(key, str) and len(key) <= _KEY_MAX and (arch is None or len(arch) <= _KEY_MAX):
+        if len(_VERDICTS) >= _VERDICTS_MAX:
+            _VERDICTS.clear()
+        _VERDICTS[memo] = out
+    return out
+
+
 def _arch(ctx: CheckContext) -> str | None:
     a = ctx.mf.metadata.get("general.architecture")
     return a if isinstance(a, str) else None
@@ -69,11 +91,8 @@ class StandardKeyType(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         arch = _arch(ctx)
         for key, ftype in ctx.mf.metadata_types.items():
-            want = schema.expected_type(key, arch)
-            if want is None:
-                continue
-            verdict = schema.type_matches(want, ftype)
-            if verdict == "ok":
+            want, verdict = _verdict(key, arch, ftype)
+            if want is None or verdict == "ok":
                 continue
             how = "another width of the same kind" if verdict == "width" else "another kind of value"
             yield ctx.at(_node(ctx, key), f"{key} is {ftype}, gguf-py writes {want} ({how})")
@@ -116,6 +135,7 @@ class QuantizationVersionMissing(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "General: Required".
     """
     code, name, severity, family = "GG604", "quantization-version-missing", Severity.ERROR, "schema"
+    only_if = "tensors"
     summary = "Quantized tensors but no general.quantization_version."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -142,6 +162,7 @@ class FileTypeMismatch(Rule):
     ``LlamaFileType`` (+ ggscope.upstream_overlay).
     """
     code, name, severity, family = "GG605", "file-type-mismatch", Severity.WARNING, "schema"
+    only_if = "tensors"
     summary = "general.file_type is unknown or its main tensor type is absent."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

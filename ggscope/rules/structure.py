@@ -21,6 +21,7 @@ family.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import repeat
 
 from ggscope.facts.upstream_overlay import GGUF_MAX_ARRAY_ELEMENTS, GGUF_MAX_STRING_LENGTH
 from ggscope.rules.base import CheckContext, Finding, Rule, Severity, quoted
@@ -100,7 +101,7 @@ class DuplicateKey(Rule):
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
         rows = kv_rows(ctx.mf)
         keys = [kv.key for kv in rows]
-        if all(isinstance(k, (str, bytes)) for k in keys) and len(set(keys)) == len(keys):
+        if all(map(isinstance, keys, repeat((str, bytes)))) and len(set(keys)) == len(keys):
             return      # the parser decodes a key one to one (UTF-8 with surrogate escapes, or its bytes)
         seen: dict[bytes, int] = {}
         for i, kv in enumerate(rows):
@@ -161,7 +162,12 @@ class ReaderLimitExceeded(Rule):
     source = "ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH / GGUF_MAX_ARRAY_ELEMENTS (2026-02-27)"
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        least = min(GGUF_MAX_STRING_LENGTH, GGUF_MAX_ARRAY_ELEMENTS)
         for kv in kv_rows(ctx.mf):
+            # an entry of at most 2**30 bytes holds no longer string and no more elements
+            # (every element takes a byte or more): its fields are not looked up
+            if kv.node.end - kv.node.start <= least:
+                continue
             key = kv.key
             for node in (kv.key_node["len"], kv.value.child("len")):
                 if node is not None and node.value is not None and int(node.value) > GGUF_MAX_STRING_LENGTH:

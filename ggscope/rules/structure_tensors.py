@@ -34,6 +34,7 @@ class TensorNameTooLong(Rule):
     src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG108", "tensor-name-too-long", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "A tensor name is 64 bytes or longer."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -56,6 +57,7 @@ class DuplicateTensorName(Rule):
     src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG109", "duplicate-tensor-name", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "Two tensors have the same name."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -109,6 +111,7 @@ class BadDimension(Rule):
     src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG111", "bad-dimension", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "A tensor dimension is negative or the element count overflows int64."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -146,6 +149,7 @@ class UnknownTensorType(Rule):
     gguf_init_from_file.
     """
     code, name, severity, family = "GG112", "unknown-tensor-type", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "A tensor has an unknown or removed ggml type."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -166,6 +170,7 @@ class RowNotBlockMultiple(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "File Structure"; ggml src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG113", "row-not-block-multiple", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "A row is not whole blocks of the type, or the byte size overflows."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -200,6 +205,7 @@ class UnexpectedTensorOffset(Rule):
     src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG114", "unexpected-tensor-offset", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "A tensor does not start where the previous one ends (padded)."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -225,6 +231,7 @@ class DataSectionPastEnd(Rule):
     src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG115", "data-section-past-end", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "The file ends before its data section starts."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -252,6 +259,7 @@ class TruncatedTensorData(Rule):
     src/gguf.cpp, gguf_init_from_file.
     """
     code, name, severity, family = "GG116", "truncated-tensor-data", Severity.ERROR, "structure"
+    only_if = "tensors"
     summary = "The data section is shorter than its tensors need."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

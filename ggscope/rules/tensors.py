@@ -46,6 +46,7 @@ class NonstandardTensorName(Rule):
     ``gguf/constants.py`` ``MODEL_TENSORS``.
     """
     code, name, severity, family = "GG501", "nonstandard-tensor-name", Severity.WARNING, "tensors"
+    only_if = "tensors"
     summary = "A tensor name is not a standard name of the file's architecture."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -75,6 +76,7 @@ class TensorDataPastEnd(Rule):
     ``gguf_file_t.tensor_data``.
     """
     code, name, severity, family = "GG502", "tensor-data-past-end", Severity.ERROR, "tensors"
+    only_if = "tensors"
     summary = "A tensor's data lies (partly) past the end of the file."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
@@ -118,6 +120,7 @@ class OverlappingTensors(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.offset``.
     """
     code, name, severity, family = "GG503", "overlapping-tensors", Severity.ERROR, "tensors"
+    only_if = "tensors"
     summary = "Two tensors' data ranges overlap."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

@@ -73,7 +73,9 @@ class SpecialTokenOutOfRange(Rule):
         if n is None:
             return
         for key, value in ctx.mf.metadata.items():
-            if not TOKEN_ID_RE.fullmatch(key) or isinstance(value, bool) or not isinstance(value, int):
+            # the pattern ends in "_token_id": a key that does not is not matched against it
+            if not key.endswith("_token_id") or not TOKEN_ID_RE.fullmatch(key) or isinstance(value, bool) \
+                    or not isinstance(value, int):
                 continue
             if not 0 <= value < n:
                 yield ctx.at(_node(ctx, key), f"{key} = {value} is outside the vocabulary of {n} tokens")
@@ -92,6 +94,7 @@ class VocabEmbeddingRows(Rule):
     layers" ``token_embd``.
     """
     code, name, severity, family = "GG703", "vocab-embedding-rows", Severity.ERROR, "tokenizer"
+    only_if = "tensors"
     summary = "The token count differs from the rows of token_embd.weight."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

@@ -58,6 +58,23 @@ def _values_of_type(ctx: CheckContext, gguf_type: int) -> Iterator[tuple[str, ob
             yield from walk(kv.key, kv.value)
 
 
+def _scalars_clean(ctx: CheckContext) -> bool:
+    """Whether every scalar string value is UTF-8, by one search over them joined (a
+    newline escapes no byte): then no scalar is looked at one by one.  False when one is
+    not, or when a value is no str."""
+    texts = []
+    for kv in kv_rows(ctx.mf):
+        if kv.type == GGUF_TYPE_STRING:
+            kids = kv.value.children
+            data = kids[1] if len(kids) == 2 and kids[1].name == "data" else kv.value.child("data")
+            if data is not None:
+                texts.append(data.value)
+    try:
+        return _ESCAPED.search("\n".join(texts)) is None
+    except TypeError:
+        return False
+
+
 class InvalidBool(Rule):
     """What it checks: every bool value, scalar or in an array, is the byte 0 or 1.
 
@@ -106,8 +123,11 @@ class StringNotUtf8(Rule):
     summary = "A string value is not valid UTF-8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
+        clean = _scalars_clean(ctx)
         for key, node, is_array in _values_of_type(ctx, GGUF_TYPE_STRING):
             if not is_array:
+                if clean:
+                    continue
                 data = node.child("data")
                 if data is not None and _bad_utf8(data.value):
                     yield ctx.at(data, f"key {quoted(key)}: value is not UTF-8: {quoted(_raw(ctx, data)[:40])}")
@@ -143,7 +163,12 @@ class NameNotUtf8(Rule):
     summary = "A metadata key or tensor name is not valid UTF-8."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:
-        for kv in kv_rows(ctx.mf):
+        kvs = kv_rows(ctx.mf)
+        try:                    # one search over the keys joined (a newline escapes no byte) ...
+            clean = _ESCAPED.search("\n".join([kv.key for kv in kvs])) is None
+        except TypeError:       # ... when every key is a str
+            clean = False
+        for kv in () if clean else kvs:
             if _bad_utf8(kv.key):
                 yield ctx.at(kv.key_node, f"metadata key is not UTF-8: {quoted(_raw(ctx, kv.data)[:40])}")
         rows = tensor_rows(ctx.mf)
@@ -165,6 +190,7 @@ class ZeroSizeDimension(Rule):
     Reference: the GGUF spec (ggml docs/gguf.md), "File Structure" ``gguf_tensor_info_t.dimensions``.
     """
     code, name, severity, family = "GG204", "zero-size-dimension", Severity.WARNING, "values"
+    only_if = "tensors"
     summary = "A tensor has a dimension of 0 (no elements)."
 
     def check(self, ctx: CheckContext) -> Iterator[Finding]:

@@ -209,18 +209,21 @@ def _utf8_or_raw(encoding: str | None) -> bool:
         return False
 
 
-def joined_texts(strings: Sequence, ids: Sequence[int]) -> str:
+def joined_texts(strings: Sequence, ids: Sequence[int], *, ascending: bool = False) -> str:
     """``"\n".join`` of the strings at ``ids`` as text - a str element as it is, bytes
     decoded as UTF-8 with U+FFFD for what is not - without a str per string: the bytes
     gathered in one pass and decoded once.  The same text: a newline is ASCII, so no
     byte sequence runs from one string into the next and each string decodes alone.
     Ascending ids of a contiguous array are found by the compiled gather's own sum over
-    the lengths (``gather_ids``), other ids through ``StringArray.starts``."""
+    the lengths (``gather_ids``), other ids through ``StringArray.starts``; ``ascending``
+    says the caller's ids are known to ascend (the order is then not checked here: the
+    gather itself still refuses ids out of order or range)."""
     if not isinstance(strings, StringArray) or not _utf8_or_raw(strings.encoding):
         return "\n".join(_as_text(t) for t in texts(strings, ids))
-    idx = np.asarray(ids, dtype=np.int64).reshape(-1)
+    idx = ids if isinstance(ids, np.ndarray) and ids.dtype == np.int64 and ids.ndim == 1 else \
+        np.asarray(ids, dtype=np.int64).reshape(-1)
     if _compiled(strings) and strings.rel is None and hasattr(_cvocab, "gather_ids") \
-            and (len(idx) < 2 or bool((idx[1:] >= idx[:-1]).all())):
+            and (ascending or len(idx) < 2 or bool((idx[1:] >= idx[:-1]).all())):
         raw = _cvocab.gather_ids(strings._arr, strings.first, np.ascontiguousarray(strings.lens),
                                  strings.lens.itemsize, strings.width, strings.tail, idx)
         return raw.decode("utf-8", "surrogateescape") if strings.encoding else raw.decode("utf-8", "replace")

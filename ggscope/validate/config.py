@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 import os
 import stat
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,8 @@ def _table(candidate: str) -> tuple[dict | None, list] | None:
     """``candidate``'s ``[tool.ggscope]`` table (None: it has none) and the one-slot list
     that keeps its parsed Config, read again only when its time or size changed; None when
     it is no regular file."""
+    if not os.access(candidate, os.F_OK):     # most directories have none: no exception raised and caught
+        return None
     try:
         st = os.stat(candidate)
     except OSError:
@@ -98,8 +101,16 @@ def _table(candidate: str) -> tuple[dict | None, list] | None:
     return table, kept
 
 
+def _here() -> str:
+    """The current directory as ``realpath`` gives it.  Linux's getcwd is the path the
+    kernel resolved, symbolic links and all, so it is taken as it is there (``realpath``
+    costs an lstat per component: half of a run's look-up); elsewhere it is resolved."""
+    cwd = os.getcwd()
+    return cwd if sys.platform.startswith("linux") else os.path.realpath(cwd)
+
+
 def _nearest(start: str | os.PathLike | None) -> tuple[Path, dict, list] | None:
-    d = os.path.realpath(start if start is not None else os.getcwd())     # os.path: a run per file pays this walk
+    d = os.path.realpath(start) if start is not None else _here()     # os.path: a run per file pays this walk
     while True:
         candidate = os.path.join(d, "pyproject.toml")
         found = _table(candidate)

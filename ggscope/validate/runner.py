@@ -142,6 +142,11 @@ def _holds(name: str, mf: ModelFile, options: dict) -> bool:
         return True
 
 
+# rule class -> its one instance (rules keep nothing between calls: what they share per
+# file lives in the file's cache, ``rules.common.file_cache``)
+_INSTANCES: dict[type[Rule], Rule] = {}
+
+
 def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: dict | None = None) -> list[Finding]:
     """The findings of the rules (default: ``selected_rules()``) on one open file, sorted
     by byte offset.  Only the rules of the file's format whose precondition holds are
@@ -149,9 +154,14 @@ def validate(mf: ModelFile, rules: Iterable[type[Rule]] | None = None, options: 
     findings: list[Finding] = []
     options = {} if options is None else options
     given = _selected((), (), False) if rules is None else tuple(rules)
+    # one context for the file, pointed at each rule in turn (a rule's findings are all
+    # made before the next rule starts); a rule holds no state, so one object per class
+    ctx = CheckContext(mf, None, options)
     for rule_cls in _to_call(mf, given, options):
-        rule = rule_cls()
-        ctx = CheckContext(mf, rule, options)
+        rule = _INSTANCES.get(rule_cls)
+        if rule is None:
+            rule = _INSTANCES[rule_cls] = rule_cls()
+        ctx.rule = rule
         try:
             findings.extend(rule.check(ctx))
         except FileChanged:                 # the file changed under the rules: no finding stands
@@ -178,8 +188,6 @@ def validate_file(path: str, *, select: Iterable[str] = (), ignore: Iterable[str
                   options: dict | None = None) -> list[Finding]:
     """Findings of ``path``; a shard of a split model gives the findings of its whole set
     (``validate_set``), whichever shard is named."""
-    from ggscope.model.open import open as open_file  # lazy: loaded only on the path that needs it
-    from ggscope.model.split import shard_paths  # lazy: loaded only on the path that needs it
     rules = selected_rules(select, ignore, deep)
     try:
         mf = open_file(path)
@@ -256,8 +264,10 @@ def _secondary_shard(mf: ModelFile, rules: list[type[Rule]]) -> tuple[ModelFile,
     import dataclasses
 
     no = mf.metadata.get("split.no")
+    if not isinstance(no, int) or isinstance(no, bool) or no < 1:     # no later shard: its name is not parsed
+        return mf, rules
     paths = shard_paths(mf.path) if mf.format == "gguf" else None
-    if not paths or len(paths) < 2 or not isinstance(no, int) or isinstance(no, bool) or no < 1:
+    if not paths or len(paths) < 2:
         return mf, rules
     rules = [r for r in rules if r.family not in MODEL_LEVEL_FAMILIES]
     try:

@@ -98,3 +98,23 @@ def test_no_pyproject_reads_nothing(counted, v1_file, tmp_path, capsys):
     for _ in range(3):
         assert main(["validate", "--select", "GG1", "old.gguf"]) == 1
     assert counted == {"toml": 0, "parse": 0}
+
+
+def test_the_walk_from_the_current_directory_follows_its_real_path(tmp_path, monkeypatch):
+    """Run in a directory reached through a symbolic link, the nearest pyproject.toml is
+    that of the link's target's parents (as ``realpath`` of the directory gives them),
+    never one beside the link, exactly as when the resolved directory is named."""
+    monkeypatch.setattr(config, "_SEEN", {}, raising=False)
+    real = tmp_path / "real" / "proj"
+    (real / "sub" / "deeper").mkdir(parents=True)
+    (real / "pyproject.toml").write_text('[tool.ggscope]\nselect = ["GG1"]\n')
+    beside = tmp_path / "elsewhere"
+    beside.mkdir()
+    (beside / "pyproject.toml").write_text('[tool.ggscope]\nselect = ["GG5"]\n')
+    (beside / "link").symlink_to(real / "sub")
+    monkeypatch.chdir(beside / "link" / "deeper")
+    assert config.load().select == ("GG1",)
+    assert config.load() == config.load(os.path.realpath(os.getcwd())) == config.load(real / "sub" / "deeper")
+    assert config.load(beside / "link").select == ("GG1",)           # a start that is named is resolved too
+    monkeypatch.chdir(beside)
+    assert config.load().select == ("GG5",)

@@ -60,3 +60,54 @@ def test_docs_rules_md_is_current():
         "docs/rules.md is stale: run python -m tools.gen_rules_doc"
     for r in RULES:
         assert f"### {r.code} {r.name}" in rules_doc.render()
+
+
+def test_a_rule_keeps_no_state_of_its_own():
+    """The runner makes one object per rule class and one context per file, pointed at
+    each rule in turn (``validate.runner.validate``): so no rule may define ``__init__``
+    or assign to ``self`` - what rules share per file lives in ``rules.common.file_cache``."""
+    import ast
+    import inspect
+    import textwrap
+    for r in RULES:
+        for klass in r.__mro__:
+            if klass.__module__.startswith("ggscope.rules") and klass.__name__ != "Rule":
+                assert "__init__" not in vars(klass), klass
+                tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+                stores = [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+                          and isinstance(n.value, ast.Name) and n.value.id == "self"]
+                assert not stores, (klass, [n.attr for n in stores])
+
+
+def test_every_finding_is_its_own_rules_on_a_file_many_rules_judge(tmp_path):
+    """One context serves every rule of a file in turn: each finding still carries the
+    code, name and severity of the rule that made it, the GG000 of a rule that breaks
+    names that rule, and the next rule's findings are its own."""
+    import ggscope
+    from ggscope.rules.base import Rule
+    from ggscope.validate.runner import selected_rules, validate
+    from gguf_writers import KV, V, write_gguf_py
+    path = write_gguf_py(tmp_path / "m.gguf", kvs=[KV("llama.context_length", V.STRING, "8"),
+                                                    KV("Bad Key", V.UINT32, 1),
+                                                    KV("general.file_type", V.UINT64, 0)])
+
+    class Broken(Rule):
+        code, name, severity, family = "GG999", "broken-rule", Severity.INFO, "test"
+
+        def check(self, ctx):
+            yield ctx.at(None, "first")
+            raise RuntimeError("boom")
+
+    rules = selected_rules()
+    mf = ggscope.open(str(path))
+    found = validate(mf, [*rules[:3], Broken, *rules[3:]])
+    by = {r.code: r for r in [*rules, Broken]}
+    codes = {f.code for f in found}
+    assert len(codes - {"GG000", "GG999"}) >= 4, codes
+    for f in found:
+        if f.code == "GG000":
+            assert "GG999 (broken-rule)" in f.message and f.rule == "internal-error"
+            continue
+        assert f.rule == by[f.code].name, f
+        assert f.severity == by[f.code].severity or f.code in ("GG1307", "GG1112"), f
+    assert [f.message for f in found if f.code == "GG999"] == ["first"]

@@ -259,3 +259,22 @@ def test_file_text_is_escaped_in_messages(tmp_path):
     p = _falcon(tmp_path, "x.gguf", extra=[_vec("blk.0.\x1b[31mx.weight", 8)])
     msg = [f.message for f in findings(p) if f.code == "GG1109"][0]
     assert "\x1b" not in msg
+
+
+def test_every_mistyped_tokenizer_key_is_named(tmp_path):
+    """get_key's typed reads of the tokenizer keys (llama-vocab.cpp): the special token ids
+    and token_type_count as u32, the add_* flags as bool, the pre-tokenizer as a string -
+    each key of another type is named once, as llama.cpp words it, and a key of the right
+    type is not."""
+    wrong = [KV("tokenizer.ggml.eos_token_id", V.INT32, 2), KV("tokenizer.ggml.add_bos_token", V.UINT8, 1),
+             KV("tokenizer.ggml.pre", V.UINT32, 2), KV("tokenizer.ggml.token_type_count", V.INT32, 2),
+             KV("tokenizer.ggml.padding_token_id", V.UINT64, 0)]
+    right = [KV("tokenizer.ggml.bos_token_id", V.UINT32, 1), KV("tokenizer.ggml.add_eos_token", V.BOOL, False)]
+    p = _falcon(tmp_path, extra_kvs=wrong + right)
+    got = sorted(f.message for f in findings(p) if f.code == "GG1104" and "tokenizer." in f.message)
+    assert got == sorted([
+        "key tokenizer.ggml.eos_token_id has wrong type i32 but expected type u32",
+        "key tokenizer.ggml.add_bos_token has wrong type u8 but expected type bool",
+        "key tokenizer.ggml.pre has wrong type u32 but expected type str",
+        "key tokenizer.ggml.token_type_count has wrong type i32 but expected type u32",
+        "key tokenizer.ggml.padding_token_id has wrong type u64 but expected type u32"]), got

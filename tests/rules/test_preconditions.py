@@ -108,12 +108,34 @@ def calls(monkeypatch):
     return seen
 
 
+TENSOR_RULES = {r.code for r in GATED if r.only_if == "tensors"}
+LOADER_RULES = {r.code for r in GATED if r.only_if == "loader-issues"}
+
+
+def _loader(path) -> set[str]:
+    """The loader rules, when llama.cpp's loader (as predicted) stops at something in ``path``."""
+    from ggscope.rules import loader_engine
+    mf = open_file(str(path))
+    return LOADER_RULES if mf.damage is None and loader_engine.predict(mf).issues else set()
+
+
 def test_a_rule_whose_precondition_fails_is_not_called(tmp_path, calls):
     plain = tmp_path / "plain.gguf"
     _write(plain, template=None)
     mf = open_file(str(plain))
     runner.validate(mf)
-    assert calls == {}                     # no template, no sidecar, no --manifest: none of them ran
+    assert set(calls) == TENSOR_RULES | _loader(plain)    # no template, sidecar or --manifest: none of those ran
+    calls.clear()
+    vocab = tmp_path / "vocab.gguf"        # a vocabulary alone: no tensor info, no tensor rule
+    w = gguf.GGUFWriter(str(vocab), "llama")
+    w.add_tokenizer_model("llama")
+    w.add_token_list(["<s>", "</s>", "a"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    runner.validate(open_file(str(vocab)))
+    assert calls == {}
+    assert len(TENSOR_RULES) >= 15
 
 
 def test_a_rule_whose_precondition_holds_is_called(tmp_path, calls):
@@ -121,12 +143,13 @@ def test_a_rule_whose_precondition_holds_is_called(tmp_path, calls):
     _write(chat, template="{% for m in messages %}{{ m.content }}{% endfor %}")
     runner.validate(open_file(str(chat)))
     template_rules = {r.code for r in GATED if r.only_if == "template"}
-    assert set(calls) == template_rules and all(n == 1 for n in calls.values())
+    assert set(calls) == template_rules | TENSOR_RULES | _loader(chat) and all(n == 1 for n in calls.values())
     calls.clear()
     projector = tmp_path / "mmproj.gguf"
     _write(projector, template=None, arch="clip")
     runner.validate(open_file(str(projector)), options={"manifest": str(tmp_path / "absent.manifest")})
-    assert set(calls) == {r.code for r in GATED if r.only_if in ("sidecar", "projector", "manifest")}
+    assert set(calls) == {r.code for r in GATED if r.only_if in ("sidecar", "projector", "manifest", "tensors")} \
+        | _loader(projector)
 
 
 def test_a_precondition_that_raises_leaves_its_rules_to_run(tmp_path, calls, monkeypatch):
@@ -138,5 +161,21 @@ def test_a_precondition_that_raises_leaves_its_rules_to_run(tmp_path, calls, mon
     plain = tmp_path / "plain.gguf"
     _write(plain, template=None)
     found = runner.validate(open_file(str(plain)))
-    assert set(calls) == {r.code for r in GATED if r.only_if == "template"}
+    assert set(calls) == {r.code for r in GATED if r.only_if == "template"} | TENSOR_RULES | _loader(plain)
     assert "GG000" not in [f.code for f in found]
+
+
+def test_the_damage_rules_run_on_a_damaged_file_only(tmp_path, calls):
+    """The rules that word a stopped parse run only where the parse stopped - and there
+    the one that owns the damage says so."""
+    plain = tmp_path / "plain.gguf"
+    _write(plain, template=None)
+    runner.validate(open_file(str(plain)))
+    damage_rules = {r.code for r in GATED if r.only_if == "damaged"}
+    assert damage_rules >= {"GG101", "GG117", "GG118"} and not damage_rules & set(calls)
+    assert set(calls) - TENSOR_RULES == _loader(plain) and len(LOADER_RULES) >= 10
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(plain.read_bytes()[:60])
+    found = runner.validate(open_file(str(cut)))
+    assert damage_rules <= set(calls)
+    assert "GG117" in {f.code for f in found}

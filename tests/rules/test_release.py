@@ -284,3 +284,37 @@ def test_fork_sizes_parsed_from_source_match_mainline_layouts_they_repack():
     for fork_name, main in (("Q4_0_R8", 2), ("Q8_0_R8", 8), ("Q8_0_X4", 8), ("Q4_K_R4", 12), ("Q6_K_R4", 14)):
         f, t = ik[fork_name], TYPES[main]
         assert f.bytes * t.block_elems == t.block_bytes * f.blck, (fork_name, f, t)
+
+
+def test_the_sentence_kept_for_the_process_is_the_files_own(tmp_path):
+    """GG1112's sentence is kept per (architecture, type ids, file type): files that differ
+    in any of them - a file type of 1 against True or 1.0 (one dict key in Python, and
+    only the int is a file type), another tensor type, another architecture, a projector
+    with other projector keys - each get the sentence a process that saw no other file
+    gives them, in every order."""
+    from gguf_writers import KV, V, write_gguf_py
+
+    from ggscope.rules import release
+    files = [write(tmp_path / "a.gguf", [("b", (8,), 0, 32)], arch="qwen3", ftype=1),
+             write(tmp_path / "b.gguf", [("b", (8,), 0, 32)], arch="qwen3"),
+             write(tmp_path / "c.gguf", [("a", (64, 2), 39, 4 * 17)], arch="qwen3", ftype=1),
+             write(tmp_path / "d.gguf", [("b", (8,), 0, 32)], arch="gemma3", ftype=1),
+             write(tmp_path / "e.gguf", [("a", (32, 4), 31, 4 * 18)], arch="qwen3", ftype=1)]
+    for i, ft in enumerate((KV("general.file_type", V.BOOL, True), KV("general.file_type", V.FLOAT32, 1.0),
+                            KV("general.file_type", V.UINT32, 1))):
+        files.append(write_gguf_py(tmp_path / f"f{i}.gguf", arch="qwen3", kvs=[ft]))
+    for i, proj in enumerate(("mlp", "ldp")):
+        files.append(write_gguf_py(tmp_path / f"p{i}.gguf", arch="clip",
+                                   kvs=[KV("clip.projector_type", V.STRING, proj)]))
+
+    def alone(p):
+        release._HEADS.clear()
+        return [f.message for f in found(p, "GG1112")]
+    want = {p: alone(p) for p in files}
+    f_true, f_float, f_int = files[5:8]
+    assert want[f_true] == want[f_float] != want[f_int]          # only the int names a file type
+    assert len({tuple(v) for v in want.values()}) == len(files) - 2
+    for order in (files, files[::-1], files[1::2] + files[::2]):
+        release._HEADS.clear()
+        for p in order:
+            assert [f.message for f in found(p, "GG1112")] == want[p], p

@@ -108,3 +108,21 @@ def test_real_llama_cpp_vocab_files(shared_fixtures):
         bad = [x for x in validate(ggscope.open(str(f))) if x.code[:3] in ("GG4", "GG6", "GG7", "GG0")
                and x.severity.value == "error"]
         assert not bad, (f.name, bad)
+
+
+def test_the_verdicts_kept_between_files_follow_the_key_its_type_and_the_architecture(tmp_path):
+    """GG601's verdicts are kept per process by key, architecture and type in the file:
+    one file's verdict is never another's when any of the three differs."""
+    from ggscope.rules import schema as rules_schema
+    rules_schema._VERDICTS.clear()
+    ok = gguf(tmp_path, "a.gguf", kvs=LLAMA, tensors=[F32])
+    as_text = gguf(tmp_path, "b.gguf", kvs=LLAMA[:2] + [KV("llama.block_count", V.STRING, "1")] + LLAMA[3:], tensors=[F32])
+    as_u64 = gguf(tmp_path, "c.gguf", kvs=LLAMA[:2] + [KV("llama.block_count", V.UINT64, 1)] + LLAMA[3:], tensors=[F32])
+    other_arch = gguf(tmp_path, "d.gguf", kvs=[KV("llama.block_count", V.STRING, "1")], tensors=[F32], arch="gpt2")
+    want = {ok: [], as_text: ["llama.block_count is string, gguf-py writes uint32 (another kind of value)"],
+            as_u64: ["llama.block_count is uint64, gguf-py writes uint32 (another width of the same kind)"],
+            other_arch: []}
+    for _ in range(2):
+        for path, msgs in want.items():
+            assert [f.message for f in findings(path) if f.code == "GG601"] == msgs, path
+    assert len(rules_schema._VERDICTS) <= rules_schema._VERDICTS_MAX

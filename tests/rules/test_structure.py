@@ -116,3 +116,11 @@ def test_duplicate_keys_are_their_bytes(tmp_path):
     twice = _raw_keys_gguf(tmp_path / "twice.gguf", [b"general.a", b"x.\xff", b"x.\xfe", b"general.a", b"x.\xff"])
     got = [f.message for f in findings(twice) if f.code == "GG106"]
     assert len(got) == 2 and got[0].endswith("repeats entry 0") and got[1].endswith("repeats entry 1"), got
+
+
+@pytest.mark.parametrize("n,ok", [((1 << 30) + 1, False), (1 << 30, True)])
+def test_ggml_string_length_limit_in_an_array(tmp_path, n, ok):
+    # ggml src/gguf.cpp GGUF_MAX_STRING_LENGTH, for each string of an array: two strings, the second n bytes
+    hdr = struct.pack("<IIQ", 9, 8, 2) + struct.pack("<Q", 1) + b"x" + struct.pack("<Q", n)
+    p = _sparse_gguf(tmp_path / "strs.gguf", hdr, n)
+    assert ("GG120" in _codes(p)) is not ok

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 # templates' cache: a file with a chat template; Jinja2: a template not seen before; the
 # network module: a URL; the forking renderer: a template not rendered before
 UNUSED = ("difflib", "hashlib", "_hashlib", "jinja2", "ggscope.source.remote", "ggscope.source.netguard",
-          "ggscope.core.confined")
+          "ggscope.core.confined", "numpy.ma")        # numpy.ma: np.unique and friends import it on first use
 # the pre-GGUF loaders' shape table (GG910): a GGUF file never reads it; the template
 # family's records (a template, its study, its issues): a file with a template
 ONLY_WHEN_NEEDED = ("ggscope.facts.legacy_shapes", "ggscope.rules.templates.records", "ggscope.rules.templates.issue")
@@ -52,6 +52,8 @@ def test_a_vocabulary_without_a_template_loads_no_template_or_suggestion_machine
     w.add_name("A small test vocabulary")
     w.add_tokenizer_model("llama")
     w.add_token_list([f"tok{i}" for i in range(300)])
+    w.add_token_types([1] * 298 + [3, 3])
+    w.add_bos_token_id(5)                           # a special id its type does not name: merged in
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

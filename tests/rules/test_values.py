@@ -102,3 +102,35 @@ def test_real_files_have_no_value_errors(shared_fixtures, repo_fixtures):
     for p in paths:
         errs = [f for f in _gg2(p) if f.severity.value == "error"]
         assert not errs, (p, errs)
+
+
+def test_every_key_that_is_not_utf8_is_named_first_and_last_among_many(tmp_path):
+    """GG203 searches the keys joined once and walks them only when that finds a byte that
+    is not UTF-8: one bad key first, one last and one in the middle of many good ones, and
+    two at once, are each named."""
+    good = [KV(f"test.k{i}", V.UINT8, 1) for i in range(40)]
+    first, last = KV(b"a.\xfefirst", V.UINT8, 1), KV(b"z.last\xc3", V.UINT8, 1)
+    msg = {first: 'metadata key is not UTF-8: "a.\\xfefirst"', last: 'metadata key is not UTF-8: "z.last\\xc3"'}
+    for i, bad in enumerate(([first], [last], [first, last])):
+        keys = [bad[0], *good, *bad[1:]] if bad[0] is first else [*good[:20], *bad, *good[20:]]
+        p = write_gguf_v1_v2(tmp_path / f"k{i}.gguf", 3, _llama_kvs(*keys), [_w()])
+        assert [f.message for f in _gg2(p) if f.code == "GG203"] == [msg[k] for k in bad]
+    clean = write_gguf_v1_v2(tmp_path / "clean.gguf", 3, _llama_kvs(*good), [_w()])
+    assert [f for f in _gg2(clean) if f.code == "GG203"] == []
+
+
+def test_every_string_value_that_is_not_utf8_is_named_alone_at_either_end(tmp_path):
+    """GG202 searches the scalar string values joined once and looks at each only when
+    that finds a byte that is not UTF-8: one bad value first or last among many good
+    ones is named, with the string arrays' verdicts beside it."""
+    good = [KV(f"test.s{i}", V.STRING, f"text {i}") for i in range(40)]
+    first, last = KV("a.first", V.STRING, b"\xfefirst"), KV("z.last", V.STRING, b"last\xc3")
+    arr = KV("test.arr", V.ARRAY, GArray(V.STRING, ("ok", b"\x80")))
+    for i, keys in enumerate(([first, *good], [*good, last], [*good[:3], arr, *good[3:]])):
+        p = write_gguf_v1_v2(tmp_path / f"s{i}.gguf", 3, _llama_kvs(*keys), [_w()])
+        got = [f.message for f in _gg2(p) if f.code == "GG202"]
+        want = {0: ['key "a.first": value is not UTF-8: "\\xfefirst"'], 1: ['key "z.last": value is not UTF-8: "last\\xc3"'],
+                2: ['key "test.arr": 1 string element(s) are not UTF-8: element 1 ("\\x80")']}[i]
+        assert got == want, got
+    clean = write_gguf_v1_v2(tmp_path / "clean.gguf", 3, _llama_kvs(*good), [_w()])
+    assert [f for f in _gg2(clean) if f.code == "GG202"] == []

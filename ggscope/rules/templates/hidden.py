@@ -101,6 +101,35 @@ def _anchor_words() -> tuple[str, ...]:
     item 3), and on a template's text the substring searches are the faster of the two."""
     return tuple(sorted({w for rows in _ANCHORS.values() for words in rows for w in words}))
 
+@lru_cache(maxsize=1)
+def _anchors_by_first() -> dict[str, tuple[str, ...]]:
+    """The anchor words grouped by their first character."""
+    out: dict[str, list[str]] = {}
+    for w in _anchor_words():
+        out.setdefault(w[0], []).append(w)
+    return {c: tuple(ws) for c, ws in out.items()}
+
+
+_SHORT = 4096
+
+
+def _present(low: str) -> frozenset[str]:
+    """The anchor words that occur in ``low``.  A short text (a name, an architecture, a
+    tag: most prose) is searched only for the words that start with one of its
+    characters - a word occurs only where its first character does; a long one for
+    every word (its set of characters costs more than that)."""
+    if len(low) > _SHORT:
+        return frozenset(w for w in _anchor_words() if w in low)
+    groups = _anchors_by_first()
+    return frozenset(w for c in set(low) if c in groups for w in groups[c] if w in low)
+
+
+@lru_cache(maxsize=1)
+def _anchor_sets() -> dict[str, list[frozenset[str]]]:
+    """``_ANCHORS`` with each pattern's words as a set: a pattern runs when one of them is present."""
+    return {kind: [frozenset(words) for words in rows] for kind, rows in _ANCHORS.items()}
+
+
 # what a chat template may legitimately say ("do not tell the user about function calls",
 # Qwen3-Coder): there, a covert phrase counts only together with another kind
 ALONE_IN_TEMPLATES = ("override", "stealth", "agent", "steer", "url-action", "payment", "extract")
@@ -184,11 +213,13 @@ def instructions(text: str, limit: int = 1 << 20) -> dict[str, str]:
     plain = _visible(text[:limit])
     low = plain.lower()
     found: dict[str, str] = {}
-    if not any(w in low for w in _anchor_words()):       # most prose holds none of the words
+    present = _present(low)
+    if not present:                                        # most prose holds none of the words
         return found
+    sets = _anchor_sets()
     for kind, patterns in _KINDS.items():
-        for p, words in zip(patterns, _ANCHORS[kind]):
-            if not any(w in low for w in words):
+        for p, words in zip(patterns, sets[kind]):
+            if present.isdisjoint(words):
                 continue
             m = _compiled(p).search(plain)
             if m:

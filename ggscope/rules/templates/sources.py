@@ -18,16 +18,15 @@ text); string arrays are read up to ``MAX_ITEMS`` entries.
 from __future__ import annotations
 
 import codecs
-from bisect import bisect_left
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ggscope.facts import upstream
 from ggscope.ksy.strings import StringArray
 from ggscope.rules import vocab_bytes
-from ggscope.rules.common import per_file
+from ggscope.rules.common import chat_templates_of, per_file
 from ggscope.rules.templates import kept
-from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key, template_keys
+from ggscope.rules.templates.context import SPECIAL_TOKEN_NAMES, TEMPLATE_KEY, is_free_text_key
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
@@ -59,7 +58,7 @@ def templates(mf: "ModelFile") -> list[Template]:
 
 
 def _templates(mf: "ModelFile") -> list[Template]:
-    keys = template_keys(mf.metadata)
+    keys = [k for _, k in chat_templates_of(mf)]       # context.template_keys, as the precondition read them
     if not keys:
         return []
     from ggscope.rules.templates.records import Template   # start-up: the record only for a file with a template
@@ -124,13 +123,13 @@ def _find_special_texts(mf: "ModelFile") -> dict[str, str]:
         tid = mf.metadata.get(id_keys.get(name, ""))
         if tokens is not None and isinstance(tid, int) and not isinstance(tid, bool) and 0 <= tid < len(tokens):
             named[name] = tid
-    order = _special_ids(mf) if named else []      # every id a *_token_id key names is one of them
+    order = _special_id_array(mf) if named else []      # every id a *_token_id key names is one of them
     raws = _special_raws(mf) if named else []      # their texts, in that order: no dict of them all
     out = {}
     for name in SPECIAL_TOKEN_NAMES:
         t = ""
         if name in named:
-            at = bisect_left(order, named[name])
+            at = int(order.searchsorted(named[name]))
             t = raws[at] if at < len(order) and order[at] == named[name] else \
                 vocab_bytes.texts(tokens, [named[name]])[0]
         out[name] = t if isinstance(t, str) else bytes(t).decode("utf-8", "replace")
@@ -164,11 +163,18 @@ def _render(text: str, special: tuple) -> "tuple[Render, ...]":
     return tuple(sandbox.render_all(text, dict(special)))
 
 
+# the cache_clear of every other cache kept by a template's text (the rules' own: template_text)
+CLEARERS: list = []
+
+
 def clear_caches() -> None:
-    """Forget every study and render (benchmarks measure a first look)."""
+    """Forget every study and render, and what the rules keep by a template's text
+    (benchmarks measure a first look)."""
     study.cache_clear()
     _static.cache_clear()
     _renders.cache_clear()
+    for clear in CLEARERS:
+        clear()
 
 
 def renders_of(mf: "ModelFile", t: Template) -> "tuple[Render, ...]":
@@ -193,34 +199,64 @@ def in_vocabulary(mf: "ModelFile", texts: list[str]) -> dict[str, bool]:
 
 
 def _special_ids(mf: "ModelFile") -> list[int]:
+    """``_special_id_array`` as a list of ints, once per file (``per_file``): only what
+    needs the ids one by one (a finding per token, the read by id) asks for it."""
+    return per_file(mf, "special_ids", lambda: _special_id_array(mf).tolist())
+
+
+def _special_id_array(mf: "ModelFile"):
     """``_find_special_ids``, once per file (``per_file``): GG1308, GG1310 and the
     special tokens' texts below all start from it."""
-    return per_file(mf, "special_ids", lambda: _find_special_ids(mf))
+    return per_file(mf, "special_id_array", lambda: _find_special_ids(mf))
 
 
-def _find_special_ids(mf: "ModelFile") -> list[int]:
+def _find_special_ids(mf: "ModelFile"):
     """The ids of the control and user-defined tokens and of every token a ``*_token_id``
-    key names, in order, at most ``MAX_ITEMS * 100`` of the former."""
+    key names, ascending and distinct, as an int64 array: at most ``MAX_ITEMS * 100`` of
+    the former.
+
+    The token types are read in one comparison over the whole array (``> 2``: CONTROL
+    and USER_DEFINED are among the few largest types, after NORMAL, UNKNOWN), and the
+    exact test runs on the few ids it keeps; the ids stay an array (a list of thousands
+    of ints, made and turned back into an array for the gather, cost more than the scan).
+    A token type array longer than the tokens is read up to their count, a shorter one
+    as far as it goes, nested arrays flattened in order."""
+    import numpy as np
     tokens = mf.metadata.get(_TOKENS)
-    if tokens is None:
-        return []
-    found: list[int] = []          # ascending and distinct, as flatnonzero gives them
+    try:
+        n = len(tokens)
+    except TypeError:              # no vocabulary, or a scalar in its place: no token to name
+        return np.zeros(0, np.int64)
+    found = np.zeros(0, np.int64)
+    flat = None
     types = mf.metadata.get("tokenizer.ggml.token_type")
     if types is not None and not isinstance(types, (str, bytes)):
-        import numpy as np
         try:
-            arr = np.asarray(types)[: len(tokens)]
-            found = np.flatnonzero((arr == _CONTROL) | (arr == _USER_DEFINED))[: MAX_ITEMS * 100].tolist()
-        except (TypeError, ValueError):
-            pass
+            flat = np.asarray(types)[:n].ravel()
+            if flat.dtype.kind in "iu":              # integers: the few above 2, of which 3 and 4
+                above = np.flatnonzero(flat > 2)
+                typed = above[flat[above] < 5]
+            elif flat.dtype.kind in "bf":            # the same, the exact test on the few kept
+                above = np.flatnonzero(flat > 2)
+                kept = flat[above]
+                typed = above[(kept == _CONTROL) | (kept == _USER_DEFINED)]
+            else:                                    # anything else is compared for equality alone
+                typed = np.flatnonzero((flat == _CONTROL) | (flat == _USER_DEFINED))
+            found = typed[: MAX_ITEMS * 100].astype(np.int64)
+            if len(found) < len(typed):
+                flat = None                          # cut short: an id's type no longer says it is there
+        except (TypeError, ValueError, IndexError):      # no array of types (a scalar, ragged arrays)
+            flat = None
     named = {v for k, v in mf.metadata.items()
              if k.startswith("tokenizer.ggml.") and k.endswith("_token_id") and isinstance(v, int)
-             and not isinstance(v, bool) and 0 <= v < len(tokens)}
-    # the few ids the keys name put in place: a set and a sort of thousands cost more than the scan
-    for v in named:
-        at = bisect_left(found, v)
-        if at == len(found) or found[at] != v:
-            found.insert(at, v)
+             and not isinstance(v, bool) and 0 <= v < n}
+    if named:           # the few ids the keys name, put in place where they are not there yet
+        if flat is not None:                    # there when its type put it there
+            missing = [v for v in named if not (v < len(flat) and (flat[v] == _CONTROL or flat[v] == _USER_DEFINED))]
+        else:
+            missing = [v for v in named if not (found == v).any()]
+        if missing:                       # distinct, none in found (not np.union1d: its first call imports numpy.ma)
+            found = np.sort(np.concatenate((found, np.asarray(missing, dtype=np.int64))))
     return found
 
 
@@ -247,14 +283,14 @@ def _special_raws(mf: "ModelFile") -> list:
     decodes alone, as in ``vocab_bytes.joined_texts``: one gather of their bytes serves
     GG1308, GG1310 and the per-token check), else taken by id."""
     def make() -> list:
-        order = _special_ids(mf)
+        n = len(_special_id_array(mf))
         tokens = mf.metadata.get(_TOKENS)
-        if order and getattr(tokens, "encoding", None) and _is_utf8(tokens.encoding) \
+        if n and getattr(tokens, "encoding", None) and _is_utf8(tokens.encoding) \
                 and isinstance(tokens, StringArray):
             text = special_text(mf)
-            if text.count("\n") == len(order) - 1:
+            if text.count("\n") == n - 1:
                 return text.split("\n")
-        return vocab_bytes.texts(tokens, order) if order else []
+        return vocab_bytes.texts(tokens, _special_ids(mf)) if n else []
     return per_file(mf, "special_raws", make)
 
 
@@ -262,9 +298,9 @@ def special_tokens(mf: "ModelFile") -> tuple[list[int], list[str]]:
     """The ids and texts of the special tokens (``_special_ids``): two lists, not a list of
     pairs - thousands of new tuples set off a full garbage collection of ggscope's heap,
     which costs more than the check (a 262,144-token vocabulary holds 6,414 of them)."""
-    order = _special_ids(mf)
-    if not order:
+    if not len(_special_id_array(mf)):
         return [], []
+    order = _special_ids(mf)
     texts = _special_raws(mf)                                       # the positions' texts in one pass
     return order, [t if isinstance(t, str) else bytes(t).decode("utf-8", "replace") for t in texts]
 
@@ -274,8 +310,8 @@ def special_text(mf: "ModelFile") -> str:
     decode (once per file): what a check over all of them reads before it needs any one
     of them."""
     def make() -> str:
-        order = _special_ids(mf)
-        return vocab_bytes.joined_texts(mf.metadata[_TOKENS], order) if order else ""
+        order = _special_id_array(mf)
+        return vocab_bytes.joined_texts(mf.metadata[_TOKENS], order, ascending=True) if len(order) else ""
     return per_file(mf, "special_text", make)
 
 
@@ -293,6 +329,8 @@ def _find_prose(mf: "ModelFile") -> list[tuple[str, str]]:
     for k, v in mf.metadata.items():
         if not isinstance(k, str) or k.startswith("tokenizer.") or k in templated:
             continue
+        if isinstance(v, (int, float)) or (not isinstance(v, str) and not getattr(v, "encoding", None)):
+            continue                      # a number, a bool, an array of them: no text (a key's kind aside)
         if not is_free_text_key(k):       # a locator: only text beside the URL is prose
             if isinstance(v, str) and len(v.split()) > 1:
                 out.append((k, v))

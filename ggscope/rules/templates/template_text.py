@@ -7,11 +7,14 @@ warning (it loads but hides or misleads), except a leading BOS that llama.cpp st
 (info).  Templates, special-token texts and prose metadata are all read here.
 
 Contract: the rules read ``sources`` (shared parse and bounded render); the text checks
-are ``hidden``'s pure functions.
+are ``hidden``'s pure functions, and what depends on a template's text alone is kept by
+that text (``_markers``, ``_template_instruction``), as ``sources`` keeps its parse and
+render: the files of one model share them.
 """
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ggscope.rules.base import Rule, Severity, quoted
 from ggscope.rules.templates import sources as src
@@ -23,6 +26,21 @@ _FAMILY = "templates"
 
 # compiled by ``re``'s cache on the first file with a template (GG1308 runs only there)
 _SPECIAL = r"<\|[^|<>\s]{1,64}\|>|<\uff5c[^\uff5c<>\s]{1,64}\uff5c>"
+
+
+@lru_cache(maxsize=16)          # keyed by the text: the files of one model share it
+def _markers(text: str) -> tuple[str, ...]:
+    """The special-token texts a template writes, distinct, in order, at most ``MAX_ITEMS``."""
+    return tuple(dict.fromkeys(re.findall(_SPECIAL, text)))[: src.MAX_ITEMS]
+
+
+@lru_cache(maxsize=16)          # keyed by the literal text: the files of one model share it
+def _template_instruction(literals: str) -> str | None:
+    """``instruction`` of a template's literal text, as a template is judged."""
+    return instruction(literals, in_template=True)
+
+
+src.CLEARERS += [_markers.cache_clear, _template_instruction.cache_clear]
 
 
 class TemplateTokenMissing(Rule):
@@ -46,7 +64,7 @@ class TemplateTokenMissing(Rule):
 
     def check(self, ctx):
         for t in src.templates(ctx.mf):
-            wanted = list(dict.fromkeys(re.findall(_SPECIAL, t.text)))[: src.MAX_ITEMS]
+            wanted = list(_markers(t.text))
             have = src.in_vocabulary(ctx.mf, wanted)
             missing = [w for w in wanted if not have[w]]
             if missing:
@@ -177,7 +195,7 @@ class PlantedInstruction(Rule):
 
     def check(self, ctx):
         for t in src.templates(ctx.mf):
-            phrase = instruction(src.literals_of(t.text), in_template=True)
+            phrase = _template_instruction(src.literals_of(t.text))
             if phrase:
                 yield ctx.at(src.node_of(ctx, t.key), f"{t.key} tells the model {quoted(phrase)}")
         for key, text in src.prose(ctx.mf):
