@@ -1,8 +1,8 @@
 """Reference forward passes: which architectures ggscope can run, and how weights load.
 
 Why: ``ggscope run`` sanity-checks what a file *computes*, not only how it is laid
-out.  Every transformer decoder (llama, qwen2/3, gemma2/3, phi3, starcoder2, deepseek2,
-gpt2 ...) runs through one engine, ``decoder.py``, whose per-architecture differences
+out.  Every transformer decoder (llama, qwen2/3, gemma/2/3, phi3, starcoder2, deepseek2,
+gpt2, granite, olmo2, qwen2moe, ...) runs through one engine, ``decoder.py``, whose per-architecture differences
 are a table of traits; so do the RWKV versions (``rwkv.py``, each ``rwkvN.py`` holding
 its version's attention), and Mamba has ``mamba.py``.  Every module has the same two
 functions::
@@ -76,6 +76,15 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("deepseek2", "decoder", ("gguf",),
                  "DeepSeek-V2/V3: latent attention, sigmoid/softmax routing, shared experts"),
     Architecture("gpt2", "decoder", ("gguf", "ggml"), "GPT-2 (GGUF; ggml gpt-2 example files)"),
+    Architecture("gemma", "decoder", ("gguf",), "Gemma 1: scaled embeddings, pre-scaled q, GELU, tied output"),
+    Architecture("granite", "decoder", ("gguf",),
+                 "Granite 3: embedding, residual, attention and logit multipliers"),
+    Architecture("olmo2", "decoder", ("gguf",), "OLMo 2: post-norms only, full-width q/k RMSNorm"),
+    Architecture("qwen2moe", "decoder", ("gguf",),
+                 "Qwen2-MoE / Qwen1.5-MoE: softmax top-k experts, sigmoid-gated shared expert"),
+    Architecture("mistral3", "decoder", ("gguf",), "Mistral 3 (text): llama's graph"),
+    Architecture("smollm3", "decoder", ("gguf",), "SmolLM3: llama with every 4th layer without rope"),
+    Architecture("exaone", "decoder", ("gguf",), "EXAONE 3: llama with NeoX rotary"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -3,7 +3,7 @@
 Why a module of its own: ``decoder.py`` maps a file's tensors to weights and runs the
 blocks in order; what happens inside a block -- RMS/LayerNorm, rotary embeddings with
 linear and YaRN scaling, grouped-query or latent (MLA) attention with soft-capping and
-sliding windows, dense or expert-routed FFNs -- is here, as pure functions of a
+sliding windows, dense FFNs -- is here (routed experts in ``experts.py``), as pure functions of a
 ``traits.Config``, one block's ``Layer`` and the activations, following ggml-cpu's
 numerics (see ``decoder.py``).  ``w`` in the attention functions is the decoder's
 ``Weights``: only its ``rope_freqs`` is read.
@@ -17,7 +17,7 @@ import numpy as np
 
 from ggscope.forward import ggml_ops
 from ggscope.forward.matmul import linear as _lin, round_activations
-from ggscope.forward.ops import layer_norm, sigmoid, silu
+from ggscope.forward.ops import layer_norm, silu
 from ggscope.forward.traits import Config
 
 __all__ = ["Layer", "rms_norm", "gelu", "rope"]
@@ -56,6 +56,7 @@ class Layer:
     gate_shexp: np.ndarray | None = None
     up_shexp: np.ndarray | None = None
     down_shexp: np.ndarray | None = None
+    shexp_gate: np.ndarray | None = None                               # ffn_gate_inp_shexp [C] (qwen2moe)
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
@@ -278,8 +279,10 @@ def _f16(x: np.ndarray) -> np.ndarray:
 
 
 def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool,
-               k_past: np.ndarray, v_past: np.ndarray, f16: bool, flash: bool = False):
-    """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache."""
+               k_past: np.ndarray, v_past: np.ndarray, f16: bool, flash: bool = False,
+               nope: bool = False):
+    """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache.
+    ``nope``: this layer skips rope (smollm3's every 4th)."""
     T, H, Hkv, Dk, Dv = h.shape[0], c.n_head, c.n_head_kv, c.head_k, c.head_v
     if c.traits.mla:
         return _mla(c, w, L, h, pos, k_past, v_past, f16, flash)
@@ -288,12 +291,16 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
         q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
     else:
         q, k, v = _lin(h, L.wq, L.bq), _lin(h, L.wk, L.bk), _lin(h, L.wv, L.bv)
+    full = c.traits.qk_norm_full                  # olmo2: over [T, H·Dk] before the head split
+    if full and L.q_norm is not None:
+        q, k = rms_norm(q, L.q_norm, c.eps), rms_norm(k, L.k_norm, c.eps)
     q, k, v = q.reshape(T, H, Dk), k.reshape(T, Hkv, Dk), v.reshape(T, Hkv, Dv)
-    if L.q_norm is not None:
+    if L.q_norm is not None and not full:
         q = rms_norm(q, L.q_norm, c.eps)
-    if L.k_norm is not None:
+    if L.k_norm is not None and not full:
         k = rms_norm(k, L.k_norm, c.eps)
-    q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
+    if not nope:
+        q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
     if c.traits.q_scale:
         q = q * np.float32(c.kq_scale)
     store = _f16 if f16 else (lambda a: a.astype(np.float32))
@@ -361,37 +368,3 @@ def _glu(c: Config, g: np.ndarray, u: np.ndarray) -> np.ndarray:
     if c.traits.act == "gelu" and not c.exact:
         a = np.where(g <= -10, np.float32(0), a).astype(np.float32)
     return a
-
-
-def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
-    """llama-graph.cpp build_moe_ffn: route each row to its top-k experts.
-
-    probs = softmax or sigmoid of the router logits; the top k are chosen by probs (+
-    exp_probs_b when present, which does not enter the weights); their probs are
-    renormalised to sum 1 where the architecture says so (sum clamped as llama.cpp
-    does), scaled by expert_weights_scale, and weight each expert's SwiGLU output.
-    """
-    logits = _lin(h, L.router)                                         # [T, E]
-    if c.moe_gating == "sigmoid":
-        probs = sigmoid(logits)
-    else:
-        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
-    select = probs + L.router_bias if L.router_bias is not None else probs
-    k = c.n_expert_used
-    top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
-    weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
-    if c.moe_norm:
-        weights = weights / np.maximum(weights.sum(axis=-1, keepdims=True), np.float32(6.103515625e-5))
-    if c.moe_scale:
-        weights = weights * np.float32(c.moe_scale)
-    out = np.zeros_like(h)
-    for t in range(h.shape[0]):
-        row = h[t:t + 1]
-        for j in range(k):
-            e_id = top[t, j]
-            y = _lin(silu(_lin(row, L.gate_exps[e_id])) * _lin(row, L.up_exps[e_id]), L.down_exps[e_id])
-            out[t] += weights[t, j] * y[0]
-    if L.down_shexp is not None:
-        out = out + _dense_ffn(c, h, L.gate_shexp, None, L.up_shexp, None, L.down_shexp, None)
-    return out

@@ -54,7 +54,8 @@ from ggscope.forward import WeightError, WeightMapper, architecture, check_token
 from ggscope.forward import ggml_ops, loading
 from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
-from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _moe, _norm, gelu, rms_norm, rope
+from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _norm, gelu, rms_norm, rope
+from ggscope.forward.experts import _moe
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
 from ggscope.forward import UnsupportedArchitecture
 
@@ -167,7 +168,8 @@ def load(model, exact: bool = False) -> Weights:
 
     layers = []
     for i in range(c.n_layer):
-        L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)),
+        pre = c.traits.prenorm                  # olmo2: no norm before the sublayers
+        L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)) if pre else None,
                   attn_norm_b=opt("blk.{i}.attn_norm.bias", i, (C,)))
         if c.traits.norm == "layer" and L.attn_norm_b is None:
             L.attn_norm_b = req("blk.{i}.attn_norm.bias", i, (C,))
@@ -183,11 +185,14 @@ def load(model, exact: bool = False) -> Weights:
             L.wv, L.bv = req("blk.{i}.attn_v.weight", i, (Vw, C)), opt("blk.{i}.attn_v.bias", i, (Vw,))
         O = H * c.head_v
         L.wo, L.bo = req("blk.{i}.attn_output.weight", i, (C, O)), opt("blk.{i}.attn_output.bias", i, (C,))
-        if not c.traits.mla:
+        if c.traits.qk_norm_full:               # olmo2: over the whole projection
+            L.q_norm = req("blk.{i}.attn_q_norm.weight", i, (Q,))
+            L.k_norm = req("blk.{i}.attn_k_norm.weight", i, (K,))
+        elif not c.traits.mla:
             L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (c.head_k,))
             L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (c.head_k,))
         L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
-        L.ffn_norm = req("blk.{i}.ffn_norm.weight", i, (C,))
+        L.ffn_norm = req("blk.{i}.ffn_norm.weight", i, (C,)) if pre else None
         L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
         if c.traits.norm == "layer" and L.ffn_norm_b is None:
             L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
@@ -279,6 +284,7 @@ def _load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
         L.down_shexp = down
         L.gate_shexp = req("blk.{i}.ffn_gate_shexp.weight", i, (Fs, C))
         L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
+        L.shexp_gate = opt("blk.{i}.ffn_gate_inp_shexp.weight", i, (C,))
 
 
 def initial_state(w: Weights, kv_f16: bool = False, flash: bool = False) -> State:
@@ -317,6 +323,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         if P + T > c.n_ctx:
             raise WeightError(f"{P + T} tokens exceed the model's context of {c.n_ctx}")
         x = x + weights.positions[pos]
+    if c.embed_mult:                                                   # build_inp_embd's f_embedding_scale
+        x = x * np.float32(c.embed_mult)
     if c.traits.embed_scale:
         x = x * np.float32(math.sqrt(c.n_embd))
     # the rows whose logits are asked for: llama.cpp's graphs keep only these after the
@@ -326,20 +334,25 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     keys, values = [], []
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
         swa = c.swa_layers[il] if c.swa_layers else False
-        a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa,
-                             kp, vp, state.kv_f16, state.flash)
+        nope = c.no_rope[il] if c.no_rope else False
+        h = x if L.attn_norm is None else _norm(c, x, L.attn_norm, L.attn_norm_b)
+        a, k, v = _attention(c, weights, L, h, pos, swa, kp, vp, state.kv_f16, state.flash, nope)
         if il == len(weights.layers) - 1 and first:
             a, x = a[first:], x[first:]
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
+        if c.residual_scale:                                           # granite
+            a = a * np.float32(c.residual_scale)
         x = x + a
-        h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+        h = x if L.ffn_norm is None else _norm(c, x, L.ffn_norm, L.ffn_norm_b)
         if L.router is not None:
             f = _moe(c, L, h)
         else:
             f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b)
         if L.post_ffw_norm is not None:
             f = rms_norm(f, L.post_ffw_norm, c.eps)
+        if c.residual_scale:
+            f = f * np.float32(c.residual_scale)
         x = (x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
@@ -351,6 +364,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     rows = x if all_logits else x[-1:]
     h = _norm(c, rows, weights.output_norm, weights.output_norm_b)
     logits = _lin(h, weights.output, weights.output_b)                 # [T', V]
+    if c.logit_mult:                                                   # granite: × 1/logit_scale
+        logits = logits * np.float32(c.logit_mult)
     if c.final_softcap:
         cap = np.float32(c.final_softcap)
         logits = np.tanh(logits / cap) * cap

@@ -48,6 +48,13 @@ class Traits:
     final_softcap_key: bool = False    # reads final_logit_softcapping (gemma2, gemma3)
     short_factors: bool = False        # rope_factors_short when no rope_freqs (phi3 LongRoPE:
                                        # llama.cpp get_rope_factors while n_ctx <= the original)
+    prenorm: bool = True               # attn_norm / ffn_norm before each sublayer (olmo2: none,
+                                       # its post-norms only)
+    qk_norm_full: bool = False         # q/k RMSNorm over the whole projection, not per head (olmo2)
+    nope_step: int = 0                 # n_no_rope_layer_step: layer il has no rope iff
+                                       # (il + 1) % n == 0 (smollm3: 4)
+    scale_keys: bool = False           # embedding_scale, residual_scale, attention.scale and
+                                       # logit_scale from the file (granite.cpp)
 
 
 # general.architecture -> traits, from llama.cpp's llama-model.cpp and src/models/<arch>.cpp
@@ -66,6 +73,13 @@ TRAITS: dict[str, Traits] = {
                      swa_rope_base=10000.0, q_scale=True, wide_scale_layers=(62,),
                      final_softcap_key=True),
     "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
+    "gemma": Traits(rope="neox", act="gelu", embed_scale=True, q_scale=True),
+    "granite": Traits(rope="norm", moe_norm=True, scale_keys=True),
+    "olmo2": Traits(rope="neox", prenorm=False, qk_norm_full=True),
+    "qwen2moe": Traits(rope="neox"),                                 # + sigmoid-gated shared expert
+    "mistral3": Traits(rope="norm", moe_norm=True),
+    "smollm3": Traits(rope="norm", nope_step=4),
+    "exaone": Traits(rope="neox"),
 }
 
 # hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
@@ -105,7 +119,30 @@ class Config:
     mla_rank: int = 0                # kv_lora_rank
     mla_nope: int = 0                # qk_nope head dim
     exact: bool = False              # --exact: no ggml rounding anywhere (decoder.load)
+    no_rope: tuple[bool, ...] = ()   # per layer: True where the layer skips rope (smollm3, granite)
+    embed_mult: float = 0.0          # inputs × f_embedding_scale (llama-graph.cpp build_inp_embd)
+    residual_scale: float = 0.0      # sublayer outputs × f_residual_scale before the residual add
+    logit_mult: float = 0.0          # logits × 1.0f/f_logit_scale
 
+
+
+def _scales(model, meta: "_Meta", extra: dict, n_layer: int) -> None:
+    """granite.cpp's multipliers: ``logit_scale`` required (llama.cpp refuses a file
+    without it), the others optional and 0 (off) when absent; ``rope.scaling.finetuned``
+    false turns rope off in every layer (granite's rope_pattern)."""
+    if meta.raw("logit_scale") is None:
+        raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale missing (llama.cpp "
+                          "requires it)")
+    logit = meta.float("logit_scale", 1.0)
+    if logit == 0.0:
+        raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale must not be 0")
+    extra.update(logit_mult=float(np.float32(1) / np.float32(logit)),
+                 embed_mult=meta.float("embedding_scale", 0.0),
+                 residual_scale=meta.float("residual_scale", 0.0),
+                 kq_scale=meta.float("attention.scale", 0.0))
+    finetuned = meta.raw("rope.scaling.finetuned")
+    if finetuned is not None and not finetuned:
+        extra.update(no_rope=(True,) * n_layer)
 
 
 # ---- configuration from metadata ------------------------------------------------------------
@@ -156,7 +193,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     n_embd, n_vocab = emb
     n_head = meta.int("n_head" if legacy else "attention.head_count")
     n_layer = meta.int("n_layer" if legacy else "block_count", minimum=0)
-    n_layer = m.blocks(n_layer, lambda i: name("blk.{i}.attn_norm.weight", i),
+    first = "blk.{i}.attn_norm.weight" if t.prenorm else "blk.{i}.attn_output.weight"
+    n_layer = m.blocks(n_layer, lambda i: name(first, i),
                        f"{meta.prefix}.{'n_layer' if legacy else 'block_count'}")
     if legacy:
         n_head_kv, eps, base = n_head, _LEGACY_EPS[arch], DEFAULT_ROPE_BASE
@@ -234,6 +272,20 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
         if extra["n_expert_used"] > extra["n_expert"]:
             raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
+    if t.nope_step:
+        extra.update(no_rope=tuple((il + 1) % t.nope_step == 0 for il in range(n_layer)))
+    if t.scale_keys:
+        _scales(model, meta, extra, n_layer)
+        if extra.get("kq_scale"):
+            kq_scale = extra.pop("kq_scale")
+        else:
+            extra.pop("kq_scale", None)
+    if not legacy and arch == "mistral3" and meta.float("attention.temperature_scale", 0.0):
+        raise WeightError(f"{model.path}: mistral3.attention.temperature_scale (llama 4 attention "
+                          "temperature tuning) is not implemented by the reference forward pass")
+    if not legacy and arch == "olmo2" and meta.int("attention.sliding_window", 0, minimum=0):
+        raise WeightError(f"{model.path}: olmo2.attention.sliding_window (Olmo 3's sliding-window "
+                          "layers) is not implemented by the reference forward pass")
     n_ctx = 0
     if t.rope is None:
         pos = m.ne(name("position_embd.weight"))
