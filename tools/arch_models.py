@@ -14,7 +14,7 @@ Contract: ``write(arch, encoding, path) -> Path`` writes ``SPECS[arch]`` in ``"F
 ``"Q8_0"`` (gguf-py's GGUFWriter and quantizer; the same bytes on every run);
 ``SEQ`` is the token sequence the logits are recorded for; ``sha256(path)``.
 The weights: matrices N(0, 0.02²) (q and k N(0, 0.1²), so the attention pattern -- and a
-wrong rotary pairing -- moves the logits), norms 1 + N(0, 0.1²), biases N(0, 0.02²),
+wrong rotary pairing -- moves the logits; gemma's FFN gate and up too), norms 1 + N(0, 0.1²), biases N(0, 0.02²),
 drawn from ``numpy.random.default_rng(SEEDS[arch])`` in the tensors' order.  The
 vocabulary: GPT-2's 256 byte tokens, ``N_MERGES`` merges learned on a fixed corpus, and
 three control tokens (a "gpt2" tokenizer with the "gpt-2" pre-tokenizer, which
@@ -106,7 +106,7 @@ E, H, HKV, D, FF = 64, 4, 2, 16, 128
 
 def _decoder(r: _Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool = True,
              full_qk_norm: bool = False, post_norms: bool = False, tied: bool = False,
-             moe: tuple[int, int, int] | None = None) -> dict[str, np.ndarray]:
+             moe: tuple[int, int, int] | None = None, ffn_std: float = 0.02) -> dict[str, np.ndarray]:
     """The tensors of a llama-like decoder (numpy shapes: [n_out, n_in])."""
     t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
     for i in range(layers):
@@ -136,8 +136,8 @@ def _decoder(r: _Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool
             t[p + "ffn_up_shexp.weight"] = r.w(ff_sh, E)
             t[p + "ffn_down_shexp.weight"] = r.w(E, ff_sh)
         else:
-            t[p + "ffn_gate.weight"] = r.w(FF, E)
-            t[p + "ffn_up.weight"] = r.w(FF, E)
+            t[p + "ffn_gate.weight"] = r.w(FF, E, std=ffn_std)
+            t[p + "ffn_up.weight"] = r.w(FF, E, std=ffn_std)
             t[p + "ffn_down.weight"] = r.w(E, FF)
         if post_norms:
             t[p + "post_ffw_norm.weight"] = r.norm(E)
@@ -159,9 +159,10 @@ def _common(arch: str, layers: int, base: float, eps: float = 1e-5, **extra) -> 
 
 # arch -> (seed, keys(arch), tensors(init)); what each one's switch is, in its note
 SPECS: dict[str, dict] = {
-    # gemma.cpp: embeddings × sqrt(n_embd), q × 1/sqrt(head) after rope, GELU-gated FFN, tied output
+    # gemma.cpp: embeddings × sqrt(n_embd), q × 1/sqrt(head) after rope, GELU-gated FFN, tied
+    # output (gate and up N(0, 0.1²): the activation's shape, not only its slope at 0, matters)
     "gemma": dict(seed=2001, keys=_common("gemma", 2, 10000.0, 1e-6),
-                  tensors=lambda r: _decoder(r, tied=True)),
+                  tensors=lambda r: _decoder(r, tied=True, ffn_std=0.1)),
     # granite.cpp: embedding_scale, attention.scale, residual_scale, 1/logit_scale
     "granite": dict(seed=2002, keys=_common("granite", 2, 10000.0, **{
                         "embedding_scale": 12.0, "residual_scale": 0.22,
