@@ -85,6 +85,12 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("mistral3", "decoder", ("gguf",), "Mistral 3 (text): llama's graph"),
     Architecture("smollm3", "decoder", ("gguf",), "SmolLM3: llama with every 4th layer without rope"),
     Architecture("exaone", "decoder", ("gguf",), "EXAONE 3: llama with NeoX rotary"),
+    Architecture("phi2", "decoder", ("gguf",),
+                 "Phi-2: LayerNorm, parallel attention and GELU MLP, partial NeoX rotary"),
+    Architecture("stablelm", "decoder", ("gguf",),
+                 "StableLM 2: LayerNorm, partial rotary; parallel residual and per-head q/k norms (12B)"),
+    Architecture("falcon", "decoder", ("gguf",),
+                 "Falcon: multi-query attention beside a GELU MLP (parallel residual), LayerNorm"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -28,6 +28,7 @@ class Layer:
     """One block's float32 weights in numpy order; None where the file has none."""
     attn_norm: np.ndarray
     attn_norm_b: np.ndarray | None = None
+    attn_norm_2: np.ndarray | None = None; attn_norm_2_b: np.ndarray | None = None   # falcon-40b
     wq: np.ndarray | None = None; bq: np.ndarray | None = None
     wk: np.ndarray | None = None; bk: np.ndarray | None = None
     wv: np.ndarray | None = None; bv: np.ndarray | None = None
@@ -291,14 +292,15 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
         q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
     else:
         q, k, v = _lin(h, L.wq, L.bq), _lin(h, L.wk, L.bk), _lin(h, L.wv, L.bv)
-    full = c.traits.qk_norm_full                  # olmo2: over [T, H·Dk] before the head split
+    full = c.traits.qk_norm == "full"             # olmo2: over [T, H·Dk] before the head split
     if full and L.q_norm is not None:
         q, k = rms_norm(q, L.q_norm, c.eps), rms_norm(k, L.k_norm, c.eps)
     q, k, v = q.reshape(T, H, Dk), k.reshape(T, Hkv, Dk), v.reshape(T, Hkv, Dv)
+    # per head: RMSNorm, or (stablelm, a weight row per head) LayerNorm without bias
     if L.q_norm is not None and not full:
-        q = rms_norm(q, L.q_norm, c.eps)
+        q = _norm(c, q, L.q_norm, None)
     if L.k_norm is not None and not full:
-        k = rms_norm(k, L.k_norm, c.eps)
+        k = _norm(c, k, L.k_norm, None)
     if not nope:
         q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
     if c.traits.q_scale:

@@ -168,9 +168,12 @@ def load(model, exact: bool = False) -> Weights:
 
     layers = []
     for i in range(c.n_layer):
-        pre = c.traits.prenorm                  # olmo2: no norm before the sublayers
+        pre, par = c.traits.prenorm, c.traits.parallel   # olmo2: no norm before the sublayers
         L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)) if pre else None,
                   attn_norm_b=opt("blk.{i}.attn_norm.bias", i, (C,)))
+        if par == "sum":                        # falcon-40b: attention reads its own norm
+            L.attn_norm_2 = opt("blk.{i}.attn_norm_2.weight", i, (C,))
+            L.attn_norm_2_b = opt("blk.{i}.attn_norm_2.bias", i, (C,))
         if c.traits.norm == "layer" and L.attn_norm_b is None:
             L.attn_norm_b = req("blk.{i}.attn_norm.bias", i, (C,))
         Q, K, Vw = H * c.head_k, Hkv * c.head_k, Hkv * c.head_v
@@ -185,16 +188,21 @@ def load(model, exact: bool = False) -> Weights:
             L.wv, L.bv = req("blk.{i}.attn_v.weight", i, (Vw, C)), opt("blk.{i}.attn_v.bias", i, (Vw,))
         O = H * c.head_v
         L.wo, L.bo = req("blk.{i}.attn_output.weight", i, (C, O)), opt("blk.{i}.attn_output.bias", i, (C,))
-        if c.traits.qk_norm_full:               # olmo2: over the whole projection
+        if c.traits.qk_norm == "full":          # olmo2: over the whole projection
             L.q_norm = req("blk.{i}.attn_q_norm.weight", i, (Q,))
             L.k_norm = req("blk.{i}.attn_k_norm.weight", i, (K,))
+        elif c.traits.qk_norm == "per_head":    # stablelm 2 12B: a weight row per head
+            L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (H, c.head_k))
+            L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (Hkv, c.head_k))
         elif not c.traits.mla:
             L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (c.head_k,))
             L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (c.head_k,))
         L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
-        L.ffn_norm = req("blk.{i}.ffn_norm.weight", i, (C,)) if pre else None
+        par = c.traits.parallel                 # "sum": no ffn_norm; "optional": parallel without
+        L.ffn_norm = (req if par == "" else opt)("blk.{i}.ffn_norm.weight", i, (C,)) \
+            if pre and par != "sum" else None
         L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
-        if c.traits.norm == "layer" and L.ffn_norm_b is None:
+        if c.traits.norm == "layer" and L.ffn_norm is not None and L.ffn_norm_b is None:
             L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
         L.post_ffw_norm = opt("blk.{i}.post_ffw_norm.weight", i, (C,))
         if not legacy and m.has(name("blk.{i}.ffn_gate_inp.weight", i)) and i >= c.n_dense_lead:
@@ -336,15 +344,20 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         swa = c.swa_layers[il] if c.swa_layers else False
         nope = c.no_rope[il] if c.no_rope else False
         h = x if L.attn_norm is None else _norm(c, x, L.attn_norm, L.attn_norm_b)
-        a, k, v = _attention(c, weights, L, h, pos, swa, kp, vp, state.kv_f16, state.flash, nope)
+        h2 = h if L.attn_norm_2 is None else _norm(c, x, L.attn_norm_2, L.attn_norm_2_b)  # falcon-40b
+        a, k, v = _attention(c, weights, L, h2, pos, swa, kp, vp, state.kv_f16, state.flash, nope)
         if il == len(weights.layers) - 1 and first:
-            a, x = a[first:], x[first:]
+            a, x, h = a[first:], x[first:], h[first:]
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
         if c.residual_scale:                                           # granite
             a = a * np.float32(c.residual_scale)
-        x = x + a
-        h = x if L.ffn_norm is None else _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+        if c.traits.parallel != "sum":
+            x = x + a
+        if L.ffn_norm is not None:
+            h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+        elif not c.traits.prenorm:                                     # olmo2: the residual itself
+            h = x                                                      # (else parallel: attn's input)
         if L.router is not None:
             f = _moe(c, L, h)
         else:
@@ -353,7 +366,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
             f = rms_norm(f, L.post_ffw_norm, c.eps)
         if c.residual_scale:
             f = f * np.float32(c.residual_scale)
-        x = (x + f).astype(np.float32)
+        x = ((a + f) + x if c.traits.parallel == "sum" else x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution

@@ -50,7 +50,11 @@ class Traits:
                                        # llama.cpp get_rope_factors while n_ctx <= the original)
     prenorm: bool = True               # attn_norm / ffn_norm before each sublayer (olmo2: none,
                                        # its post-norms only)
-    qk_norm_full: bool = False         # q/k RMSNorm over the whole projection, not per head (olmo2)
+    qk_norm: str = "head"              # attn_q/k_norm: "head" [head_k] per head, "full" over the
+                                       # whole projection (olmo2), "per_head" [n_head, head_k] (stablelm)
+    parallel: str = ""                 # "sum": FFN reads the attention's input, x + (attn + ffn)
+                                       # (phi2, falcon); "optional": so when a layer has no ffn_norm
+                                       # (stablelm 2 12B), x + attn + ffn
     nope_step: int = 0                 # n_no_rope_layer_step: layer il has no rope iff
                                        # (il + 1) % n == 0 (smollm3: 4)
     scale_keys: bool = False           # embedding_scale, residual_scale, attention.scale and
@@ -75,11 +79,14 @@ TRAITS: dict[str, Traits] = {
     "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
     "gemma": Traits(rope="neox", act="gelu", embed_scale=True, q_scale=True),
     "granite": Traits(rope="norm", moe_norm=True, scale_keys=True),
-    "olmo2": Traits(rope="neox", prenorm=False, qk_norm_full=True),
+    "olmo2": Traits(rope="neox", prenorm=False, qk_norm="full"),
     "qwen2moe": Traits(rope="neox"),                                 # + sigmoid-gated shared expert
     "mistral3": Traits(rope="norm", moe_norm=True),
     "smollm3": Traits(rope="norm", nope_step=4),
     "exaone": Traits(rope="neox"),
+    "phi2": Traits(norm="layer", rope="neox", act="gelu", gated=False, q_scale=True, parallel="sum"),
+    "stablelm": Traits(norm="layer", rope="neox", parallel="optional", qk_norm="per_head"),
+    "falcon": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="sum"),
 }
 
 # hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
@@ -240,7 +247,7 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
                 meta.float("rope.scaling.yarn_beta_fast", 32.0),
                 meta.float("rope.scaling.yarn_beta_slow", 1.0), float(n_ctx_orig))
     # attention scale
-    kq_scale = 1.0 / math.sqrt(head_k)
+    kq_scale = float(np.float32(1) / np.sqrt(np.float32(head_k)))    # 1.0f/sqrtf(float(n_embd_head))
     if t.wide_scale_layers and n_layer in t.wide_scale_layers:
         kq_scale = 1.0 / math.sqrt(n_embd / n_head)
     if t.mla:
