@@ -10,7 +10,7 @@ llama-cpp-python 0.3.36: src/models/<arch>.cpp ``load_arch_hparams`` /
 (a residual scale, a layer without rope, a full-width q norm).  No model file is checked
 in: the test writes it into its tmp_path and compares the sha256 with the record.
 
-Contract: ``write(arch, encoding, path) -> Path`` writes ``SPECS[arch]`` in ``"F32"`` or
+Contract: ``write(name, encoding, path) -> Path`` writes ``SPECS[name]`` in ``"F32"`` or
 ``"Q8_0"`` (gguf-py's GGUFWriter and quantizer; the same bytes on every run);
 ``SEQ`` is the token sequence the logits are recorded for; ``sha256(path)``.
 The weights: matrices N(0, 0.02²) (q and k N(0, 0.1²), so the attention pattern -- and a
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SPECS", "SEQ", "N_VOCAB", "write", "sha256"]
+__all__ = ["SPECS", "SEQ", "N_VOCAB", "write", "sha256", "arch_of"]
 
 N_MERGES = 40
 SPECIALS = ("<|bos|>", "<|eos|>", "<|pad|>")
@@ -147,12 +147,64 @@ def _decoder(r: _Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool
     return t
 
 
-def _common(arch: str, layers: int, base: float, eps: float = 1e-5, **extra) -> dict:
-    keys = {f"{arch}.context_length": N_CTX, f"{arch}.embedding_length": E,
-            f"{arch}.block_count": layers, f"{arch}.feed_forward_length": FF,
-            f"{arch}.attention.head_count": H, f"{arch}.attention.head_count_kv": HKV,
-            f"{arch}.rope.dimension_count": D, f"{arch}.rope.freq_base": base,
-            f"{arch}.attention.layer_norm_rms_epsilon": eps, f"{arch}.vocab_size": N_VOCAB}
+# the LayerNorm / parallel-residual family: wider heads (24) and a rotary part of them
+PE, PH, PD, PFF = 96, 4, 24, 192
+
+
+def _parallel(r: _Init, *, hkv: int, fused: bool, qkv_bias: bool, out_bias: bool, gated: bool,
+              ffn_bias: bool, ffn_norm: bool, head_norms: bool = False, norm_2: bool = False,
+              output_bias: bool = False) -> dict[str, np.ndarray]:
+    """phi2 / stablelm / falcon tensors: LayerNorms with biases, fused or separate q/k/v."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, PE)}
+    q, kv = PH * PD, hkv * PD
+    for i in range(2):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"], t[p + "attn_norm.bias"] = r.norm(PE), r.b(PE)
+        if norm_2:
+            t[p + "attn_norm_2.weight"], t[p + "attn_norm_2.bias"] = r.norm(PE), r.b(PE)
+        if fused:
+            t[p + "attn_qkv.weight"] = np.concatenate([r.w(q, PE, std=0.1), r.w(kv, PE, std=0.1),
+                                                       r.w(kv, PE)])
+            if qkv_bias:
+                t[p + "attn_qkv.bias"] = r.b(q + 2 * kv)
+        else:
+            for name, rows in (("attn_q", q), ("attn_k", kv), ("attn_v", kv)):
+                t[p + name + ".weight"] = r.w(rows, PE, std=0.02 if name == "attn_v" else 0.1)
+                if qkv_bias:
+                    t[p + name + ".bias"] = r.b(rows)
+        if head_norms:
+            t[p + "attn_q_norm.weight"] = np.stack([r.norm(PD) for _ in range(PH)])
+            t[p + "attn_k_norm.weight"] = np.stack([r.norm(PD) for _ in range(hkv)])
+        t[p + "attn_output.weight"] = r.w(PE, q)
+        if out_bias:
+            t[p + "attn_output.bias"] = r.b(PE)
+        if ffn_norm:
+            t[p + "ffn_norm.weight"], t[p + "ffn_norm.bias"] = r.norm(PE), r.b(PE)
+        if gated:
+            t[p + "ffn_gate.weight"] = r.w(PFF, PE, std=0.1)
+        t[p + "ffn_up.weight"] = r.w(PFF, PE, std=0.1)
+        if ffn_bias:
+            t[p + "ffn_up.bias"] = r.b(PFF)
+        t[p + "ffn_down.weight"] = r.w(PE, PFF)
+        if ffn_bias:
+            t[p + "ffn_down.bias"] = r.b(PE)
+    t["output_norm.weight"], t["output_norm.bias"] = r.norm(PE), r.b(PE)
+    t["output.weight"] = r.w(N_VOCAB, PE)
+    if output_bias:
+        t["output.bias"] = r.b(N_VOCAB)
+    return t
+
+
+def _common(arch: str, layers: int, base: float, eps: float = 1e-5, *, dims=(E, H, HKV, D, FF),
+            n_rot: int | None = None, layer_norm: bool = False, **extra) -> dict:
+    e, h, hkv, d, ff = dims
+    keys = {f"{arch}.context_length": N_CTX, f"{arch}.embedding_length": e,
+            f"{arch}.block_count": layers, f"{arch}.feed_forward_length": ff,
+            f"{arch}.attention.head_count": h, f"{arch}.attention.head_count_kv": hkv,
+            f"{arch}.rope.dimension_count": d if n_rot is None else n_rot,
+            f"{arch}.rope.freq_base": base,
+            f"{arch}.attention.layer_norm_{'' if layer_norm else 'rms_'}epsilon": eps,
+            f"{arch}.vocab_size": N_VOCAB}
     keys.update({f"{arch}.{k}": v for k, v in extra.items()})
     return keys
 
@@ -187,6 +239,41 @@ SPECS: dict[str, dict] = {
     # exaone.cpp: llama's graph with NeoX rotary
     "exaone": dict(seed=2007, keys=_common("exaone", 2, 10000.0),
                    tensors=lambda r: _decoder(r)),
+    # phi2.cpp: LayerNorm, fused QKV with bias, NeoX rotary on 8 of 24 dims, q pre-scaled, the
+    # GELU MLP reading the attention's input (parallel residual), output with bias
+    "phi2": dict(seed=2008, keys=_common("phi2", 2, 10000.0, dims=(PE, PH, PH, PD, PFF), n_rot=8,
+                                         layer_norm=True),
+                 tensors=lambda r: _parallel(r, hkv=PH, fused=True, qkv_bias=True, out_bias=True,
+                                             gated=False, ffn_bias=True, ffn_norm=False,
+                                             output_bias=True)),
+    # stablelm.cpp (StableLM 2 1.6B): LayerNorm, q/k/v biases, NeoX rotary on 6 of 24 dims,
+    # sequential residual with a LayerNorm before the SwiGLU FFN
+    "stablelm": dict(seed=2009, keys=_common("stablelm", 2, 10000.0, dims=(PE, PH, PH, PD, PFF),
+                                             n_rot=6, layer_norm=True),
+                     tensors=lambda r: _parallel(r, hkv=PH, fused=False, qkv_bias=True,
+                                                 out_bias=False, gated=True, ffn_bias=False,
+                                                 ffn_norm=True)),
+    # stablelm.cpp (StableLM 2 12B): no ffn_norm, so the FFN reads the attention's input
+    # (parallel residual), and per-head q/k LayerNorms with a weight row per head; GQA 4/2
+    "stablelm-12b": dict(arch="stablelm", seed=2010,
+                         keys=_common("stablelm", 2, 10000.0, dims=(PE, PH, 2, PD, PFF), n_rot=6,
+                                      layer_norm=True),
+                         tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                     out_bias=False, gated=True, ffn_bias=False,
+                                                     ffn_norm=False, head_norms=True)),
+    # falcon.cpp (Falcon 7B): multi-query attention (one K/V head), fused QKV, NeoX rotary on the
+    # whole head, the GELU MLP beside the attention on the same LayerNorm (parallel residual)
+    "falcon": dict(seed=2011, keys=_common("falcon", 2, 10000.0, dims=(PE, PH, 1, PD, PFF),
+                                           layer_norm=True),
+                   tensors=lambda r: _parallel(r, hkv=1, fused=True, qkv_bias=False,
+                                               out_bias=False, gated=False, ffn_bias=False,
+                                               ffn_norm=False)),
+    # falcon.cpp (Falcon 40B): the attention reads its own LayerNorm (attn_norm_2), GQA 4/2
+    "falcon-40b": dict(arch="falcon", seed=2012,
+                       keys=_common("falcon", 2, 10000.0, dims=(PE, PH, 2, PD, PFF), layer_norm=True),
+                       tensors=lambda r: _parallel(r, hkv=2, fused=True, qkv_bias=False,
+                                                   out_bias=False, gated=False, ffn_bias=False,
+                                                   ffn_norm=False, norm_2=True)),
 }
 
 _KEEP_F32 = re.compile(r"norm|bias|ffn_gate_inp|token_embd_norm")
@@ -198,15 +285,17 @@ def _quantized(name: str, a: np.ndarray) -> bool:
     return a.ndim >= 2 and a.shape[-1] % 32 == 0 and not _KEEP_F32.search(name)
 
 
-def write(arch: str, encoding: str, path: str | Path) -> Path:
-    """Write ``SPECS[arch]`` as a GGUF file in ``encoding`` ("F32" or "Q8_0")."""
+def write(name: str, encoding: str, path: str | Path) -> Path:
+    """Write ``SPECS[name]`` -- an architecture, or a variant of one whose spec names its
+    ``arch`` -- as a GGUF file in ``encoding`` ("F32" or "Q8_0")."""
     import gguf
     if encoding not in ("F32", "Q8_0"):
         raise ValueError(f"encoding must be F32 or Q8_0, not {encoding!r}")
-    spec, path = SPECS[arch], Path(path)
+    spec, path = SPECS[name], Path(path)
+    arch = spec.get("arch", name)
     tensors = spec["tensors"](_Init(spec["seed"]))
     w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(f"Tiny {arch} test")
+    w.add_name(f"Tiny {name} test")
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if encoding == "F32" else gguf.LlamaFileType.MOSTLY_Q8_0)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for key, value in spec["keys"].items():
@@ -234,6 +323,11 @@ def write(arch: str, encoding: str, path: str | Path) -> Path:
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+def arch_of(name: str) -> str:
+    """The ``general.architecture`` of ``SPECS[name]``."""
+    return SPECS[name].get("arch", name)
 
 
 def sha256(path: str | Path) -> str:
