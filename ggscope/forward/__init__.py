@@ -91,6 +91,10 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "StableLM 2: LayerNorm, partial rotary; parallel residual and per-head q/k norms (12B)"),
     Architecture("falcon", "decoder", ("gguf",),
                  "Falcon: multi-query attention beside a GELU MLP (parallel residual), LayerNorm"),
+    Architecture("command-r", "decoder", ("gguf",),
+                 "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
+    Architecture("cohere2", "decoder", ("gguf",),
+                 "Command R7B / Command A: command-r with sliding windows, rope on those layers only"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

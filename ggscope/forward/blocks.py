@@ -268,11 +268,13 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
     if c.traits.rope is None:
         return x
     base = c.rope_base
-    freq_scale, yarn = c.freq_scale, c.yarn
+    freq_scale, yarn, attn_factor = c.freq_scale, c.yarn, c.attn_factor
     if swa and c.traits.swa_rope_base is not None:
         base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
+    elif swa and c.traits.swa_plain_rope:                              # olmo2.cpp: scale 1, no YaRN
+        freq_scale, yarn, attn_factor = 1.0, None, 1.0
     return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
-                yarn, c.attn_factor, libm=not c.exact)
+                yarn, attn_factor, libm=not c.exact)
 
 
 def _f16(x: np.ndarray) -> np.ndarray:

@@ -174,7 +174,7 @@ def load(model, exact: bool = False) -> Weights:
         if par == "sum":                        # falcon-40b: attention reads its own norm
             L.attn_norm_2 = opt("blk.{i}.attn_norm_2.weight", i, (C,))
             L.attn_norm_2_b = opt("blk.{i}.attn_norm_2.bias", i, (C,))
-        if c.traits.norm == "layer" and L.attn_norm_b is None:
+        if c.traits.norm == "layer" and c.traits.norm_bias and L.attn_norm_b is None:
             L.attn_norm_b = req("blk.{i}.attn_norm.bias", i, (C,))
         Q, K, Vw = H * c.head_k, Hkv * c.head_k, Hkv * c.head_v
         if c.traits.mla:
@@ -198,11 +198,11 @@ def load(model, exact: bool = False) -> Weights:
             L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (c.head_k,))
             L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (c.head_k,))
         L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
-        par = c.traits.parallel                 # "sum": no ffn_norm; "optional": parallel without
+        par = c.traits.parallel                 # "sum", "residual": no ffn_norm; "optional": parallel without
         L.ffn_norm = (req if par == "" else opt)("blk.{i}.ffn_norm.weight", i, (C,)) \
-            if pre and par != "sum" else None
+            if pre and par in ("", "optional") else None
         L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
-        if c.traits.norm == "layer" and L.ffn_norm is not None and L.ffn_norm_b is None:
+        if c.traits.norm == "layer" and c.traits.norm_bias and L.ffn_norm is not None and L.ffn_norm_b is None:
             L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
         L.post_ffw_norm = opt("blk.{i}.post_ffw_norm.weight", i, (C,))
         if not legacy and m.has(name("blk.{i}.ffn_gate_inp.weight", i)) and i >= c.n_dense_lead:
@@ -223,7 +223,8 @@ def load(model, exact: bool = False) -> Weights:
     if exact:
         embed.vec_dot = None                                         # a tied output: x unrounded
     out_name = name("output.weight")
-    output = take(out_name, (V, C), "output.weight") if out_name and m.has(out_name) else embed   # tied
+    untied = out_name and m.has(out_name) and not c.traits.tied_output   # command-r: always tied
+    output = take(out_name, (V, C), "output.weight") if untied else embed
     norm = req("output_norm.weight", None, (C,))
     norm_b = opt("output_norm.bias", None, (C,))
     positions = req("position_embd.weight", None, (c.n_ctx, C)) if c.traits.rope is None else None
@@ -352,7 +353,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
             a = rms_norm(a, L.post_attn_norm, c.eps)
         if c.residual_scale:                                           # granite
             a = a * np.float32(c.residual_scale)
-        if c.traits.parallel != "sum":
+        if c.traits.parallel not in ("sum", "residual"):
             x = x + a
         if L.ffn_norm is not None:
             h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
@@ -366,7 +367,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
             f = rms_norm(f, L.post_ffw_norm, c.eps)
         if c.residual_scale:
             f = f * np.float32(c.residual_scale)
-        x = ((a + f) + x if c.traits.parallel == "sum" else x + f).astype(np.float32)
+        x = ((a + f) + x if c.traits.parallel == "sum" else (f + x) + a
+             if c.traits.parallel == "residual" else x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution

@@ -53,12 +53,19 @@ class Traits:
     qk_norm: str = "head"              # attn_q/k_norm: "head" [head_k] per head, "full" over the
                                        # whole projection (olmo2), "per_head" [n_head, head_k] (stablelm)
     parallel: str = ""                 # "sum": FFN reads the attention's input, x + (attn + ffn)
-                                       # (phi2, falcon); "optional": so when a layer has no ffn_norm
+                                       # (phi2, falcon); "residual": so, as (ffn + x) + attn
+                                       # (command-r); "optional": so when a layer has no ffn_norm
                                        # (stablelm 2 12B), x + attn + ffn
     nope_step: int = 0                 # n_no_rope_layer_step: layer il has no rope iff
                                        # (il + 1) % n == 0 (smollm3: 4)
     scale_keys: bool = False           # embedding_scale, residual_scale, attention.scale and
                                        # logit_scale from the file (granite.cpp)
+    norm_bias: bool = True             # LayerNorms carry a bias (command-r's do not)
+    tied_output: bool = False          # output = token_embd even if the file has output.weight
+    logit_scale_mul: bool = False      # logits × logit_scale when the file sets it (command-r)
+    swa_required: bool = False         # attention.sliding_window must be in the file (cohere2)
+    swa_rope_only: bool = False        # rope only on sliding-window layers (cohere2)
+    swa_plain_rope: bool = False       # sliding-window layers rope without scaling (olmo2: Olmo 3)
 
 
 # general.architecture -> traits, from llama.cpp's llama-model.cpp and src/models/<arch>.cpp
@@ -79,7 +86,7 @@ TRAITS: dict[str, Traits] = {
     "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
     "gemma": Traits(rope="neox", act="gelu", embed_scale=True, q_scale=True),
     "granite": Traits(rope="norm", moe_norm=True, scale_keys=True),
-    "olmo2": Traits(rope="neox", prenorm=False, qk_norm="full"),
+    "olmo2": Traits(rope="neox", prenorm=False, qk_norm="full", swa_pattern=4, swa_plain_rope=True),
     "qwen2moe": Traits(rope="neox"),                                 # + sigmoid-gated shared expert
     "mistral3": Traits(rope="norm", moe_norm=True),
     "smollm3": Traits(rope="norm", nope_step=4),
@@ -87,6 +94,10 @@ TRAITS: dict[str, Traits] = {
     "phi2": Traits(norm="layer", rope="neox", act="gelu", gated=False, q_scale=True, parallel="sum"),
     "stablelm": Traits(norm="layer", rope="neox", parallel="optional", qk_norm="per_head"),
     "falcon": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="sum"),
+    "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
+                        tied_output=True, logit_scale_mul=True),
+    "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
+                      logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
 
 # hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
@@ -131,6 +142,17 @@ class Config:
     residual_scale: float = 0.0      # sublayer outputs × f_residual_scale before the residual add
     logit_mult: float = 0.0          # logits × 1.0f/f_logit_scale
 
+
+
+def _swa_layers(meta: "_Meta", pattern: int, n_layer: int) -> tuple[bool, ...]:
+    """Which layers slide: llama.cpp's load_swa_pattern -- the file's
+    ``attention.sliding_window_pattern`` as a per-layer array, else as the period n (its
+    default the architecture's), layer il sliding iff il % n < n - 1 (every layer for 0)."""
+    raw = meta.raw("attention.sliding_window_pattern")
+    if isinstance(raw, (list, tuple, np.ndarray)):
+        return tuple(bool(raw[il]) if il < len(raw) else False for il in range(n_layer))
+    p = meta.int("attention.sliding_window_pattern", pattern, minimum=0)
+    return tuple(p == 0 or il % p < p - 1 for il in range(n_layer))
 
 
 def _scales(model, meta: "_Meta", extra: dict, n_layer: int) -> None:
@@ -261,10 +283,14 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     # sliding window
     n_swa, swa_layers = 0, tuple(False for _ in range(n_layer))
     if t.swa_pattern and not legacy:
+        if t.swa_required and meta.raw("attention.sliding_window") is None:
+            raise WeightError(f"{model.path}: metadata {meta.prefix}.attention.sliding_window "
+                              "missing (llama.cpp requires it)")
         n_swa = meta.int("attention.sliding_window", t.swa_default or 0, minimum=0)
         if n_swa:
-            p = t.swa_pattern
-            swa_layers = tuple(il % p < p - 1 for il in range(n_layer))
+            swa_layers = _swa_layers(meta, t.swa_pattern, n_layer)
+        if t.swa_rope_only:                     # cohere2: the global layers have no rope
+            extra.update(no_rope=tuple(not s for s in swa_layers))
     if t.moe_keys:
         func = meta.int("expert_gating_func", 1, minimum=0)     # 0 (none) -> softmax, for old V2 files
         extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
@@ -281,6 +307,11 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
     if t.nope_step:
         extra.update(no_rope=tuple((il + 1) % t.nope_step == 0 for il in range(n_layer)))
+    if t.logit_scale_mul:
+        if arch == "cohere2" and meta.raw("logit_scale") is None:
+            raise WeightError(f"{model.path}: metadata cohere2.logit_scale missing (llama.cpp "
+                              "requires it)")
+        extra.update(logit_mult=meta.float("logit_scale", 0.0))
     if t.scale_keys:
         _scales(model, meta, extra, n_layer)
         if extra.get("kq_scale"):
@@ -290,9 +321,6 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     if not legacy and arch == "mistral3" and meta.float("attention.temperature_scale", 0.0):
         raise WeightError(f"{model.path}: mistral3.attention.temperature_scale (llama 4 attention "
                           "temperature tuning) is not implemented by the reference forward pass")
-    if not legacy and arch == "olmo2" and meta.int("attention.sliding_window", 0, minimum=0):
-        raise WeightError(f"{model.path}: olmo2.attention.sliding_window (Olmo 3's sliding-window "
-                          "layers) is not implemented by the reference forward pass")
     n_ctx = 0
     if t.rope is None:
         pos = m.ne(name("position_embd.weight"))
