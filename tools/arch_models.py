@@ -153,13 +153,17 @@ PE, PH, PD, PFF = 96, 4, 24, 192
 
 def _parallel(r: _Init, *, hkv: int, fused: bool, qkv_bias: bool, out_bias: bool, gated: bool,
               ffn_bias: bool, ffn_norm: bool, head_norms: bool = False, norm_2: bool = False,
-              output_bias: bool = False) -> dict[str, np.ndarray]:
-    """phi2 / stablelm / falcon tensors: LayerNorms with biases, fused or separate q/k/v."""
+              output_bias: bool = False, norm_bias: bool = True, tied: bool = False,
+              layers: int = 2) -> dict[str, np.ndarray]:
+    """phi2 / stablelm / falcon / command-r tensors: LayerNorms (with biases unless
+    ``norm_bias`` is False), fused or separate q/k/v."""
     t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, PE)}
     q, kv = PH * PD, hkv * PD
-    for i in range(2):
+    for i in range(layers):
         p = f"blk.{i}."
-        t[p + "attn_norm.weight"], t[p + "attn_norm.bias"] = r.norm(PE), r.b(PE)
+        t[p + "attn_norm.weight"] = r.norm(PE)
+        if norm_bias:
+            t[p + "attn_norm.bias"] = r.b(PE)
         if norm_2:
             t[p + "attn_norm_2.weight"], t[p + "attn_norm_2.bias"] = r.norm(PE), r.b(PE)
         if fused:
@@ -188,8 +192,11 @@ def _parallel(r: _Init, *, hkv: int, fused: bool, qkv_bias: bool, out_bias: bool
         t[p + "ffn_down.weight"] = r.w(PE, PFF)
         if ffn_bias:
             t[p + "ffn_down.bias"] = r.b(PE)
-    t["output_norm.weight"], t["output_norm.bias"] = r.norm(PE), r.b(PE)
-    t["output.weight"] = r.w(N_VOCAB, PE)
+    t["output_norm.weight"] = r.norm(PE)
+    if norm_bias:
+        t["output_norm.bias"] = r.b(PE)
+    if not tied:
+        t["output.weight"] = r.w(N_VOCAB, PE)
     if output_bias:
         t["output.bias"] = r.b(N_VOCAB)
     return t
@@ -274,6 +281,42 @@ SPECS: dict[str, dict] = {
                        tensors=lambda r: _parallel(r, hkv=2, fused=True, qkv_bias=False,
                                                    out_bias=False, gated=False, ffn_bias=False,
                                                    ffn_norm=False, norm_2=True)),
+    # command-r.cpp (Command R, Aya): LayerNorm without bias, the SwiGLU FFN beside the attention
+    # on the same norm, summed as (ffn + x) + attn; output always token_embd; logits × logit_scale
+    "command-r": dict(seed=2013, keys=_common("command-r", 2, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                              layer_norm=True, logit_scale=0.0625),
+                      tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                  out_bias=False, gated=True, ffn_bias=False,
+                                                  ffn_norm=False, norm_bias=False, tied=True)),
+    # cohere2.cpp (Command R7B, Command A): command-r with a window of 4 on layers 0-2 of each 4,
+    # which alone have rope (layer 3 is global without it)
+    "cohere2": dict(seed=2014, keys=_common("cohere2", 4, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                            layer_norm=True, logit_scale=0.25,
+                                            **{"attention.sliding_window": 4}),
+                    tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                out_bias=False, gated=True, ffn_bias=False,
+                                                ffn_norm=False, norm_bias=False, tied=True,
+                                                layers=4)),
+    # cohere2 with the layers that slide given per layer (attention.sliding_window_pattern as
+    # an array: llama.cpp's load_swa_pattern reads it before the period)
+    "cohere2-pattern": dict(arch="cohere2", seed=2015,
+                            keys=_common("cohere2", 4, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                         layer_norm=True, logit_scale=0.25,
+                                         **{"attention.sliding_window": 3,
+                                            "attention.sliding_window_pattern":
+                                                [False, True, True, False]}),
+                            tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                        out_bias=False, gated=True, ffn_bias=False,
+                                                        ffn_norm=False, norm_bias=False, tied=True,
+                                                        layers=4)),
+    # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
+    # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
+    "olmo3": dict(arch="olmo2", seed=2016,
+                  keys=_common("olmo2", 4, 500000.0, 1e-6, **{
+                      "attention.sliding_window": 4, "rope.scaling.type": "yarn",
+                      "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 32}),
+                  tensors=lambda r: _decoder(r, layers=4, prenorm=False, full_qk_norm=True,
+                                             post_norms=True)),
 }
 
 _KEEP_F32 = re.compile(r"norm|bias|ffn_gate_inp|token_embd_norm")
@@ -301,6 +344,10 @@ def write(name: str, encoding: str, path: str | Path) -> Path:
     for key, value in spec["keys"].items():
         if isinstance(value, float):
             w.add_float32(key, value)
+        elif isinstance(value, str):
+            w.add_string(key, value)
+        elif isinstance(value, list):
+            w.add_array(key, value)
         else:
             w.add_uint32(key, value)
     w.add_tokenizer_model("gpt2")
