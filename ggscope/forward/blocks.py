@@ -277,6 +277,14 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
                 yarn, attn_factor, libm=not c.exact)
 
 
+def _temperature(pos: np.ndarray, scale: float, floor: int) -> np.ndarray:
+    """llm_graph_input_attn_temp::set_input: ``log(floor((pos + 0) / floor_scale) + 1.0) *
+    f_attn_temp_scale + 1.0`` -- the quotient and its floor in float, the rest in double,
+    stored as float.  [T]."""
+    q = np.floor(pos.astype(np.float32) / np.float32(floor)).astype(np.float64)
+    return (np.log(q + 1.0) * np.float64(np.float32(scale)) + 1.0).astype(np.float32)
+
+
 def _f16(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float16).astype(np.float32)
 
@@ -305,6 +313,8 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
         k = _norm(c, k, L.k_norm, None)
     if not nope:
         q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
+    if c.attn_temp is not None:                   # mistral3.cpp: llama 4's attention temperature
+        q = q * _temperature(pos, *c.attn_temp)[:, None, None]
     if c.traits.q_scale:
         q = q * np.float32(c.kq_scale)
     store = _f16 if f16 else (lambda a: a.astype(np.float32))

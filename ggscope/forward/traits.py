@@ -66,6 +66,8 @@ class Traits:
     swa_required: bool = False         # attention.sliding_window must be in the file (cohere2)
     swa_rope_only: bool = False        # rope only on sliding-window layers (cohere2)
     swa_plain_rope: bool = False       # sliding-window layers rope without scaling (olmo2: Olmo 3)
+    temperature: bool = False          # attention.temperature_scale and the YaRN log multiplier
+                                       # from the file (mistral3: llama 4's attention temperature)
 
 
 # general.architecture -> traits, from llama.cpp's llama-model.cpp and src/models/<arch>.cpp
@@ -86,9 +88,10 @@ TRAITS: dict[str, Traits] = {
     "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
     "gemma": Traits(rope="neox", act="gelu", embed_scale=True, q_scale=True),
     "granite": Traits(rope="norm", moe_norm=True, scale_keys=True),
+    "granitemoe": Traits(rope="norm", moe_norm=True, scale_keys=True),     # granite.cpp's graph
     "olmo2": Traits(rope="neox", prenorm=False, qk_norm="full", swa_pattern=4, swa_plain_rope=True),
     "qwen2moe": Traits(rope="neox"),                                 # + sigmoid-gated shared expert
-    "mistral3": Traits(rope="norm", moe_norm=True),
+    "mistral3": Traits(rope="norm", moe_norm=True, temperature=True),
     "smollm3": Traits(rope="norm", nope_step=4),
     "exaone": Traits(rope="neox"),
     "phi2": Traits(norm="layer", rope="neox", act="gelu", gated=False, q_scale=True, parallel="sum"),
@@ -141,6 +144,7 @@ class Config:
     embed_mult: float = 0.0          # inputs × f_embedding_scale (llama-graph.cpp build_inp_embd)
     residual_scale: float = 0.0      # sublayer outputs × f_residual_scale before the residual add
     logit_mult: float = 0.0          # logits × 1.0f/f_logit_scale
+    attn_temp: tuple[float, int] | None = None   # (f_attn_temp_scale, floor): q × per-position scale
 
 
 
@@ -153,6 +157,32 @@ def _swa_layers(meta: "_Meta", pattern: int, n_layer: int) -> tuple[bool, ...]:
         return tuple(bool(raw[il]) if il < len(raw) else False for il in range(n_layer))
     p = meta.int("attention.sliding_window_pattern", pattern, minimum=0)
     return tuple(p == 0 or il % p < p - 1 for il in range(n_layer))
+
+
+def _temperature(model, meta: "_Meta", extra: dict, yarn, freq_scale: float,
+                 attn_factor: float) -> float:
+    """mistral3.cpp: q × log(floor(pos / n_ctx_orig_yarn) + 1)·temperature_scale + 1 when the
+    file sets attention.temperature_scale; and with YaRN, llama-context.cpp's
+    yarn_attn_factor for a rope.scaling.yarn_log_multiplier (mscale_all_dims) m:
+    get_mscale(f, 1) / get_mscale(f, m) / (1 + 0.1·logf(f)) × rope_attn_factor, in float.
+    Returns the rope's attn_factor."""
+    temp = meta.float("attention.temperature_scale", 0.0)
+    if temp:
+        floor = meta.int("rope.scaling.original_context_length", meta.int("context_length", 0, 0), 0)
+        if not floor:
+            raise WeightError(f"{model.path}: attention temperature needs n_ctx_orig_yarn, which "
+                              "is 0 (llama.cpp refuses the file)")
+        extra.update(attn_temp=(temp, floor))
+    log_mul = meta.float("rope.scaling.yarn_log_multiplier", 0.0)
+    if yarn is not None and yarn[0] != 0.0 and log_mul:
+        f32 = np.float32
+        f = f32(1) / f32(freq_scale)
+        def mscale(m):
+            return f32(1) if f <= 1 else f32(0.1) * f32(m) * f32(np.log(np.float64(f))) + f32(1)
+        yarn_af = mscale(1.0) / mscale(log_mul)
+        yarn_af = yarn_af * (f32(1) / (f32(1) + f32(0.1) * f32(np.log(np.float64(f)))))
+        attn_factor = float(yarn_af * f32(attn_factor))
+    return attn_factor
 
 
 def _scales(model, meta: "_Meta", extra: dict, n_layer: int) -> None:
@@ -169,8 +199,8 @@ def _scales(model, meta: "_Meta", extra: dict, n_layer: int) -> None:
                  embed_mult=meta.float("embedding_scale", 0.0),
                  residual_scale=meta.float("residual_scale", 0.0),
                  kq_scale=meta.float("attention.scale", 0.0))
-    finetuned = meta.raw("rope.scaling.finetuned")
-    if finetuned is not None and not finetuned:
+    finetuned = meta.raw("rope.scaling.finetuned")      # granite.cpp only, not granite-moe.cpp
+    if model.metadata.get("general.architecture") == "granite" and finetuned is not None and not finetuned:
         extra.update(no_rope=(True,) * n_layer)
 
 
@@ -318,9 +348,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             kq_scale = extra.pop("kq_scale")
         else:
             extra.pop("kq_scale", None)
-    if not legacy and arch == "mistral3" and meta.float("attention.temperature_scale", 0.0):
-        raise WeightError(f"{model.path}: mistral3.attention.temperature_scale (llama 4 attention "
-                          "temperature tuning) is not implemented by the reference forward pass")
+    if t.temperature and not legacy:
+        attn_factor = _temperature(model, meta, extra, yarn, freq_scale, attn_factor)
     n_ctx = 0
     if t.rope is None:
         pos = m.ne(name("position_embd.weight"))
