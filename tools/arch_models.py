@@ -106,7 +106,8 @@ E, H, HKV, D, FF = 64, 4, 2, 16, 128
 
 def _decoder(r: _Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool = True,
              full_qk_norm: bool = False, post_norms: bool = False, tied: bool = False,
-             moe: tuple[int, int, int] | None = None, ffn_std: float = 0.02) -> dict[str, np.ndarray]:
+             moe: tuple[int, int, int] | None = None, ffn_std: float = 0.02,
+             shexp_gate: bool = True) -> dict[str, np.ndarray]:
     """The tensors of a llama-like decoder (numpy shapes: [n_out, n_in])."""
     t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
     for i in range(layers):
@@ -131,7 +132,8 @@ def _decoder(r: _Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool
             t[p + "ffn_gate_exps.weight"] = r.w(n_exp, ff_exp, E)
             t[p + "ffn_up_exps.weight"] = r.w(n_exp, ff_exp, E)
             t[p + "ffn_down_exps.weight"] = r.w(n_exp, E, ff_exp)
-            t[p + "ffn_gate_inp_shexp.weight"] = r.w(E, std=0.3)
+            if shexp_gate:
+                t[p + "ffn_gate_inp_shexp.weight"] = r.w(E, std=0.3)
             t[p + "ffn_gate_shexp.weight"] = r.w(ff_sh, E)
             t[p + "ffn_up_shexp.weight"] = r.w(ff_sh, E)
             t[p + "ffn_down_shexp.weight"] = r.w(E, ff_sh)
@@ -309,6 +311,22 @@ SPECS: dict[str, dict] = {
                                                         out_bias=False, gated=True, ffn_bias=False,
                                                         ffn_norm=False, norm_bias=False, tied=True,
                                                         layers=4)),
+    # granite-moe.cpp (granite.cpp's graph): granite's multipliers around softmax top-2 of 4
+    # experts, renormalised, plus an ungated shared expert (GraniteMoeShared)
+    "granitemoe": dict(seed=2017, keys=_common("granitemoe", 2, 10000.0, dims=(E, H, HKV, D, 32), **{
+                           "embedding_scale": 12.0, "residual_scale": 0.22,
+                           "attention.scale": 0.125, "logit_scale": 0.25, "expert_count": 4,
+                           "expert_used_count": 2, "expert_shared_feed_forward_length": 64}),
+                       tensors=lambda r: _decoder(r, moe=(4, 32, 64), shexp_gate=False)),
+    # mistral3.cpp (Ministral 3): llama 4's attention temperature (q × log(floor(pos/4) + 1)·0.3
+    # + 1, the floor n_ctx_orig_yarn) and YaRN with a log multiplier (mscale_all_dim) of 0.5
+    "mistral3-yarn": dict(arch="mistral3", seed=2018, keys=_common("mistral3", 2, 1000000.0, **{
+                              "attention.temperature_scale": 0.3, "rope.scaling.type": "yarn",
+                              "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 4,
+                              "rope.scaling.yarn_beta_fast": 16.0,
+                              "rope.scaling.yarn_beta_slow": 2.0,
+                              "rope.scaling.yarn_log_multiplier": 0.5}),
+                          tensors=lambda r: _decoder(r, tied=True)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,
