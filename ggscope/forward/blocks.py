@@ -136,7 +136,7 @@ def _f32(v) -> np.ndarray:
 def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
          freq_scale: float = 1.0, freq_factors: np.ndarray | None = None,
          yarn: tuple[float, float, float, float] | None = None,
-         attn_factor: float = 1.0, libm: bool = True) -> np.ndarray:
+         attn_factor: float = 1.0, libm: bool = True, still: tuple[bool, ...] = ()) -> np.ndarray:
     """Rotary position embedding of the first ``n_rot`` dims of each head (ggml_rope_ext).
 
     x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
@@ -155,11 +155,12 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     if yarn is not None and yarn[0] != 0.0:
         ext = yarn[0]
         corr = _yarn_corr_dims(n_rot, yarn[3], base, yarn[1], yarn[2])
-    got = None
-    if libm:
-        got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
-    if got is None:                                  # no compiled extension: numpy's libm, not ggml's
-        got = _rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    got = _rope_angles(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor, libm)
+    if any(still):                                   # M-RoPE's 4th section: position 0 for text
+        at0 = _rope_angles(np.zeros_like(pos), n_rot, base, freq_scale, freq_factors, ext, corr,
+                           attn_factor, libm)
+        mask = np.array(still)
+        got = tuple(np.where(mask, a0, a) for a, a0 in zip(got, at0))
     cos, sin = got[0][:, None, :], got[1][:, None, :]                     # [T, 1, n_rot/2]
     out = x.astype(np.float32, copy=True)
     if neox:
@@ -174,6 +175,15 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     out[..., lo] = _f32(a64 * cos - (b * sin))
     out[..., hi] = _f32(a64 * sin + (b * cos))
     return out
+
+
+def _rope_angles(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor, libm):
+    got = None
+    if libm:
+        got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    if got is None:                                  # no compiled extension: numpy's libm, not ggml's
+        got = _rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    return got
 
 
 def _rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
@@ -274,7 +284,7 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
     elif swa and c.traits.swa_plain_rope:                              # olmo2.cpp: scale 1, no YaRN
         freq_scale, yarn, attn_factor = 1.0, None, 1.0
     return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
-                yarn, attn_factor, libm=not c.exact)
+                yarn, attn_factor, libm=not c.exact, still=c.rope_still)
 
 
 def _temperature(pos: np.ndarray, scale: float, floor: int) -> np.ndarray:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ggscope.forward import WeightError, WeightMapper
+from ggscope.forward import hparams as _hp
 from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 
 __all__ = ["Traits", "TRAITS", "Config", "LEGACY_FORMATS", "LEGACY_NAMES", "read_config"]
@@ -66,6 +67,8 @@ class Traits:
     swa_required: bool = False         # attention.sliding_window must be in the file (cohere2)
     swa_rope_only: bool = False        # rope only on sliding-window layers (cohere2)
     swa_plain_rope: bool = False       # sliding-window layers rope without scaling (olmo2: Olmo 3)
+    mrope: str = ""                    # "mrope" (qwen2vl) / "imrope" (qwen3vl): ggml_rope_multi over
+                                       # rope.dimension_sections; text has no 4th position
     temperature: bool = False          # attention.temperature_scale and the YaRN log multiplier
                                        # from the file (mistral3: llama 4's attention temperature)
 
@@ -97,6 +100,9 @@ TRAITS: dict[str, Traits] = {
     "phi2": Traits(norm="layer", rope="neox", act="gelu", gated=False, q_scale=True, parallel="sum"),
     "stablelm": Traits(norm="layer", rope="neox", parallel="optional", qk_norm="per_head"),
     "falcon": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="sum"),
+    "qwen2vl": Traits(rope="neox", mrope="mrope"),                     # text: qwen2's graph
+    "qwen3vl": Traits(rope="neox", mrope="imrope"),                    # text: qwen3's graph
+    "qwen3vlmoe": Traits(rope="neox", mrope="imrope", moe_norm=True),  # text: qwen3moe's graph
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
@@ -145,63 +151,8 @@ class Config:
     residual_scale: float = 0.0      # sublayer outputs × f_residual_scale before the residual add
     logit_mult: float = 0.0          # logits × 1.0f/f_logit_scale
     attn_temp: tuple[float, int] | None = None   # (f_attn_temp_scale, floor): q × per-position scale
+    rope_still: tuple[bool, ...] = ()    # per rotary pair: M-RoPE's 4th section, position 0 for text
 
-
-
-def _swa_layers(meta: "_Meta", pattern: int, n_layer: int) -> tuple[bool, ...]:
-    """Which layers slide: llama.cpp's load_swa_pattern -- the file's
-    ``attention.sliding_window_pattern`` as a per-layer array, else as the period n (its
-    default the architecture's), layer il sliding iff il % n < n - 1 (every layer for 0)."""
-    raw = meta.raw("attention.sliding_window_pattern")
-    if isinstance(raw, (list, tuple, np.ndarray)):
-        return tuple(bool(raw[il]) if il < len(raw) else False for il in range(n_layer))
-    p = meta.int("attention.sliding_window_pattern", pattern, minimum=0)
-    return tuple(p == 0 or il % p < p - 1 for il in range(n_layer))
-
-
-def _temperature(model, meta: "_Meta", extra: dict, yarn, freq_scale: float,
-                 attn_factor: float) -> float:
-    """mistral3.cpp: q × log(floor(pos / n_ctx_orig_yarn) + 1)·temperature_scale + 1 when the
-    file sets attention.temperature_scale; and with YaRN, llama-context.cpp's
-    yarn_attn_factor for a rope.scaling.yarn_log_multiplier (mscale_all_dims) m:
-    get_mscale(f, 1) / get_mscale(f, m) / (1 + 0.1·logf(f)) × rope_attn_factor, in float.
-    Returns the rope's attn_factor."""
-    temp = meta.float("attention.temperature_scale", 0.0)
-    if temp:
-        floor = meta.int("rope.scaling.original_context_length", meta.int("context_length", 0, 0), 0)
-        if not floor:
-            raise WeightError(f"{model.path}: attention temperature needs n_ctx_orig_yarn, which "
-                              "is 0 (llama.cpp refuses the file)")
-        extra.update(attn_temp=(temp, floor))
-    log_mul = meta.float("rope.scaling.yarn_log_multiplier", 0.0)
-    if yarn is not None and yarn[0] != 0.0 and log_mul:
-        f32 = np.float32
-        f = f32(1) / f32(freq_scale)
-        def mscale(m):
-            return f32(1) if f <= 1 else f32(0.1) * f32(m) * f32(np.log(np.float64(f))) + f32(1)
-        yarn_af = mscale(1.0) / mscale(log_mul)
-        yarn_af = yarn_af * (f32(1) / (f32(1) + f32(0.1) * f32(np.log(np.float64(f)))))
-        attn_factor = float(yarn_af * f32(attn_factor))
-    return attn_factor
-
-
-def _scales(model, meta: "_Meta", extra: dict, n_layer: int) -> None:
-    """granite.cpp's multipliers: ``logit_scale`` required (llama.cpp refuses a file
-    without it), the others optional and 0 (off) when absent; ``rope.scaling.finetuned``
-    false turns rope off in every layer (granite's rope_pattern)."""
-    if meta.raw("logit_scale") is None:
-        raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale missing (llama.cpp "
-                          "requires it)")
-    logit = meta.float("logit_scale", 1.0)
-    if logit == 0.0:
-        raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale must not be 0")
-    extra.update(logit_mult=float(np.float32(1) / np.float32(logit)),
-                 embed_mult=meta.float("embedding_scale", 0.0),
-                 residual_scale=meta.float("residual_scale", 0.0),
-                 kq_scale=meta.float("attention.scale", 0.0))
-    finetuned = meta.raw("rope.scaling.finetuned")      # granite.cpp only, not granite-moe.cpp
-    if model.metadata.get("general.architecture") == "granite" and finetuned is not None and not finetuned:
-        extra.update(no_rope=(True,) * n_layer)
 
 
 # ---- configuration from metadata ------------------------------------------------------------
@@ -263,6 +214,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         n_head_kv = meta.int("attention.head_count_kv", n_head)
         eps = meta.float("attention.layer_norm_epsilon" if t.norm == "layer"
                          else "attention.layer_norm_rms_epsilon", 1e-5)
+        if not _hp.reads_eps(arch, t.norm):
+            eps = 0.0
         base = meta.float("rope.freq_base", DEFAULT_ROPE_BASE)
         head_k = meta.int("attention.key_length", n_embd // n_head)
         head_v = meta.int("attention.value_length", n_embd // n_head)
@@ -318,7 +271,7 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
                               "missing (llama.cpp requires it)")
         n_swa = meta.int("attention.sliding_window", t.swa_default or 0, minimum=0)
         if n_swa:
-            swa_layers = _swa_layers(meta, t.swa_pattern, n_layer)
+            swa_layers = _hp.swa_layers(meta, t.swa_pattern, n_layer)
         if t.swa_rope_only:                     # cohere2: the global layers have no rope
             extra.update(no_rope=tuple(not s for s in swa_layers))
     if t.moe_keys:
@@ -343,13 +296,15 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
                               "requires it)")
         extra.update(logit_mult=meta.float("logit_scale", 0.0))
     if t.scale_keys:
-        _scales(model, meta, extra, n_layer)
+        _hp.scales(model, meta, extra, n_layer)
         if extra.get("kq_scale"):
             kq_scale = extra.pop("kq_scale")
         else:
             extra.pop("kq_scale", None)
+    if t.mrope and not legacy:
+        extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
     if t.temperature and not legacy:
-        attn_factor = _temperature(model, meta, extra, yarn, freq_scale, attn_factor)
+        attn_factor = _hp.temperature(model, meta, extra, yarn, freq_scale, attn_factor)
     n_ctx = 0
     if t.rope is None:
         pos = m.ne(name("position_embd.weight"))
