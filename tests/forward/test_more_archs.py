@@ -157,6 +157,13 @@ WRONG = {
                    "top-k not renormalised": _config(moe_norm=False)},
     "mistral3-yarn": {"no attention temperature": _config(attn_temp=None),
                       "no YaRN log multiplier": _config(attn_factor=1.0)},
+    "qwen2vl": {"every pair rotated (plain NeoX)": _config(rope_still=()),
+                "the file's epsilon, which llama.cpp does not read": _config(eps=1e-3)},
+    "qwen3vl": {"every pair rotated (plain NeoX)": _config(rope_still=()),
+                "M-RoPE's sections, not interleaved": _config(
+                    rope_still=(False,) * 5 + (True,) * 3)},
+    "qwen3vlmoe": {"every pair rotated (plain NeoX)": _config(rope_still=()),
+                   "top-k not renormalised": _config(moe_norm=False)},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -175,7 +182,17 @@ def test_every_added_architecture_has_a_mistake():
     assert set(WRONG) == set(ARCHS)
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+# The loader rules take every get_key_or_arr key to hold block_count entries; llama.cpp's
+# qwen2vl / qwen3vl / qwen3vlmoe loaders read rope.dimension_sections with a count of 4
+# (src/models/qwen2vl.cpp: get_key_or_arr(LLM_KV_ROPE_DIMENSION_SECTIONS, rope_sections, 4,
+# true)), so GG1105 refuses files llama.cpp loads.  For ggscope/rules/loader_generated.py.
+_SECTIONS_BUG = pytest.mark.xfail(strict=True, reason="GG1105 expects block_count entries in "
+                                  "rope.dimension_sections, llama.cpp 4")
+
+
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=_SECTIONS_BUG)
+                                  if arch_models.arch_of(a) in ("qwen2vl", "qwen3vl", "qwen3vlmoe")
+                                  else a for a in ARCHS])
 def test_validate_finds_no_loader_issue(models, arch):
     """llama.cpp loaded these files; the loader rules must agree: no refusal, no loader
     finding, nothing above a warning."""

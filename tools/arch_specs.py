@@ -1,0 +1,296 @@
+"""The tiny models' architectures: per ``general.architecture`` (or a variant of one), the
+keys and the tensors llama.cpp's loader asks for, with seeded random weights.
+
+Why a module of its own: the table is the part that grows with each architecture the
+forward pass learns; ``tools.arch_models`` writes any row of it.  What each row is for --
+the switch of llama.cpp's src/models/<arch>.cpp it makes bite -- is in its comment.
+
+Contract: ``SPECS[name] = {"seed", "keys", "tensors", optional "arch"}``: ``keys`` the
+architecture's GGUF keys and values (float, int, str or list), ``tensors(init)`` a dict
+of float32 arrays in numpy order ([n_out, n_in]) drawn from ``Init(seed)``; ``arch``
+the ``general.architecture`` when ``name`` is a variant.  The weights: matrices
+N(0, 0.02²) (q and k N(0, 0.1²), so the attention pattern -- and a wrong rotary pairing --
+moves the logits; gemma's FFN gate and up too), norms 1 + N(0, 0.1²), biases N(0, 0.02²),
+drawn in the tensors' order.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tools.arch_vocab import N_VOCAB
+
+__all__ = ["SPECS", "Init", "N_CTX"]
+
+N_CTX = 128
+
+
+class Init:
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def w(self, *shape: int, std: float = 0.02) -> np.ndarray:
+        return (self.rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm(self, n: int) -> np.ndarray:
+        return (1.0 + 0.1 * self.rng.standard_normal(n)).astype(np.float32)
+
+    def b(self, n: int) -> np.ndarray:
+        return (0.02 * self.rng.standard_normal(n)).astype(np.float32)
+
+
+E, H, HKV, D, FF = 64, 4, 2, 16, 128
+
+
+def _decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool = True,
+             full_qk_norm: bool = False, post_norms: bool = False, tied: bool = False,
+             moe: tuple[int, int, int] | None = None, ffn_std: float = 0.02,
+             shexp_gate: bool = True, head_qk_norm: bool = False) -> dict[str, np.ndarray]:
+    """The tensors of a llama-like decoder (numpy shapes: [n_out, n_in])."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
+    for i in range(layers):
+        p = f"blk.{i}."
+        if prenorm:
+            t[p + "attn_norm.weight"] = r.norm(E)
+        for name, rows in (("attn_q", H * D), ("attn_k", HKV * D), ("attn_v", HKV * D)):
+            t[p + name + ".weight"] = r.w(rows, E, std=0.02 if name == "attn_v" else 0.1)
+            if qkv_bias:
+                t[p + name + ".bias"] = r.b(rows)
+        t[p + "attn_output.weight"] = r.w(E, H * D)
+        if head_qk_norm:
+            t[p + "attn_q_norm.weight"], t[p + "attn_k_norm.weight"] = r.norm(D), r.norm(D)
+        if full_qk_norm:
+            t[p + "attn_q_norm.weight"] = r.norm(H * D)
+            t[p + "attn_k_norm.weight"] = r.norm(HKV * D)
+        if post_norms:
+            t[p + "post_attention_norm.weight"] = r.norm(E)
+        if prenorm:
+            t[p + "ffn_norm.weight"] = r.norm(E)
+        if moe:
+            n_exp, ff_exp, ff_sh = moe
+            t[p + "ffn_gate_inp.weight"] = r.w(n_exp, E, std=0.3)    # routing that differs per token
+            t[p + "ffn_gate_exps.weight"] = r.w(n_exp, ff_exp, E)
+            t[p + "ffn_up_exps.weight"] = r.w(n_exp, ff_exp, E)
+            t[p + "ffn_down_exps.weight"] = r.w(n_exp, E, ff_exp)
+            if shexp_gate:
+                t[p + "ffn_gate_inp_shexp.weight"] = r.w(E, std=0.3)
+            if ff_sh:
+                t[p + "ffn_gate_shexp.weight"] = r.w(ff_sh, E)
+                t[p + "ffn_up_shexp.weight"] = r.w(ff_sh, E)
+                t[p + "ffn_down_shexp.weight"] = r.w(E, ff_sh)
+        else:
+            t[p + "ffn_gate.weight"] = r.w(FF, E, std=ffn_std)
+            t[p + "ffn_up.weight"] = r.w(FF, E, std=ffn_std)
+            t[p + "ffn_down.weight"] = r.w(E, FF)
+        if post_norms:
+            t[p + "post_ffw_norm.weight"] = r.norm(E)
+    t["output_norm.weight"] = r.norm(E)
+    if not tied:
+        t["output.weight"] = r.w(N_VOCAB, E)
+    return t
+
+
+# the LayerNorm / parallel-residual family: wider heads (24) and a rotary part of them
+PE, PH, PD, PFF = 96, 4, 24, 192
+
+
+def _parallel(r: Init, *, hkv: int, fused: bool, qkv_bias: bool, out_bias: bool, gated: bool,
+              ffn_bias: bool, ffn_norm: bool, head_norms: bool = False, norm_2: bool = False,
+              output_bias: bool = False, norm_bias: bool = True, tied: bool = False,
+              layers: int = 2) -> dict[str, np.ndarray]:
+    """phi2 / stablelm / falcon / command-r tensors: LayerNorms (with biases unless
+    ``norm_bias`` is False), fused or separate q/k/v."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, PE)}
+    q, kv = PH * PD, hkv * PD
+    for i in range(layers):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = r.norm(PE)
+        if norm_bias:
+            t[p + "attn_norm.bias"] = r.b(PE)
+        if norm_2:
+            t[p + "attn_norm_2.weight"], t[p + "attn_norm_2.bias"] = r.norm(PE), r.b(PE)
+        if fused:
+            t[p + "attn_qkv.weight"] = np.concatenate([r.w(q, PE, std=0.1), r.w(kv, PE, std=0.1),
+                                                       r.w(kv, PE)])
+            if qkv_bias:
+                t[p + "attn_qkv.bias"] = r.b(q + 2 * kv)
+        else:
+            for name, rows in (("attn_q", q), ("attn_k", kv), ("attn_v", kv)):
+                t[p + name + ".weight"] = r.w(rows, PE, std=0.02 if name == "attn_v" else 0.1)
+                if qkv_bias:
+                    t[p + name + ".bias"] = r.b(rows)
+        if head_norms:
+            t[p + "attn_q_norm.weight"] = np.stack([r.norm(PD) for _ in range(PH)])
+            t[p + "attn_k_norm.weight"] = np.stack([r.norm(PD) for _ in range(hkv)])
+        t[p + "attn_output.weight"] = r.w(PE, q)
+        if out_bias:
+            t[p + "attn_output.bias"] = r.b(PE)
+        if ffn_norm:
+            t[p + "ffn_norm.weight"], t[p + "ffn_norm.bias"] = r.norm(PE), r.b(PE)
+        if gated:
+            t[p + "ffn_gate.weight"] = r.w(PFF, PE, std=0.1)
+        t[p + "ffn_up.weight"] = r.w(PFF, PE, std=0.1)
+        if ffn_bias:
+            t[p + "ffn_up.bias"] = r.b(PFF)
+        t[p + "ffn_down.weight"] = r.w(PE, PFF)
+        if ffn_bias:
+            t[p + "ffn_down.bias"] = r.b(PE)
+    t["output_norm.weight"] = r.norm(PE)
+    if norm_bias:
+        t["output_norm.bias"] = r.b(PE)
+    if not tied:
+        t["output.weight"] = r.w(N_VOCAB, PE)
+    if output_bias:
+        t["output.bias"] = r.b(N_VOCAB)
+    return t
+
+
+def _common(arch: str, layers: int, base: float, eps: float = 1e-5, *, dims=(E, H, HKV, D, FF),
+            n_rot: int | None = None, layer_norm: bool = False, **extra) -> dict:
+    e, h, hkv, d, ff = dims
+    keys = {f"{arch}.context_length": N_CTX, f"{arch}.embedding_length": e,
+            f"{arch}.block_count": layers, f"{arch}.feed_forward_length": ff,
+            f"{arch}.attention.head_count": h, f"{arch}.attention.head_count_kv": hkv,
+            f"{arch}.rope.dimension_count": d if n_rot is None else n_rot,
+            f"{arch}.rope.freq_base": base,
+            f"{arch}.attention.layer_norm_{'' if layer_norm else 'rms_'}epsilon": eps,
+            f"{arch}.vocab_size": N_VOCAB}
+    keys.update({f"{arch}.{k}": v for k, v in extra.items()})
+    return keys
+
+
+# arch -> (seed, keys(arch), tensors(init)); what each one's switch is, in its note
+SPECS: dict[str, dict] = {
+    # gemma.cpp: embeddings × sqrt(n_embd), q × 1/sqrt(head) after rope, GELU-gated FFN, tied
+    # output (gate and up N(0, 0.1²): the activation's shape, not only its slope at 0, matters)
+    "gemma": dict(seed=2001, keys=_common("gemma", 2, 10000.0, 1e-6),
+                  tensors=lambda r: _decoder(r, tied=True, ffn_std=0.1)),
+    # granite.cpp: embedding_scale, attention.scale, residual_scale, 1/logit_scale
+    "granite": dict(seed=2002, keys=_common("granite", 2, 10000.0, **{
+                        "embedding_scale": 12.0, "residual_scale": 0.22,
+                        "attention.scale": 0.125, "logit_scale": 0.25}),
+                    tensors=lambda r: _decoder(r)),
+    # olmo2.cpp: no pre-norms, q/k RMSNorm over the full projection, post-attention/FFN norms
+    "olmo2": dict(seed=2003, keys=_common("olmo2", 2, 500000.0, 1e-6),
+                  tensors=lambda r: _decoder(r, prenorm=False, full_qk_norm=True, post_norms=True)),
+    # qwen2moe.cpp: q/k/v biases, softmax top-2 of 4 experts (no renormalisation), a shared
+    # expert weighted by sigmoid(ffn_gate_inp_shexp · h)
+    "qwen2moe": dict(seed=2004, keys=_common("qwen2moe", 2, 1000000.0, 1e-6, **{
+                         "expert_count": 4, "expert_used_count": 2,
+                         "expert_feed_forward_length": 32,
+                         "expert_shared_feed_forward_length": 64}),
+                     tensors=lambda r: _decoder(r, qkv_bias=True, moe=(4, 32, 64))),
+    # mistral3.cpp (text part): llama's graph, normal rotary, tied output when no output.weight
+    "mistral3": dict(seed=2005, keys=_common("mistral3", 2, 1000000.0),
+                     tensors=lambda r: _decoder(r, tied=True)),
+    # smollm3.cpp: every 4th layer (il + 1) % 4 == 0 without rope
+    "smollm3": dict(seed=2006, keys=_common("smollm3", 4, 10000.0, 1e-6),
+                    tensors=lambda r: _decoder(r, layers=4, tied=True)),
+    # exaone.cpp: llama's graph with NeoX rotary
+    "exaone": dict(seed=2007, keys=_common("exaone", 2, 10000.0),
+                   tensors=lambda r: _decoder(r)),
+    # phi2.cpp: LayerNorm, fused QKV with bias, NeoX rotary on 8 of 24 dims, q pre-scaled, the
+    # GELU MLP reading the attention's input (parallel residual), output with bias
+    "phi2": dict(seed=2008, keys=_common("phi2", 2, 10000.0, dims=(PE, PH, PH, PD, PFF), n_rot=8,
+                                         layer_norm=True),
+                 tensors=lambda r: _parallel(r, hkv=PH, fused=True, qkv_bias=True, out_bias=True,
+                                             gated=False, ffn_bias=True, ffn_norm=False,
+                                             output_bias=True)),
+    # stablelm.cpp (StableLM 2 1.6B): LayerNorm, q/k/v biases, NeoX rotary on 6 of 24 dims,
+    # sequential residual with a LayerNorm before the SwiGLU FFN
+    "stablelm": dict(seed=2009, keys=_common("stablelm", 2, 10000.0, dims=(PE, PH, PH, PD, PFF),
+                                             n_rot=6, layer_norm=True),
+                     tensors=lambda r: _parallel(r, hkv=PH, fused=False, qkv_bias=True,
+                                                 out_bias=False, gated=True, ffn_bias=False,
+                                                 ffn_norm=True)),
+    # stablelm.cpp (StableLM 2 12B): no ffn_norm, so the FFN reads the attention's input
+    # (parallel residual), and per-head q/k LayerNorms with a weight row per head; GQA 4/2
+    "stablelm-12b": dict(arch="stablelm", seed=2010,
+                         keys=_common("stablelm", 2, 10000.0, dims=(PE, PH, 2, PD, PFF), n_rot=6,
+                                      layer_norm=True),
+                         tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                     out_bias=False, gated=True, ffn_bias=False,
+                                                     ffn_norm=False, head_norms=True)),
+    # falcon.cpp (Falcon 7B): multi-query attention (one K/V head), fused QKV, NeoX rotary on the
+    # whole head, the GELU MLP beside the attention on the same LayerNorm (parallel residual)
+    "falcon": dict(seed=2011, keys=_common("falcon", 2, 10000.0, dims=(PE, PH, 1, PD, PFF),
+                                           layer_norm=True),
+                   tensors=lambda r: _parallel(r, hkv=1, fused=True, qkv_bias=False,
+                                               out_bias=False, gated=False, ffn_bias=False,
+                                               ffn_norm=False)),
+    # falcon.cpp (Falcon 40B): the attention reads its own LayerNorm (attn_norm_2), GQA 4/2
+    "falcon-40b": dict(arch="falcon", seed=2012,
+                       keys=_common("falcon", 2, 10000.0, dims=(PE, PH, 2, PD, PFF), layer_norm=True),
+                       tensors=lambda r: _parallel(r, hkv=2, fused=True, qkv_bias=False,
+                                                   out_bias=False, gated=False, ffn_bias=False,
+                                                   ffn_norm=False, norm_2=True)),
+    # command-r.cpp (Command R, Aya): LayerNorm without bias, the SwiGLU FFN beside the attention
+    # on the same norm, summed as (ffn + x) + attn; output always token_embd; logits × logit_scale
+    "command-r": dict(seed=2013, keys=_common("command-r", 2, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                              layer_norm=True, logit_scale=0.0625),
+                      tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                  out_bias=False, gated=True, ffn_bias=False,
+                                                  ffn_norm=False, norm_bias=False, tied=True)),
+    # cohere2.cpp (Command R7B, Command A): command-r with a window of 4 on layers 0-2 of each 4,
+    # which alone have rope (layer 3 is global without it)
+    "cohere2": dict(seed=2014, keys=_common("cohere2", 4, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                            layer_norm=True, logit_scale=0.25,
+                                            **{"attention.sliding_window": 4}),
+                    tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                out_bias=False, gated=True, ffn_bias=False,
+                                                ffn_norm=False, norm_bias=False, tied=True,
+                                                layers=4)),
+    # cohere2 with the layers that slide given per layer (attention.sliding_window_pattern as
+    # an array: llama.cpp's load_swa_pattern reads it before the period)
+    "cohere2-pattern": dict(arch="cohere2", seed=2015,
+                            keys=_common("cohere2", 4, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                         layer_norm=True, logit_scale=0.25,
+                                         **{"attention.sliding_window": 3,
+                                            "attention.sliding_window_pattern":
+                                                [False, True, True, False]}),
+                            tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                        out_bias=False, gated=True, ffn_bias=False,
+                                                        ffn_norm=False, norm_bias=False, tied=True,
+                                                        layers=4)),
+    # granite-moe.cpp (granite.cpp's graph): granite's multipliers around softmax top-2 of 4
+    # experts, renormalised, plus an ungated shared expert (GraniteMoeShared)
+    "granitemoe": dict(seed=2017, keys=_common("granitemoe", 2, 10000.0, dims=(E, H, HKV, D, 32), **{
+                           "embedding_scale": 12.0, "residual_scale": 0.22,
+                           "attention.scale": 0.125, "logit_scale": 0.25, "expert_count": 4,
+                           "expert_used_count": 2, "expert_shared_feed_forward_length": 64}),
+                       tensors=lambda r: _decoder(r, moe=(4, 32, 64), shexp_gate=False)),
+    # mistral3.cpp (Ministral 3): llama 4's attention temperature (q × log(floor(pos/4) + 1)·0.3
+    # + 1, the floor n_ctx_orig_yarn) and YaRN with a log multiplier (mscale_all_dim) of 0.5
+    "mistral3-yarn": dict(arch="mistral3", seed=2018, keys=_common("mistral3", 2, 1000000.0, **{
+                              "attention.temperature_scale": 0.3, "rope.scaling.type": "yarn",
+                              "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 4,
+                              "rope.scaling.yarn_beta_fast": 16.0,
+                              "rope.scaling.yarn_beta_slow": 2.0,
+                              "rope.scaling.yarn_log_multiplier": 0.5}),
+                          tensors=lambda r: _decoder(r, tied=True)),
+    # qwen2vl.cpp, text only: qwen2 with M-RoPE over sections (1, 1, 1, 5) -- a text token's
+    # positions are (p, p, p, 0), so the last 5 of each head's 8 rotary pairs stay still; an
+    # epsilon of 1e-3 that llama.cpp's qwen2vl loader does not read (it runs with 0)
+    "qwen2vl": dict(seed=2019, keys=_common("qwen2vl", 2, 10000.0, 1e-3, **{
+                        "rope.dimension_sections": [1, 1, 1, 5]}),
+                    tensors=lambda r: _decoder(r, qkv_bias=True)),
+    # qwen3vl.cpp, text only: qwen3 (per-head q/k norms) with interleaved M-RoPE over (3, 1, 1, 3):
+    # pairs 4, 5 and 7 fall to the 4th position and stay still
+    "qwen3vl": dict(seed=2020, keys=_common("qwen3vl", 2, 10000.0, 1e-6, **{
+                        "rope.dimension_sections": [3, 1, 1, 3]}),
+                    tensors=lambda r: _decoder(r, head_qk_norm=True)),
+    # qwen3vlmoe.cpp, text only: qwen3moe (softmax top-2 of 4, renormalised) with interleaved M-RoPE
+    "qwen3vlmoe": dict(seed=2021, keys=_common("qwen3vlmoe", 2, 10000.0, 1e-6, **{
+                           "rope.dimension_sections": [3, 1, 1, 3], "expert_count": 4,
+                           "expert_used_count": 2, "expert_feed_forward_length": 32}),
+                       tensors=lambda r: _decoder(r, head_qk_norm=True, moe=(4, 32, 0),
+                                                  shexp_gate=False)),
+    # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
+    # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
+    "olmo3": dict(arch="olmo2", seed=2016,
+                  keys=_common("olmo2", 4, 500000.0, 1e-6, **{
+                      "attention.sliding_window": 4, "rope.scaling.type": "yarn",
+                      "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 32}),
+                  tensors=lambda r: _decoder(r, layers=4, prenorm=False, full_qk_norm=True,
+                                             post_norms=True)),
+}
+
