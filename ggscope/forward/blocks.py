@@ -17,7 +17,7 @@ import numpy as np
 
 from ggscope.forward import ggml_ops
 from ggscope.forward.matmul import linear as _lin, round_activations
-from ggscope.forward.ops import layer_norm, silu
+from ggscope.forward.ops import layer_norm, relu_squared, silu
 from ggscope.forward.traits import Config
 
 __all__ = ["Layer", "rms_norm", "gelu", "rope"]
@@ -220,6 +220,8 @@ def _act(c: Config, x: np.ndarray) -> np.ndarray:
     """The FFN activation; GELU through ggml's fp16 table, or computed (``c.exact``)."""
     if c.traits.act == "gelu":
         return _gelu_exact(np.asarray(x, np.float32)).astype(np.float32) if c.exact else gelu(x)
+    if c.traits.act == "relu2":                      # LLM_FFN_RELU_SQR: ggml_sqr(ggml_relu(x))
+        return relu_squared(x)
     return silu(x)
 
 

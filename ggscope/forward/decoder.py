@@ -197,9 +197,11 @@ def load(model, exact: bool = False) -> Weights:
         elif not c.traits.mla:
             L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (c.head_k,))
             L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (c.head_k,))
-        L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
+        fn = c.traits.ffn_norm                  # seed_oss: its "post-attention" norm is the FFN's
+        if fn != "post_attention_norm":
+            L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
         par = c.traits.parallel                 # "sum", "residual": no ffn_norm; "optional": parallel without
-        L.ffn_norm = (req if par == "" else opt)("blk.{i}.ffn_norm.weight", i, (C,)) \
+        L.ffn_norm = (req if par == "" else opt)(f"blk.{{i}}.{fn}.weight", i, (C,)) \
             if pre and par in ("", "optional") else None
         L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
         if c.traits.norm == "layer" and c.traits.norm_bias and L.ffn_norm is not None and L.ffn_norm_b is None:

@@ -34,7 +34,8 @@ class Traits:
     norm: str = "rms"                  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
     rope: str | None = "norm"          # llama_model_rope_type: "norm" pairs (2i, 2i+1),
                                        # "neox" pairs (i, i + n_rot/2); None: learned positions
-    act: str = "silu"                  # FFN activation: "silu" or "gelu" (tanh approximation)
+    act: str = "silu"                  # FFN activation: "silu", "gelu" (tanh approximation) or
+                                       # "relu2" (relu(x)², arcee)
     gated: bool = True                 # act(gate·h) * up·h (LLM_FFN_PAR) or act(up·h) (SEQ)
     embed_scale: bool = False          # inputs × sqrt(n_embd) (gemma*.cpp)
     swa_pattern: int = 0               # hparams.set_swa_pattern(n): layer il slides iff il % n < n-1
@@ -49,6 +50,7 @@ class Traits:
     final_softcap_key: bool = False    # reads final_logit_softcapping (gemma2, gemma3)
     short_factors: bool = False        # rope_factors_short when no rope_freqs (phi3 LongRoPE:
                                        # llama.cpp get_rope_factors while n_ctx <= the original)
+    ffn_norm: str = "ffn_norm"         # the FFN's pre-norm tensor (seed_oss: post_attention_norm)
     prenorm: bool = True               # attn_norm / ffn_norm before each sublayer (olmo2: none,
                                        # its post-norms only)
     qk_norm: str = "head"              # attn_q/k_norm: "head" [head_k] per head, "full" over the
@@ -103,6 +105,13 @@ TRAITS: dict[str, Traits] = {
     "qwen2vl": Traits(rope="neox", mrope="mrope"),                     # text: qwen2's graph
     "qwen3vl": Traits(rope="neox", mrope="imrope"),                    # text: qwen3's graph
     "qwen3vlmoe": Traits(rope="neox", mrope="imrope", moe_norm=True),  # text: qwen3moe's graph
+    "starcoder": Traits(norm="layer", rope=None, act="gelu", gated=False),   # gpt2's, with MQA
+    "internlm2": Traits(rope="norm"),
+    "xverse": Traits(rope="norm"),
+    "orion": Traits(norm="layer", rope="neox"),
+    "seed_oss": Traits(rope="neox", ffn_norm="post_attention_norm"),
+    "arcee": Traits(rope="norm", act="relu2", gated=False),
+    "olmoe": Traits(rope="neox", qk_norm="full"),                       # softmax top-k, no renorm
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
