@@ -44,14 +44,15 @@ E, H, HKV, D, FF = 64, 4, 2, 16, 128
 def _decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool = True,
              full_qk_norm: bool = False, post_norms: bool = False, tied: bool = False,
              moe: tuple[int, int, int] | None = None, ffn_std: float = 0.02,
-             shexp_gate: bool = True, head_qk_norm: bool = False) -> dict[str, np.ndarray]:
+             shexp_gate: bool = True, head_qk_norm: bool = False, hkv: int = HKV,
+             ffn_norm: str = "ffn_norm", gated: bool = True) -> dict[str, np.ndarray]:
     """The tensors of a llama-like decoder (numpy shapes: [n_out, n_in])."""
     t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
     for i in range(layers):
         p = f"blk.{i}."
         if prenorm:
             t[p + "attn_norm.weight"] = r.norm(E)
-        for name, rows in (("attn_q", H * D), ("attn_k", HKV * D), ("attn_v", HKV * D)):
+        for name, rows in (("attn_q", H * D), ("attn_k", hkv * D), ("attn_v", hkv * D)):
             t[p + name + ".weight"] = r.w(rows, E, std=0.02 if name == "attn_v" else 0.1)
             if qkv_bias:
                 t[p + name + ".bias"] = r.b(rows)
@@ -60,11 +61,11 @@ def _decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool 
             t[p + "attn_q_norm.weight"], t[p + "attn_k_norm.weight"] = r.norm(D), r.norm(D)
         if full_qk_norm:
             t[p + "attn_q_norm.weight"] = r.norm(H * D)
-            t[p + "attn_k_norm.weight"] = r.norm(HKV * D)
+            t[p + "attn_k_norm.weight"] = r.norm(hkv * D)
         if post_norms:
             t[p + "post_attention_norm.weight"] = r.norm(E)
         if prenorm:
-            t[p + "ffn_norm.weight"] = r.norm(E)
+            t[p + ffn_norm + ".weight"] = r.norm(E)
         if moe:
             n_exp, ff_exp, ff_sh = moe
             t[p + "ffn_gate_inp.weight"] = r.w(n_exp, E, std=0.3)    # routing that differs per token
@@ -78,7 +79,8 @@ def _decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool 
                 t[p + "ffn_up_shexp.weight"] = r.w(ff_sh, E)
                 t[p + "ffn_down_shexp.weight"] = r.w(E, ff_sh)
         else:
-            t[p + "ffn_gate.weight"] = r.w(FF, E, std=ffn_std)
+            if gated:
+                t[p + "ffn_gate.weight"] = r.w(FF, E, std=ffn_std)
             t[p + "ffn_up.weight"] = r.w(FF, E, std=ffn_std)
             t[p + "ffn_down.weight"] = r.w(E, FF)
         if post_norms:
@@ -284,6 +286,36 @@ SPECS: dict[str, dict] = {
                            "expert_used_count": 2, "expert_feed_forward_length": 32}),
                        tensors=lambda r: _decoder(r, head_qk_norm=True, moe=(4, 32, 0),
                                                   shexp_gate=False)),
+    # starcoder.cpp (StarCoder / SantaCoder): gpt2's learned positions, LayerNorms and GELU MLP
+    # with biases, multi-query attention through a fused QKV
+    "starcoder": dict(seed=2022, keys=_common("starcoder", 2, 10000.0, dims=(PE, PH, 1, PD, PFF),
+                                              layer_norm=True),
+                      tensors=lambda r: {**_parallel(r, hkv=1, fused=True, qkv_bias=True,
+                                                     out_bias=True, gated=False, ffn_bias=True,
+                                                     ffn_norm=True),
+                                         "position_embd.weight": r.w(N_CTX, PE)}),
+    # internlm2.cpp and xverse.cpp: llama's graph
+    "internlm2": dict(seed=2023, keys=_common("internlm2", 2, 1000000.0),
+                      tensors=lambda r: _decoder(r)),
+    "xverse": dict(seed=2024, keys=_common("xverse", 2, 10000.0, 1e-6),
+                   tensors=lambda r: _decoder(r)),
+    # orion.cpp: llama's graph with LayerNorms (weight and bias) and NeoX rotary
+    "orion": dict(seed=2025, keys=_common("orion", 2, 10000.0, dims=(PE, PH, PH, PD, PFF),
+                                          layer_norm=True),
+                  tensors=lambda r: _parallel(r, hkv=PH, fused=False, qkv_bias=False,
+                                              out_bias=False, gated=True, ffn_bias=False,
+                                              ffn_norm=True)),
+    # seed-oss.cpp: qwen2-like (q/k/v biases, NeoX), the FFN's norm stored as post_attention_norm
+    "seed_oss": dict(seed=2026, keys=_common("seed_oss", 2, 10000.0, 1e-6),
+                     tensors=lambda r: _decoder(r, qkv_bias=True, ffn_norm="post_attention_norm")),
+    # arcee.cpp (AFM): an ungated FFN with relu(x)² (LLM_FFN_RELU_SQR)
+    "arcee": dict(seed=2027, keys=_common("arcee", 2, 10000.0),
+                  tensors=lambda r: _decoder(r, gated=False, ffn_std=0.1)),
+    # olmoe.cpp: q/k RMSNorm over n_embd (no GQA), softmax top-2 of 4 experts, not renormalised
+    "olmoe": dict(seed=2028, keys=_common("olmoe", 2, 10000.0, dims=(E, H, H, D, 32), **{
+                      "expert_count": 4, "expert_used_count": 2}),
+                  tensors=lambda r: _decoder(r, hkv=H, full_qk_norm=True, moe=(4, 32, 0),
+                                             shexp_gate=False)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,

@@ -30,7 +30,7 @@ pytest.importorskip("gguf", reason="gguf-py writes the tiny models (pip install 
 from tools import arch_models  # noqa: E402  (needs gguf-py only when writing)
 
 RECORDS = Path(__file__).resolve().parents[2] / "fixtures" / "arch_logits"
-GELU = {"gemma", "phi2", "falcon"}
+GELU = {"gemma", "phi2", "falcon", "starcoder"}
 F32KV_TOL = {("F32", False): 1e-5, ("F32", True): 1e-3, ("Q8_0", False): 1e-5, ("Q8_0", True): 1e-2}
 DEFAULT_TOL = {"F32": 2e-3, "Q8_0": 5e-2}
 F16KV_TOL = {"F32": 5e-4, "Q8_0": 1e-2}
@@ -164,6 +164,16 @@ WRONG = {
                     rope_still=(False,) * 5 + (True,) * 3)},
     "qwen3vlmoe": {"every pair rotated (plain NeoX)": _config(rope_still=()),
                    "top-k not renormalised": _config(moe_norm=False)},
+    "starcoder": {"no learned positions": lambda w: replace(w, positions=w.positions * 0)},
+    "internlm2": {"neox rotary pairing": _traits(rope="neox")},
+    "xverse": {"neox rotary pairing": _traits(rope="neox")},
+    "orion": {"normal rotary pairing": _traits(rope="norm"),
+              "RMSNorm for LayerNorm": _traits(norm="rms")},
+    "seed_oss": {"no FFN norm": _layers(ffn_norm=None),
+                 "normal rotary pairing": _traits(rope="norm")},
+    "arcee": {"SiLU for relu²": _traits(act="silu")},
+    "olmoe": {"top-k renormalised": _config(moe_norm=True),
+              "no q/k norm": _layers(q_norm=None, k_norm=None)},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
