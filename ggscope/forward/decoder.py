@@ -54,7 +54,8 @@ from ggscope.forward import WeightError, WeightMapper, architecture, check_token
 from ggscope.forward import ggml_ops, loading
 from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
-from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _norm, gelu, rms_norm, rope
+from ggscope.forward.attention import _attention
+from ggscope.forward.blocks import Layer, _dense_ffn, _norm, gelu, rms_norm, rope
 from ggscope.forward.experts import _moe
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
 from ggscope.forward import UnsupportedArchitecture
