@@ -105,6 +105,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("seed_oss", "decoder", ("gguf",), "Seed-OSS: q/k/v biases, NeoX rotary"),
     Architecture("arcee", "decoder", ("gguf",), "Arcee AFM: llama with an ungated relu² FFN"),
     Architecture("olmoe", "decoder", ("gguf",), "OLMoE: full-width q/k norms, softmax top-k experts"),
+    Architecture("gpt-oss", "decoder", ("gguf",),
+                 "gpt-oss: attention sinks, alternating sliding window, biased softmax-weighted experts"),
     Architecture("command-r", "decoder", ("gguf",),
                  "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
     Architecture("cohere2", "decoder", ("gguf",),

@@ -20,11 +20,11 @@ from ggscope.forward.blocks import Layer, _norm, rms_norm, rope
 from ggscope.forward.matmul import linear as _lin, round_activations
 from ggscope.forward.traits import Config
 
-__all__ = ["_attention"]
+__all__ = ["_attention", "load_mla"]
 
 
 def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,
-            swa: bool, f16: bool, flash: bool = False) -> np.ndarray:
+            swa: bool, f16: bool, flash: bool = False, sinks: np.ndarray | None = None) -> np.ndarray:
     """Causal attention of q [T, H, Dk] over k [S, Hkv, Dk], v [S, Hkv, Dv] -> [T, H, Dv].
 
     Query head h reads key/value head h // (H / Hkv) (GQA).  The scores are scaled by
@@ -46,7 +46,7 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     masked = key_pos[None, :] > pos[:, None]                           # [T, S]
     if swa and c.n_swa:
         masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
-    if flash and (T >= ggml_ops.FA_TILE_Q or f16):
+    if flash and (T >= ggml_ops.FA_TILE_Q or f16) and sinks is None:
         # ggml-cpu's kernels themselves, bit for bit (ggml_ops; None without the extension):
         # tiled for 64 rows or more, else its one-row path (which only an F16 cache takes here)
         mask = np.where(masked, np.float32(-np.inf), np.float32(0))
@@ -66,8 +66,14 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
         cap = np.float32(c.attn_softcap)
         scores = np.tanh(scores / cap) * cap
     scores = np.where(masked[None], np.float32(-np.inf), scores)
-    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
+    top = scores.max(axis=-1, keepdims=True)
+    if sinks is not None:                         # ggml soft_max with sinks: in the max and the sum
+        top = np.maximum(top, sinks[:, None, None])
+    scores = np.exp(scores - top)
+    total = scores.sum(axis=-1, keepdims=True)
+    if sinks is not None:
+        total = total + np.exp(sinks[:, None, None] - top)
+    probs = (scores / total).astype(np.float32)
     if f16 and not flash:
         probs = _f16(probs)
     out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
@@ -130,7 +136,7 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
     store = _f16 if f16 else (lambda a: a.astype(np.float32))
     k = np.concatenate([k_past, store(k)])
     v = np.concatenate([v_past, store(v)])
-    out = _attend(c, q, k, v, pos, swa, f16, flash).reshape(T, H * Dv)
+    out = _attend(c, q, k, v, pos, swa, f16, flash, L.attn_sinks).reshape(T, H * Dv)
     return _lin(out, L.wo, L.bo), k, v
 
 
@@ -166,3 +172,25 @@ def _mla(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray,
         v = np.concatenate([v_past, store(kvb[..., nope:])])
         o = _attend(c, qc, k, v, pos, False, f16, flash)
     return _lin(o.reshape(T, -1), L.wo, L.bo), k, v
+
+
+def load_mla(L: Layer, c: Config, i: int, req, opt) -> None:
+    """deepseek2's latent-attention weights of block i: q through a low-rank pair or one
+    attn_q; attn_k_b / attn_v_b, or the older attn_kv_b."""
+    C, H, R, rot, nope = c.n_embd, c.n_head, c.mla_rank, c.n_rot, c.mla_nope
+    Q = H * c.head_k
+    # q through a low-rank pair (attn_q_a, attn_q_a_norm, attn_q_b), or one attn_q (the lite models)
+    L.q_a_norm = opt("blk.{i}.attn_q_a_norm.weight", i, None)
+    if L.q_a_norm is not None:
+        q_rank = L.q_a_norm.shape[0]
+        L.wq_a = req("blk.{i}.attn_q_a.weight", i, (q_rank, C))
+        L.wq_b = req("blk.{i}.attn_q_b.weight", i, (Q, q_rank))
+    else:
+        L.wq = req("blk.{i}.attn_q.weight", i, (Q, C))
+    L.wkv_a = req("blk.{i}.attn_kv_a_mqa.weight", i, (R + rot, C))
+    L.kv_a_norm = req("blk.{i}.attn_kv_a_norm.weight", i, (R,))
+    L.wk_b = opt("blk.{i}.attn_k_b.weight", i, (H, R, nope))
+    if L.wk_b is not None:
+        L.wv_b = req("blk.{i}.attn_v_b.weight", i, (H, c.head_v, R))
+    else:
+        L.wkv_b = req("blk.{i}.attn_kv_b.weight", i, (H * (nope + c.head_v), R))

@@ -59,6 +59,10 @@ class Layer:
     up_shexp: np.ndarray | None = None
     down_shexp: np.ndarray | None = None
     shexp_gate: np.ndarray | None = None                               # ffn_gate_inp_shexp [C] (qwen2moe)
+    router_b: np.ndarray | None = None                                 # gpt-oss: router and expert biases
+    gate_exps_b: np.ndarray | None = None; up_exps_b: np.ndarray | None = None   # [E, F]
+    down_exps_b: np.ndarray | None = None                              # [E, C]
+    attn_sinks: np.ndarray | None = None                               # gpt-oss: a sink logit per head
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:

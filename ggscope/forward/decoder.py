@@ -54,9 +54,9 @@ from ggscope.forward import WeightError, WeightMapper, architecture, check_token
 from ggscope.forward import ggml_ops, loading
 from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
-from ggscope.forward.attention import _attention
+from ggscope.forward.attention import _attention, load_mla
 from ggscope.forward.blocks import Layer, _dense_ffn, _norm, gelu, rms_norm, rope
-from ggscope.forward.experts import _moe
+from ggscope.forward.experts import _moe, load_moe
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
 from ggscope.forward import UnsupportedArchitecture
 
@@ -179,7 +179,7 @@ def load(model, exact: bool = False) -> Weights:
             L.attn_norm_b = req("blk.{i}.attn_norm.bias", i, (C,))
         Q, K, Vw = H * c.head_k, Hkv * c.head_k, Hkv * c.head_v
         if c.traits.mla:
-            _load_mla(L, c, i, req, opt)
+            load_mla(L, c, i, req, opt)
         elif m.has(name("blk.{i}.attn_qkv.weight", i)):
             L.wqkv = req("blk.{i}.attn_qkv.weight", i, (Q + K + Vw, C))
             L.bqkv = opt("blk.{i}.attn_qkv.bias", i, (Q + K + Vw,))
@@ -189,6 +189,8 @@ def load(model, exact: bool = False) -> Weights:
             L.wv, L.bv = req("blk.{i}.attn_v.weight", i, (Vw, C)), opt("blk.{i}.attn_v.bias", i, (Vw,))
         O = H * c.head_v
         L.wo, L.bo = req("blk.{i}.attn_output.weight", i, (C, O)), opt("blk.{i}.attn_output.bias", i, (C,))
+        if c.traits.sinks:
+            L.attn_sinks = req("blk.{i}.attn_sinks.weight", i, (H,))
         if c.traits.qk_norm == "full":          # olmo2: over the whole projection
             L.q_norm = req("blk.{i}.attn_q_norm.weight", i, (Q,))
             L.k_norm = req("blk.{i}.attn_k_norm.weight", i, (K,))
@@ -209,7 +211,7 @@ def load(model, exact: bool = False) -> Weights:
             L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
         L.post_ffw_norm = opt("blk.{i}.post_ffw_norm.weight", i, (C,))
         if not legacy and m.has(name("blk.{i}.ffn_gate_inp.weight", i)) and i >= c.n_dense_lead:
-            _load_moe(L, c, i, req, opt, width, model.path)
+            load_moe(L, c, i, req, opt, width, model.path)
         else:
             F = width("blk.{i}.ffn_down.weight", i, 0)
             if c.traits.gated and not m.has(name("blk.{i}.ffn_gate.weight", i)):
@@ -254,49 +256,6 @@ def _embedding(model, m: WeightMapper, full: str, shape: tuple[int, int]) -> Str
     except (GGScopeError, NotImplementedError, ValueError) as exc:
         raise WeightError(f"{model.path}: tensor {full!r} ({info.type}) could not be "
                           f"decoded: {exc}") from None
-
-
-def _load_mla(L: Layer, c: Config, i: int, req, opt) -> None:
-    C, H, R, rot, nope = c.n_embd, c.n_head, c.mla_rank, c.n_rot, c.mla_nope
-    Q = H * c.head_k
-    # q through a low-rank pair (attn_q_a, attn_q_a_norm, attn_q_b), or one attn_q (the lite models)
-    L.q_a_norm = opt("blk.{i}.attn_q_a_norm.weight", i, None)
-    if L.q_a_norm is not None:
-        q_rank = L.q_a_norm.shape[0]
-        L.wq_a = req("blk.{i}.attn_q_a.weight", i, (q_rank, C))
-        L.wq_b = req("blk.{i}.attn_q_b.weight", i, (Q, q_rank))
-    else:
-        L.wq = req("blk.{i}.attn_q.weight", i, (Q, C))
-    L.wkv_a = req("blk.{i}.attn_kv_a_mqa.weight", i, (R + rot, C))
-    L.kv_a_norm = req("blk.{i}.attn_kv_a_norm.weight", i, (R,))
-    L.wk_b = opt("blk.{i}.attn_k_b.weight", i, (H, R, nope))
-    if L.wk_b is not None:
-        L.wv_b = req("blk.{i}.attn_v_b.weight", i, (H, c.head_v, R))
-    else:
-        L.wkv_b = req("blk.{i}.attn_kv_b.weight", i, (H * (nope + c.head_v), R))
-
-
-def _load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
-    C, E = c.n_embd, c.n_expert
-    if not E or not c.n_expert_used:
-        raise WeightError(f"{path}: layer {i} routes to experts but expert_count / "
-                          f"expert_used_count are missing")
-    F = width("blk.{i}.ffn_down_exps.weight", i, 0)
-    L.router = req("blk.{i}.ffn_gate_inp.weight", i, (E, C))
-    L.router_bias = opt("blk.{i}.exp_probs_b.bias", i, (E,))
-    L.gate_exps = req("blk.{i}.ffn_gate_exps.weight", i, (E, F, C))
-    L.up_exps = req("blk.{i}.ffn_up_exps.weight", i, (E, F, C))
-    L.down_exps = req("blk.{i}.ffn_down_exps.weight", i, (E, C, F))
-    down = opt("blk.{i}.ffn_down_shexp.weight", i, None)
-    if down is not None:
-        if down.ndim != 2 or down.shape[0] != C:
-            raise WeightError(f"{path}: blk.{i}.ffn_down_shexp has numpy shape {down.shape}, "
-                              f"expected ({C}, n_ff_shexp)")
-        Fs = down.shape[1]
-        L.down_shexp = down
-        L.gate_shexp = req("blk.{i}.ffn_gate_shexp.weight", i, (Fs, C))
-        L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
-        L.shexp_gate = opt("blk.{i}.ffn_gate_inp_shexp.weight", i, (C,))
 
 
 def initial_state(w: Weights, kv_f16: bool = False, flash: bool = False) -> State:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ggscope.forward import WeightError
 from ggscope.forward.blocks import Layer, _dense_ffn
 from ggscope.forward.matmul import linear as _lin
 from ggscope.forward.ops import sigmoid, silu
 from ggscope.forward.traits import Config
 
-__all__ = ["_moe"]
+__all__ = ["_moe", "load_moe"]
 
 
 def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
@@ -30,8 +31,12 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
     does), scaled by expert_weights_scale, and weight each expert's SwiGLU output.
     """
     logits = _lin(h, L.router)                                         # [T, E]
+    if L.router_b is not None:
+        logits = logits + L.router_b
     if c.moe_gating == "sigmoid":
         probs = sigmoid(logits)
+    elif c.moe_gating == "softmax_weight":                             # gpt-oss: softmax after top-k
+        probs = logits
     else:
         e = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
@@ -39,6 +44,9 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
     k = c.n_expert_used
     top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
     weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
+    if c.moe_gating == "softmax_weight":
+        w = np.exp(weights - weights.max(axis=-1, keepdims=True))
+        weights = (w / w.sum(axis=-1, keepdims=True)).astype(np.float32)
     if c.moe_norm:
         weights = weights / np.maximum(weights.sum(axis=-1, keepdims=True), np.float32(6.103515625e-5))
     if c.moe_scale:
@@ -48,14 +56,28 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
         row = h[t:t + 1]
         for j in range(k):
             e_id = top[t, j]
-            y = _lin(silu(_lin(row, L.gate_exps[e_id])) * _lin(row, L.up_exps[e_id]), L.down_exps[e_id])
-            out[t] += weights[t, j] * y[0]
+            out[t] += weights[t, j] * _expert(c, L, row, e_id)[0]
     if L.down_shexp is not None:
         shared = _dense_ffn(c, h, L.gate_shexp, None, L.up_shexp, None, L.down_shexp, None)
         if L.shexp_gate is not None:
             shared = shared * _shexp_gate(h, L.shexp_gate)
         out = out + shared
     return out
+
+
+def _expert(c: Config, L: Layer, row: np.ndarray, e: int) -> np.ndarray:
+    """One expert's FFN on one row: SwiGLU, or gpt-oss's -- biased experts and ggml's
+    swiglu_oai: x = min(gate, 7), y = clamp(up, -7, 7), x / (1 + expf(-1.702 x)) (y + 1)."""
+    g, u = _lin(row, L.gate_exps[e]), _lin(row, L.up_exps[e])
+    if L.gate_exps_b is not None:
+        g, u = g + L.gate_exps_b[e], u + L.up_exps_b[e]
+    if c.traits.expert_act == "oai":
+        x, y = np.minimum(g, np.float32(7)), np.clip(u, np.float32(-7), np.float32(7))
+        a = (x / (np.float32(1) + np.exp(np.float32(1.702) * -x)) * (y + np.float32(1))).astype(np.float32)
+    else:
+        a = silu(g) * u
+    y = _lin(a, L.down_exps[e])
+    return y + L.down_exps_b[e] if L.down_exps_b is not None else y
 
 
 def _shexp_gate(h: np.ndarray, gate: np.ndarray) -> np.ndarray:
@@ -65,3 +87,32 @@ def _shexp_gate(h: np.ndarray, gate: np.ndarray) -> np.ndarray:
     g = _lin(h, gate[None, :])                                         # [T, 1]
     with np.errstate(invalid="ignore", divide="ignore"):
         return (silu(g) / g).astype(np.float32)
+
+
+def load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
+    """The routed (and shared) experts of block i, as llama.cpp's loaders create them."""
+    C, E = c.n_embd, c.n_expert
+    if not E or not c.n_expert_used:
+        raise WeightError(f"{path}: layer {i} routes to experts but expert_count / "
+                          f"expert_used_count are missing")
+    F = width("blk.{i}.ffn_down_exps.weight", i, 0)
+    L.router = req("blk.{i}.ffn_gate_inp.weight", i, (E, C))
+    L.router_bias = opt("blk.{i}.exp_probs_b.bias", i, (E,))
+    L.gate_exps = req("blk.{i}.ffn_gate_exps.weight", i, (E, F, C))
+    L.up_exps = req("blk.{i}.ffn_up_exps.weight", i, (E, F, C))
+    L.down_exps = req("blk.{i}.ffn_down_exps.weight", i, (E, C, F))
+    if c.traits.expert_bias:                      # gpt-oss: the router and every expert biased
+        L.router_b = req("blk.{i}.ffn_gate_inp.bias", i, (E,))
+        L.gate_exps_b = req("blk.{i}.ffn_gate_exps.bias", i, (E, F))
+        L.up_exps_b = req("blk.{i}.ffn_up_exps.bias", i, (E, F))
+        L.down_exps_b = req("blk.{i}.ffn_down_exps.bias", i, (E, C))
+    down = opt("blk.{i}.ffn_down_shexp.weight", i, None)
+    if down is not None:
+        if down.ndim != 2 or down.shape[0] != C:
+            raise WeightError(f"{path}: blk.{i}.ffn_down_shexp has numpy shape {down.shape}, "
+                              f"expected ({C}, n_ff_shexp)")
+        Fs = down.shape[1]
+        L.down_shexp = down
+        L.gate_shexp = req("blk.{i}.ffn_gate_shexp.weight", i, (Fs, C))
+        L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
+        L.shexp_gate = opt("blk.{i}.ffn_gate_inp_shexp.weight", i, (C,))

@@ -71,6 +71,10 @@ class Traits:
     swa_plain_rope: bool = False       # sliding-window layers rope without scaling (olmo2: Olmo 3)
     mrope: str = ""                    # "mrope" (qwen2vl) / "imrope" (qwen3vl): ggml_rope_multi over
                                        # rope.dimension_sections; text has no 4th position
+    sinks: bool = False                # attn_sinks: a learned logit per head in the softmax (gpt-oss)
+    moe_gating: str = "softmax"        # "softmax_weight": top-k by logit, softmax over the k (gpt-oss)
+    expert_bias: bool = False          # router and experts carry biases (gpt-oss)
+    expert_act: str = "silu"           # "oai": ggml_swiglu_oai, alpha 1.702, limit 7 (gpt-oss)
     temperature: bool = False          # attention.temperature_scale and the YaRN log multiplier
                                        # from the file (mistral3: llama 4's attention temperature)
 
@@ -112,6 +116,8 @@ TRAITS: dict[str, Traits] = {
     "seed_oss": Traits(rope="neox", ffn_norm="post_attention_norm"),
     "arcee": Traits(rope="norm", act="relu2", gated=False),
     "olmoe": Traits(rope="neox", qk_norm="full"),                       # softmax top-k, no renorm
+    "gpt-oss": Traits(rope="neox", ffn_norm="post_attention_norm", swa_pattern=2, swa_required=True,
+                      sinks=True, moe_gating="softmax_weight", expert_bias=True, expert_act="oai"),
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
@@ -292,7 +298,7 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         if func not in (0, 1, 2):
             raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
     else:
-        extra.update(moe_norm=t.moe_norm)
+        extra.update(moe_norm=t.moe_norm, moe_gating=t.moe_gating)
     if not legacy and meta.raw("expert_count"):
         extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
         if extra["n_expert_used"] > extra["n_expert"]:
