@@ -146,6 +146,31 @@ def _parallel(r: Init, *, hkv: int, fused: bool, qkv_bias: bool, out_bias: bool,
     return t
 
 
+def _gptoss(r: Init, *, n_exp: int = 4, ff: int = 32) -> dict[str, np.ndarray]:
+    """gpt-oss tensors: biased q/k/v/o, a sink logit per head, the FFN's norm stored as
+    post_attention_norm, biased router and experts."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
+    for i in range(2):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = r.norm(E)
+        for name, rows in (("attn_q", H * D), ("attn_k", HKV * D), ("attn_v", HKV * D)):
+            t[p + name + ".weight"] = r.w(rows, E, std=0.02 if name == "attn_v" else 0.1)
+            t[p + name + ".bias"] = r.b(rows)
+        t[p + "attn_output.weight"], t[p + "attn_output.bias"] = r.w(E, H * D), r.b(E)
+        t[p + "attn_sinks.weight"] = r.w(H, std=1.0)
+        t[p + "post_attention_norm.weight"] = r.norm(E)
+        t[p + "ffn_gate_inp.weight"], t[p + "ffn_gate_inp.bias"] = r.w(n_exp, E, std=0.3), r.b(n_exp)
+        t[p + "ffn_gate_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
+        t[p + "ffn_gate_exps.bias"] = r.w(n_exp, ff)
+        t[p + "ffn_up_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
+        t[p + "ffn_up_exps.bias"] = r.w(n_exp, ff)
+        t[p + "ffn_down_exps.weight"] = r.w(n_exp, E, ff)
+        t[p + "ffn_down_exps.bias"] = r.w(n_exp, E)
+    t["output_norm.weight"] = r.norm(E)
+    t["output.weight"] = r.w(N_VOCAB, E)
+    return t
+
+
 def _common(arch: str, layers: int, base: float, eps: float = 1e-5, *, dims=(E, H, HKV, D, FF),
             n_rot: int | None = None, layer_norm: bool = False, **extra) -> dict:
     e, h, hkv, d, ff = dims
@@ -316,6 +341,13 @@ SPECS: dict[str, dict] = {
                       "expert_count": 4, "expert_used_count": 2}),
                   tensors=lambda r: _decoder(r, hkv=H, full_qk_norm=True, moe=(4, 32, 0),
                                              shexp_gate=False)),
+    # openai-moe.cpp (gpt-oss): a window of 4 on even layers, attention sinks, softmax over the
+    # top-2 of 4 biased router logits, biased experts through swiglu_oai
+    "gpt-oss": dict(seed=2029, keys=_common("gpt-oss", 2, 150000.0, dims=(E, H, HKV, D, 32), **{
+                        "attention.sliding_window": 4, "expert_count": 4, "expert_used_count": 2,
+                        "expert_feed_forward_length": 32, "attention.key_length": D,
+                        "attention.value_length": D}),
+                    tensors=lambda r: _gptoss(r)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,
