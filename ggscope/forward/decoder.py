@@ -169,7 +169,7 @@ def load(model, exact: bool = False) -> Weights:
 
     layers = []
     for i in range(c.n_layer):
-        pre, par = c.traits.prenorm, c.traits.parallel   # olmo2: no norm before the sublayers
+        pre, par = c.traits.prenorm, c.parallel           # olmo2: no norm before the sublayers
         L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)) if pre else None,
                   attn_norm_b=opt("blk.{i}.attn_norm.bias", i, (C,)))
         if par == "sum":                        # falcon-40b: attention reads its own norm
@@ -203,9 +203,9 @@ def load(model, exact: bool = False) -> Weights:
         fn = c.traits.ffn_norm                  # seed_oss: its "post-attention" norm is the FFN's
         if fn != "post_attention_norm":
             L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
-        par = c.traits.parallel                 # "sum", "residual": no ffn_norm; "optional": parallel without
-        L.ffn_norm = (req if par == "" else opt)(f"blk.{{i}}.{fn}.weight", i, (C,)) \
-            if pre and par in ("", "optional") else None
+        # "sum", "residual": no ffn_norm; "optional": parallel without one; "neox": on the input
+        L.ffn_norm = (opt if par == "optional" else req)(f"blk.{{i}}.{fn}.weight", i, (C,)) \
+            if pre and par in ("", "optional", "neox") else None
         L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
         if c.traits.norm == "layer" and c.traits.norm_bias and L.ffn_norm is not None and L.ffn_norm_b is None:
             L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
@@ -315,7 +315,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
             a = rms_norm(a, L.post_attn_norm, c.eps)
         if c.residual_scale:                                           # granite
             a = a * np.float32(c.residual_scale)
-        if c.traits.parallel not in ("sum", "residual"):
+        if c.parallel not in ("sum", "residual", "neox"):             # the FFN reads the layer's input
             x = x + a
         if L.ffn_norm is not None:
             h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
@@ -329,8 +329,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
             f = rms_norm(f, L.post_ffw_norm, c.eps)
         if c.residual_scale:
             f = f * np.float32(c.residual_scale)
-        x = ((a + f) + x if c.traits.parallel == "sum" else (f + x) + a
-             if c.traits.parallel == "residual" else x + f).astype(np.float32)
+        x = ((a + f) + x if c.parallel == "sum" else (f + x) + a
+             if c.parallel in ("residual", "neox") else x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution

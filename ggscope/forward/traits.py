@@ -58,7 +58,8 @@ class Traits:
     parallel: str = ""                 # "sum": FFN reads the attention's input, x + (attn + ffn)
                                        # (phi2, falcon); "residual": so, as (ffn + x) + attn
                                        # (command-r); "optional": so when a layer has no ffn_norm
-                                       # (stablelm 2 12B), x + attn + ffn
+                                       # (stablelm 2 12B), x + attn + ffn; "neox": the FFN on
+                                       # ffn_norm(x), (ffn + x) + attn, when use_parallel_residual
     nope_step: int = 0                 # n_no_rope_layer_step: layer il has no rope iff
                                        # (il + 1) % n == 0 (smollm3: 4)
     scale_keys: bool = False           # embedding_scale, residual_scale, attention.scale and
@@ -118,6 +119,8 @@ TRAITS: dict[str, Traits] = {
     "olmoe": Traits(rope="neox", qk_norm="full"),                       # softmax top-k, no renorm
     "gpt-oss": Traits(rope="neox", ffn_norm="post_attention_norm", swa_pattern=2, swa_required=True,
                       sinks=True, moe_gating="softmax_weight", expert_bias=True, expert_act="oai"),
+    "gptneox": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="neox"),
+    "glm4": Traits(rope="norm"),                     # sandwich norms, fused gate/up, partial rotary
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
@@ -165,6 +168,7 @@ class Config:
     embed_mult: float = 0.0          # inputs × f_embedding_scale (llama-graph.cpp build_inp_embd)
     residual_scale: float = 0.0      # sublayer outputs × f_residual_scale before the residual add
     logit_mult: float = 0.0          # logits × 1.0f/f_logit_scale
+    parallel: str = ""               # Traits.parallel as this file has it (gptneox: its key)
     attn_temp: tuple[float, int] | None = None   # (f_attn_temp_scale, floor): q × per-position scale
     rope_still: tuple[bool, ...] = ()    # per rotary pair: M-RoPE's 4th section, position 0 for text
 
@@ -316,6 +320,14 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             kq_scale = extra.pop("kq_scale")
         else:
             extra.pop("kq_scale", None)
+    extra.update(parallel=t.parallel)
+    if t.parallel == "neox" and not legacy:            # gptneox.cpp: hparams.use_par_res, required
+        if meta.raw("use_parallel_residual") is None:
+            raise WeightError(f"{model.path}: metadata {meta.prefix}.use_parallel_residual missing "
+                              "(llama.cpp requires it)")
+        extra.update(parallel="neox" if meta.raw("use_parallel_residual") else "")
+    if arch == "glm4" and not legacy:
+        _hp.glm4_unsupported(model, meta)
     if t.mrope and not legacy:
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
     if t.temperature and not legacy:
