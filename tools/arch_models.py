@@ -53,7 +53,9 @@ def write(name: str, encoding: str, path: str | Path) -> Path:
     w.add_file_type(gguf.LlamaFileType.ALL_F32 if encoding == "F32" else gguf.LlamaFileType.MOSTLY_Q8_0)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for key, value in spec["keys"].items():
-        if isinstance(value, float):
+        if isinstance(value, bool):
+            w.add_bool(key, value)
+        elif isinstance(value, float):
             w.add_float32(key, value)
         elif isinstance(value, str):
             w.add_string(key, value)

@@ -45,7 +45,8 @@ def _decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool 
              full_qk_norm: bool = False, post_norms: bool = False, tied: bool = False,
              moe: tuple[int, int, int] | None = None, ffn_std: float = 0.02,
              shexp_gate: bool = True, head_qk_norm: bool = False, hkv: int = HKV,
-             ffn_norm: str = "ffn_norm", gated: bool = True) -> dict[str, np.ndarray]:
+             ffn_norm: str = "ffn_norm", gated: bool = True,
+             fused_up: bool = False) -> dict[str, np.ndarray]:
     """The tensors of a llama-like decoder (numpy shapes: [n_out, n_in])."""
     t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
     for i in range(layers):
@@ -78,6 +79,9 @@ def _decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool 
                 t[p + "ffn_gate_shexp.weight"] = r.w(ff_sh, E)
                 t[p + "ffn_up_shexp.weight"] = r.w(ff_sh, E)
                 t[p + "ffn_down_shexp.weight"] = r.w(E, ff_sh)
+        elif fused_up:                                            # [gate; up] in one matrix
+            t[p + "ffn_up.weight"] = r.w(2 * FF, E, std=ffn_std)
+            t[p + "ffn_down.weight"] = r.w(E, FF)
         else:
             if gated:
                 t[p + "ffn_gate.weight"] = r.w(FF, E, std=ffn_std)
@@ -348,6 +352,23 @@ SPECS: dict[str, dict] = {
                         "expert_feed_forward_length": 32, "attention.key_length": D,
                         "attention.value_length": D}),
                     tensors=lambda r: _gptoss(r)),
+    # gptneox.cpp (Pythia, GPT-NeoX): LayerNorms, fused QKV, NeoX rotary on 6 of 24 dims, a GELU
+    # MLP on its own norm of the layer's input, summed (ffn + x) + attn (use_parallel_residual)
+    "gptneox": dict(seed=2030, keys=_common("gptneox", 2, 10000.0, dims=(PE, PH, PH, PD, PFF),
+                                            n_rot=6, layer_norm=True, use_parallel_residual=True),
+                    tensors=lambda r: _parallel(r, hkv=PH, fused=True, qkv_bias=True, out_bias=True,
+                                                gated=False, ffn_bias=True, ffn_norm=True)),
+    # the same with use_parallel_residual false: the residual sequential, as gpt2's
+    "gptneox-seq": dict(arch="gptneox", seed=2031,
+                        keys=_common("gptneox", 2, 10000.0, dims=(PE, PH, PH, PD, PFF), n_rot=6,
+                                     layer_norm=True, use_parallel_residual=False),
+                        tensors=lambda r: _parallel(r, hkv=PH, fused=True, qkv_bias=True,
+                                                    out_bias=True, gated=False, ffn_bias=True,
+                                                    ffn_norm=True)),
+    # glm4.cpp (GLM-4 0414): q/k/v biases, normal rotary on 8 of 16 dims, post-attention and
+    # post-FFN norms, [gate; up] fused in ffn_up
+    "glm4": dict(seed=2032, keys=_common("glm4", 2, 10000.0, n_rot=8),
+                 tensors=lambda r: _decoder(r, qkv_bias=True, post_norms=True, fused_up=True)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,

@@ -30,7 +30,7 @@ pytest.importorskip("gguf", reason="gguf-py writes the tiny models (pip install 
 from tools import arch_models  # noqa: E402  (needs gguf-py only when writing)
 
 RECORDS = Path(__file__).resolve().parents[2] / "fixtures" / "arch_logits"
-GELU = {"gemma", "phi2", "falcon", "starcoder"}
+GELU = {"gemma", "phi2", "falcon", "starcoder", "gptneox"}
 F32KV_TOL = {("F32", False): 1e-5, ("F32", True): 1e-3, ("Q8_0", False): 1e-5, ("Q8_0", True): 1e-2}
 DEFAULT_TOL = {"F32": 2e-3, "Q8_0": 5e-2}
 F16KV_TOL = {"F32": 5e-4, "Q8_0": 1e-2}
@@ -179,6 +179,12 @@ WRONG = {
                 "SwiGLU for swiglu_oai": _traits(expert_act="silu"),
                 "no expert biases": _layers(gate_exps_b=None, up_exps_b=None, down_exps_b=None),
                 "no sliding window": _config(n_swa=0)},
+    "gptneox": {"sequential residual": _config(parallel=""),
+                "normal rotary pairing": _traits(rope="norm")},
+    "gptneox-seq": {"parallel residual": _config(parallel="neox")},
+    "glm4": {"no post-norms": _layers(post_attn_norm=None, post_ffw_norm=None),
+             "neox rotary pairing": _traits(rope="neox"),
+             "rotary over the whole head": _config(n_rot=16)},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -232,3 +238,17 @@ def test_the_help_and_the_refusal_name_the_added_architectures():
     message = str(UnsupportedArchitecture("m.gguf", "nonesuch", "gguf"))
     for name in ARCHS:
         assert f"{arch_models.arch_of(name)} (gguf)" in message
+
+
+@pytest.mark.parametrize("key,value", [("glm4.rope.dimension_sections", [2, 2, 2, 2]),
+                                       ("glm4.nextn_predict_layers", 1)])
+def test_uncomputed_variants_are_refused_in_one_line(tmp_path, monkeypatch, key, value):
+    """GLM-4V's M-RoPE and GLM's next-token-prediction layers are not computed: a file that
+    has them is refused with a WeightError naming the key, not run as plain GLM-4."""
+    from ggscope.forward import WeightError
+    spec = dict(arch_models.SPECS["glm4"])
+    spec["keys"] = {**spec["keys"], key: value}
+    monkeypatch.setitem(arch_models.SPECS, "glm4", spec)
+    mf = ggscope.open(arch_models.write("glm4", "F32", tmp_path / "glm4.gguf"))
+    with pytest.raises(WeightError, match=key.split(".", 1)[1].replace(".", r"\.")):
+        module_for(mf).load(mf)
