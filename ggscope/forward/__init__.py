@@ -110,6 +110,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("gptneox", "decoder", ("gguf",),
                  "GPT-NeoX / Pythia: LayerNorm, partial NeoX rotary, parallel residual when the file says"),
     Architecture("glm4", "decoder", ("gguf",), "GLM-4: sandwich norms, fused gate/up, partial rotary"),
+    Architecture("exaone4", "decoder", ("gguf",),
+                 "EXAONE 4: post-norms only, q/k norms; the 32B's sliding windows, rope on those layers"),
     Architecture("command-r", "decoder", ("gguf",),
                  "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
     Architecture("cohere2", "decoder", ("gguf",),

@@ -69,6 +69,7 @@ class Traits:
     logit_scale_mul: bool = False      # logits × logit_scale when the file sets it (command-r)
     swa_required: bool = False         # attention.sliding_window must be in the file (cohere2)
     swa_rope_only: bool = False        # rope only on sliding-window layers (cohere2)
+    swa_n_layers: tuple[int, ...] = () # sliding windows only at these block counts (exaone4: 64)
     swa_plain_rope: bool = False       # sliding-window layers rope without scaling (olmo2: Olmo 3)
     mrope: str = ""                    # "mrope" (qwen2vl) / "imrope" (qwen3vl): ggml_rope_multi over
                                        # rope.dimension_sections; text has no 4th position
@@ -121,6 +122,8 @@ TRAITS: dict[str, Traits] = {
                       sinks=True, moe_gating="softmax_weight", expert_bias=True, expert_act="oai"),
     "gptneox": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="neox"),
     "glm4": Traits(rope="norm"),                     # sandwich norms, fused gate/up, partial rotary
+    "exaone4": Traits(rope="neox", prenorm=False, swa_pattern=4, swa_default=4096,
+                      swa_n_layers=(64,), swa_rope_only=True),     # post-norms, per-head q/k norms
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
@@ -284,7 +287,7 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             attn_factor = 1.0 / (1.0 + 0.1 * math.log(1.0 / freq_scale))
     # sliding window
     n_swa, swa_layers = 0, tuple(False for _ in range(n_layer))
-    if t.swa_pattern and not legacy:
+    if t.swa_pattern and not legacy and (not t.swa_n_layers or n_layer in t.swa_n_layers):
         if t.swa_required and meta.raw("attention.sliding_window") is None:
             raise WeightError(f"{model.path}: metadata {meta.prefix}.attention.sliding_window "
                               "missing (llama.cpp requires it)")
