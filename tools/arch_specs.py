@@ -369,6 +369,14 @@ SPECS: dict[str, dict] = {
     # post-FFN norms, [gate; up] fused in ffn_up
     "glm4": dict(seed=2032, keys=_common("glm4", 2, 10000.0, n_rot=8),
                  tensors=lambda r: _decoder(r, qkv_bias=True, post_norms=True, fused_up=True)),
+    # exaone4.cpp (EXAONE 4 1.2B layout): no pre-norms, per-head q/k RMSNorm, post-norms
+    "exaone4": dict(seed=2033, keys=_common("exaone4", 2, 1000000.0),
+                    tensors=lambda r: _decoder(r, prenorm=False, head_qk_norm=True, post_norms=True)),
+    # exaone4.cpp (the 32B's 64 layers): a window of 4 on layers 0-2 of each 4, which alone rope
+    "exaone4-64": dict(arch="exaone4", seed=2034, keys=_common("exaone4", 64, 1000000.0, **{
+                           "attention.sliding_window": 4}),
+                       tensors=lambda r: _decoder(r, layers=64, prenorm=False, head_qk_norm=True,
+                                                  post_norms=True)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,
