@@ -112,6 +112,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("glm4", "decoder", ("gguf",), "GLM-4: sandwich norms, fused gate/up, partial rotary"),
     Architecture("exaone4", "decoder", ("gguf",),
                  "EXAONE 4: post-norms only, q/k norms; the 32B's sliding windows, rope on those layers"),
+    Architecture("minicpm", "decoder", ("gguf",), "MiniCPM: granite's multipliers, with defaults of its own"),
     Architecture("command-r", "decoder", ("gguf",),
                  "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
     Architecture("cohere2", "decoder", ("gguf",),

@@ -101,20 +101,26 @@ def temperature(model, meta, extra: dict, yarn, freq_scale: float,
     return attn_factor
 
 
-def scales(model, meta, extra: dict, n_layer: int) -> None:
+def scales(model, meta, extra: dict, n_layer: int, n_embd: int) -> None:
     """granite.cpp's multipliers: ``logit_scale`` required (llama.cpp refuses a file
     without it), the others optional and 0 (off) when absent; ``rope.scaling.finetuned``
-    false turns rope off in every layer (granite's rope_pattern)."""
-    if meta.raw("logit_scale") is None:
+    false turns rope off in every layer (granite's rope_pattern).  minicpm.cpp runs the
+    same graph with defaults of its own for files without the keys -- embedding 12,
+    residual 1.4f/sqrtf(n_layer), logit 256.0f/n_embd -- and reads no attention.scale."""
+    f32 = np.float32
+    minicpm = model.metadata.get("general.architecture") == "minicpm"
+    if meta.raw("logit_scale") is None and not minicpm:
         raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale missing (llama.cpp "
                           "requires it)")
-    logit = meta.float("logit_scale", 1.0)
+    defaults = (12.0, float(f32(1.4) / np.sqrt(f32(n_layer))) if n_layer else 0.0,
+                float(f32(256.0) / f32(n_embd)) if n_embd else 1.0) if minicpm else (0.0, 0.0, 1.0)
+    logit = meta.float("logit_scale", defaults[2])
     if logit == 0.0:
         raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale must not be 0")
-    extra.update(logit_mult=float(np.float32(1) / np.float32(logit)),
-                 embed_mult=meta.float("embedding_scale", 0.0),
-                 residual_scale=meta.float("residual_scale", 0.0),
-                 kq_scale=meta.float("attention.scale", 0.0))
+    extra.update(logit_mult=float(f32(1) / f32(logit)),
+                 embed_mult=meta.float("embedding_scale", defaults[0]),
+                 residual_scale=meta.float("residual_scale", defaults[1]),
+                 kq_scale=0.0 if minicpm else meta.float("attention.scale", 0.0))
     finetuned = meta.raw("rope.scaling.finetuned")      # granite.cpp only, not granite-moe.cpp
     if model.metadata.get("general.architecture") == "granite" and finetuned is not None and not finetuned:
         extra.update(no_rope=(True,) * n_layer)

@@ -124,6 +124,7 @@ TRAITS: dict[str, Traits] = {
     "glm4": Traits(rope="norm"),                     # sandwich norms, fused gate/up, partial rotary
     "exaone4": Traits(rope="neox", prenorm=False, swa_pattern=4, swa_default=4096,
                       swa_n_layers=(64,), swa_rope_only=True),     # post-norms, per-head q/k norms
+    "minicpm": Traits(rope="norm", moe_norm=True, scale_keys=True),    # granite.cpp's graph
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
@@ -318,7 +319,7 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
                               "requires it)")
         extra.update(logit_mult=meta.float("logit_scale", 0.0))
     if t.scale_keys:
-        _hp.scales(model, meta, extra, n_layer)
+        _hp.scales(model, meta, extra, n_layer, n_embd)
         if extra.get("kq_scale"):
             kq_scale = extra.pop("kq_scale")
         else:
