@@ -377,6 +377,14 @@ SPECS: dict[str, dict] = {
                            "attention.sliding_window": 4}),
                        tensors=lambda r: _decoder(r, layers=64, prenorm=False, head_qk_norm=True,
                                                   post_norms=True)),
+    # minicpm.cpp (granite.cpp's graph) in an older file without the keys: llama.cpp's defaults,
+    # embedding × 12, residual × 1.4/sqrt(n_layer), logits × n_embd/256
+    "minicpm": dict(seed=2035, keys=_common("minicpm", 2, 10000.0),
+                    tensors=lambda r: _decoder(r)),
+    # minicpm with the multipliers in the file (newer exports)
+    "minicpm-keys": dict(arch="minicpm", seed=2036, keys=_common("minicpm", 2, 10000.0, **{
+                             "embedding_scale": 8.0, "residual_scale": 0.5, "logit_scale": 0.5}),
+                         tensors=lambda r: _decoder(r)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,
