@@ -113,6 +113,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("exaone4", "decoder", ("gguf",),
                  "EXAONE 4: post-norms only, q/k norms; the 32B's sliding windows, rope on those layers"),
     Architecture("minicpm", "decoder", ("gguf",), "MiniCPM: granite's multipliers, with defaults of its own"),
+    Architecture("hunyuan-dense", "decoder", ("gguf",), "Hunyuan dense: q/k norms after NeoX rotary"),
+    Architecture("ernie4_5", "decoder", ("gguf",), "ERNIE 4.5 (dense): llama's graph"),
     Architecture("command-r", "decoder", ("gguf",),
                  "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
     Architecture("cohere2", "decoder", ("gguf",),

@@ -122,13 +122,17 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
     if full and L.q_norm is not None:
         q, k = rms_norm(q, L.q_norm, c.eps), rms_norm(k, L.k_norm, c.eps)
     q, k, v = q.reshape(T, H, Dk), k.reshape(T, Hkv, Dk), v.reshape(T, Hkv, Dv)
-    # per head: RMSNorm, or (stablelm, a weight row per head) LayerNorm without bias
-    if L.q_norm is not None and not full:
+    # per head: RMSNorm, or (stablelm, a weight row per head) LayerNorm without bias; before
+    # rope, or after it (hunyuan-dense: "late")
+    late = c.traits.qk_norm == "late"
+    if L.q_norm is not None and not full and not late:
         q = _norm(c, q, L.q_norm, None)
-    if L.k_norm is not None and not full:
+    if L.k_norm is not None and not full and not late:
         k = _norm(c, k, L.k_norm, None)
     if not nope:
         q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
+    if late and L.q_norm is not None:
+        q, k = rms_norm(q, L.q_norm, c.eps), rms_norm(k, L.k_norm, c.eps)
     if c.attn_temp is not None:                   # mistral3.cpp: llama 4's attention temperature
         q = q * _temperature(pos, *c.attn_temp)[:, None, None]
     if c.traits.q_scale:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["glm4_unsupported", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["mrope_unsupported", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads_eps(arch: str, norm: str) -> bool:
@@ -126,15 +126,16 @@ def scales(model, meta, extra: dict, n_layer: int, n_embd: int) -> None:
         extra.update(no_rope=(True,) * n_layer)
 
 
-def glm4_unsupported(model, meta) -> None:
-    """glm4.cpp variants the reference pass does not compute, refused in one line rather
-    than run as plain GLM-4: M-RoPE (rope.dimension_sections with its first two positive:
-    GLM-4V) and next-token-prediction layers (nextn_predict_layers)."""
+def mrope_unsupported(model, meta) -> None:
+    """glm4.cpp / hunyuan-vl.cpp variants the reference pass does not compute, refused in
+    one line rather than run as the plain text model: M-RoPE (rope.dimension_sections with
+    its first two positive: llama_hparams::use_mrope -- GLM-4V, HunyuanVL) and
+    next-token-prediction layers (nextn_predict_layers)."""
     raw = meta.raw("rope.dimension_sections")
     sec = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw, raw] if raw is not None else []
     if len(sec) >= 2 and int(sec[0] or 0) > 0 and int(sec[1] or 0) > 0:
-        raise WeightError(f"{model.path}: glm4 with M-RoPE (rope.dimension_sections) is not "
-                          "implemented by the reference forward pass")
+        raise WeightError(f"{model.path}: {meta.prefix} with M-RoPE (rope.dimension_sections) is "
+                          "not implemented by the reference forward pass")
     if meta.int("nextn_predict_layers", 0, minimum=0):
-        raise WeightError(f"{model.path}: glm4 with next-token-prediction layers "
+        raise WeightError(f"{model.path}: {meta.prefix} with next-token-prediction layers "
                           "(nextn_predict_layers) is not implemented by the reference forward pass")

@@ -54,7 +54,8 @@ class Traits:
     prenorm: bool = True               # attn_norm / ffn_norm before each sublayer (olmo2: none,
                                        # its post-norms only)
     qk_norm: str = "head"              # attn_q/k_norm: "head" [head_k] per head, "full" over the
-                                       # whole projection (olmo2), "per_head" [n_head, head_k] (stablelm)
+                                       # whole projection (olmo2), "per_head" [n_head, head_k] (stablelm),
+                                       # "late": per head after rope (hunyuan-dense)
     parallel: str = ""                 # "sum": FFN reads the attention's input, x + (attn + ffn)
                                        # (phi2, falcon); "residual": so, as (ffn + x) + attn
                                        # (command-r); "optional": so when a layer has no ffn_norm
@@ -125,6 +126,8 @@ TRAITS: dict[str, Traits] = {
     "exaone4": Traits(rope="neox", prenorm=False, swa_pattern=4, swa_default=4096,
                       swa_n_layers=(64,), swa_rope_only=True),     # post-norms, per-head q/k norms
     "minicpm": Traits(rope="norm", moe_norm=True, scale_keys=True),    # granite.cpp's graph
+    "hunyuan-dense": Traits(rope="neox", qk_norm="late"),
+    "ernie4_5": Traits(rope="norm"),
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
@@ -330,8 +333,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             raise WeightError(f"{model.path}: metadata {meta.prefix}.use_parallel_residual missing "
                               "(llama.cpp requires it)")
         extra.update(parallel="neox" if meta.raw("use_parallel_residual") else "")
-    if arch == "glm4" and not legacy:
-        _hp.glm4_unsupported(model, meta)
+    if arch in ("glm4", "hunyuan-dense") and not legacy:
+        _hp.mrope_unsupported(model, meta)
     if t.mrope and not legacy:
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
     if t.temperature and not legacy:
