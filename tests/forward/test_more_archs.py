@@ -192,6 +192,9 @@ WRONG = {
     "minicpm": {"no default multipliers": _config(embed_mult=0.0, residual_scale=0.0, logit_mult=0.0),
                 "no default residual scale": _config(residual_scale=0.0)},
     "minicpm-keys": {"the defaults for the file's keys": _config(embed_mult=12.0, logit_mult=0.25)},
+    "hunyuan-dense": {"q/k norms before rope": _traits(qk_norm="head"),
+                      "normal rotary pairing": _traits(rope="norm")},
+    "ernie4_5": {"neox rotary pairing": _traits(rope="neox")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -248,14 +251,17 @@ def test_the_help_and_the_refusal_name_the_added_architectures():
 
 
 @pytest.mark.parametrize("key,value", [("glm4.rope.dimension_sections", [2, 2, 2, 2]),
-                                       ("glm4.nextn_predict_layers", 1)])
+                                       ("glm4.nextn_predict_layers", 1),
+                                       ("hunyuan-dense.rope.dimension_sections", [2, 2, 2, 2])])
 def test_uncomputed_variants_are_refused_in_one_line(tmp_path, monkeypatch, key, value):
-    """GLM-4V's M-RoPE and GLM's next-token-prediction layers are not computed: a file that
-    has them is refused with a WeightError naming the key, not run as plain GLM-4."""
+    """GLM-4V's and HunyuanVL's M-RoPE and GLM's next-token-prediction layers are not
+    computed: a file that has them is refused with a WeightError naming the key, not run as
+    the plain text model."""
     from ggscope.forward import WeightError
-    spec = dict(arch_models.SPECS["glm4"])
+    arch = key.split(".", 1)[0]
+    spec = dict(arch_models.SPECS[arch])
     spec["keys"] = {**spec["keys"], key: value}
-    monkeypatch.setitem(arch_models.SPECS, "glm4", spec)
-    mf = ggscope.open(arch_models.write("glm4", "F32", tmp_path / "glm4.gguf"))
+    monkeypatch.setitem(arch_models.SPECS, arch, spec)
+    mf = ggscope.open(arch_models.write(arch, "F32", tmp_path / f"{arch}.gguf"))
     with pytest.raises(WeightError, match=key.split(".", 1)[1].replace(".", r"\.")):
         module_for(mf).load(mf)
