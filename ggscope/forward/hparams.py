@@ -18,21 +18,24 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["mrope_unsupported", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+
+
+def reads(arch: str, kv: str) -> bool:
+    """Whether llama.cpp's loader for ``arch`` reads the key ``kv`` (an LLM_KV_ name without
+    the prefix) in its load_arch_hparams (``ggscope.facts.llama_arch``, generated from
+    them).  An architecture the table does not know is taken to read it."""
+    from ggscope.facts.llama_arch import ARCHS  # lazy: the generated table loads only for GGUF decoders
+    spec = ARCHS.get(arch)
+    return spec is None or any(h.kv == kv for h in spec.hparams)
 
 
 def reads_eps(arch: str, norm: str) -> bool:
-    """Whether llama.cpp's loader for ``arch`` reads its norms' epsilon from the file
-    (``ggscope.facts.llama_arch``, generated from its load_arch_hparams).  One that does
-    not runs with llama_hparams' zero-initialised 0.0 -- qwen2vl at the pinned version,
-    whose loader lost the fall-through to qwen2's that read it -- and so does this pass.
-    An architecture the table does not know is taken to read it."""
-    from ggscope.facts.llama_arch import ARCHS  # lazy: the generated table loads only for GGUF decoders
-    spec = ARCHS.get(arch)
-    if spec is None:
-        return True
-    key = "ATTENTION_LAYERNORM_EPS" if norm == "layer" else "ATTENTION_LAYERNORM_RMS_EPS"
-    return any(h.kv == key for h in spec.hparams)
+    """Whether llama.cpp reads the norms' epsilon of ``arch`` from the file.  One that
+    does not runs with llama_hparams' zero-initialised 0.0 -- qwen2vl at the pinned
+    version, whose loader lost the fall-through to qwen2's that read it -- and so does
+    this pass."""
+    return reads(arch, "ATTENTION_LAYERNORM_EPS" if norm == "layer" else "ATTENTION_LAYERNORM_RMS_EPS")
 
 
 def swa_layers(meta, pattern: int, n_layer: int) -> tuple[bool, ...]:

@@ -274,9 +274,11 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     if kind == "yarn" and freq_scale != 1.0:
         n_ctx_orig = meta.int("rope.scaling.original_context_length",
                               meta.int("context_length", 2048))
-        yarn = (meta.float("rope.scaling.yarn_ext_factor", 1.0),
-                meta.float("rope.scaling.yarn_beta_fast", 32.0),
-                meta.float("rope.scaling.yarn_beta_slow", 1.0), float(n_ctx_orig))
+        # ext_factor: llama.cpp's context parameter, 1 for YaRN (no key is read); the betas:
+        # llama_hparams' 32 and 1 unless the architecture's loader reads the keys (mistral3)
+        betas = _hp.reads(arch, "ROPE_SCALING_YARN_BETA_FAST")
+        yarn = (1.0, meta.float("rope.scaling.yarn_beta_fast", 32.0) if betas else 32.0,
+                meta.float("rope.scaling.yarn_beta_slow", 1.0) if betas else 1.0, float(n_ctx_orig))
     # attention scale
     kq_scale = float(np.float32(1) / np.sqrt(np.float32(head_k)))    # 1.0f/sqrtf(float(n_embd_head))
     if t.wide_scale_layers and n_layer in t.wide_scale_layers:
