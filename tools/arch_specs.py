@@ -232,5 +232,15 @@ SPECS: dict[str, dict] = {
                       "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 32}),
                   tensors=lambda r: _decoder(r, layers=4, prenorm=False, full_qk_norm=True,
                                              post_norms=True)),
+    # olmo3 with YaRN keys llama.cpp's olmo2 loader does not read (betas, ext_factor): it runs
+    # with ext_factor 1 and llama_hparams' betas 32 and 1
+    "olmo3-betas": dict(arch="olmo2", seed=2039,
+                        keys=_common("olmo2", 4, 500000.0, 1e-6, **{
+                            "attention.sliding_window": 4, "rope.scaling.type": "yarn",
+                            "rope.scaling.factor": 4.0, "rope.scaling.original_context_length": 32,
+                            "rope.scaling.yarn_beta_fast": 4.0, "rope.scaling.yarn_beta_slow": 2.0,
+                            "rope.scaling.yarn_ext_factor": 0.5}),
+                        tensors=lambda r: _decoder(r, layers=4, prenorm=False, full_qk_norm=True,
+                                                   post_norms=True)),
 }
 

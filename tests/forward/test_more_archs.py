@@ -195,6 +195,7 @@ WRONG = {
     "hunyuan-dense": {"q/k norms before rope": _traits(qk_norm="head"),
                       "normal rotary pairing": _traits(rope="norm")},
     "ernie4_5": {"neox rotary pairing": _traits(rope="neox")},
+    "olmo3-betas": {"the file's YaRN betas and ext_factor": _config(yarn=(0.5, 4.0, 2.0, 32.0))},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
