@@ -115,6 +115,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("minicpm", "decoder", ("gguf",), "MiniCPM: granite's multipliers, with defaults of its own"),
     Architecture("hunyuan-dense", "decoder", ("gguf",), "Hunyuan dense: q/k norms after NeoX rotary"),
     Architecture("ernie4_5", "decoder", ("gguf",), "ERNIE 4.5 (dense): llama's graph"),
+    Architecture("phimoe", "decoder", ("gguf",), "Phi-3.5-MoE: phi3's graph with biased norms and experts"),
+    Architecture("nemotron", "decoder", ("gguf",), "Nemotron: LayerNorm, partial NeoX rotary, relu² FFN"),
     Architecture("command-r", "decoder", ("gguf",),
                  "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
     Architecture("cohere2", "decoder", ("gguf",),

@@ -216,9 +216,12 @@ def _rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
 
 
 def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """llama-graph.cpp build_norm: LayerNorm or RMSNorm, times the weight, plus the bias
+    where the file has one -- for RMSNorm too (phimoe's norms carry biases)."""
     if c.traits.norm == "layer":
         return layer_norm(x, w, b if b is not None else np.float32(0), c.eps)
-    return rms_norm(x, w, c.eps)
+    y = rms_norm(x, w, c.eps)
+    return y if b is None else (y + b).astype(np.float32)
 
 
 def _act(c: Config, x: np.ndarray) -> np.ndarray:

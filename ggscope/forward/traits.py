@@ -88,7 +88,7 @@ TRAITS: dict[str, Traits] = {
     "qwen2": Traits(rope="neox"),
     "qwen3": Traits(rope="neox"),
     "qwen3moe": Traits(rope="neox", moe_norm=True),
-    "phi3": Traits(rope="neox", short_factors=True),
+    "phi3": Traits(rope="neox", short_factors=True, q_scale=True),      # phi3.cpp scales q
     "starcoder2": Traits(norm="layer", rope="neox", act="gelu", gated=False),
     "gpt2": Traits(norm="layer", rope=None, act="gelu", gated=False),
     "gemma2": Traits(rope="neox", act="gelu", embed_scale=True, swa_pattern=2, swa_default=4096,
@@ -128,6 +128,8 @@ TRAITS: dict[str, Traits] = {
     "minicpm": Traits(rope="norm", moe_norm=True, scale_keys=True),    # granite.cpp's graph
     "hunyuan-dense": Traits(rope="neox", qk_norm="late"),
     "ernie4_5": Traits(rope="norm"),
+    "phimoe": Traits(rope="neox", short_factors=True, q_scale=True, moe_norm=True),  # phi3's graph
+    "nemotron": Traits(norm="layer", rope="neox", act="relu2", gated=False),
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
