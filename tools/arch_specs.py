@@ -16,7 +16,8 @@ drawn in the tensors' order.
 from __future__ import annotations
 
 from tools.arch_tensors import (D, E, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
-                                decoder as _decoder, gptoss as _gptoss, parallel as _parallel)
+                                decoder as _decoder, gptoss as _gptoss, parallel as _parallel,
+                                phimoe as _phimoe)
 
 __all__ = ["SPECS", "Init", "N_CTX"]
 
@@ -224,6 +225,17 @@ SPECS: dict[str, dict] = {
     # ernie4-5.cpp (ERNIE 4.5 dense): llama's graph
     "ernie4_5": dict(seed=2038, keys=_common("ernie4_5", 2, 500000.0),
                      tensors=lambda r: _decoder(r, tied=True)),
+    # phimoe.cpp (Phi-3.5-MoE, phi3.cpp's graph): RMSNorms with biases, q × 1/sqrt(head) after
+    # rope, softmax top-2 of 4 experts renormalised, output with bias
+    "phimoe": dict(seed=2040, keys=_common("phimoe", 2, 10000.0, dims=(E, H, HKV, D, 32), **{
+                       "expert_count": 4, "expert_used_count": 2}),
+                   tensors=lambda r: _phimoe(r)),
+    # nemotron.cpp: LayerNorms with bias, NeoX rotary on 12 of 24 dims, ungated relu² FFN
+    "nemotron": dict(seed=2041, keys=_common("nemotron", 2, 10000.0, dims=(PE, PH, 2, PD, PFF),
+                                             n_rot=12, layer_norm=True),
+                     tensors=lambda r: _parallel(r, hkv=2, fused=False, qkv_bias=False,
+                                                 out_bias=False, gated=False, ffn_bias=False,
+                                                 ffn_norm=True)),
     # olmo2.cpp with a sliding window (Olmo 3): layers 0-2 of each 4 slide, with plain rope;
     # the global layer 3 ropes with YaRN (factor 4 over an original context of 32)
     "olmo3": dict(arch="olmo2", seed=2016,

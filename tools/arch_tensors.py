@@ -18,7 +18,7 @@ import numpy as np
 from tools.arch_vocab import N_VOCAB
 
 __all__ = ["Init", "N_CTX", "E", "H", "HKV", "D", "FF", "PE", "PH", "PD", "PFF",
-           "decoder", "parallel", "gptoss", "common"]
+           "decoder", "parallel", "gptoss", "phimoe", "common"]
 
 N_CTX = 128
 
@@ -171,6 +171,26 @@ def gptoss(r: Init, *, n_exp: int = 4, ff: int = 32) -> dict[str, np.ndarray]:
         t[p + "ffn_down_exps.bias"] = r.w(n_exp, E)
     t["output_norm.weight"] = r.norm(E)
     t["output.weight"] = r.w(N_VOCAB, E)
+    return t
+
+
+def phimoe(r: Init, *, n_exp: int = 4, ff: int = 32) -> dict[str, np.ndarray]:
+    """phimoe tensors: RMSNorms with biases, biased attention output, experts, output bias."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
+    for i in range(2):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"], t[p + "attn_norm.bias"] = r.norm(E), r.b(E)
+        for name, rows in (("attn_q", H * D), ("attn_k", HKV * D), ("attn_v", HKV * D)):
+            t[p + name + ".weight"] = r.w(rows, E, std=0.02 if name == "attn_v" else 0.1)
+            t[p + name + ".bias"] = r.b(rows)
+        t[p + "attn_output.weight"], t[p + "attn_output.bias"] = r.w(E, H * D), r.b(E)
+        t[p + "ffn_norm.weight"], t[p + "ffn_norm.bias"] = r.norm(E), r.b(E)
+        t[p + "ffn_gate_inp.weight"] = r.w(n_exp, E, std=0.3)
+        t[p + "ffn_gate_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
+        t[p + "ffn_up_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
+        t[p + "ffn_down_exps.weight"] = r.w(n_exp, E, ff)
+    t["output_norm.weight"], t["output_norm.bias"] = r.norm(E), r.b(E)
+    t["output.weight"], t["output.bias"] = r.w(N_VOCAB, E), r.b(N_VOCAB)
     return t
 
 
