@@ -16,9 +16,13 @@ as llama.cpp's loader does with ``TENSOR_NOT_REQUIRED``.  Per layer::
     h  = norm(x);  f = ffn(h)                # dense (gated or not) or routed experts
     x += post_ffw_norm(f)
 
-then ``logits = output(norm(x))``, soft-capped where the architecture says so.  This
-module maps the tensors to weights and runs the blocks; what a block computes is in
-``blocks.py``.
+with the architecture's variations: no pre-norms (olmo2, exaone4), a parallel residual
+(the FFN reads the attention's input or its own norm of x, and the three are summed in
+the order its graph adds them: phi2, falcon, stablelm 2 12B, command-r, gptneox), and
+multipliers on the embedding, each sublayer's output and the logits (granite, minicpm).
+Then ``logits = output(norm(x))``, scaled or soft-capped where the architecture says so.
+This module maps the tensors to weights and runs the blocks; what a block computes is in
+``blocks.py``, ``attention.py`` and ``experts.py``.
 
 Numerics follow llama.cpp's CPU backend: activations are rounded as ggml-cpu rounds
 them for each weight's type (``matmul.py``) and, where the compiled kernels are built

@@ -7,7 +7,11 @@ how experts are routed -- plus hyperparameters it reads from the file with defau
 its own (src/llama-model.cpp ``load_hparams``).  ``TRAITS`` is the first, one row per
 GGUF ``general.architecture``; ``read_config`` is the second, giving a ``Config`` that
 ``decoder.py`` -- the one engine -- runs.  Adding an architecture of this family is a
-row here, not a module.
+row here, not a module; the keys only some architectures read are read in
+``hparams.py``, and which keys a loader reads at all comes from ``facts.llama_arch``
+(generated from the pinned llama.cpp: qwen2vl's norms run with epsilon 0 because its
+loader reads none).  Each row is held to llama.cpp's logits on a tiny model of it
+(tests/forward/test_llama_cpp_arch.py, test_more_archs.py).
 
 Contract: ``read_config(model, mapper, arch, legacy, name) -> Config`` raises
 ``WeightError`` (one line) for a missing or impossible hyperparameter; ``name`` maps a
