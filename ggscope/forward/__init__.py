@@ -1,8 +1,8 @@
 """Reference forward passes: which architectures ggscope can run, and how weights load.
 
 Why: ``ggscope run`` sanity-checks what a file *computes*, not only how it is laid
-out.  Every transformer decoder (llama, qwen2/3, gemma2/3, phi3, starcoder2, deepseek2,
-gpt2 ...) runs through one engine, ``decoder.py``, whose per-architecture differences
+out.  Every transformer decoder (llama, qwen2/3, gemma/2/3, phi3, starcoder2, deepseek2,
+gpt2, granite, olmo2, qwen2moe, ...) runs through one engine, ``decoder.py``, whose per-architecture differences
 are a table of traits; so do the RWKV versions (``rwkv.py``, each ``rwkvN.py`` holding
 its version's attention), and Mamba has ``mamba.py``.  Every module has the same two
 functions::
@@ -76,6 +76,51 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("deepseek2", "decoder", ("gguf",),
                  "DeepSeek-V2/V3: latent attention, sigmoid/softmax routing, shared experts"),
     Architecture("gpt2", "decoder", ("gguf", "ggml"), "GPT-2 (GGUF; ggml gpt-2 example files)"),
+    Architecture("gemma", "decoder", ("gguf",), "Gemma 1: scaled embeddings, pre-scaled q, GELU, tied output"),
+    Architecture("granite", "decoder", ("gguf",),
+                 "Granite 3: embedding, residual, attention and logit multipliers"),
+    Architecture("granitemoe", "decoder", ("gguf",),
+                 "Granite 3 MoE: granite's multipliers, softmax top-k experts, shared expert"),
+    Architecture("olmo2", "decoder", ("gguf",), "OLMo 2: post-norms only, full-width q/k RMSNorm"),
+    Architecture("qwen2moe", "decoder", ("gguf",),
+                 "Qwen2-MoE / Qwen1.5-MoE: softmax top-k experts, sigmoid-gated shared expert"),
+    Architecture("mistral3", "decoder", ("gguf",),
+                 "Mistral 3 / Ministral 3 (text): llama with attention temperature, YaRN"),
+    Architecture("smollm3", "decoder", ("gguf",), "SmolLM3: llama with every 4th layer without rope"),
+    Architecture("exaone", "decoder", ("gguf",), "EXAONE 3: llama with NeoX rotary"),
+    Architecture("phi2", "decoder", ("gguf",),
+                 "Phi-2: LayerNorm, parallel attention and GELU MLP, partial NeoX rotary"),
+    Architecture("stablelm", "decoder", ("gguf",),
+                 "StableLM 2: LayerNorm, partial rotary; parallel residual and per-head q/k norms (12B)"),
+    Architecture("falcon", "decoder", ("gguf",),
+                 "Falcon: multi-query attention beside a GELU MLP (parallel residual), LayerNorm"),
+    Architecture("qwen2vl", "decoder", ("gguf",), "Qwen2-VL / Qwen2.5-VL text decoder: qwen2 with M-RoPE"),
+    Architecture("qwen3vl", "decoder", ("gguf",), "Qwen3-VL text decoder: qwen3 with interleaved M-RoPE"),
+    Architecture("qwen3vlmoe", "decoder", ("gguf",),
+                 "Qwen3-VL-MoE text decoder: qwen3moe with interleaved M-RoPE"),
+    Architecture("starcoder", "decoder", ("gguf",), "StarCoder: gpt2's graph with multi-query attention"),
+    Architecture("internlm2", "decoder", ("gguf",), "InternLM2: llama's graph"),
+    Architecture("xverse", "decoder", ("gguf",), "XVERSE: llama's graph"),
+    Architecture("orion", "decoder", ("gguf",), "Orion: llama with LayerNorms and NeoX rotary"),
+    Architecture("seed_oss", "decoder", ("gguf",), "Seed-OSS: q/k/v biases, NeoX rotary"),
+    Architecture("arcee", "decoder", ("gguf",), "Arcee AFM: llama with an ungated relu² FFN"),
+    Architecture("olmoe", "decoder", ("gguf",), "OLMoE: full-width q/k norms, softmax top-k experts"),
+    Architecture("gpt-oss", "decoder", ("gguf",),
+                 "gpt-oss: attention sinks, alternating sliding window, biased softmax-weighted experts"),
+    Architecture("gptneox", "decoder", ("gguf",),
+                 "GPT-NeoX / Pythia: LayerNorm, partial NeoX rotary, parallel residual when the file says"),
+    Architecture("glm4", "decoder", ("gguf",), "GLM-4: sandwich norms, fused gate/up, partial rotary"),
+    Architecture("exaone4", "decoder", ("gguf",),
+                 "EXAONE 4: post-norms only, q/k norms; the 32B's sliding windows, rope on those layers"),
+    Architecture("minicpm", "decoder", ("gguf",), "MiniCPM: granite's multipliers, with defaults of its own"),
+    Architecture("hunyuan-dense", "decoder", ("gguf",), "Hunyuan dense: q/k norms after NeoX rotary"),
+    Architecture("ernie4_5", "decoder", ("gguf",), "ERNIE 4.5 (dense): llama's graph"),
+    Architecture("phimoe", "decoder", ("gguf",), "Phi-3.5-MoE: phi3's graph with biased norms and experts"),
+    Architecture("nemotron", "decoder", ("gguf",), "Nemotron: LayerNorm, partial NeoX rotary, relu² FFN"),
+    Architecture("command-r", "decoder", ("gguf",),
+                 "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
+    Architecture("cohere2", "decoder", ("gguf",),
+                 "Command R7B / Command A: command-r with sliding windows, rope on those layers only"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -3,7 +3,8 @@
 Why a module of its own: ``decoder.py`` maps a file's tensors to weights and runs the
 blocks in order; what happens inside a block -- RMS/LayerNorm, rotary embeddings with
 linear and YaRN scaling, grouped-query or latent (MLA) attention with soft-capping and
-sliding windows, dense or expert-routed FFNs -- is here, as pure functions of a
+sliding windows, dense FFNs -- is here (attention in ``attention.py``, routed experts in
+``experts.py``), as pure functions of a
 ``traits.Config``, one block's ``Layer`` and the activations, following ggml-cpu's
 numerics (see ``decoder.py``).  ``w`` in the attention functions is the decoder's
 ``Weights``: only its ``rope_freqs`` is read.
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ggscope.forward import ggml_ops
-from ggscope.forward.matmul import linear as _lin, round_activations
-from ggscope.forward.ops import layer_norm, sigmoid, silu
+from ggscope.forward.matmul import linear as _lin
+from ggscope.forward.ops import layer_norm, relu_squared, silu
 from ggscope.forward.traits import Config
 
 __all__ = ["Layer", "rms_norm", "gelu", "rope"]
@@ -28,6 +29,7 @@ class Layer:
     """One block's float32 weights in numpy order; None where the file has none."""
     attn_norm: np.ndarray
     attn_norm_b: np.ndarray | None = None
+    attn_norm_2: np.ndarray | None = None; attn_norm_2_b: np.ndarray | None = None   # falcon-40b
     wq: np.ndarray | None = None; bq: np.ndarray | None = None
     wk: np.ndarray | None = None; bk: np.ndarray | None = None
     wv: np.ndarray | None = None; bv: np.ndarray | None = None
@@ -56,6 +58,11 @@ class Layer:
     gate_shexp: np.ndarray | None = None
     up_shexp: np.ndarray | None = None
     down_shexp: np.ndarray | None = None
+    shexp_gate: np.ndarray | None = None                               # ffn_gate_inp_shexp [C] (qwen2moe)
+    router_b: np.ndarray | None = None                                 # gpt-oss: router and expert biases
+    gate_exps_b: np.ndarray | None = None; up_exps_b: np.ndarray | None = None   # [E, F]
+    down_exps_b: np.ndarray | None = None                              # [E, C]
+    attn_sinks: np.ndarray | None = None                               # gpt-oss: a sink logit per head
 
 
 def rms_norm(x: np.ndarray, weight: np.ndarray, eps: float) -> np.ndarray:
@@ -134,7 +141,7 @@ def _f32(v) -> np.ndarray:
 def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
          freq_scale: float = 1.0, freq_factors: np.ndarray | None = None,
          yarn: tuple[float, float, float, float] | None = None,
-         attn_factor: float = 1.0, libm: bool = True) -> np.ndarray:
+         attn_factor: float = 1.0, libm: bool = True, still: tuple[bool, ...] = ()) -> np.ndarray:
     """Rotary position embedding of the first ``n_rot`` dims of each head (ggml_rope_ext).
 
     x: [T, H, D]; pos: [T].  "norm" rotates pairs (2i, 2i+1), "neox" pairs (i, i + n_rot/2);
@@ -153,11 +160,12 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     if yarn is not None and yarn[0] != 0.0:
         ext = yarn[0]
         corr = _yarn_corr_dims(n_rot, yarn[3], base, yarn[1], yarn[2])
-    got = None
-    if libm:
-        got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
-    if got is None:                                  # no compiled extension: numpy's libm, not ggml's
-        got = _rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    got = _rope_angles(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor, libm)
+    if any(still):                                   # M-RoPE's 4th section: position 0 for text
+        at0 = _rope_angles(np.zeros_like(pos), n_rot, base, freq_scale, freq_factors, ext, corr,
+                           attn_factor, libm)
+        mask = np.array(still)
+        got = tuple(np.where(mask, a0, a) for a, a0 in zip(got, at0))
     cos, sin = got[0][:, None, :], got[1][:, None, :]                     # [T, 1, n_rot/2]
     out = x.astype(np.float32, copy=True)
     if neox:
@@ -172,6 +180,15 @@ def rope(x: np.ndarray, pos: np.ndarray, n_rot: int, base: float, neox: bool,
     out[..., lo] = _f32(a64 * cos - (b * sin))
     out[..., hi] = _f32(a64 * sin + (b * cos))
     return out
+
+
+def _rope_angles(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor, libm):
+    got = None
+    if libm:
+        got = ggml_ops.rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    if got is None:                                  # no compiled extension: numpy's libm, not ggml's
+        got = _rope_cos_sin(pos, n_rot, base, freq_scale, freq_factors, ext, corr, attn_factor)
+    return got
 
 
 def _rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
@@ -199,142 +216,21 @@ def _rope_cos_sin(pos: np.ndarray, n_rot: int, base: float, freq_scale: float,
 
 
 def _norm(c: Config, x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """llama-graph.cpp build_norm: LayerNorm or RMSNorm, times the weight, plus the bias
+    where the file has one -- for RMSNorm too (phimoe's norms carry biases)."""
     if c.traits.norm == "layer":
         return layer_norm(x, w, b if b is not None else np.float32(0), c.eps)
-    return rms_norm(x, w, c.eps)
+    y = rms_norm(x, w, c.eps)
+    return y if b is None else (y + b).astype(np.float32)
 
 
 def _act(c: Config, x: np.ndarray) -> np.ndarray:
     """The FFN activation; GELU through ggml's fp16 table, or computed (``c.exact``)."""
     if c.traits.act == "gelu":
         return _gelu_exact(np.asarray(x, np.float32)).astype(np.float32) if c.exact else gelu(x)
+    if c.traits.act == "relu2":                      # LLM_FFN_RELU_SQR: ggml_sqr(ggml_relu(x))
+        return relu_squared(x)
     return silu(x)
-
-
-def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndarray,
-            swa: bool, f16: bool, flash: bool = False) -> np.ndarray:
-    """Causal attention of q [T, H, Dk] over k [S, Hkv, Dk], v [S, Hkv, Dv] -> [T, H, Dv].
-
-    Query head h reads key/value head h // (H / Hkv) (GQA).  The scores are scaled by
-    ``kq_scale`` (gemma's q is pre-scaled instead), soft-capped s -> cap·tanh(s/cap)
-    where the architecture caps them, and masked causally and, on sliding-window
-    layers, to the last ``n_swa`` positions (llama.cpp LLAMA_SWA_TYPE_STANDARD).  With
-    an F16 cache, q and the probabilities are rounded to F16 as ggml-cpu rounds what it
-    multiplies by an F16 k or v (the cache itself already holds rounded values).
-    ``flash`` is ggml-cpu's tiled flash attention instead (what llama.cpp runs when
-    flash attention is on -- llama-perplexity's default on a CPU -- and a batch has at
-    least GGML_FA_TILE_Q = 64 rows: ggml-cpu/ops.cpp
-    ggml_compute_forward_flash_attn_ext_tiled): k and v are read from the F16 cache
-    as float32, q and the probabilities stay float32 -- computed by ggml's kernel in
-    its own order (``ggml_ops.flash_attention``) where the extension is built.
-    """
-    T, H = q.shape[0], q.shape[1]
-    S, Hkv = k.shape[0], k.shape[1]
-    key_pos = np.arange(S)
-    masked = key_pos[None, :] > pos[:, None]                           # [T, S]
-    if swa and c.n_swa:
-        masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
-    if flash and (T >= ggml_ops.FA_TILE_Q or f16):
-        # ggml-cpu's kernels themselves, bit for bit (ggml_ops; None without the extension):
-        # tiled for 64 rows or more, else its one-row path (which only an F16 cache takes here)
-        mask = np.where(masked, np.float32(-np.inf), np.float32(0))
-        scale = 1.0 if c.traits.q_scale else c.kq_scale
-        out = ggml_ops.flash_attention(q, k, v, mask, scale, c.attn_softcap or 0.0)
-        if out is not None:
-            return out
-    if f16 and not flash:
-        q = _f16(q)
-    g = H // Hkv
-    qh = q.transpose(1, 0, 2).reshape(Hkv, g * T, q.shape[2])          # [Hkv, g*T, Dk]
-    scores = qh @ k.transpose(1, 2, 0)                                 # [Hkv, g*T, S]
-    scores = scores.reshape(Hkv, g, T, S).reshape(H, T, S)
-    if not c.traits.q_scale:
-        scores = scores * np.float32(c.kq_scale)
-    if c.attn_softcap:
-        cap = np.float32(c.attn_softcap)
-        scores = np.tanh(scores / cap) * cap
-    scores = np.where(masked[None], np.float32(-np.inf), scores)
-    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    probs = (scores / scores.sum(axis=-1, keepdims=True)).astype(np.float32)
-    if f16 and not flash:
-        probs = _f16(probs)
-    out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
-    return out.reshape(H, T, -1).transpose(1, 0, 2)                    # [T, H, Dv]
-
-
-def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray:
-    if c.traits.rope is None:
-        return x
-    base = c.rope_base
-    freq_scale, yarn = c.freq_scale, c.yarn
-    if swa and c.traits.swa_rope_base is not None:
-        base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
-    return rope(x, pos, c.n_rot, base, c.traits.rope == "neox", freq_scale, w.rope_freqs,
-                yarn, c.attn_factor, libm=not c.exact)
-
-
-def _f16(x: np.ndarray) -> np.ndarray:
-    return x.astype(np.float16).astype(np.float32)
-
-
-def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool,
-               k_past: np.ndarray, v_past: np.ndarray, f16: bool, flash: bool = False):
-    """Self-attention of the new rows h [T, C]: (output [T, C], keys, values) with the cache."""
-    T, H, Hkv, Dk, Dv = h.shape[0], c.n_head, c.n_head_kv, c.head_k, c.head_v
-    if c.traits.mla:
-        return _mla(c, w, L, h, pos, k_past, v_past, f16, flash)
-    if L.wqkv is not None:
-        qkv = _lin(h, L.wqkv, L.bqkv)
-        q, k, v = np.split(qkv, [H * Dk, H * Dk + Hkv * Dk], axis=-1)
-    else:
-        q, k, v = _lin(h, L.wq, L.bq), _lin(h, L.wk, L.bk), _lin(h, L.wv, L.bv)
-    q, k, v = q.reshape(T, H, Dk), k.reshape(T, Hkv, Dk), v.reshape(T, Hkv, Dv)
-    if L.q_norm is not None:
-        q = rms_norm(q, L.q_norm, c.eps)
-    if L.k_norm is not None:
-        k = rms_norm(k, L.k_norm, c.eps)
-    q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
-    if c.traits.q_scale:
-        q = q * np.float32(c.kq_scale)
-    store = _f16 if f16 else (lambda a: a.astype(np.float32))
-    k = np.concatenate([k_past, store(k)])
-    v = np.concatenate([v_past, store(v)])
-    out = _attend(c, q, k, v, pos, swa, f16, flash).reshape(T, H * Dv)
-    return _lin(out, L.wo, L.bo), k, v
-
-
-def _mla(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray,
-         k_past: np.ndarray, v_past: np.ndarray, f16: bool, flash: bool = False):
-    """deepseek2.cpp's multi-head latent attention, in its absorbed form when the file has
-    attn_k_b / attn_v_b: a single shared key/value head over the normalised latent
-    (plus the shared rope key), each query head's non-rope part mapped into latent space
-    by k_b, and each head's latent output expanded by v_b.  Older files (attn_kv_b)
-    expand keys and values per head first, as llama.cpp does for them."""
-    T, H, R, rot, nope = h.shape[0], c.n_head, c.mla_rank, c.n_rot, c.mla_nope
-    store = _f16 if f16 else (lambda a: a.astype(np.float32))
-    q = _lin(rms_norm(_lin(h, L.wq_a), L.q_a_norm, c.eps), L.wq_b) if L.wq_a is not None else _lin(h, L.wq)
-    q = q.reshape(T, H, nope + rot)
-    q_nope, q_pe = q[..., :nope], _rope(c, w, q[..., nope:], pos, False)
-    kv = _lin(h, L.wkv_a)                                              # [T, R + rot]
-    latent = rms_norm(kv[:, :R], L.kv_a_norm, c.eps)                   # [T, R]
-    k_pe = _rope(c, w, kv[:, None, R:], pos, False)                    # [T, 1, rot]
-    if L.wk_b is not None:
-        q_nope = round_activations(q_nope, getattr(L.wk_b, "vec_dot", None))
-        q_abs = np.einsum("thn,hrn->thr", q_nope, np.asarray(L.wk_b))   # [T, H, R]
-        qc = np.concatenate([q_pe, q_abs], axis=-1)                    # rope first, as llama.cpp
-        k = np.concatenate([k_past, store(np.concatenate([k_pe, latent[:, None, :]], axis=-1))])
-        v = np.concatenate([v_past, store(latent[:, None, :])])        # [S, 1, R]
-        o = _attend(c, qc, k, v, pos, False, f16, flash)               # [T, H, R]
-        o = round_activations(o, getattr(L.wv_b, "vec_dot", None))
-        o = np.einsum("thr,hvr->thv", o, np.asarray(L.wv_b))           # [T, H, Dv]
-    else:
-        kvb = _lin(latent, L.wkv_b).reshape(T, H, nope + c.head_v)
-        k_new = np.concatenate([np.broadcast_to(k_pe, (T, H, rot)), kvb[..., :nope]], axis=-1)
-        qc = np.concatenate([q_pe, q_nope], axis=-1)
-        k = np.concatenate([k_past, store(k_new)])
-        v = np.concatenate([v_past, store(kvb[..., nope:])])
-        o = _attend(c, qc, k, v, pos, False, f16, flash)
-    return _lin(o.reshape(T, -1), L.wo, L.bo), k, v
 
 
 def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b) -> np.ndarray:
@@ -361,37 +257,3 @@ def _glu(c: Config, g: np.ndarray, u: np.ndarray) -> np.ndarray:
     if c.traits.act == "gelu" and not c.exact:
         a = np.where(g <= -10, np.float32(0), a).astype(np.float32)
     return a
-
-
-def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
-    """llama-graph.cpp build_moe_ffn: route each row to its top-k experts.
-
-    probs = softmax or sigmoid of the router logits; the top k are chosen by probs (+
-    exp_probs_b when present, which does not enter the weights); their probs are
-    renormalised to sum 1 where the architecture says so (sum clamped as llama.cpp
-    does), scaled by expert_weights_scale, and weight each expert's SwiGLU output.
-    """
-    logits = _lin(h, L.router)                                         # [T, E]
-    if c.moe_gating == "sigmoid":
-        probs = sigmoid(logits)
-    else:
-        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
-        probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
-    select = probs + L.router_bias if L.router_bias is not None else probs
-    k = c.n_expert_used
-    top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
-    weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
-    if c.moe_norm:
-        weights = weights / np.maximum(weights.sum(axis=-1, keepdims=True), np.float32(6.103515625e-5))
-    if c.moe_scale:
-        weights = weights * np.float32(c.moe_scale)
-    out = np.zeros_like(h)
-    for t in range(h.shape[0]):
-        row = h[t:t + 1]
-        for j in range(k):
-            e_id = top[t, j]
-            y = _lin(silu(_lin(row, L.gate_exps[e_id])) * _lin(row, L.up_exps[e_id]), L.down_exps[e_id])
-            out[t] += weights[t, j] * y[0]
-    if L.down_shexp is not None:
-        out = out + _dense_ffn(c, h, L.gate_shexp, None, L.up_shexp, None, L.down_shexp, None)
-    return out

@@ -16,9 +16,13 @@ as llama.cpp's loader does with ``TENSOR_NOT_REQUIRED``.  Per layer::
     h  = norm(x);  f = ffn(h)                # dense (gated or not) or routed experts
     x += post_ffw_norm(f)
 
-then ``logits = output(norm(x))``, soft-capped where the architecture says so.  This
-module maps the tensors to weights and runs the blocks; what a block computes is in
-``blocks.py``.
+with the architecture's variations: no pre-norms (olmo2, exaone4), a parallel residual
+(the FFN reads the attention's input or its own norm of x, and the three are summed in
+the order its graph adds them: phi2, falcon, stablelm 2 12B, command-r, gptneox), and
+multipliers on the embedding, each sublayer's output and the logits (granite, minicpm).
+Then ``logits = output(norm(x))``, scaled or soft-capped where the architecture says so.
+This module maps the tensors to weights and runs the blocks; what a block computes is in
+``blocks.py``, ``attention.py`` and ``experts.py``.
 
 Numerics follow llama.cpp's CPU backend: activations are rounded as ggml-cpu rounds
 them for each weight's type (``matmul.py``) and, where the compiled kernels are built
@@ -54,7 +58,9 @@ from ggscope.forward import WeightError, WeightMapper, architecture, check_token
 from ggscope.forward import ggml_ops, loading
 from ggscope.forward.loading import Budget
 from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
-from ggscope.forward.blocks import Layer, _attention, _dense_ffn, _moe, _norm, gelu, rms_norm, rope
+from ggscope.forward.attention import _attention, load_mla
+from ggscope.forward.blocks import Layer, _dense_ffn, _norm, gelu, rms_norm, rope
+from ggscope.forward.experts import _moe, load_moe
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
 from ggscope.forward import UnsupportedArchitecture
 
@@ -167,13 +173,17 @@ def load(model, exact: bool = False) -> Weights:
 
     layers = []
     for i in range(c.n_layer):
-        L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)),
+        pre, par = c.traits.prenorm, c.parallel           # olmo2: no norm before the sublayers
+        L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)) if pre else None,
                   attn_norm_b=opt("blk.{i}.attn_norm.bias", i, (C,)))
-        if c.traits.norm == "layer" and L.attn_norm_b is None:
+        if par == "sum":                        # falcon-40b: attention reads its own norm
+            L.attn_norm_2 = opt("blk.{i}.attn_norm_2.weight", i, (C,))
+            L.attn_norm_2_b = opt("blk.{i}.attn_norm_2.bias", i, (C,))
+        if c.traits.norm == "layer" and c.traits.norm_bias and L.attn_norm_b is None:
             L.attn_norm_b = req("blk.{i}.attn_norm.bias", i, (C,))
         Q, K, Vw = H * c.head_k, Hkv * c.head_k, Hkv * c.head_v
         if c.traits.mla:
-            _load_mla(L, c, i, req, opt)
+            load_mla(L, c, i, req, opt)
         elif m.has(name("blk.{i}.attn_qkv.weight", i)):
             L.wqkv = req("blk.{i}.attn_qkv.weight", i, (Q + K + Vw, C))
             L.bqkv = opt("blk.{i}.attn_qkv.bias", i, (Q + K + Vw,))
@@ -183,17 +193,29 @@ def load(model, exact: bool = False) -> Weights:
             L.wv, L.bv = req("blk.{i}.attn_v.weight", i, (Vw, C)), opt("blk.{i}.attn_v.bias", i, (Vw,))
         O = H * c.head_v
         L.wo, L.bo = req("blk.{i}.attn_output.weight", i, (C, O)), opt("blk.{i}.attn_output.bias", i, (C,))
-        if not c.traits.mla:
+        if c.traits.sinks:
+            L.attn_sinks = req("blk.{i}.attn_sinks.weight", i, (H,))
+        if c.traits.qk_norm == "full":          # olmo2: over the whole projection
+            L.q_norm = req("blk.{i}.attn_q_norm.weight", i, (Q,))
+            L.k_norm = req("blk.{i}.attn_k_norm.weight", i, (K,))
+        elif c.traits.qk_norm == "per_head":    # stablelm 2 12B: a weight row per head
+            L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (H, c.head_k))
+            L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (Hkv, c.head_k))
+        elif not c.traits.mla:
             L.q_norm = opt("blk.{i}.attn_q_norm.weight", i, (c.head_k,))
             L.k_norm = opt("blk.{i}.attn_k_norm.weight", i, (c.head_k,))
-        L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
-        L.ffn_norm = req("blk.{i}.ffn_norm.weight", i, (C,))
+        fn = c.traits.ffn_norm                  # seed_oss: its "post-attention" norm is the FFN's
+        if fn != "post_attention_norm":
+            L.post_attn_norm = opt("blk.{i}.post_attention_norm.weight", i, (C,))
+        # "sum", "residual": no ffn_norm; "optional": parallel without one; "neox": on the input
+        L.ffn_norm = (opt if par == "optional" else req)(f"blk.{{i}}.{fn}.weight", i, (C,)) \
+            if pre and par in ("", "optional", "neox") else None
         L.ffn_norm_b = opt("blk.{i}.ffn_norm.bias", i, (C,))
-        if c.traits.norm == "layer" and L.ffn_norm_b is None:
+        if c.traits.norm == "layer" and c.traits.norm_bias and L.ffn_norm is not None and L.ffn_norm_b is None:
             L.ffn_norm_b = req("blk.{i}.ffn_norm.bias", i, (C,))
         L.post_ffw_norm = opt("blk.{i}.post_ffw_norm.weight", i, (C,))
         if not legacy and m.has(name("blk.{i}.ffn_gate_inp.weight", i)) and i >= c.n_dense_lead:
-            _load_moe(L, c, i, req, opt, width, model.path)
+            load_moe(L, c, i, req, opt, width, model.path)
         else:
             F = width("blk.{i}.ffn_down.weight", i, 0)
             if c.traits.gated and not m.has(name("blk.{i}.ffn_gate.weight", i)):
@@ -210,7 +232,8 @@ def load(model, exact: bool = False) -> Weights:
     if exact:
         embed.vec_dot = None                                         # a tied output: x unrounded
     out_name = name("output.weight")
-    output = take(out_name, (V, C), "output.weight") if out_name and m.has(out_name) else embed   # tied
+    untied = out_name and m.has(out_name) and not c.traits.tied_output   # command-r: always tied
+    output = take(out_name, (V, C), "output.weight") if untied else embed
     norm = req("output_norm.weight", None, (C,))
     norm_b = opt("output_norm.bias", None, (C,))
     positions = req("position_embd.weight", None, (c.n_ctx, C)) if c.traits.rope is None else None
@@ -237,48 +260,6 @@ def _embedding(model, m: WeightMapper, full: str, shape: tuple[int, int]) -> Str
     except (GGScopeError, NotImplementedError, ValueError) as exc:
         raise WeightError(f"{model.path}: tensor {full!r} ({info.type}) could not be "
                           f"decoded: {exc}") from None
-
-
-def _load_mla(L: Layer, c: Config, i: int, req, opt) -> None:
-    C, H, R, rot, nope = c.n_embd, c.n_head, c.mla_rank, c.n_rot, c.mla_nope
-    Q = H * c.head_k
-    # q through a low-rank pair (attn_q_a, attn_q_a_norm, attn_q_b), or one attn_q (the lite models)
-    L.q_a_norm = opt("blk.{i}.attn_q_a_norm.weight", i, None)
-    if L.q_a_norm is not None:
-        q_rank = L.q_a_norm.shape[0]
-        L.wq_a = req("blk.{i}.attn_q_a.weight", i, (q_rank, C))
-        L.wq_b = req("blk.{i}.attn_q_b.weight", i, (Q, q_rank))
-    else:
-        L.wq = req("blk.{i}.attn_q.weight", i, (Q, C))
-    L.wkv_a = req("blk.{i}.attn_kv_a_mqa.weight", i, (R + rot, C))
-    L.kv_a_norm = req("blk.{i}.attn_kv_a_norm.weight", i, (R,))
-    L.wk_b = opt("blk.{i}.attn_k_b.weight", i, (H, R, nope))
-    if L.wk_b is not None:
-        L.wv_b = req("blk.{i}.attn_v_b.weight", i, (H, c.head_v, R))
-    else:
-        L.wkv_b = req("blk.{i}.attn_kv_b.weight", i, (H * (nope + c.head_v), R))
-
-
-def _load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
-    C, E = c.n_embd, c.n_expert
-    if not E or not c.n_expert_used:
-        raise WeightError(f"{path}: layer {i} routes to experts but expert_count / "
-                          f"expert_used_count are missing")
-    F = width("blk.{i}.ffn_down_exps.weight", i, 0)
-    L.router = req("blk.{i}.ffn_gate_inp.weight", i, (E, C))
-    L.router_bias = opt("blk.{i}.exp_probs_b.bias", i, (E,))
-    L.gate_exps = req("blk.{i}.ffn_gate_exps.weight", i, (E, F, C))
-    L.up_exps = req("blk.{i}.ffn_up_exps.weight", i, (E, F, C))
-    L.down_exps = req("blk.{i}.ffn_down_exps.weight", i, (E, C, F))
-    down = opt("blk.{i}.ffn_down_shexp.weight", i, None)
-    if down is not None:
-        if down.ndim != 2 or down.shape[0] != C:
-            raise WeightError(f"{path}: blk.{i}.ffn_down_shexp has numpy shape {down.shape}, "
-                              f"expected ({C}, n_ff_shexp)")
-        Fs = down.shape[1]
-        L.down_shexp = down
-        L.gate_shexp = req("blk.{i}.ffn_gate_shexp.weight", i, (Fs, C))
-        L.up_shexp = req("blk.{i}.ffn_up_shexp.weight", i, (Fs, C))
 
 
 def initial_state(w: Weights, kv_f16: bool = False, flash: bool = False) -> State:
@@ -317,6 +298,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         if P + T > c.n_ctx:
             raise WeightError(f"{P + T} tokens exceed the model's context of {c.n_ctx}")
         x = x + weights.positions[pos]
+    if c.embed_mult:                                                   # build_inp_embd's f_embedding_scale
+        x = x * np.float32(c.embed_mult)
     if c.traits.embed_scale:
         x = x * np.float32(math.sqrt(c.n_embd))
     # the rows whose logits are asked for: llama.cpp's graphs keep only these after the
@@ -326,21 +309,32 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     keys, values = [], []
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
         swa = c.swa_layers[il] if c.swa_layers else False
-        a, k, v = _attention(c, weights, L, _norm(c, x, L.attn_norm, L.attn_norm_b), pos, swa,
-                             kp, vp, state.kv_f16, state.flash)
+        nope = c.no_rope[il] if c.no_rope else False
+        h = x if L.attn_norm is None else _norm(c, x, L.attn_norm, L.attn_norm_b)
+        h2 = h if L.attn_norm_2 is None else _norm(c, x, L.attn_norm_2, L.attn_norm_2_b)  # falcon-40b
+        a, k, v = _attention(c, weights, L, h2, pos, swa, kp, vp, state.kv_f16, state.flash, nope)
         if il == len(weights.layers) - 1 and first:
-            a, x = a[first:], x[first:]
+            a, x, h = a[first:], x[first:], h[first:]
         if L.post_attn_norm is not None:
             a = rms_norm(a, L.post_attn_norm, c.eps)
-        x = x + a
-        h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+        if c.residual_scale:                                           # granite
+            a = a * np.float32(c.residual_scale)
+        if c.parallel not in ("sum", "residual", "neox"):             # the FFN reads the layer's input
+            x = x + a
+        if L.ffn_norm is not None:
+            h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+        elif not c.traits.prenorm:                                     # olmo2: the residual itself
+            h = x                                                      # (else parallel: attn's input)
         if L.router is not None:
             f = _moe(c, L, h)
         else:
             f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b)
         if L.post_ffw_norm is not None:
             f = rms_norm(f, L.post_ffw_norm, c.eps)
-        x = (x + f).astype(np.float32)
+        if c.residual_scale:
+            f = f * np.float32(c.residual_scale)
+        x = ((a + f) + x if c.parallel == "sum" else (f + x) + a
+             if c.parallel in ("residual", "neox") else x + f).astype(np.float32)
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution
@@ -351,6 +345,8 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     rows = x if all_logits else x[-1:]
     h = _norm(c, rows, weights.output_norm, weights.output_norm_b)
     logits = _lin(h, weights.output, weights.output_b)                 # [T', V]
+    if c.logit_mult:                                                   # granite: × 1/logit_scale
+        logits = logits * np.float32(c.logit_mult)
     if c.final_softcap:
         cap = np.float32(c.final_softcap)
         logits = np.tanh(logits / cap) * cap

@@ -226,7 +226,7 @@ def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = Fa
     with np.errstate(all="ignore"):
         if "logits_from" in params:
             # llama-perplexity's defaults on a CPU: an F16 cache, flash attention on
-            # (tiled: a chunk is at least 64 rows, see blocks._attend)
+            # (tiled: a chunk is at least 64 rows, see attention._attend)
             extra = {"hidden": hidden} if hidden is not None and "hidden" in params else {}
             logits, _ = module.forward(weights, chunk, None, kv_f16=not exact, logits_from=first,
                                        flash_attn=not exact and len(chunk) >= 64, **extra)

@@ -7,7 +7,11 @@ how experts are routed -- plus hyperparameters it reads from the file with defau
 its own (src/llama-model.cpp ``load_hparams``).  ``TRAITS`` is the first, one row per
 GGUF ``general.architecture``; ``read_config`` is the second, giving a ``Config`` that
 ``decoder.py`` -- the one engine -- runs.  Adding an architecture of this family is a
-row here, not a module.
+row here, not a module; the keys only some architectures read are read in
+``hparams.py``, and which keys a loader reads at all comes from ``facts.llama_arch``
+(generated from the pinned llama.cpp: qwen2vl's norms run with epsilon 0 because its
+loader reads none).  Each row is held to llama.cpp's logits on a tiny model of it
+(tests/forward/test_llama_cpp_arch.py, test_more_archs.py).
 
 Contract: ``read_config(model, mapper, arch, legacy, name) -> Config`` raises
 ``WeightError`` (one line) for a missing or impossible hyperparameter; ``name`` maps a
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ggscope.forward import WeightError, WeightMapper
+from ggscope.forward import hparams as _hp
 from ggscope.facts.legacy_tensors import LEGACY_FORMATS, LEGACY_NAMES
 
 __all__ = ["Traits", "TRAITS", "Config", "LEGACY_FORMATS", "LEGACY_NAMES", "read_config"]
@@ -33,7 +38,8 @@ class Traits:
     norm: str = "rms"                  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
     rope: str | None = "norm"          # llama_model_rope_type: "norm" pairs (2i, 2i+1),
                                        # "neox" pairs (i, i + n_rot/2); None: learned positions
-    act: str = "silu"                  # FFN activation: "silu" or "gelu" (tanh approximation)
+    act: str = "silu"                  # FFN activation: "silu", "gelu" (tanh approximation) or
+                                       # "relu2" (relu(x)², arcee)
     gated: bool = True                 # act(gate·h) * up·h (LLM_FFN_PAR) or act(up·h) (SEQ)
     embed_scale: bool = False          # inputs × sqrt(n_embd) (gemma*.cpp)
     swa_pattern: int = 0               # hparams.set_swa_pattern(n): layer il slides iff il % n < n-1
@@ -48,6 +54,36 @@ class Traits:
     final_softcap_key: bool = False    # reads final_logit_softcapping (gemma2, gemma3)
     short_factors: bool = False        # rope_factors_short when no rope_freqs (phi3 LongRoPE:
                                        # llama.cpp get_rope_factors while n_ctx <= the original)
+    ffn_norm: str = "ffn_norm"         # the FFN's pre-norm tensor (seed_oss: post_attention_norm)
+    prenorm: bool = True               # attn_norm / ffn_norm before each sublayer (olmo2: none,
+                                       # its post-norms only)
+    qk_norm: str = "head"              # attn_q/k_norm: "head" [head_k] per head, "full" over the
+                                       # whole projection (olmo2), "per_head" [n_head, head_k] (stablelm),
+                                       # "late": per head after rope (hunyuan-dense)
+    parallel: str = ""                 # "sum": FFN reads the attention's input, x + (attn + ffn)
+                                       # (phi2, falcon); "residual": so, as (ffn + x) + attn
+                                       # (command-r); "optional": so when a layer has no ffn_norm
+                                       # (stablelm 2 12B), x + attn + ffn; "neox": the FFN on
+                                       # ffn_norm(x), (ffn + x) + attn, when use_parallel_residual
+    nope_step: int = 0                 # n_no_rope_layer_step: layer il has no rope iff
+                                       # (il + 1) % n == 0 (smollm3: 4)
+    scale_keys: bool = False           # embedding_scale, residual_scale, attention.scale and
+                                       # logit_scale from the file (granite.cpp)
+    norm_bias: bool = True             # LayerNorms carry a bias (command-r's do not)
+    tied_output: bool = False          # output = token_embd even if the file has output.weight
+    logit_scale_mul: bool = False      # logits × logit_scale when the file sets it (command-r)
+    swa_required: bool = False         # attention.sliding_window must be in the file (cohere2)
+    swa_rope_only: bool = False        # rope only on sliding-window layers (cohere2)
+    swa_n_layers: tuple[int, ...] = () # sliding windows only at these block counts (exaone4: 64)
+    swa_plain_rope: bool = False       # sliding-window layers rope without scaling (olmo2: Olmo 3)
+    mrope: str = ""                    # "mrope" (qwen2vl) / "imrope" (qwen3vl): ggml_rope_multi over
+                                       # rope.dimension_sections; text has no 4th position
+    sinks: bool = False                # attn_sinks: a learned logit per head in the softmax (gpt-oss)
+    moe_gating: str = "softmax"        # "softmax_weight": top-k by logit, softmax over the k (gpt-oss)
+    expert_bias: bool = False          # router and experts carry biases (gpt-oss)
+    expert_act: str = "silu"           # "oai": ggml_swiglu_oai, alpha 1.702, limit 7 (gpt-oss)
+    temperature: bool = False          # attention.temperature_scale and the YaRN log multiplier
+                                       # from the file (mistral3: llama 4's attention temperature)
 
 
 # general.architecture -> traits, from llama.cpp's llama-model.cpp and src/models/<arch>.cpp
@@ -56,7 +92,7 @@ TRAITS: dict[str, Traits] = {
     "qwen2": Traits(rope="neox"),
     "qwen3": Traits(rope="neox"),
     "qwen3moe": Traits(rope="neox", moe_norm=True),
-    "phi3": Traits(rope="neox", short_factors=True),
+    "phi3": Traits(rope="neox", short_factors=True, q_scale=True),      # phi3.cpp scales q
     "starcoder2": Traits(norm="layer", rope="neox", act="gelu", gated=False),
     "gpt2": Traits(norm="layer", rope=None, act="gelu", gated=False),
     "gemma2": Traits(rope="neox", act="gelu", embed_scale=True, swa_pattern=2, swa_default=4096,
@@ -66,6 +102,42 @@ TRAITS: dict[str, Traits] = {
                      swa_rope_base=10000.0, q_scale=True, wide_scale_layers=(62,),
                      final_softcap_key=True),
     "deepseek2": Traits(rope="norm", moe_keys=True, mla=True),
+    "gemma": Traits(rope="neox", act="gelu", embed_scale=True, q_scale=True),
+    "granite": Traits(rope="norm", moe_norm=True, scale_keys=True),
+    "granitemoe": Traits(rope="norm", moe_norm=True, scale_keys=True),     # granite.cpp's graph
+    "olmo2": Traits(rope="neox", prenorm=False, qk_norm="full", swa_pattern=4, swa_plain_rope=True),
+    "qwen2moe": Traits(rope="neox"),                                 # + sigmoid-gated shared expert
+    "mistral3": Traits(rope="norm", moe_norm=True, temperature=True),
+    "smollm3": Traits(rope="norm", nope_step=4),
+    "exaone": Traits(rope="neox"),
+    "phi2": Traits(norm="layer", rope="neox", act="gelu", gated=False, q_scale=True, parallel="sum"),
+    "stablelm": Traits(norm="layer", rope="neox", parallel="optional", qk_norm="per_head"),
+    "falcon": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="sum"),
+    "qwen2vl": Traits(rope="neox", mrope="mrope"),                     # text: qwen2's graph
+    "qwen3vl": Traits(rope="neox", mrope="imrope"),                    # text: qwen3's graph
+    "qwen3vlmoe": Traits(rope="neox", mrope="imrope", moe_norm=True),  # text: qwen3moe's graph
+    "starcoder": Traits(norm="layer", rope=None, act="gelu", gated=False),   # gpt2's, with MQA
+    "internlm2": Traits(rope="norm"),
+    "xverse": Traits(rope="norm"),
+    "orion": Traits(norm="layer", rope="neox"),
+    "seed_oss": Traits(rope="neox", ffn_norm="post_attention_norm"),
+    "arcee": Traits(rope="norm", act="relu2", gated=False),
+    "olmoe": Traits(rope="neox", qk_norm="full"),                       # softmax top-k, no renorm
+    "gpt-oss": Traits(rope="neox", ffn_norm="post_attention_norm", swa_pattern=2, swa_required=True,
+                      sinks=True, moe_gating="softmax_weight", expert_bias=True, expert_act="oai"),
+    "gptneox": Traits(norm="layer", rope="neox", act="gelu", gated=False, parallel="neox"),
+    "glm4": Traits(rope="norm"),                     # sandwich norms, fused gate/up, partial rotary
+    "exaone4": Traits(rope="neox", prenorm=False, swa_pattern=4, swa_default=4096,
+                      swa_n_layers=(64,), swa_rope_only=True),     # post-norms, per-head q/k norms
+    "minicpm": Traits(rope="norm", moe_norm=True, scale_keys=True),    # granite.cpp's graph
+    "hunyuan-dense": Traits(rope="neox", qk_norm="late"),
+    "ernie4_5": Traits(rope="norm"),
+    "phimoe": Traits(rope="neox", short_factors=True, q_scale=True, moe_norm=True),  # phi3's graph
+    "nemotron": Traits(norm="layer", rope="neox", act="relu2", gated=False),
+    "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
+                        tied_output=True, logit_scale_mul=True),
+    "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
+                      logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
 
 # hyperparameters early llama.cpp / ggml's gpt-2 example hard-coded
@@ -105,6 +177,13 @@ class Config:
     mla_rank: int = 0                # kv_lora_rank
     mla_nope: int = 0                # qk_nope head dim
     exact: bool = False              # --exact: no ggml rounding anywhere (decoder.load)
+    no_rope: tuple[bool, ...] = ()   # per layer: True where the layer skips rope (smollm3, granite)
+    embed_mult: float = 0.0          # inputs × f_embedding_scale (llama-graph.cpp build_inp_embd)
+    residual_scale: float = 0.0      # sublayer outputs × f_residual_scale before the residual add
+    logit_mult: float = 0.0          # logits × 1.0f/f_logit_scale
+    parallel: str = ""               # Traits.parallel as this file has it (gptneox: its key)
+    attn_temp: tuple[float, int] | None = None   # (f_attn_temp_scale, floor): q × per-position scale
+    rope_still: tuple[bool, ...] = ()    # per rotary pair: M-RoPE's 4th section, position 0 for text
 
 
 
@@ -156,7 +235,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     n_embd, n_vocab = emb
     n_head = meta.int("n_head" if legacy else "attention.head_count")
     n_layer = meta.int("n_layer" if legacy else "block_count", minimum=0)
-    n_layer = m.blocks(n_layer, lambda i: name("blk.{i}.attn_norm.weight", i),
+    first = "blk.{i}.attn_norm.weight" if t.prenorm else "blk.{i}.attn_output.weight"
+    n_layer = m.blocks(n_layer, lambda i: name(first, i),
                        f"{meta.prefix}.{'n_layer' if legacy else 'block_count'}")
     if legacy:
         n_head_kv, eps, base = n_head, _LEGACY_EPS[arch], DEFAULT_ROPE_BASE
@@ -166,6 +246,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         n_head_kv = meta.int("attention.head_count_kv", n_head)
         eps = meta.float("attention.layer_norm_epsilon" if t.norm == "layer"
                          else "attention.layer_norm_rms_epsilon", 1e-5)
+        if not _hp.reads_eps(arch, t.norm):
+            eps = 0.0
         base = meta.float("rope.freq_base", DEFAULT_ROPE_BASE)
         head_k = meta.int("attention.key_length", n_embd // n_head)
         head_v = meta.int("attention.value_length", n_embd // n_head)
@@ -198,11 +280,13 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     if kind == "yarn" and freq_scale != 1.0:
         n_ctx_orig = meta.int("rope.scaling.original_context_length",
                               meta.int("context_length", 2048))
-        yarn = (meta.float("rope.scaling.yarn_ext_factor", 1.0),
-                meta.float("rope.scaling.yarn_beta_fast", 32.0),
-                meta.float("rope.scaling.yarn_beta_slow", 1.0), float(n_ctx_orig))
+        # ext_factor: llama.cpp's context parameter, 1 for YaRN (no key is read); the betas:
+        # llama_hparams' 32 and 1 unless the architecture's loader reads the keys (mistral3)
+        betas = _hp.reads(arch, "ROPE_SCALING_YARN_BETA_FAST")
+        yarn = (1.0, meta.float("rope.scaling.yarn_beta_fast", 32.0) if betas else 32.0,
+                meta.float("rope.scaling.yarn_beta_slow", 1.0) if betas else 1.0, float(n_ctx_orig))
     # attention scale
-    kq_scale = 1.0 / math.sqrt(head_k)
+    kq_scale = float(np.float32(1) / np.sqrt(np.float32(head_k)))    # 1.0f/sqrtf(float(n_embd_head))
     if t.wide_scale_layers and n_layer in t.wide_scale_layers:
         kq_scale = 1.0 / math.sqrt(n_embd / n_head)
     if t.mla:
@@ -215,11 +299,15 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             attn_factor = 1.0 / (1.0 + 0.1 * math.log(1.0 / freq_scale))
     # sliding window
     n_swa, swa_layers = 0, tuple(False for _ in range(n_layer))
-    if t.swa_pattern and not legacy:
+    if t.swa_pattern and not legacy and (not t.swa_n_layers or n_layer in t.swa_n_layers):
+        if t.swa_required and meta.raw("attention.sliding_window") is None:
+            raise WeightError(f"{model.path}: metadata {meta.prefix}.attention.sliding_window "
+                              "missing (llama.cpp requires it)")
         n_swa = meta.int("attention.sliding_window", t.swa_default or 0, minimum=0)
         if n_swa:
-            p = t.swa_pattern
-            swa_layers = tuple(il % p < p - 1 for il in range(n_layer))
+            swa_layers = _hp.swa_layers(meta, t.swa_pattern, n_layer)
+        if t.swa_rope_only:                     # cohere2: the global layers have no rope
+            extra.update(no_rope=tuple(not s for s in swa_layers))
     if t.moe_keys:
         func = meta.int("expert_gating_func", 1, minimum=0)     # 0 (none) -> softmax, for old V2 files
         extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
@@ -229,11 +317,36 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         if func not in (0, 1, 2):
             raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
     else:
-        extra.update(moe_norm=t.moe_norm)
+        extra.update(moe_norm=t.moe_norm, moe_gating=t.moe_gating)
     if not legacy and meta.raw("expert_count"):
         extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
         if extra["n_expert_used"] > extra["n_expert"]:
             raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
+    if t.nope_step:
+        extra.update(no_rope=tuple((il + 1) % t.nope_step == 0 for il in range(n_layer)))
+    if t.logit_scale_mul:
+        if arch == "cohere2" and meta.raw("logit_scale") is None:
+            raise WeightError(f"{model.path}: metadata cohere2.logit_scale missing (llama.cpp "
+                              "requires it)")
+        extra.update(logit_mult=meta.float("logit_scale", 0.0))
+    if t.scale_keys:
+        _hp.scales(model, meta, extra, n_layer, n_embd)
+        if extra.get("kq_scale"):
+            kq_scale = extra.pop("kq_scale")
+        else:
+            extra.pop("kq_scale", None)
+    extra.update(parallel=t.parallel)
+    if t.parallel == "neox" and not legacy:            # gptneox.cpp: hparams.use_par_res, required
+        if meta.raw("use_parallel_residual") is None:
+            raise WeightError(f"{model.path}: metadata {meta.prefix}.use_parallel_residual missing "
+                              "(llama.cpp requires it)")
+        extra.update(parallel="neox" if meta.raw("use_parallel_residual") else "")
+    if arch in ("glm4", "hunyuan-dense") and not legacy:
+        _hp.mrope_unsupported(model, meta)
+    if t.mrope and not legacy:
+        extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
+    if t.temperature and not legacy:
+        attn_factor = _hp.temperature(model, meta, extra, yarn, freq_scale, attn_factor)
     n_ctx = 0
     if t.rope is None:
         pos = m.ne(name("position_embd.weight"))

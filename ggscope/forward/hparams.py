@@ -1,0 +1,144 @@
+"""The hyperparameters a few architectures read beyond the common ones, as llama.cpp reads them.
+
+Why a module of its own: ``traits.read_config`` reads what every decoder shares -- widths,
+heads, norms' epsilon, rope base and scaling -- and turns each architecture's own keys
+into ``Config`` fields through the functions here: which layers slide
+(``load_swa_pattern``), which rotary pairs M-RoPE leaves still for text, Mistral 3's
+attention temperature and YaRN log multiplier, Granite's multipliers.  Each cites the
+llama.cpp source it follows (as vendored in llama-cpp-python 0.3.36).
+
+Contract: each takes the file (for its path in messages), ``meta`` -- ``traits._Meta``,
+typed reads of ``<arch>.<key>`` with defaults -- and what it needs of the config read so
+far; it returns values or fills ``extra`` (``Config`` fields by name), and raises
+``WeightError`` (one line) where llama.cpp refuses the file.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ggscope.forward import WeightError
+
+__all__ = ["mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+
+
+def reads(arch: str, kv: str) -> bool:
+    """Whether llama.cpp's loader for ``arch`` reads the key ``kv`` (an LLM_KV_ name without
+    the prefix) in its load_arch_hparams (``ggscope.facts.llama_arch``, generated from
+    them).  An architecture the table does not know is taken to read it."""
+    from ggscope.facts.llama_arch import ARCHS  # lazy: the generated table loads only for GGUF decoders
+    spec = ARCHS.get(arch)
+    return spec is None or any(h.kv == kv for h in spec.hparams)
+
+
+def reads_eps(arch: str, norm: str) -> bool:
+    """Whether llama.cpp reads the norms' epsilon of ``arch`` from the file.  One that
+    does not runs with llama_hparams' zero-initialised 0.0 -- qwen2vl at the pinned
+    version, whose loader lost the fall-through to qwen2's that read it -- and so does
+    this pass."""
+    return reads(arch, "ATTENTION_LAYERNORM_EPS" if norm == "layer" else "ATTENTION_LAYERNORM_RMS_EPS")
+
+
+def swa_layers(meta, pattern: int, n_layer: int) -> tuple[bool, ...]:
+    """Which layers slide: llama.cpp's load_swa_pattern -- the file's
+    ``attention.sliding_window_pattern`` as a per-layer array, else as the period n (its
+    default the architecture's), layer il sliding iff il % n < n - 1 (every layer for 0)."""
+    raw = meta.raw("attention.sliding_window_pattern")
+    if isinstance(raw, (list, tuple, np.ndarray)):
+        return tuple(bool(raw[il]) if il < len(raw) else False for il in range(n_layer))
+    p = meta.int("attention.sliding_window_pattern", pattern, minimum=0)
+    return tuple(p == 0 or il % p < p - 1 for il in range(n_layer))
+
+
+def mrope_still(model, meta, kind: str, n_rot: int, head: int) -> tuple[bool, ...]:
+    """The rotary pairs M-RoPE leaves unrotated for text (ggml-cpu ops.cpp
+    ggml_mrope_cache_init): a text token's positions are (p, p, p, 0) (llama-graph.cpp
+    llm_graph_input_pos), so pair i, in sector i % sum(sections), turns by p -- as NeoX
+    rope -- unless the sector falls to the 4th position; in "imrope" (interleaved, qwen3vl)
+    sector s takes t, h, w when s % 3 is 0, 1, 2 and s < 3·sections[s % 3], else the 4th.
+    rope.dimension_sections is 4 numbers, or one for all four (get_key_or_arr)."""
+    raw = meta.raw("rope.dimension_sections")
+    if raw is None:
+        raise WeightError(f"{model.path}: metadata {meta.prefix}.rope.dimension_sections missing "
+                          "(llama.cpp requires it)")
+    try:
+        sec = [int(v) for v in raw] if isinstance(raw, (list, tuple, np.ndarray)) else [int(raw)] * 4
+    except (TypeError, ValueError):
+        sec = []
+    if len(sec) != 4 or min(sec) < 0 or not any(sec[:3]) or sum(sec) > head:
+        raise WeightError(f"{model.path}: rope.dimension_sections must be 4 counts, one of the "
+                          f"first three positive, summing to at most {head} (got {raw!r})")
+    total = sum(sec)
+    still = []
+    for i in range(n_rot // 2):
+        sector = i % total
+        if kind == "imrope":
+            still.append(not sector < 3 * sec[sector % 3])
+        else:
+            still.append(sector >= sec[0] + sec[1] + sec[2])
+    return tuple(still)
+
+
+def temperature(model, meta, extra: dict, yarn, freq_scale: float,
+                 attn_factor: float) -> float:
+    """mistral3.cpp: q × log(floor(pos / n_ctx_orig_yarn) + 1)·temperature_scale + 1 when the
+    file sets attention.temperature_scale; and with YaRN, llama-context.cpp's
+    yarn_attn_factor for a rope.scaling.yarn_log_multiplier (mscale_all_dims) m:
+    get_mscale(f, 1) / get_mscale(f, m) / (1 + 0.1·logf(f)) × rope_attn_factor, in float.
+    Returns the rope's attn_factor."""
+    temp = meta.float("attention.temperature_scale", 0.0)
+    if temp:
+        floor = meta.int("rope.scaling.original_context_length", meta.int("context_length", 0, 0), 0)
+        if not floor:
+            raise WeightError(f"{model.path}: attention temperature needs n_ctx_orig_yarn, which "
+                              "is 0 (llama.cpp refuses the file)")
+        extra.update(attn_temp=(temp, floor))
+    log_mul = meta.float("rope.scaling.yarn_log_multiplier", 0.0)
+    if yarn is not None and yarn[0] != 0.0 and log_mul:
+        f32 = np.float32
+        f = f32(1) / f32(freq_scale)
+        def mscale(m):
+            return f32(1) if f <= 1 else f32(0.1) * f32(m) * f32(np.log(np.float64(f))) + f32(1)
+        yarn_af = mscale(1.0) / mscale(log_mul)
+        yarn_af = yarn_af * (f32(1) / (f32(1) + f32(0.1) * f32(np.log(np.float64(f)))))
+        attn_factor = float(yarn_af * f32(attn_factor))
+    return attn_factor
+
+
+def scales(model, meta, extra: dict, n_layer: int, n_embd: int) -> None:
+    """granite.cpp's multipliers: ``logit_scale`` required (llama.cpp refuses a file
+    without it), the others optional and 0 (off) when absent; ``rope.scaling.finetuned``
+    false turns rope off in every layer (granite's rope_pattern).  minicpm.cpp runs the
+    same graph with defaults of its own for files without the keys -- embedding 12,
+    residual 1.4f/sqrtf(n_layer), logit 256.0f/n_embd -- and reads no attention.scale."""
+    f32 = np.float32
+    minicpm = model.metadata.get("general.architecture") == "minicpm"
+    if meta.raw("logit_scale") is None and not minicpm:
+        raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale missing (llama.cpp "
+                          "requires it)")
+    defaults = (12.0, float(f32(1.4) / np.sqrt(f32(n_layer))) if n_layer else 0.0,
+                float(f32(256.0) / f32(n_embd)) if n_embd else 1.0) if minicpm else (0.0, 0.0, 1.0)
+    logit = meta.float("logit_scale", defaults[2])
+    if logit == 0.0:
+        raise WeightError(f"{model.path}: metadata {meta.prefix}.logit_scale must not be 0")
+    extra.update(logit_mult=float(f32(1) / f32(logit)),
+                 embed_mult=meta.float("embedding_scale", defaults[0]),
+                 residual_scale=meta.float("residual_scale", defaults[1]),
+                 kq_scale=0.0 if minicpm else meta.float("attention.scale", 0.0))
+    finetuned = meta.raw("rope.scaling.finetuned")      # granite.cpp only, not granite-moe.cpp
+    if model.metadata.get("general.architecture") == "granite" and finetuned is not None and not finetuned:
+        extra.update(no_rope=(True,) * n_layer)
+
+
+def mrope_unsupported(model, meta) -> None:
+    """glm4.cpp / hunyuan-vl.cpp variants the reference pass does not compute, refused in
+    one line rather than run as the plain text model: M-RoPE (rope.dimension_sections with
+    its first two positive: llama_hparams::use_mrope -- GLM-4V, HunyuanVL) and
+    next-token-prediction layers (nextn_predict_layers)."""
+    raw = meta.raw("rope.dimension_sections")
+    sec = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw, raw] if raw is not None else []
+    if len(sec) >= 2 and int(sec[0] or 0) > 0 and int(sec[1] or 0) > 0:
+        raise WeightError(f"{model.path}: {meta.prefix} with M-RoPE (rope.dimension_sections) is "
+                          "not implemented by the reference forward pass")
+    if meta.int("nextn_predict_layers", 0, minimum=0):
+        raise WeightError(f"{model.path}: {meta.prefix} with next-token-prediction layers "
+                          "(nextn_predict_layers) is not implemented by the reference forward pass")
