@@ -64,7 +64,12 @@ def hparam_rows(body: str, fields: dict[str, str], kv_names: dict[str, str], loc
         if fn == "get_arr":
             mode = "array"
         elif fn == "get_key_or_arr":
-            mode = "per_layer"
+            # a scalar or an array of n entries: n is block_count (n_layer_all), the layers
+            # but the next-token-prediction ones (hparams.n_layer()), or a constant
+            # (qwen2vl's rope.dimension_sections: 4)
+            n = args[2].strip() if len(args) >= 3 and args[2].strip() not in ("true", "false") else ""
+            mode = (f"per_{n}" if n.isdigit() else "per_layer_main" if n.endswith("n_layer()")
+                    else "per_layer")
         elif fn == "get_arr_n":
             mode = "array_n"
         else:

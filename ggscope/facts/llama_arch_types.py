@@ -11,7 +11,9 @@ Contract:
   the C type it fills (``u32``, ``i32``, ``f32``, ``bool``, ``str``, ``u64``, ``u16``; a
   trailing ``[]`` for an array; None when the generator could not tell), ``required``
   (True / False; None when the flag is an expression), ``mode`` (``scalar``; ``per_layer``
-  = get_key_or_arr, a scalar or an array of block_count entries; ``array`` = get_arr;
+  = get_key_or_arr, a scalar or an array of block_count entries, ``per_layer_main`` of the
+  layers but the next-token-prediction ones (``hparams.n_layer()``), ``per_<N>`` of a
+  constant N entries (``per_4``: M-RoPE's sections); ``array`` = get_arr;
   ``array_n`` = get_arr_n), ``dest`` (the hparams field or local it fills), ``conds`` (the
   C conditions around the call; empty = always read), ``when`` (each condition as a
   Python expression over the loader's variables, None where it is not plain arithmetic:

@@ -35,7 +35,7 @@ def _accepts(h, got: str) -> bool:
     base = (h.ctype or "").rstrip("[]")
     if base not in _SCALAR:
         return True
-    if h.mode == "per_layer":
+    if h.mode.startswith("per_"):
         ints = ("uint32", "int32") if base in ("u32", "i32") else _SCALAR[base]
         return got in _SCALAR[base] or got in tuple(f"array[{t}]" for t in ints)
     if h.mode in ("array", "array_n"):
@@ -117,12 +117,15 @@ def hparams(run, checks: bool = True) -> dict:
     per_layer: dict[str, list] = {}
     for h, k in keyed:
         v = run.md.get(k)
-        if h.mode != "per_layer" or v is None or not run.types.get(k, "").startswith("array"):
+        if not h.mode.startswith("per_") or v is None or not run.types.get(k, "").startswith("array"):
             continue
-        if len(v) != n_all:
-            run.add("hparam", f"key {k} has wrong array length; expected {n_all}, got {len(v)}", run.node(k))
+        # get_key_or_arr's n: block_count, the layers but the nextn ones, or a constant
+        n = n_all if h.mode == "per_layer" else n_all - nextn if h.mode == "per_layer_main" else int(h.mode[4:])
+        if len(v) != n:
+            run.add("hparam", f"key {k} has wrong array length; expected {n}, got {len(v)}", run.node(k))
             raise run.Stop
-        per_layer[h.dest] = [_int(x) for x in v]
+        if h.mode == "per_layer":
+            per_layer[h.dest] = [_int(x) for x in v]
     n_expert = _int(vals.get("n_expert"))
     used = per_layer.get("n_expert_used_arr") or [_int(vals.get("n_expert_used_arr"))]
     groups = _int(vals.get("n_expert_groups"))

@@ -218,17 +218,7 @@ def test_every_added_architecture_has_a_mistake():
     assert set(WRONG) == set(ARCHS)
 
 
-# The loader rules take every get_key_or_arr key to hold block_count entries; llama.cpp's
-# qwen2vl / qwen3vl / qwen3vlmoe loaders read rope.dimension_sections with a count of 4
-# (src/models/qwen2vl.cpp: get_key_or_arr(LLM_KV_ROPE_DIMENSION_SECTIONS, rope_sections, 4,
-# true)), so GG1105 refuses files llama.cpp loads.  For ggscope/rules/loader_generated.py.
-_SECTIONS_BUG = pytest.mark.xfail(strict=True, reason="GG1105 expects block_count entries in "
-                                  "rope.dimension_sections, llama.cpp 4")
-
-
-@pytest.mark.parametrize("arch", [pytest.param(a, marks=_SECTIONS_BUG)
-                                  if arch_models.arch_of(a) in ("qwen2vl", "qwen3vl", "qwen3vlmoe")
-                                  else a for a in ARCHS])
+@pytest.mark.parametrize("arch", ARCHS)
 def test_validate_finds_no_loader_issue(models, arch):
     """llama.cpp loaded these files; the loader rules must agree: no refusal, no loader
     finding, nothing above a warning."""
