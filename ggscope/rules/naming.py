@@ -72,7 +72,9 @@ class KeyNotAscii(Rule):
 
 
 class KeyNotSnakeCase(Rule):
-    """What it checks: each dot-separated segment of a key is non-empty ``lower_snake_case``.
+    """What it checks: each dot-separated segment of a key is non-empty ``lower_snake_case``,
+    but for a first segment that is an architecture llama.cpp knows (``command-r``,
+    ``gpt-oss``: llama.cpp reads its keys under that name, hyphens and all).
 
     Why it matters: the spec calls keys that break this "invalid"; ``General.Name`` is a
     different key from ``general.name`` and every reader misses it.
@@ -93,10 +95,21 @@ class KeyNotSnakeCase(Rule):
                 continue            # GG401 says it
             if isinstance(key, str) and _KEY.fullmatch(key):
                 continue            # every segment at once; the bad one only for a finding
-            bad = [s for s in key.split(".") if not _SEGMENT.fullmatch(s)]
+            segments = key.split(".")
+            bad = [s for s in segments if not _SEGMENT.fullmatch(s)]
+            if bad == segments[:1] and len(segments) > 1 and _llama_arch(bad[0]):
+                continue            # llama.cpp's own prefix (command-r., gpt-oss.): what it reads
             if bad:
                 yield ctx.at(_key_node(ctx, key), f"key {quoted(key)} has segment {quoted(bad[0])} that is not "
                              "lower_snake_case (a-z, 0-9, _)")
+
+
+def _llama_arch(name: str) -> bool:
+    """Whether ``name`` is an architecture llama.cpp knows: its keys carry the name as their
+    first segment, hyphens and all (``command-r.context_length``, ``gpt-oss.expert_count``),
+    and llama.cpp reads nothing else."""
+    from ggscope.facts.llama_arch import ARCHS  # start-up: only for a key that is not snake case
+    return name in ARCHS
 
 
 class KeyTooLong(Rule):

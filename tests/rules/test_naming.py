@@ -74,3 +74,17 @@ def test_the_verdict_on_all_keys_at_once_names_every_key_a_walk_names(tmp_path):
         want = _walked(list(mf.metadata))
         assert [c for c, _ in got] == [c for c, _ in want], (i, got, want)
         mf.close()
+
+
+def test_a_llama_cpp_architecture_names_its_keys_with_its_hyphens(tmp_path):
+    """llama.cpp reads command-r's and gpt-oss's keys under those names (LLM_KV_NAMES with
+    LLM_ARCH_NAMES): nothing to warn about; another hyphenated or cased prefix, and a
+    bad segment after a known one, still are."""
+    p = gguf(tmp_path, kvs=[KV("general.architecture", V.STRING, "command-r"),
+                            KV("command-r.context_length", V.UINT32, 8),
+                            KV("gpt-oss.expert_count", V.UINT32, 4)])
+    assert [f.code for f in findings(p) if f.code == "GG402"] == []
+    q = gguf(tmp_path, name="q.gguf", kvs=[KV("command-x.context_length", V.UINT32, 8),
+                                           KV("command-r.Context", V.UINT32, 8),
+                                           KV("Command-r.context_length", V.UINT32, 8)])
+    assert [f.code for f in findings(q) if f.code == "GG402"] == ["GG402"] * 3
