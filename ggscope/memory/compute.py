@@ -81,11 +81,16 @@ def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn:
     if set(cells) != want:
         return None
     size = _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v))
+    if n_ubatch < n_seq:
+        # the token-generation graph sched_reserve reserves in between (n_seq tokens, one
+        # output each) picks more outputs than a micro-batch of fewer tokens than sequences
+        # (rounded up to n_seq tokens, n_ubatch outputs): ggml-alloc keeps the larger buffer
+        size = max(size, _galloc.reserve(_graph.build(hp, meta, names, cells, n_seq, n_seq, flash_attn, type_k,
+                                                      type_v, n_outputs=n_seq)))
     if hp.arch in RESERVE_ONE_SEQ and n_seq > 1:
         # llama_context::sched_reserve reserves the micro-batch again as one sequence for these
         # ([TAG_RESERVE_DIAG_DECAY]: their decay input grows with the tokens per sequence squared);
-        # ggml-alloc keeps the larger buffer.  (The token-generation graph reserved in between has
-        # no tensor larger than the micro-batch's, so it never sets the size.)
+        # ggml-alloc keeps the larger buffer.
         size = max(size, _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, 1, flash_attn, type_k,
                                                       type_v, n_rs=n_seq)))
     return size
