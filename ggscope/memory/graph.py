@@ -172,10 +172,11 @@ def _sizes_ok(hp, meta) -> bool:
 
 
 class _Builder:
-    def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v, n_rs, n_outputs):
+    def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v, n_rs, n_outputs, streams):
         self.hp, self.meta, self.names, self.fa = hp, meta, names, flash_attn
         self.n_kv = n_kv if isinstance(n_kv, dict) else {"kv": n_kv}     # cache name -> cells
         self.T, self.ns, self.n_rs, self.n_out = n_tokens, n_seq, n_rs, n_outputs
+        self.streams = streams             # the attention's cache streams (1: a unified cache)
         self.iswa = "kv (swa)" in self.n_kv
         self.type_k, self.type_v = type_k, type_v
         self.spec = DECODER[hp.arch]
@@ -389,11 +390,11 @@ class _Builder:
         return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
 
 def build(hp, meta, names, n_kv, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str = "f16",
-          type_v: str = "f16", n_rs: int | None = None, n_outputs: int | None = None) -> Graph:
+          type_v: str = "f16", n_rs: int | None = None, n_outputs: int | None = None, kv_unified: bool = False):
     """The reserve graph (see the module docstring) for a micro-batch of ``n_seq`` sequences
-    (``n_rs``: the recurrent state's cells, default ``n_seq``); ``described`` must hold.
-    graph_reserve rounds the tokens up to a multiple of ``n_seq`` but keeps the ``n_outputs``
-    asked for (default ``n_ubatch``): 512 tokens over three sequences give 513 and 512 outputs."""
+    (``n_rs``: recurrent cells, default ``n_seq``; a unified cache: one attention stream);
+    ``described`` must hold.  graph_reserve rounds the tokens up to a multiple of ``n_seq`` but
+    keeps the ``n_outputs`` asked for (default ``n_ubatch``): 512 over 3 give 513 and 512 outputs."""
     n_tokens = (n_ubatch + n_seq - 1) // n_seq * n_seq
     return _Builder(hp, meta, frozenset(names), n_kv, n_tokens, n_seq, flash_attn, type_k, type_v,
-                    n_rs or n_seq, min(n_tokens, n_outputs or n_ubatch)).build()
+                    n_rs or n_seq, min(n_tokens, n_outputs or n_ubatch), 1 if kv_unified else n_seq).build()

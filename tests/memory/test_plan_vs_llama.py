@@ -35,7 +35,8 @@ def _options(rec: dict, pa: dict) -> Options:
     feats = frozenset("avx512" if f == "avx512f" else f for f in rec["cpu"])
     return Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
                    cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], swa_full=pa["swa_full"],
-                   parallel=pa.get("parallel", 1), features=feats, ngl=pa.get("ngl", 0), device="RPC0")
+                   parallel=pa.get("parallel", 1), features=feats, ngl=pa.get("ngl", 0), device="RPC0",
+                   kv_unified=pa.get("kv_unified", False))
 
 
 def _per_device(p, kind: str) -> dict[str, int]:
@@ -167,3 +168,12 @@ def test_records_hold_micro_batches_rounded_to_the_sequences():
     runs = [(p.stem, r["params"]) for p in RECORDS for r in load(p)["runs"]]
     assert any(pa["ubatch"] % pa.get("parallel", 1) for _, pa in runs)
     assert any(pa["ubatch"] < pa.get("parallel", 1) and "widths" in stem for stem, pa in runs)
+
+
+def test_records_hold_unified_caches_of_several_sequences():
+    """A unified cache (-kvu) is one attention stream for every sequence: replayed like the
+    others (attention, windowed attention, MLA, a recurrent model, real widths)."""
+    stems = {p.stem for p in RECORDS for r in load(p)["runs"]
+             if r["params"].get("kv_unified") and r["params"].get("parallel", 1) > 1}
+    assert {"Tiny-Gemma3-317K-v1.0-Q8_0", "Tiny-DeepSeek2-4x138K-v1.0-Q8_0", "Tiny-Mamba-106K-v1.0-Q8_0",
+            "synthetic-gemma2-2b-widths", "synthetic-llama-7b-widths"} <= stems
