@@ -302,11 +302,11 @@ def test_base_file_of_another_vocabulary_is_refused_before_any_work(tmp_path, ca
 # the TinyLlama pair at contexts and chunk counts that llama-perplexity evaluates in
 # different ways (tools/record_perplexity.py): several chunks decoded together and cut into
 # micro-batches of n_ubatch // n_seqs tokens each (c64: 56 + 8, c100: 85 + 15, c300: 102 +
-# 102 + 96), one chunk of 1200 tokens in 512 + 512 + 176, chunks shorter than a flash
-# attention tile (c32)
+# 102 + 96; c128 over 20 chunks: a group of 16 in four micro-batches of 32 tokens, then one of
+# 4), one chunk of 1200 tokens in 512 + 512 + 176, chunks shorter than a flash attention tile (c32)
 LINE_FOR_LINE = ("tinyllama-q8_0-q4_k_s", "tinyllama-q8_0-q4_k_s-c32-k10", "tinyllama-q8_0-q4_k_s-c64-k9",
                  "tinyllama-q8_0-q4_k_s-c100-k6", "tinyllama-q8_0-q4_k_s-c300-k5",
-                 "tinyllama-q8_0-q4_k_s-c1200-k2")
+                 "tinyllama-q8_0-q4_k_s-c1200-k2", "tinyllama-q8_0-q4_k_s-c128-k20")
 
 
 @pytest.mark.parametrize("name", LINE_FOR_LINE)
