@@ -57,7 +57,8 @@ from ggscope.forward.logprobs_file import (LogProbsFileError, Writer, decode_row
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["PERCENTILES", "KLDReport", "LayerError", "layer_errors", "CorpusError", "evaluate", "chunk_logits", "Accumulator"]
+__all__ = ["PERCENTILES", "KLDReport", "LayerError", "layer_errors", "CorpusError", "evaluate", "chunk_logits", "Accumulator",
+           "llama_pieces", "chunk_group"]
 
 # (json key, fraction) in llama-perplexity's order; None = its median rule.
 PERCENTILES: tuple[tuple[str, float | None], ...] = (
@@ -253,8 +254,7 @@ def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = Fa
     params = inspect.signature(module.forward).parameters
     with np.errstate(all="ignore"):
         if "logits_from" in params:
-            # llama-perplexity's defaults on a CPU: an F16 cache, flash attention on
-            # (tiled from 64 rows, else one row at a time, see blocks._attend)
+            # llama-perplexity's defaults on a CPU: an F16 cache, flash attention (blocks._attend)
             flash = not exact
             out, layers, state, at = [], [], None, 0
             for n in (pieces if pieces and sum(pieces) == len(chunk) else (len(chunk),)):
@@ -329,7 +329,7 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
     group = chunk_group(n_ctx)
     try:
         for i in range(n_chunk):
-            pieces = llama_pieces(n_ctx, min(group, n_chunk - i // group * group))
+            pieces = None if exact else llama_pieces(n_ctx, min(group, n_chunk - i // group * group))
             if progress is not None:
                 progress(i, n_chunk)
             chunk = [int(t) for t in tokens[i]]
