@@ -25,6 +25,9 @@ With ``--rpc HOST:PORT --ngl 0 1 ...`` (a ``ggml-rpc-server`` running, LLAMA_CPP
 build with GGML_RPC=ON) the loads offload layers to that RPC device and the records, with
 each buffer per device (``kv_dev``, ``rs_dev``, ``compute_dev``), go to ``<model>-rpc.json``.
 
+With ``--kv-unified`` the loads keep one KV buffer for every sequence (``kv_unified`` in
+the run's parameters).
+
 With ``--append`` the runs are added to an existing record of the same model (same recipe,
 same CPU features), so a record can grow by new contexts or micro-batch sizes.
 
@@ -169,7 +172,7 @@ kw = json.loads(sys.argv[3])
 llama_cpp.Llama(sys.argv[2], verbose=True, **kw)
 """
 
-# n_seq_max (--parallel) is not a Llama() argument: such runs use the C API directly
+# n_seq_max (--parallel) and kv_unified are not Llama() arguments: such runs use the C API directly
 _CHILD_C = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
@@ -183,6 +186,7 @@ cp = llama_cpp.llama_context_default_params()
 cp.n_ctx, cp.n_batch, cp.n_ubatch, cp.n_seq_max = kw["n_ctx"], kw["n_batch"], kw["n_ubatch"], kw["n_seq_max"]
 cp.type_k, cp.type_v, cp.swa_full = kw["type_k"], kw["type_v"], kw["swa_full"]
 cp.flash_attn_type = 1 if kw["flash_attn"] else 0
+cp.kv_unified = kw.get("kv_unified", False)
 ctx = llama_cpp.llama_init_from_model(m, cp)
 if not ctx:                       # refused (e.g. a quantized V cache without flash attention)
     sys.exit(3)
@@ -297,8 +301,8 @@ def run(lcp: str, model: Path, params: dict, rpc: str | None = None) -> dict:
     if rpc:
         kw["n_gpu_layers"] = params["ngl"]
         child, extra = _CHILD_RPC, [rpc]
-    elif params.get("parallel", 1) > 1:
-        kw["n_seq_max"] = params["parallel"]
+    elif params.get("parallel", 1) > 1 or params.get("kv_unified"):
+        kw["n_seq_max"], kw["kv_unified"] = params.get("parallel", 1), params.get("kv_unified", False)
         child = _CHILD_C
     else:
         kw["n_gpu_layers"] = 0
@@ -327,6 +331,7 @@ def main(argv=None) -> int:
     ap.add_argument("--flash-attn", nargs="+", default=["off"], choices=["on", "off"])
     ap.add_argument("--swa-full", nargs="+", default=["on"], choices=["on", "off"])
     ap.add_argument("--parallel", nargs="+", type=int, default=[1], help="n_seq_max values (llama.cpp's -np)")
+    ap.add_argument("--kv-unified", action="store_true", help="one KV buffer for every sequence (llama.cpp's -kvu)")
     ap.add_argument("--rpc", metavar="HOST:PORT", help="offload through llama.cpp's RPC backend to this running "
                     "ggml-rpc-server (LLAMA_CPP_LIB_PATH: a GGML_RPC=ON build); records go to <model>-rpc.json")
     ap.add_argument("--ngl", nargs="+", type=int, default=[0], help="with --rpc: layers offloaded (llama.cpp's -ngl)")
@@ -360,6 +365,8 @@ def main(argv=None) -> int:
                                       "type_v": cache, "flash_attn": fa == "on", "swa_full": swa == "on"}
                             if par > 1:
                                 params["parallel"] = par
+                            if a.kv_unified:
+                                params["kv_unified"] = True
                             if a.rpc:
                                 params["ngl"] = ngl
                             got = run(a.llama_cpp_python, model, params, a.rpc)

@@ -40,41 +40,73 @@ _LINES = {
     "ppl_quant": r"Mean PPL\(Q\)\s*:" + _PAIR,
     "ppl_base": r"Mean PPL\(base\)\s*:" + _PAIR,
     "ln_ppl_ratio": r"Mean ln\(PPL\(Q\)/PPL\(base\)\)\s*:" + _PAIR,
+    "ppl_ratio": r"Mean PPL\(Q\)/PPL\(base\)\s*:" + _PAIR,
+    "ppl_diff": r"Mean PPL\(Q\)-PPL\(base\)\s*:" + _PAIR,
     "kld_mean": r"Mean    KLD:" + _PAIR,
+    "dp_mean_pct": r"Mean    Δp:" + _PAIR + r" %",
     "dp_rms_pct": r"RMS Δp\s*:" + _PAIR + r" %",
     "same_top_p_pct": r"Same top p:" + _PAIR + r" %",
 }
-_PCT = {"max": "Maximum KLD", "99.9": r"99\.9%   KLD", "99.0": r"99\.0%   KLD",
-        "95.0": r"95\.0%   KLD", "90.0": r"90\.0%   KLD", "median": "Median  KLD",
-        "10.0": r"10\.0%   KLD", "5.0": r" 5\.0%   KLD", "1.0": r" 1\.0%   KLD",
-        "0.1": r" 0\.1%   KLD", "min": "Minimum KLD"}
+_LABELS = {"max": "Maximum", "99.9": r"99\.9%  ", "99.0": r"99\.0%  ", "95.0": r"95\.0%  ",
+           "90.0": r"90\.0%  ", "75.0": r"75\.0%  ", "median": "Median ", "25.0": r"25\.0%  ",
+           "10.0": r"10\.0%  ", "5.0": r" 5\.0%  ", "1.0": r" 1\.0%  ", "0.1": r" 0\.1%  ",
+           "min": "Minimum"}
+_KLD_PCT = ("max", "99.9", "99.0", "95.0", "90.0", "median", "10.0", "5.0", "1.0", "0.1", "min")
+_BLOCK_START = "====== Perplexity statistics ======"
+
+
+def final_block(text: str) -> list[str]:
+    """The lines of llama-perplexity's final block, from its first heading to "Same top p",
+    its log lines left out ([] when the run printed none: fewer than 100 scored tokens, or
+    output cut short)."""
+    lines = [ln for ln in text.splitlines() if not re.match(r"^\d+\.\d+\.\d+\.?\d* [IWE] ", ln)]
+    ends = [i for i, ln in enumerate(lines) if ln.startswith("Same top p:")]
+    if _BLOCK_START not in lines or not ends:
+        return []
+    return lines[lines.index(_BLOCK_START):ends[-1] + 1]
 
 
 def parse_report(text: str) -> dict:
-    """The final block of llama-perplexity --kl-divergence, named as ggscope's --json."""
+    """The final block of llama-perplexity --kl-divergence, named as ggscope's --json:
+    every figure it prints (the Δp lines and the PPL ratio, difference and correlation
+    only where the text has them, as the first records' parsed blocks did not keep them)."""
     out: dict = {}
     for key, pattern in _LINES.items():
         m = re.search(pattern, text)
         if m is None:
+            if key in ("ppl_ratio", "ppl_diff", "dp_mean_pct"):
+                continue
             raise ValueError(f"no {key!r} line in the report")
         out[key] = {"value": float(m.group(1)), "uncertainty": float(m.group(2))}
+    if m := re.search(r"Cor\(ln\(PPL\(Q\)\), ln\(PPL\(base\)\)\):\s*([-\d.naif]+)%", text):
+        out["cor_ln_ppl_pct"] = float(m.group(1))
     out["kld_percentiles"] = {}
-    for key, label in _PCT.items():
-        m = re.search(label + r":\s*([-\d.]+)", text)
+    for key in _KLD_PCT:
+        m = re.search(_LABELS[key] + r" KLD:\s*([-\d.]+)", text)
         if m is None:
             raise ValueError(f"no {key!r} KLD percentile line in the report")
         out["kld_percentiles"][key] = float(m.group(1))
+    dp = {key: re.search(_LABELS[key] + r" Δp:\s*([-\d.]+)%", text) for key in _LABELS}
+    if all(dp.values()):
+        out["dp_percentiles_pct"] = {key: float(m.group(1)) for key, m in dp.items()}
     m = re.search(r"computing over (\d+) chunks, n_ctx=(\d+)", text)
     if m:
         out["n_chunk"], out["n_ctx"] = int(m.group(1)), int(m.group(2))
     return out
 
 
-def _run(cmd: list[str]) -> str:
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
-    if done.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-    return done.stdout + done.stderr
+def _run(cmd: list[str], report: bool = False) -> str:
+    """The command's output; with ``report`` until it holds the whole final block
+    (llama.cpp's logger prints from a thread of its own and now and then loses the last
+    lines at exit: measured on about one run in five on 2 cores)."""
+    for _ in range(5):
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+        if done.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        text = done.stdout + done.stderr
+        if not report or "Same top p:" in text:
+            return text
+    sys.exit(f"{' '.join(cmd)}: no complete report in five runs")
 
 
 def _public(cmd: list[str], paths: dict[str, str]) -> list[str]:
@@ -102,8 +134,8 @@ def record(bin_dir: str, name: str, base: str, quant: str, corpus: str, ctx: int
         t1 = _run(c1)
         c2 = [exe, "-m", quant, "-f", corpus, "--kl-divergence-base", base_file,
               "--kl-divergence", *common]
-        t2 = _run(c2)
-        t3 = _run([*c2, "-fa", "off"])
+        t2 = _run(c2, report=True)
+        t3 = _run([*c2, "-fa", "off"], report=True)
         (OUT / f"{name}.base.txt").write_text(_report_only(t1))
         (OUT / f"{name}.kld.txt").write_text(_report_only(t2))
         (OUT / f"{name}.kld-fa-off.txt").write_text(_report_only(t3))

@@ -11,8 +11,9 @@ tools/perplexity/perplexity.cpp, ``perplexity`` and ``kl_divergence``):
   ``n_chunk = min(chunks, len(tokens) // n_ctx)`` chunks of ``n_ctx`` tokens; fewer
   than ``2 * n_ctx`` tokens is refused, as llama.cpp refuses it;
 * each chunk is evaluated from an empty cache, its first token replaced by BOS when
-  the vocabulary adds one, and the positions ``first = n_ctx/2 .. n_ctx-2`` are
-  scored against the token that follows;
+  the vocabulary adds one, in the micro-batches llama.cpp cuts it into
+  (``llama_pieces``), and the positions ``first = n_ctx/2 .. n_ctx-2`` are scored
+  against the token that follows;
 * the base's log-probabilities go through llama-perplexity's uint16 row encoding
   (``logprobs_file``), and every base figure (PPL(base), KLD, same top p, Δp) is
   computed from the decoded rows, exactly as llama-perplexity computes them from its
@@ -50,13 +51,14 @@ import numpy as np
 
 from ggscope.core.errors import GGScopeError
 from ggscope.forward import load_weights, module_for
-from ggscope.forward.logprobs_file import (LogProbsFileError, Writer, decode_rows, encode_rows,
+from ggscope.forward.logprobs_file import (LogProbsFileError, Writer, decode_rows, encode_rows, expf,
                                            read_header, scored_positions)
 
 if TYPE_CHECKING:
     from ggscope.model.modelfile import ModelFile
 
-__all__ = ["PERCENTILES", "KLDReport", "LayerError", "layer_errors", "CorpusError", "evaluate", "chunk_logits", "Accumulator"]
+__all__ = ["PERCENTILES", "KLDReport", "LayerError", "layer_errors", "CorpusError", "evaluate", "chunk_logits", "Accumulator",
+           "llama_pieces", "chunk_group"]
 
 # (json key, fraction) in llama-perplexity's order; None = its median rule.
 PERCENTILES: tuple[tuple[str, float | None], ...] = (
@@ -125,7 +127,7 @@ class Accumulator:
             row, lpb, tok = logits[t], base_lp[t], int(next_tokens[t])
             imax = int(np.argmax(row))
             mx = row[imax]
-            lse = f32(np.log(np.exp(row - mx).astype(np.float64).sum()))
+            lse = f32(math.log(float(expf(row - mx).astype(np.float64).sum())))   # glibc's expf, log
             nll = f32(f32(mx + lse) - row[tok])
             nll_base = f32(-lpb[tok])
             s = self.s
@@ -136,12 +138,12 @@ class Accumulator:
             s["nll_base"] += float(nll * nll_base)
             top = f32(mx + lse)
             keep = lpb > f32(-16)
-            terms = np.exp(lpb[keep]) * ((lpb[keep] - row[keep]) + top)
+            terms = expf(lpb[keep]) * ((lpb[keep] - row[keep]) + top)
             k = float(terms.astype(np.float64).sum())
             s["kld"] += k
             s["kld2"] += k * k
             self.same_top += int(imax == int(np.argmax(lpb)))
-            d = f32(np.exp(-nll) - np.exp(-nll_base))
+            d = f32(expf(-nll) - expf(-nll_base))
             d2 = float(d * d)
             s["dp"] += float(d)
             s["dp2"] += d2
@@ -217,20 +219,57 @@ def report(acc: Accumulator, n_ctx: int, n_chunk: int, notes: tuple[str, ...] = 
         (100 * same, 100 * math.sqrt(same * (1 - same) / (n - 1))), notes)
 
 
+PPL_BATCH, PPL_UBATCH = 2048, 512          # llama-perplexity's -b and -ub (common/common.h)
+
+
+def chunk_group(n_ctx: int) -> int:
+    """Chunks llama-perplexity decodes together: n_parallel = max(1, n_batch / n_ctx)."""
+    return max(1, PPL_BATCH // n_ctx)
+
+
+def llama_pieces(n_ctx: int, n_seqs: int) -> tuple[int, ...]:
+    """The micro-batches (token counts) llama.cpp evaluates a chunk in when ``n_seqs``
+    chunks are decoded together, one cache stream each (tools/perplexity: n_batch =
+    min(2048, n_parallel x n_ctx); src/llama-kv-cache.cpp init_batch: micro-batches of
+    n_ubatch = min(512, n_batch) by ``split_simple`` with one stream, else ``split_equal``
+    - src/llama-batch.cpp: n_ubatch // n_seqs tokens of every sequence, then the rest).
+    ggml-cpu picks kernels by a micro-batch's rows (flash attention tiled from 64 query
+    rows, else one row at a time), so the pieces decide llama-perplexity's rounding."""
+    n_par = chunk_group(n_ctx)
+    n_batch = min(PPL_BATCH, n_par * n_ctx)
+    n_ubatch = min(PPL_UBATCH, n_batch)
+    step = n_ubatch if n_par == 1 else max(1, n_ubatch // max(1, n_seqs))
+    out: list[int] = []
+    for start in range(0, n_ctx, n_batch):
+        size = min(n_ctx - start, n_batch)
+        out += [min(step, size - s) for s in range(0, size, step)]
+    return tuple(out)
+
+
 def chunk_logits(module, weights, chunk: list[int], first: int, exact: bool = False,
-                 hidden: list | None = None) -> np.ndarray:
+                 hidden: list | None = None, pieces: tuple[int, ...] | None = None) -> np.ndarray:
     """Logits [n_ctx - first, V] of positions ``first..`` of one chunk from an empty
-    cache: one batch where the module evaluates batches, else token by token with the
-    recurrent state carried (the recurrent families)."""
+    cache: in the micro-batches ``pieces`` (default one) where the module evaluates
+    batches, else token by token with the recurrent state carried (recurrent families)."""
     params = inspect.signature(module.forward).parameters
     with np.errstate(all="ignore"):
         if "logits_from" in params:
-            # llama-perplexity's defaults on a CPU: an F16 cache, flash attention on
-            # (tiled: a chunk is at least 64 rows, see attention._attend)
-            extra = {"hidden": hidden} if hidden is not None and "hidden" in params else {}
-            logits, _ = module.forward(weights, chunk, None, kv_f16=not exact, logits_from=first,
-                                       flash_attn=not exact and len(chunk) >= 64, **extra)
-            return np.asarray(logits, np.float32)
+            # llama-perplexity's defaults on a CPU: an F16 cache, flash attention (attention._attend)
+            flash = not exact
+            out, layers, state, at = [], [], None, 0
+            for n in (pieces if pieces and sum(pieces) == len(chunk) else (len(chunk),)):
+                want = at + n > first
+                extra = {"hidden": []} if hidden is not None and want and "hidden" in params else {}
+                logits, state = module.forward(weights, chunk[at:at + n], state, kv_f16=not exact,
+                                               logits_from=max(0, first - at) if want else None,
+                                               flash_attn=flash, **extra)
+                if want:
+                    out.append(np.asarray(logits, np.float32).reshape(-1, np.shape(logits)[-1]))
+                    layers += [extra["hidden"]] if extra else []
+                at += n
+            if hidden is not None and layers:
+                hidden.extend(np.concatenate(parts) for parts in zip(*layers))
+            return np.concatenate(out)
         rows, state = [], None
         for i, tok in enumerate(chunk):
             la, state = module.forward(weights, [tok], state)
@@ -287,8 +326,10 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
     layers: tuple[LayerError, ...] = ()
     tensors: tuple = ()
     acc = Accumulator()
+    group = chunk_group(n_ctx)
     try:
         for i in range(n_chunk):
+            pieces = None if exact else llama_pieces(n_ctx, min(group, n_chunk - i // group * group))
             if progress is not None:
                 progress(i, n_chunk)
             chunk = [int(t) for t in tokens[i]]
@@ -296,14 +337,14 @@ def evaluate(quant: "ModelFile", *, base: "ModelFile | None" = None, base_file: 
             hb = [] if (i == 0 and w_b is not None) else None
             hq = [] if hb is not None else None
             if w_b is not None:
-                lb = chunk_logits(mod_b, w_b, _with_bos(chunk, bos_b), first, exact, hb)[:rows_n]
+                lb = chunk_logits(mod_b, w_b, _with_bos(chunk, bos_b), first, exact, hb, pieces)[:rows_n]
                 _check_vocab(lb.shape[1], V, base, "base")
                 rows, _ = encode_rows(lb, nxt)
                 if writer is not None:
                     writer.add(rows)
             else:
                 rows = header.chunk(i)
-            lq = chunk_logits(mod_q, w_q, _with_bos(chunk, bos_q), first, exact, hq)[:rows_n]
+            lq = chunk_logits(mod_q, w_q, _with_bos(chunk, bos_q), first, exact, hq, pieces)[:rows_n]
             if hb and hq and len(hb) == len(hq):
                 layers = layer_errors([h[:rows_n] for h in hb], [h[:rows_n] for h in hq])
             _check_vocab(lq.shape[1], V, quant, "quantized")

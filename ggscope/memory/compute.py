@@ -35,9 +35,8 @@ runs ggml-alloc's rules over the reserve graph node by node (``replay_bytes``), 
 decides what this plan of peaks cannot - whether the KQ masks (graph inputs, at the bottom
 of the buffer) leave a hole below the logits once a long-lived tensor lands above them.
 The plan of peaks below is the fallback for every other architecture (e.g. arwkv7, plamo2,
-kimi-linear, bailingmoe3, gemma3n, lfm2moe, nemotron_h_moe, the other MLA models), for a header the replay refuses (``graph.described``), for a unified cache
-over several sequences, and for offloaded runs (``--ngl``: the scheduler's split across
-backends is not replayed).
+kimi-linear, bailingmoe3, gemma3n, lfm2moe, nemotron_h_moe, the other MLA models), for a header the replay refuses (``graph.described``),
+and for offloaded runs (``--ngl``: the scheduler's split across backends is not replayed).
 
 Recurrent models (mamba, rwkv) have no mask and no KQ; their layer's activations are the
 token-shift and scan rows (``n_embd_r`` + ``n_embd_s`` per sequence) plus, for rwkv,
@@ -72,22 +71,27 @@ RESERVE_ONE_SEQ = frozenset({"minimax-01", "kimi-linear"})
 def replay_bytes(hp, meta, names, caches, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str,
                  type_v: str, kv_unified: bool = False) -> int | None:
     """The CPU compute buffer ggml-alloc reserves, replayed over llama.cpp's reserve graph
-    (``ggscope.memory.graph``, ``galloc``); None when the graph is not described (or a
-    unified cache serves several sequences: one mask stream, not replayed)."""
-    if not _graph.described(hp, names, meta) or (kv_unified and n_seq > 1):
+    (``ggscope.memory.graph``, ``galloc``); None when the graph is not described."""
+    if not _graph.described(hp, names, meta):
         return None
     cells = {c.name: c.cells for c in caches}          # an empty base cache beside a windowed one too
     want = set() if not any(hp.attn) else {"kv", "kv (swa)"} if hp.swa_any else {"kv"}
     if set(cells) != want:
         return None
-    size = _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v))
+    size = _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, n_seq, flash_attn, type_k, type_v,
+                                        kv_unified=kv_unified))
+    if n_ubatch < n_seq:
+        # the token-generation graph sched_reserve reserves in between (n_seq tokens, one
+        # output each) picks more outputs than a micro-batch of fewer tokens than sequences
+        # (rounded up to n_seq tokens, n_ubatch outputs): ggml-alloc keeps the larger buffer
+        size = max(size, _galloc.reserve(_graph.build(hp, meta, names, cells, n_seq, n_seq, flash_attn, type_k,
+                                                      type_v, n_outputs=n_seq, kv_unified=kv_unified)))
     if hp.arch in RESERVE_ONE_SEQ and n_seq > 1:
         # llama_context::sched_reserve reserves the micro-batch again as one sequence for these
         # ([TAG_RESERVE_DIAG_DECAY]: their decay input grows with the tokens per sequence squared);
-        # ggml-alloc keeps the larger buffer.  (The token-generation graph reserved in between has
-        # no tensor larger than the micro-batch's, so it never sets the size.)
+        # ggml-alloc keeps the larger buffer.
         size = max(size, _galloc.reserve(_graph.build(hp, meta, names, cells, n_ubatch, 1, flash_attn, type_k,
-                                                      type_v, n_rs=n_seq)))
+                                                      type_v, n_rs=n_seq, kv_unified=kv_unified)))
     return size
 
 

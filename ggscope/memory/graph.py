@@ -34,7 +34,7 @@ Attention is ``ggscope.memory.graph_attn``, Mamba-2 ``graph_ssm``, the gated del
 peaks.  Weights and caches are external tensors: only shapes are used, never data.
 
 Contract: ``described(hp, names, meta) -> bool``; ``build(hp, meta, names, n_kv, n_ubatch,
-n_seq, flash_attn, type_k, type_v) -> Graph`` (``n_kv``: the cache's cells, or a dict of
+n_seq, flash_attn, type_k, type_v, n_rs=, n_outputs=) -> Graph`` (``n_kv``: the cache's cells, or a dict of
 cells by cache name, "kv" and "kv (swa)"); ``names`` is the set of tensor names in the file
 (optional biases and norms are switched on by presence, as the loader does).
 """
@@ -172,10 +172,11 @@ def _sizes_ok(hp, meta) -> bool:
 
 
 class _Builder:
-    def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v, n_rs):
+    def __init__(self, hp, meta, names, n_kv, n_tokens, n_seq, flash_attn, type_k, type_v, n_rs, n_outputs, streams):
         self.hp, self.meta, self.names, self.fa = hp, meta, names, flash_attn
         self.n_kv = n_kv if isinstance(n_kv, dict) else {"kv": n_kv}     # cache name -> cells
-        self.T, self.ns, self.n_rs = n_tokens, n_seq, n_rs
+        self.T, self.ns, self.n_rs, self.n_out = n_tokens, n_seq, n_rs, n_outputs
+        self.streams = streams             # the attention's cache streams (1: a unified cache)
         self.iswa = "kv (swa)" in self.n_kv
         self.type_k, self.type_v = type_k, type_v
         self.spec = DECODER[hp.arch]
@@ -234,7 +235,7 @@ class _Builder:
             self.gdn = graph_gdn.params(self.meta, hp.arch)
         if self.spec.get("mla"):
             self.mla = graph_mla.params(self.meta, hp.arch)
-        out_ids = g.new_input((T,), g.I32, "out_ids")
+        out_ids = g.new_input((self.n_out,), g.I32, "out_ids")
         res_scale = self.key("residual_scale") if self.spec.get("scales") else 0.0
         for il in range(hp.n_layer):
             b = f"blk.{il}."
@@ -389,9 +390,11 @@ class _Builder:
         return self.lin(self.w(b + "ffn_down.weight", n_ff, n_embd), cur, self.w(b + "ffn_down.bias", n_embd))
 
 def build(hp, meta, names, n_kv, n_ubatch: int, n_seq: int, flash_attn: bool, type_k: str = "f16",
-          type_v: str = "f16", n_rs: int | None = None) -> Graph:
+          type_v: str = "f16", n_rs: int | None = None, n_outputs: int | None = None, kv_unified: bool = False):
     """The reserve graph (see the module docstring) for a micro-batch of ``n_seq`` sequences
-    (``n_rs``: the recurrent state's cells, default ``n_seq``); ``described`` must hold."""
+    (``n_rs``: recurrent cells, default ``n_seq``; a unified cache: one attention stream);
+    ``described`` must hold.  graph_reserve rounds the tokens up to a multiple of ``n_seq`` but
+    keeps the ``n_outputs`` asked for (default ``n_ubatch``): 512 over 3 give 513 and 512 outputs."""
     n_tokens = (n_ubatch + n_seq - 1) // n_seq * n_seq
     return _Builder(hp, meta, frozenset(names), n_kv, n_tokens, n_seq, flash_attn, type_k, type_v,
-                    n_rs or n_seq).build()
+                    n_rs or n_seq, min(n_tokens, n_outputs or n_ubatch), 1 if kv_unified else n_seq).build()

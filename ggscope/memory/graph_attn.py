@@ -38,7 +38,7 @@ def attn_inputs(b, cache: str):
         n_gqa_max = max(b.hp.n_embd_v_gqa(il) for il in range(b.hp.n_layer))
         k_idxs = g.new_input((T,), g.I64, "attn_inp_k_idxs")
         v_idxs = g.new_input((T if b.fa else T * n_gqa_max,), g.I64, "attn_inp_v_idxs")
-        mask = g.new_input((b.n_kv[cache], T // b.ns, 1, b.ns), g.F16 if b.fa else g.F32,
+        mask = g.new_input((b.n_kv[cache], T // b.streams, 1, b.streams), g.F16 if b.fa else g.F32,
                            "attn_inp_kq_mask")
         k_rot = v_rot = None
         if b.hp.hybrid and b.iswa:                      # build_inp_mem_hybrid_iswa builds no rotations
@@ -127,7 +127,7 @@ def gated_attention(b, il, cur, pos):
 
 def kv_attn(b, il, q, k, v):
     """llm_graph_context::build_attn (the KV-cache variant) and build_attn_mha."""
-    gf, hp, T, ns = b.gf, b.hp, b.T, b.ns
+    gf, hp, T, ns = b.gf, b.hp, b.T, b.streams
     cache = "kv (swa)" if b.iswa and hp.is_swa[il] else "kv"
     n_kv = b.n_kv[cache]
     k_idxs, v_idxs, mask, k_rot, v_rot = attn_inputs(b, cache)

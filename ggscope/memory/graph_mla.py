@@ -49,13 +49,14 @@ def _inputs(b):
     if "k" not in b.attn_cache:
         T = b.T
         k_idxs = g.new_input((T,), g.I64, "attn_inp_k_idxs")
-        mask = g.new_input((b.n_kv["kv"], T // b.ns, 1, b.ns), g.F16 if b.fa else g.F32, "attn_inp_kq_mask")
+        mask = g.new_input((b.n_kv["kv"], T // b.streams, 1, b.streams), g.F16 if b.fa else g.F32,
+                           "attn_inp_kq_mask")
         b.attn_cache["k"] = (k_idxs, mask)
     return b.attn_cache["k"]
 
 
 def mla(b, il: int, cur, pos):
-    hp, T, ns, gf = b.hp, b.T, b.ns, b.gf
+    hp, T, ns, gf = b.hp, b.T, b.streams, b.gf
     p = b.mla
     pre = f"blk.{il}."
     n_head, n_embd = hp.n_head[il], hp.n_embd

@@ -35,7 +35,8 @@ nbytes, cache, how)``; ``how`` says whether a compute buffer is replayed or plan
 and ``max_layers(...)`` answer the converse.  Raises ``ValueError`` (one sentence) for a
 header llama.cpp could not size, and for a cache configuration ``llama_init_from_model``
 refuses (src/llama-context.cpp: K and V types differing on an MLA model, a quantized V
-cache without flash attention, a quantized cache whose blocks do not divide a head size).
+cache without flash attention, a quantized cache whose blocks do not divide a head size;
+more than LLAMA_MAX_SEQ sequences, or more sequences than the batch holds - an abort there).
 Never reads tensor data.
 """
 from __future__ import annotations
@@ -149,6 +150,9 @@ class Plan:
                                "v_bytes": c.v_bytes, "buffer_bytes": c.buffer_bytes} for c in self.caches]}
 
 
+LLAMA_MAX_SEQ = 256              # src/llama-cparams.h
+
+
 def _pad256(n: int) -> int:
     return (n + 255) // 256 * 256
 
@@ -221,6 +225,13 @@ def plan(mf, o: Options = Options(), hp: _hp.HParams | None = None) -> Plan:
     # pads it to 256 and to a multiple of the sequences (src/llama-context.cpp)
     n_batch = min(o.ctx or hp.n_ctx_train or DEFAULT_CTX, o.batch)
     n_ubatch = min(n_batch, o.ubatch)
+    if n_seq > LLAMA_MAX_SEQ:
+        raise ValueError(f"llama.cpp refuses more than {LLAMA_MAX_SEQ} sequences (n_seq_max {n_seq})")
+    if n_seq > n_batch:
+        # llama_context's constructor reserves one output per sequence, at most n_outputs_max
+        # (= n_batch by default): output_reserve(n_seq_max) fails its GGML_ASSERT - an abort
+        raise ValueError(f"llama.cpp aborts with more sequences ({n_seq}) than the batch holds ({n_batch}): "
+                         "its output buffer is reserved for one output per sequence, at most n_batch")
     streams = 1 if o.kv_unified else n_seq
     features = local_features() if o.features is None else o.features
 

@@ -19,13 +19,13 @@ import pytest
 
 from conftest import FIXTURES, REPO
 from ggscope.cli import main
-from ggscope.forward.logprobs_file import (LogProbsFileError, decode_rows, encode_rows, read_header,
+from ggscope.forward.logprobs_file import (LogProbsFileError, decode_rows, encode_rows, expf, read_header,
                                            row_width)
 from ggscope.forward import ggml_ops
-from ggscope.forward.perplexity import CorpusError, evaluate
+from ggscope.forward.perplexity import CorpusError, evaluate, llama_pieces
 from ggscope.model.split import open_model
 from ggscope.report import perplexity as render
-from tools.record_perplexity import parse_report
+from tools.record_perplexity import final_block, parse_report
 
 REC = FIXTURES / "perplexity"
 CORPUS = REC / "corpus.txt"
@@ -295,3 +295,70 @@ def test_base_file_of_another_vocabulary_is_refused_before_any_work(tmp_path, ca
     rc = main(["diff", str(TINY_BASE), str(TINY_QUANT), "--kl-divergence-base", str(bad)])
     err = capsys.readouterr().err
     assert rc == 2 and "inconsistent vocabulary" in err and len(err.strip().splitlines()) == 1
+
+
+# ---- every line of llama-perplexity's final block, on contexts cut into several micro-batches -----
+
+# the TinyLlama pair at contexts and chunk counts that llama-perplexity evaluates in
+# different ways (tools/record_perplexity.py): several chunks decoded together and cut into
+# micro-batches of n_ubatch // n_seqs tokens each (c64: 56 + 8, c100: 85 + 15, c300: 102 +
+# 102 + 96; c128 over 20 chunks: a group of 16 in four micro-batches of 32 tokens, then one of
+# 4), one chunk of 1200 tokens in 512 + 512 + 176, chunks shorter than a flash attention tile (c32)
+LINE_FOR_LINE = ("tinyllama-q8_0-q4_k_s", "tinyllama-q8_0-q4_k_s-c32-k10", "tinyllama-q8_0-q4_k_s-c64-k9",
+                 "tinyllama-q8_0-q4_k_s-c100-k6", "tinyllama-q8_0-q4_k_s-c300-k5",
+                 "tinyllama-q8_0-q4_k_s-c1200-k2", "tinyllama-q8_0-q4_k_s-c128-k20")
+
+
+@pytest.mark.parametrize("name", LINE_FOR_LINE)
+def test_final_block_is_llama_perplexitys_line_for_line(name):
+    """Both models evaluated by ggscope in llama-perplexity's micro-batches, probabilities
+    by glibc's expf: the block ggscope prints is the one llama-perplexity printed, every
+    digit of its 39 lines.  Each chunk as one batch, or numpy's exp, left 3 to 15 of the 43
+    figures the same (c64: PPL(base) 577.67 for 577.31, same top p 74.19 % for 73.48 %)."""
+    if not ggml_ops.AVAILABLE:
+        pytest.skip("the compiled kernels (ggscope.forward._cggml) are not built: numpy's sums are not ggml's")
+    rec = _record(name)
+    rep = evaluate(open_model(str(TINY_QUANT)), base=open_model(str(TINY_BASE)), text=CORPUS.read_text(),
+                   n_ctx=rec["ctx"], chunks=rec["chunks"])
+    want = final_block((REC / f"{name}.kld.txt").read_text())
+    assert len(want) == 39
+    assert final_block(render.plain(rep)) == want
+
+
+def test_six_chunks_in_two_uneven_micro_batches_within_the_issues_tolerances():
+    """c128 over six chunks: llama.cpp decodes them as one batch of 768 tokens cut into 85 +
+    43 per chunk.  The pieces are modelled, but ggml-cpu's repacked Q4_K kernel groups the
+    micro-batch's rows by four across chunks (510 and 258 rows), which a chunk evaluated
+    alone does not see: PPL(Q) 570.4887 for llama.cpp's 570.5001 (570.6169 as one batch)."""
+    rec = _record("tinyllama-q8_0-q4_k_s-c128-k6")
+    rep = evaluate(open_model(str(TINY_QUANT)), base=open_model(str(TINY_BASE)), text=CORPUS.read_text(),
+                   n_ctx=rec["ctx"], chunks=rec["chunks"])
+    assert _close(render.as_json(rep), rec["report"]) == []
+
+
+@pytest.mark.parametrize("n_ctx,n_seqs,pieces", [
+    (128, 2, (128,)), (128, 6, (85, 43)), (100, 20, (25, 25, 25, 25)), (64, 9, (56, 8)),
+    (300, 5, (102, 102, 96)), (1200, 1, (512, 512, 176)), (700, 2, (256, 256, 188)), (4096, 1, (512,) * 8)])
+def test_micro_batches_are_llama_cpps(n_ctx, n_seqs, pieces):
+    """src/llama-batch.cpp split_equal (several cache streams: n_ubatch // n_seqs tokens of
+    each sequence) and split_simple (one stream: 512 at a time) over llama-perplexity's
+    batches (n_batch = min(2048, n_parallel x n_ctx))."""
+    assert llama_pieces(n_ctx, n_seqs) == pieces
+
+
+def test_expf_is_glibcs_bit_for_bit():
+    """llama-perplexity calls the C library's expf; numpy's float32 exp differs from it in
+    the last bit for about 40 % of arguments."""
+    ctypes = pytest.importorskip("ctypes")
+    try:
+        libm = ctypes.CDLL("libm.so.6")
+    except OSError:
+        pytest.skip("no glibc libm.so.6 here")
+    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.uniform(-110, 90, 20000), rng.normal(0, 3, 5000),
+                        [0.0, -0.0, 1e-40, 88.72, 88.73, -103.9, -104.0, -1e30, 1e30, np.inf, -np.inf]]
+                       ).astype(np.float32)
+    want = np.array([libm.expf(float(v)) for v in x], np.float32)
+    assert np.array_equal(expf(x), want)
+    assert np.isnan(expf(np.float32(np.nan)))

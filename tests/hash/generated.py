@@ -5,11 +5,13 @@ the real tool) must be reproducible in CI without the tool, so the files they de
 are either in the repository, in ``../shared/fixtures``, or written here from fixed
 seeds by gguf-py's own writer (``tests/gguf_writers.py``): every ggml tensor type, both
 byte orders, a custom alignment, GGUF v1/v2, a tensor larger than one read window,
-hundreds of tiny tensors (reads that coalesce), and a three-shard split set written by
-gguf-py's splitting writer.
+hundreds of tiny tensors (reads that coalesce), a file without tensors, alignment 1,
+tensor names at the 63-byte limit / non-ASCII / with spaces, a tensor of no elements,
+and two three-shard split sets written by gguf-py's splitting writer (one whose first
+shard holds only metadata, as ``llama-gguf-split --no-tensor-first-split`` writes).
 
 Contract: ``write_all(directory)`` writes every file and returns ``{name: path}``;
-``SPLIT`` is the split set's shard names.
+``SPLIT`` and ``SPLIT_SMALL_FIRST`` are the split sets' shard names.
 """
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ if str(_TESTS) not in sys.path:
 
 import gguf_writers as gw  # noqa: E402
 
-__all__ = ["write_all", "SPLIT", "NAMES"]
+__all__ = ["write_all", "SPLIT", "SPLIT_SMALL_FIRST", "NAMES"]
 
 SPLIT = tuple(f"split-{i:05d}-of-00003.gguf" for i in (1, 2, 3))
+SPLIT_SMALL_FIRST = tuple(f"smallfirst-{i:05d}-of-00003.gguf" for i in (1, 2, 3))
 
 
 def _big_tensor(path: Path) -> Path:
@@ -45,11 +48,40 @@ def _tiny_tensors(path: Path) -> Path:
     return gw.write_gguf_py(path, kvs=[gw.KV("general.name", gw.V.STRING, "Tiny")], tensors=tensors)
 
 
-def _split(directory: Path) -> list[Path]:
-    """Three shards of 4 tensors each, written by gguf-py's GGUFWriter(split_max_tensors=4)."""
+def _no_tensors(path: Path) -> Path:
+    """Metadata only: the tool prints just the whole-data lines (hashes of no bytes)."""
+    return gw.write_gguf_py(path, kvs=[gw.KV("general.name", gw.V.STRING, "Empty")])
+
+
+def _align_1(path: Path) -> Path:
+    """``general.alignment`` = 1: no padding anywhere, tensors at odd offsets."""
+    rng = np.random.default_rng(33)
+    tensors = [gw.quantized_tensor("odd.i8", gw.T.I8, (3,), rng),
+               gw.quantized_tensor("odd.q4_0", gw.T.Q4_0, (32, 3), rng),
+               gw.quantized_tensor("odd.f16", gw.T.F16, (7,), rng)]
+    return gw.write_gguf_py(path, kvs=[gw.KV("general.name", gw.V.STRING, "Align 1")], tensors=tensors,
+                            alignment=1)
+
+
+def _names(path: Path) -> Path:
+    """Tensor names at the 63-byte limit (GGML_MAX_NAME - 1), non-ASCII, with spaces; one of no elements."""
+    rng = np.random.default_rng(34)
+    tensors = [gw.quantized_tensor("n" * 63, gw.T.F32, (4,), rng),
+               gw.quantized_tensor("blk.\u00fcn\u00ef.\U0001f600", gw.T.F16, (8,), rng),
+               gw.quantized_tensor("a b  c", gw.T.F32, (3,), rng),
+               gw.quantized_tensor("empty", gw.T.F32, (0,), rng),
+               gw.quantized_tensor("z" * 62, gw.T.Q8_0, (32,), rng)]
+    return gw.write_gguf_py(path, kvs=[gw.KV("general.name", gw.V.STRING, "Names")], tensors=tensors)
+
+
+def _split(directory: Path, *, small_first: bool = False) -> list[Path]:
+    """Three shards written by gguf-py's GGUFWriter: 4 tensors each, or (``small_first``)
+    a metadata-only first shard and 6 tensors in each of the others."""
     import gguf
     rng = np.random.default_rng(32)
-    w = gguf.GGUFWriter(directory / "split.gguf", "llama", split_max_tensors=4)
+    stem = "smallfirst" if small_first else "split"
+    w = gguf.GGUFWriter(directory / f"{stem}.gguf", "llama", split_max_tensors=6 if small_first else 4,
+                        small_first_shard=small_first)
     w.add_name("Split")
     for i in range(12):
         spec = gw.quantized_tensor(f"blk.{i}.w", gw.T.Q8_0 if i % 2 else gw.T.F16, (64, 2), rng)
@@ -58,10 +90,11 @@ def _split(directory: Path) -> list[Path]:
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    return [directory / n for n in SPLIT]
+    return [directory / n for n in (SPLIT_SMALL_FIRST if small_first else SPLIT)]
 
 
-NAMES = (*(f"{r}.gguf" for r in gw.RECIPES), "big_tensor.gguf", "tiny_tensors.gguf", *SPLIT)
+NAMES = (*(f"{r}.gguf" for r in gw.RECIPES), "big_tensor.gguf", "tiny_tensors.gguf", *SPLIT,
+         "no_tensors.gguf", "align_1.gguf", "names.gguf", *SPLIT_SMALL_FIRST)
 
 
 def write_all(directory: str | Path) -> dict[str, Path]:
@@ -71,4 +104,8 @@ def write_all(directory: str | Path) -> dict[str, Path]:
     out["big_tensor.gguf"] = _big_tensor(d / "big_tensor.gguf")
     out["tiny_tensors.gguf"] = _tiny_tensors(d / "tiny_tensors.gguf")
     out.update({p.name: p for p in _split(d)})
+    out["no_tensors.gguf"] = _no_tensors(d / "no_tensors.gguf")
+    out["align_1.gguf"] = _align_1(d / "align_1.gguf")
+    out["names.gguf"] = _names(d / "names.gguf")
+    out.update({p.name: p for p in _split(d, small_first=True)})
     return {k: Path(v) for k, v in out.items()}

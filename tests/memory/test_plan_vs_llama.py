@@ -35,7 +35,8 @@ def _options(rec: dict, pa: dict) -> Options:
     feats = frozenset("avx512" if f == "avx512f" else f for f in rec["cpu"])
     return Options(ctx=pa["ctx"], batch=pa["batch"], ubatch=pa["ubatch"], cache_type_k=pa["type_k"],
                    cache_type_v=pa["type_v"], flash_attn=pa["flash_attn"], swa_full=pa["swa_full"],
-                   parallel=pa.get("parallel", 1), features=feats, ngl=pa.get("ngl", 0), device="RPC0")
+                   parallel=pa.get("parallel", 1), features=feats, ngl=pa.get("ngl", 0), device="RPC0",
+                   kv_unified=pa.get("kv_unified", False))
 
 
 def _per_device(p, kind: str) -> dict[str, int]:
@@ -142,3 +143,37 @@ def test_refuses_what_llama_cpp_refuses(tmp_path):
     with pytest.raises(ValueError, match="K head size 16"):
         plan(tiny, Options(ctx=8192, flash_attn=True, cache_type_k="q8_0", cache_type_v="q8_0"))
     assert plan(tiny, Options(ctx=8192, flash_attn=False, cache_type_k="q8_0")).k_bytes > 0
+
+
+def test_refuses_more_sequences_than_the_batch_holds():
+    """llama_context's constructor reserves one output per sequence, at most n_outputs_max
+    (n_batch by default): ``output_reserve(n_seq_max)`` fails ``GGML_ASSERT(n_outputs_max <=
+    cparams.n_outputs_max)`` (src/llama-context.cpp) - llama.cpp aborted (SIGABRT) on every
+    tiny model with ``n_batch`` 1 or 2 and 3 or 4 sequences; a micro-batch smaller than the
+    sequences is fine when the batch holds them (recorded: ubatch 1 and 2 with 3 to 6 sequences)."""
+    tiny = ggscope.open(str(Path(ggscope.__file__).parent / "examples" / "TinyLlama-Test-164K-v1.0-Q8_0.gguf"))
+    with pytest.raises(ValueError, match="more sequences"):
+        plan(tiny, Options(ctx=1000, batch=2, ubatch=2, parallel=3))
+    with pytest.raises(ValueError, match="more sequences"):
+        plan(tiny, Options(ctx=2, batch=512, ubatch=512, parallel=3))      # n_batch = min(n_ctx, batch)
+    with pytest.raises(ValueError, match="more than 256 sequences"):
+        plan(tiny, Options(ctx=100000, batch=4096, parallel=257))
+    assert plan(tiny, Options(ctx=1000, batch=3, ubatch=1, parallel=3)).compute_bytes > 0
+
+
+def test_records_hold_micro_batches_rounded_to_the_sequences():
+    """graph_reserve rounds the micro-batch up to a multiple of the sequences but keeps its
+    outputs, and a micro-batch of fewer tokens than sequences is outgrown by the
+    token-generation graph: both are recorded on replayed models."""
+    runs = [(p.stem, r["params"]) for p in RECORDS for r in load(p)["runs"]]
+    assert any(pa["ubatch"] % pa.get("parallel", 1) for _, pa in runs)
+    assert any(pa["ubatch"] < pa.get("parallel", 1) and "widths" in stem for stem, pa in runs)
+
+
+def test_records_hold_unified_caches_of_several_sequences():
+    """A unified cache (-kvu) is one attention stream for every sequence: replayed like the
+    others (attention, windowed attention, MLA, a recurrent model, real widths)."""
+    stems = {p.stem for p in RECORDS for r in load(p)["runs"]
+             if r["params"].get("kv_unified") and r["params"].get("parallel", 1) > 1}
+    assert {"Tiny-Gemma3-317K-v1.0-Q8_0", "Tiny-DeepSeek2-4x138K-v1.0-Q8_0", "Tiny-Mamba-106K-v1.0-Q8_0",
+            "synthetic-gemma2-2b-widths", "synthetic-llama-7b-widths"} <= stems
