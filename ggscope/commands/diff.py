@@ -32,14 +32,15 @@ equal, never negative: how far B's predictions drift from A's; the quantity
 llama.cpp's `llama-perplexity --kl-divergence` reports) and top-1 agreement (the
 fraction of positions where both files' most likely next token is the same).  This
 loads both files' weights as float32 in memory.  Supported architectures: those of
-`ggscope run` (llama, qwen2/3, gemma2/3, phi3, deepseek2 ...); any other is reported (exit 2).  With --metadata-only the per-tensor
+`ggscope run` (llama, qwen2/3, gemma/2/3, phi3, mistral3, command-r, gpt-oss, deepseek2 ...);
+any other is reported (exit 2).  With --metadata-only the per-tensor
 comparison is skipped and only metadata and logits are compared.
 
 --corpus TEXTFILE is llama-perplexity's --kl-divergence report over a whole text: the
 text is tokenized once with A's vocabulary, cut into chunks of --ctx tokens (at most
---chunks of them), each chunk evaluated from an empty cache as one batch (its first
-token replaced by BOS where the vocabulary adds one), and the second half of every
-chunk scored.  A is the base: its log-probabilities are stored as llama-perplexity
+--chunks of them), each chunk evaluated from an empty cache in the micro-batches
+llama-perplexity cuts it into (its first token replaced by BOS where the vocabulary
+adds one), and the second half of every chunk scored.  A is the base: its log-probabilities are stored as llama-perplexity
 stores them (uint16 per token and row), and the report is computed from those, as
 llama-perplexity computes it from its --kl-divergence-base file: PPL(Q), PPL(base),
 ln(PPL(Q)/PPL(base)), mean KLD with its percentiles, Δp and RMS Δp, and "same top p"
