@@ -18,6 +18,7 @@ from __future__ import annotations
 from tools.arch_tensors import (D, E, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
                                 decoder as _decoder, gptoss as _gptoss, parallel as _parallel,
                                 phimoe as _phimoe)
+from tools.arch_tensors_moe import glm4moe as _glm4moe
 
 __all__ = ["SPECS", "Init", "N_CTX"]
 
@@ -254,5 +255,20 @@ SPECS: dict[str, dict] = {
                             "rope.scaling.yarn_ext_factor": 0.5}),
                         tensors=lambda r: _decoder(r, layers=4, prenorm=False, full_qk_norm=True,
                                                    post_norms=True)),
+    # glm4-moe.cpp (GLM-4.5 / 4.6 / 4.7): q/k/v biases, per-head q/k norms, NeoX rotary on 8 of
+    # 16 dims, the FFN's norm stored as post_attention_norm, a dense first layer, then sigmoid
+    # routing (expert_gating_func absent: llama.cpp's default for glm4moe) top-2 of 4 chosen with
+    # exp_probs_b, renormalised, × expert_weights_scale, plus a shared expert
+    "glm4moe": dict(seed=2042, keys=_common("glm4moe", 3, 1000000.0, n_rot=8, **{
+                        "expert_count": 4, "expert_used_count": 2, "expert_shared_count": 1,
+                        "expert_feed_forward_length": 32, "leading_dense_block_count": 1,
+                        "expert_weights_norm": True, "expert_weights_scale": 2.5}),
+                    tensors=lambda r: _glm4moe(r)),
+    # GLM-4.5 as published: its last block a next-token-prediction layer (nextn_predict_layers 1)
+    # that the trunk does not run; softmax routing given in the file, not renormalised
+    "glm4moe-nextn": dict(arch="glm4moe", seed=2043, keys=_common("glm4moe", 4, 1000000.0, n_rot=8, **{
+                              "expert_count": 4, "expert_used_count": 2, "expert_shared_count": 1,
+                              "expert_feed_forward_length": 32, "leading_dense_block_count": 1,
+                              "expert_gating_func": 1, "nextn_predict_layers": 1}),
+                          tensors=lambda r: _glm4moe(r, layers=4, nextn=1, qk_norm=False, tied=True)),
 }
-

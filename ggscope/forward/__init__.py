@@ -121,6 +121,9 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "Command R / Aya: parallel residual, LayerNorm without bias, scaled logits"),
     Architecture("cohere2", "decoder", ("gguf",),
                  "Command R7B / Command A: command-r with sliding windows, rope on those layers only"),
+    Architecture("glm4moe", "decoder", ("gguf",),
+                 "GLM-4.5 / 4.6 / 4.7: sigmoid-routed experts with selection bias, shared expert, "
+                 "dense lead layers (next-token-prediction layers skipped)"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -129,16 +129,17 @@ def scales(model, meta, extra: dict, n_layer: int, n_embd: int) -> None:
         extra.update(no_rope=(True,) * n_layer)
 
 
-def mrope_unsupported(model, meta) -> None:
-    """glm4.cpp / hunyuan-vl.cpp variants the reference pass does not compute, refused in
-    one line rather than run as the plain text model: M-RoPE (rope.dimension_sections with
-    its first two positive: llama_hparams::use_mrope -- GLM-4V, HunyuanVL) and
-    next-token-prediction layers (nextn_predict_layers)."""
+def mrope_unsupported(model, meta, nextn_ok: bool = False) -> None:
+    """glm4.cpp / glm4-moe.cpp / hunyuan-vl.cpp variants the reference pass does not
+    compute, refused in one line rather than run as the plain text model: M-RoPE
+    (rope.dimension_sections with its first two positive: llama_hparams::use_mrope --
+    GLM-4V, GLM-4.5V, HunyuanVL) and, unless ``nextn_ok`` (glm4moe: the trunk skips them,
+    ``Traits.nextn``), next-token-prediction layers (nextn_predict_layers)."""
     raw = meta.raw("rope.dimension_sections")
     sec = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw, raw] if raw is not None else []
     if len(sec) >= 2 and int(sec[0] or 0) > 0 and int(sec[1] or 0) > 0:
         raise WeightError(f"{model.path}: {meta.prefix} with M-RoPE (rope.dimension_sections) is "
                           "not implemented by the reference forward pass")
-    if meta.int("nextn_predict_layers", 0, minimum=0):
+    if not nextn_ok and meta.int("nextn_predict_layers", 0, minimum=0):
         raise WeightError(f"{model.path}: {meta.prefix} with next-token-prediction layers "
                           "(nextn_predict_layers) is not implemented by the reference forward pass")

@@ -50,6 +50,10 @@ class Traits:
     wide_scale_layers: tuple[int, ...] = ()  # n_layer of the "27B" type: scale 1/sqrt(n_embd/n_head)
     moe_norm: bool = False             # renormalise the top-k weights (build_moe_ffn norm_w)
     moe_keys: bool = False             # gating func / norm / scale come from the file (deepseek2)
+    moe_gating_none: str = "softmax"   # the gating when expert_gating_func is absent or 0 (glm4moe:
+                                       # "sigmoid"; deepseek2: softmax, but GLM 4.7 Lite's sigmoid)
+    nextn: bool = False                # the last nextn_predict_layers blocks are next-token
+                                       # prediction layers the trunk does not run (hparams.n_layer())
     mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
     final_softcap_key: bool = False    # reads final_logit_softcapping (gemma2, gemma3)
     short_factors: bool = False        # rope_factors_short when no rope_freqs (phi3 LongRoPE:
@@ -136,6 +140,8 @@ TRAITS: dict[str, Traits] = {
     "nemotron": Traits(norm="layer", rope="neox", act="relu2", gated=False),
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
                         tied_output=True, logit_scale_mul=True),
+    "glm4moe": Traits(rope="neox", ffn_norm="post_attention_norm", moe_keys=True,
+                      moe_gating_none="sigmoid", nextn=True),   # + shared experts, dense lead layers
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -235,6 +241,12 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
     n_embd, n_vocab = emb
     n_head = meta.int("n_head" if legacy else "attention.head_count")
     n_layer = meta.int("n_layer" if legacy else "block_count", minimum=0)
+    if t.nextn and not legacy:             # llama_hparams::n_layer(): n_layer_all - n_layer_nextn
+        nextn = meta.int("nextn_predict_layers", 0, minimum=0)
+        if nextn > n_layer:
+            raise WeightError(f"{model.path}: {meta.prefix}.nextn_predict_layers {nextn} exceeds "
+                              f"block_count {n_layer} (llama.cpp refuses the file)")
+        n_layer -= nextn
     first = "blk.{i}.attn_norm.weight" if t.prenorm else "blk.{i}.attn_output.weight"
     n_layer = m.blocks(n_layer, lambda i: name(first, i),
                        f"{meta.prefix}.{'n_layer' if legacy else 'block_count'}")
@@ -309,7 +321,12 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         if t.swa_rope_only:                     # cohere2: the global layers have no rope
             extra.update(no_rope=tuple(not s for s in swa_layers))
     if t.moe_keys:
-        func = meta.int("expert_gating_func", 1, minimum=0)     # 0 (none) -> softmax, for old V2 files
+        func = meta.int("expert_gating_func", 0, minimum=0)
+        if func == 0:                       # none: the loader's default (deepseek2: old V2 files)
+            none = t.moe_gating_none
+            if arch == "deepseek2" and n_layer in (47, 48) and n_vocab == 154880:
+                none = "sigmoid"            # deepseek2.cpp: GLM 4.7 Lite
+            func = 2 if none == "sigmoid" else 1
         extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
                      moe_norm=bool(meta.raw("expert_weights_norm") or False),
                      moe_scale=meta.float("expert_weights_scale", 0.0),
@@ -322,6 +339,9 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
         if extra["n_expert_used"] > extra["n_expert"]:
             raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
+        if meta.int("expert_group_count", 0, minimum=0) > 1:   # build_moe_ffn's group-limited top-k
+            raise WeightError(f"{model.path}: experts routed by groups (expert_group_count) are "
+                              "not implemented by the reference forward pass")
     if t.nope_step:
         extra.update(no_rope=tuple((il + 1) % t.nope_step == 0 for il in range(n_layer)))
     if t.logit_scale_mul:
@@ -341,8 +361,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             raise WeightError(f"{model.path}: metadata {meta.prefix}.use_parallel_residual missing "
                               "(llama.cpp requires it)")
         extra.update(parallel="neox" if meta.raw("use_parallel_residual") else "")
-    if arch in ("glm4", "hunyuan-dense") and not legacy:
-        _hp.mrope_unsupported(model, meta)
+    if arch in ("glm4", "glm4moe", "hunyuan-dense") and not legacy:
+        _hp.mrope_unsupported(model, meta, nextn_ok=t.nextn)
     if t.mrope and not legacy:
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
     if t.temperature and not legacy:

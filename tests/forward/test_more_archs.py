@@ -200,6 +200,14 @@ WRONG = {
                "top-k not renormalised": _config(moe_norm=False)},
     "nemotron": {"SiLU for relu²": _traits(act="silu"),
                  "normal rotary pairing": _traits(rope="norm")},
+    "glm4moe": {"softmax for sigmoid routing": _config(moe_gating="softmax"),
+                "no selection bias (exp_probs_b)": _layers(router_bias=None),
+                "no expert_weights_scale": _config(moe_scale=0.0),
+                "top-k not renormalised": _config(moe_norm=False),
+                "no shared expert": _layers(down_shexp=None),
+                "normal rotary pairing": _traits(rope="norm")},
+    "glm4moe-nextn": {"sigmoid routing for the file's softmax": _config(moe_gating="sigmoid"),
+                      "renormalised top-k": _config(moe_norm=True)},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -259,4 +267,36 @@ def test_uncomputed_variants_are_refused_in_one_line(tmp_path, monkeypatch, key,
     monkeypatch.setitem(arch_models.SPECS, arch, spec)
     mf = ggscope.open(arch_models.write(arch, "F32", tmp_path / f"{arch}.gguf"))
     with pytest.raises(WeightError, match=key.split(".", 1)[1].replace(".", r"\.")):
+        module_for(mf).load(mf)
+
+
+def test_glm4moe_runs_its_trunk_only(tmp_path, monkeypatch):
+    """glm4-moe.cpp runs hparams.n_layer() = block_count - nextn_predict_layers blocks: the
+    same file with the key dropped runs its next-token-prediction block as a fourth layer,
+    which must move the logits past the tolerance (so the key is what is read)."""
+    spec = dict(arch_models.SPECS["glm4moe-nextn"])
+    spec["keys"] = {k: v for k, v in spec["keys"].items() if not k.endswith("nextn_predict_layers")}
+    monkeypatch.setitem(arch_models.SPECS, "glm4moe-nextn", spec)
+    mf = ggscope.open(arch_models.write("glm4moe-nextn", "F32", tmp_path / "four.gguf"))
+    mod = module_for(mf)
+    w = mod.load(mf)
+    assert w.config.n_layer == 4
+    got, _ = mod.forward(w, arch_models.SEQ, all_logits=True)
+    ref, _ = _ref("glm4moe-nextn", "F32")
+    assert np.abs(got - ref).max() > 10 * F32KV_TOL["F32", False]
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("glm4moe.nextn_predict_layers", 9, "nextn_predict_layers"),
+    ("glm4moe.rope.dimension_sections", [2, 2, 2, 2], "dimension_sections"),
+    ("glm4moe.expert_group_count", 2, "expert_group_count")])
+def test_glm4moe_variants_not_computed_are_refused(tmp_path, monkeypatch, key, value, match):
+    """More prediction layers than blocks (llama.cpp asserts), GLM-4.5V's M-RoPE and
+    group-limited routing: one WeightError line naming the key, not a wrong run."""
+    from ggscope.forward import WeightError
+    spec = dict(arch_models.SPECS["glm4moe"])
+    spec["keys"] = {**spec["keys"], key: value}
+    monkeypatch.setitem(arch_models.SPECS, "glm4moe", spec)
+    mf = ggscope.open(arch_models.write("glm4moe", "F32", tmp_path / "v.gguf"))
+    with pytest.raises(WeightError, match=match):
         module_for(mf).load(mf)
