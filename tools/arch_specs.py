@@ -271,4 +271,12 @@ SPECS: dict[str, dict] = {
                               "expert_feed_forward_length": 32, "leading_dense_block_count": 1,
                               "expert_gating_func": 1, "nextn_predict_layers": 1}),
                           tensors=lambda r: _glm4moe(r, layers=4, nextn=1, qk_norm=False, tied=True)),
+    # baichuan.cpp: the model type by block count -- 7B (32 layers) ropes, 13B (40) has ALiBi
+    # (max bias 8), any other count neither (LLM_TYPE_UNKNOWN: no position information at all)
+    "baichuan": dict(seed=2044, keys=_common("baichuan", 2, 10000.0, 1e-6),
+                     tensors=lambda r: _decoder(r)),
+    "baichuan-7b": dict(arch="baichuan", seed=2045, keys=_common("baichuan", 32, 10000.0, 1e-6),
+                        tensors=lambda r: _decoder(r, layers=32)),
+    "baichuan-13b": dict(arch="baichuan", seed=2046, keys=_common("baichuan", 40, 10000.0, 1e-6),
+                         tensors=lambda r: _decoder(r, layers=40)),
 }

@@ -124,6 +124,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("glm4moe", "decoder", ("gguf",),
                  "GLM-4.5 / 4.6 / 4.7: sigmoid-routed experts with selection bias, shared expert, "
                  "dense lead layers (next-token-prediction layers skipped)"),
+    Architecture("baichuan", "decoder", ("gguf",),
+                 "Baichuan / Baichuan 2: rotary for the 7B, ALiBi for the 13B"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -46,7 +46,7 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     masked = key_pos[None, :] > pos[:, None]                           # [T, S]
     if swa and c.n_swa:
         masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
-    if flash and (T >= ggml_ops.FA_TILE_Q or f16) and sinks is None:
+    if flash and (T >= ggml_ops.FA_TILE_Q or f16) and sinks is None and not c.alibi:
         # ggml-cpu's kernels themselves, bit for bit (ggml_ops; None without the extension):
         # tiled for 64 rows or more, else its one-row path (which only an F16 cache takes here)
         mask = np.where(masked, np.float32(-np.inf), np.float32(0))
@@ -65,6 +65,9 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     if c.attn_softcap:
         cap = np.float32(c.attn_softcap)
         scores = np.tanh(scores / cap) * cap
+    if c.alibi:                                   # ggml soft_max_ext: + slope·mask, the mask -|p_q - p_k|
+        scores = scores + _alibi_slopes(H, c.alibi)[:, None, None] * \
+            -np.abs(pos[:, None] - key_pos[None, :]).astype(np.float32)[None]
     scores = np.where(masked[None], np.float32(-np.inf), scores)
     top = scores.max(axis=-1, keepdims=True)
     if sinks is not None:                         # ggml soft_max with sinks: in the max and the sum
@@ -78,6 +81,18 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
         probs = _f16(probs)
     out = probs.reshape(Hkv, g * T, S) @ v.transpose(1, 0, 2)          # [Hkv, g*T, Dv]
     return out.reshape(H, T, -1).transpose(1, 0, 2)                    # [T, H, Dv]
+
+
+def _alibi_slopes(n_head: int, max_bias: float) -> np.ndarray:
+    """ggml-cpu ops.cpp soft_max: head h's slope m0^(h+1) below n_head_log2 (the largest
+    power of two at most n_head), else m1^(2(h - n_head_log2) + 1); m0 = 2^(-max_bias /
+    n_head_log2), m1 = 2^(-max_bias/2 / n_head_log2), powf in float.  [n_head]."""
+    f32 = np.float32
+    log2 = 1 << int(np.floor(np.log2(n_head)))
+    m0 = np.power(f32(2), f32(-max_bias) / f32(log2), dtype=f32)
+    m1 = np.power(f32(2), f32(-max_bias / 2) / f32(log2), dtype=f32)
+    return np.array([np.power(m0, f32(h + 1), dtype=f32) if h < log2 else
+                     np.power(m1, f32(2 * (h - log2) + 1), dtype=f32) for h in range(n_head)], f32)
 
 
 def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray:

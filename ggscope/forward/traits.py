@@ -52,6 +52,8 @@ class Traits:
     moe_keys: bool = False             # gating func / norm / scale come from the file (deepseek2)
     moe_gating_none: str = "softmax"   # the gating when expert_gating_func is absent or 0 (glm4moe:
                                        # "sigmoid"; deepseek2: softmax, but GLM 4.7 Lite's sigmoid)
+    rope_n_layers: tuple[int, ...] = ()  # rope only at these block counts (baichuan: the 7B's 32)
+    alibi_n_layers: tuple[int, ...] = () # ALiBi, max bias 8, at these block counts (baichuan: 13B's 40)
     nextn: bool = False                # the last nextn_predict_layers blocks are next-token
                                        # prediction layers the trunk does not run (hparams.n_layer())
     mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
@@ -142,6 +144,7 @@ TRAITS: dict[str, Traits] = {
                         tied_output=True, logit_scale_mul=True),
     "glm4moe": Traits(rope="neox", ffn_norm="post_attention_norm", moe_keys=True,
                       moe_gating_none="sigmoid", nextn=True),   # + shared experts, dense lead layers
+    "baichuan": Traits(rope="norm", rope_n_layers=(32,), alibi_n_layers=(40,)),
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -190,6 +193,7 @@ class Config:
     parallel: str = ""               # Traits.parallel as this file has it (gptneox: its key)
     attn_temp: tuple[float, int] | None = None   # (f_attn_temp_scale, floor): q × per-position scale
     rope_still: tuple[bool, ...] = ()    # per rotary pair: M-RoPE's 4th section, position 0 for text
+    alibi: float = 0.0               # f_max_alibi_bias: scores + slope(head)·-|p_q - p_k| (ggml soft_max)
 
 
 
@@ -342,6 +346,10 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         if meta.int("expert_group_count", 0, minimum=0) > 1:   # build_moe_ffn's group-limited top-k
             raise WeightError(f"{model.path}: experts routed by groups (expert_group_count) are "
                               "not implemented by the reference forward pass")
+    if t.rope_n_layers and n_layer not in t.rope_n_layers:    # baichuan.cpp: only the 7B ropes
+        extra.update(no_rope=(True,) * n_layer)
+    if n_layer in t.alibi_n_layers:                            # baichuan.cpp: 13B, max bias 8
+        extra.update(alibi=8.0)
     if t.nope_step:
         extra.update(no_rope=tuple((il + 1) % t.nope_step == 0 for il in range(n_layer)))
     if t.logit_scale_mul:
