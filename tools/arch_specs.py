@@ -18,7 +18,7 @@ from __future__ import annotations
 from tools.arch_tensors import (D, E, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
                                 decoder as _decoder, gptoss as _gptoss, parallel as _parallel,
                                 phimoe as _phimoe)
-from tools.arch_tensors_moe import glm4moe as _glm4moe
+from tools.arch_tensors_moe import glm4moe as _glm4moe, llama4 as _llama4
 
 __all__ = ["SPECS", "Init", "N_CTX"]
 
@@ -279,4 +279,13 @@ SPECS: dict[str, dict] = {
                         tensors=lambda r: _decoder(r, layers=32)),
     "baichuan-13b": dict(arch="baichuan", seed=2046, keys=_common("baichuan", 40, 10000.0, 1e-6),
                          tensors=lambda r: _decoder(r, layers=40)),
+    # llama4.cpp (Llama 4 Scout / Maverick text): normal rotary on layers 0-2 of each 4 with q and
+    # k RMS-normalised after it (no weight; not for 128 experts), layer 3 without rope and with
+    # the attention temperature, chunked attention (8192) on the rope layers, every 2nd layer
+    # routed: top-2 of 4 by router logit, the input × sigmoid(logit) before each expert, a
+    # shared expert beside
+    "llama4": dict(seed=2047, keys=_common("llama4", 4, 500000.0, **{
+                       "expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32,
+                       "interleave_moe_layer_step": 2}),
+                   tensors=lambda r: _llama4(r)),
 }

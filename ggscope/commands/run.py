@@ -22,7 +22,7 @@ Run the numpy reference forward pass of a model file on a prompt and print the
 next-token distribution after its last token (top-k ids, logits, probabilities).
 The prompt is tokenized with the file's own vocabulary (SentencePiece or byte-level
 BPE from the GGUF metadata; bytes for rwkv.cpp files); --tokens passes ids directly.
-Supported architectures: llama, qwen2, qwen3, qwen3moe, qwen2moe, qwen2vl, qwen3vl,
+Supported architectures: llama, llama4, qwen2, qwen3, qwen3moe, qwen2moe, qwen2vl, qwen3vl,
 qwen3vlmoe (their text decoders), gemma, gemma2,
 gemma3, phi2, phi3, phimoe, nemotron, starcoder2, stablelm, falcon, command-r, cohere2, deepseek2, granite,
 granitemoe, minicpm, olmo2, olmoe, mistral3, smollm3, exaone, exaone4, internlm2, xverse, orion, seed_oss,

@@ -126,6 +126,9 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "dense lead layers (next-token-prediction layers skipped)"),
     Architecture("baichuan", "decoder", ("gguf",),
                  "Baichuan / Baichuan 2: rotary for the 7B, ALiBi for the 13B"),
+    Architecture("llama4", "decoder", ("gguf",),
+                 "Llama 4 (text): chunked attention, every 4th layer without rope, "
+                 "sigmoid-weighted inputs to interleaved experts, shared expert"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

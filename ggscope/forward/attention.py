@@ -44,7 +44,9 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     S, Hkv = k.shape[0], k.shape[1]
     key_pos = np.arange(S)
     masked = key_pos[None, :] > pos[:, None]                           # [T, S]
-    if swa and c.n_swa:
+    if swa and c.n_swa and c.swa_chunked:         # LLAMA_SWA_TYPE_CHUNKED: the query's chunk only
+        masked |= key_pos[None, :] < (pos[:, None] // c.n_swa) * c.n_swa
+    elif swa and c.n_swa:
         masked |= pos[:, None] - key_pos[None, :] >= c.n_swa
     if flash and (T >= ggml_ops.FA_TILE_Q or f16) and sinks is None and not c.alibi:
         # ggml-cpu's kernels themselves, bit for bit (ggml_ops; None without the extension):
@@ -100,7 +102,9 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
         return x
     base = c.rope_base
     freq_scale, yarn, attn_factor = c.freq_scale, c.yarn, c.attn_factor
-    if swa and c.traits.swa_rope_base is not None:
+    if swa and c.swa_rope_base:                                        # llama4: the file's, scale kept
+        base = c.swa_rope_base
+    elif swa and c.traits.swa_rope_base is not None:
         base, freq_scale, yarn = c.traits.swa_rope_base, 1.0, None    # rope_freq_*_train_swa
     elif swa and c.traits.swa_plain_rope:                              # olmo2.cpp: scale 1, no YaRN
         freq_scale, yarn, attn_factor = 1.0, None, 1.0
@@ -108,11 +112,11 @@ def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray
                 yarn, attn_factor, libm=not c.exact, still=c.rope_still)
 
 
-def _temperature(pos: np.ndarray, scale: float, floor: int) -> np.ndarray:
-    """llm_graph_input_attn_temp::set_input: ``log(floor((pos + 0) / floor_scale) + 1.0) *
-    f_attn_temp_scale + 1.0`` -- the quotient and its floor in float, the rest in double,
-    stored as float.  [T]."""
-    q = np.floor(pos.astype(np.float32) / np.float32(floor)).astype(np.float64)
+def _temperature(pos: np.ndarray, scale: float, floor: int, offset: float = 0.0) -> np.ndarray:
+    """llm_graph_input_attn_temp::set_input: ``log(floor((pos + offset) / floor_scale) + 1.0) *
+    f_attn_temp_scale + 1.0`` (offset 0, llama4's 1) -- the quotient and its floor in float,
+    the rest in double, stored as float.  [T]."""
+    q = np.floor((pos.astype(np.float32) + np.float32(offset)) / np.float32(floor)).astype(np.float64)
     return (np.log(q + 1.0) * np.float64(np.float32(scale)) + 1.0).astype(np.float32)
 
 
@@ -148,7 +152,9 @@ def _attention(c: Config, w, L: Layer, h: np.ndarray, pos: np.ndarray, swa: bool
         q, k = _rope(c, w, q, pos, swa), _rope(c, w, k, pos, swa)
     if late and L.q_norm is not None:
         q, k = rms_norm(q, L.q_norm, c.eps), rms_norm(k, L.k_norm, c.eps)
-    if c.attn_temp is not None:                   # mistral3.cpp: llama 4's attention temperature
+    if c.qk_l2 and not nope:                      # llama4.cpp: Llama4TextL2Norm after rope
+        q, k = rms_norm(q, np.float32(1), c.eps), rms_norm(k, np.float32(1), c.eps)
+    if c.attn_temp is not None and (nope or not c.temp_nope_only):   # mistral3 / llama4.cpp
         q = q * _temperature(pos, *c.attn_temp)[:, None, None]
     if c.traits.q_scale:
         q = q * np.float32(c.kq_scale)

@@ -37,10 +37,14 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
         probs = sigmoid(logits)
     elif c.moe_gating == "softmax_weight":                             # gpt-oss: softmax after top-k
         probs = logits
+    elif c.moe_gating == "sigmoid_before":                             # llama4: top-k by the logits
+        probs = sigmoid(logits)
     else:
         e = np.exp(logits - logits.max(axis=-1, keepdims=True))
         probs = (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
     select = probs + L.router_bias if L.router_bias is not None else probs
+    if c.moe_gating == "sigmoid_before":
+        select = logits
     k = c.n_expert_used
     top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
     weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
@@ -56,7 +60,10 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
         row = h[t:t + 1]
         for j in range(k):
             e_id = top[t, j]
-            out[t] += weights[t, j] * _expert(c, L, row, e_id)[0]
+            if c.moe_gating == "sigmoid_before":                       # weight_before_ffn
+                out[t] += _expert(c, L, (row * weights[t, j]).astype(np.float32), e_id)[0]
+            else:
+                out[t] += weights[t, j] * _expert(c, L, row, e_id)[0]
     if L.down_shexp is not None:
         shared = _dense_ffn(c, h, L.gate_shexp, None, L.up_shexp, None, L.down_shexp, None)
         if L.shexp_gate is not None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["llama4", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads(arch: str, kv: str) -> bool:
@@ -143,3 +143,28 @@ def mrope_unsupported(model, meta, nextn_ok: bool = False) -> None:
     if not nextn_ok and meta.int("nextn_predict_layers", 0, minimum=0):
         raise WeightError(f"{model.path}: {meta.prefix} with next-token-prediction layers "
                           "(nextn_predict_layers) is not implemented by the reference forward pass")
+
+
+def llama4(model, meta, extra: dict, n_layer: int, base: float) -> None:
+    """llama4.cpp load_arch_hparams: a file without attention.sliding_window (or with a
+    non-zero one) has chunked attention of 8192 positions on layers 0-2 of each 4
+    (load_swa_pattern(4), or the file's per-layer pattern), those layers' rope base
+    rope.freq_base_swa (default the base), rope off on every 4th layer (hparams'
+    n_no_rope_layer_step 4) and there the attention temperature log(floor((pos + 1) /
+    8192) + 1)·0.1 + 1; q and k RMS-normalised after rope unless 128 experts (the
+    Maverick type).  A sliding_window of 0 turns rope off on the last layer
+    (n_no_rope_layer_step = n_layer) with no temperature to scale it by: llama.cpp's
+    llm_graph_input_attn_temp asserts f_attn_temp_scale != 0 and aborts -- refused here
+    in one line.  Expert count 0 is refused as llama.cpp's loader refuses it."""
+    if not meta.int("expert_count", 0, minimum=0):
+        raise WeightError(f"{model.path}: llama4 model cannot have zero experts (llama.cpp "
+                          "refuses the file)")
+    raw = meta.raw("attention.sliding_window")
+    if raw is not None and meta.int("attention.sliding_window", 0, minimum=0) == 0:
+        raise WeightError(f"{model.path}: llama4 with attention.sliding_window 0 leaves its last "
+                          "layer without rope or temperature, which llama.cpp aborts on")
+    extra.update(n_swa=8192, swa_layers=swa_layers(meta, 4, n_layer), swa_chunked=True,
+                 swa_rope_base=meta.float("rope.freq_base_swa", base),
+                 no_rope=tuple((il + 1) % 4 == 0 for il in range(n_layer)),
+                 attn_temp=(0.1, 8192, 1.0), temp_nope_only=True,
+                 qk_l2=meta.int("expert_count", 0, minimum=0) != 128)

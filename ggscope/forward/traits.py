@@ -54,6 +54,8 @@ class Traits:
                                        # "sigmoid"; deepseek2: softmax, but GLM 4.7 Lite's sigmoid)
     rope_n_layers: tuple[int, ...] = ()  # rope only at these block counts (baichuan: the 7B's 32)
     alibi_n_layers: tuple[int, ...] = () # ALiBi, max bias 8, at these block counts (baichuan: 13B's 40)
+    llama4: bool = False               # llama4.cpp's attention: chunked windows, q/k RMS-normalised
+                                       # after rope, temperature on the layers without rope
     nextn: bool = False                # the last nextn_predict_layers blocks are next-token
                                        # prediction layers the trunk does not run (hparams.n_layer())
     mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
@@ -85,7 +87,9 @@ class Traits:
     mrope: str = ""                    # "mrope" (qwen2vl) / "imrope" (qwen3vl): ggml_rope_multi over
                                        # rope.dimension_sections; text has no 4th position
     sinks: bool = False                # attn_sinks: a learned logit per head in the softmax (gpt-oss)
-    moe_gating: str = "softmax"        # "softmax_weight": top-k by logit, softmax over the k (gpt-oss)
+    moe_gating: str = "softmax"        # "softmax_weight": top-k by logit, softmax over the k (gpt-oss);
+                                       # "sigmoid_before": top-k by logit, the input × sigmoid(logit)
+                                       # before each expert (llama4)
     expert_bias: bool = False          # router and experts carry biases (gpt-oss)
     expert_act: str = "silu"           # "oai": ggml_swiglu_oai, alpha 1.702, limit 7 (gpt-oss)
     temperature: bool = False          # attention.temperature_scale and the YaRN log multiplier
@@ -145,6 +149,7 @@ TRAITS: dict[str, Traits] = {
     "glm4moe": Traits(rope="neox", ffn_norm="post_attention_norm", moe_keys=True,
                       moe_gating_none="sigmoid", nextn=True),   # + shared experts, dense lead layers
     "baichuan": Traits(rope="norm", rope_n_layers=(32,), alibi_n_layers=(40,)),
+    "llama4": Traits(rope="norm", llama4=True, moe_gating="sigmoid_before"),   # + shared expert
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -193,6 +198,10 @@ class Config:
     parallel: str = ""               # Traits.parallel as this file has it (gptneox: its key)
     attn_temp: tuple[float, int] | None = None   # (f_attn_temp_scale, floor): q × per-position scale
     rope_still: tuple[bool, ...] = ()    # per rotary pair: M-RoPE's 4th section, position 0 for text
+    swa_chunked: bool = False        # windows are chunks: keys from floor(p / n_swa)·n_swa (llama4)
+    swa_rope_base: float = 0.0       # rope_freq_base_train_swa read from the file (llama4), 0: none
+    qk_l2: bool = False              # q, k RMS-normalised (no weight) after rope (llama4 use_kq_norm)
+    temp_nope_only: bool = False     # attn_temp only on the layers without rope (llama4)
     alibi: float = 0.0               # f_max_alibi_bias: scores + slope(head)·-|p_q - p_k| (ggml soft_max)
 
 
@@ -373,6 +382,9 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         _hp.mrope_unsupported(model, meta, nextn_ok=t.nextn)
     if t.mrope and not legacy:
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
+    if t.llama4 and not legacy:
+        _hp.llama4(model, meta, extra, n_layer, base)
+        n_swa, swa_layers = extra.pop("n_swa"), extra.pop("swa_layers")
     if t.temperature and not legacy:
         attn_factor = _hp.temperature(model, meta, extra, yarn, freq_scale, attn_factor)
     n_ctx = 0

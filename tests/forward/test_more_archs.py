@@ -220,6 +220,12 @@ WRONG = {
                     "neox rotary pairing": _traits(rope="neox")},
     "baichuan-13b": {"no ALiBi": _config(alibi=0.0),
                      "rope besides ALiBi": _config(no_rope=())},
+    "llama4": {"rope in every layer": _config(no_rope=()),
+               "no q/k RMS norm after rope": _config(qk_l2=False),
+               "expert outputs weighted after the FFN": _config(moe_gating="sigmoid"),
+               "softmax routing": _config(moe_gating="softmax"),
+               "no shared expert": _layers(down_shexp=None),
+               "neox rotary pairing": _traits(rope="neox")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -325,3 +331,35 @@ def test_alibi_slopes_are_the_papers(n_head):
     ref = [2.0 ** (-8.0 * (i + 1) / p) for i in range(p)]
     ref += [2.0 ** (-8.0 * (i + 1) / (2 * p)) for i in range(2 * p)][0::2][:n_head - p]
     assert np.allclose(_alibi_slopes(n_head, 8.0), ref, rtol=1e-6, atol=0)
+
+
+def test_llama4_chunks_and_temperature_past_the_recorded_positions(models):
+    """What the 12 recorded positions cannot reach (llama.cpp fixes llama4's chunk and
+    temperature floor at 8192): LLAMA_SWA_TYPE_CHUNKED (llama-hparams.h is_masked_swa) lets
+    position p see keys from floor(p / n)·n to p -- with uniform attention (q = 0) each
+    output is the mean of its chunk's values -- and llm_graph_input_attn_temp gives
+    log(floor((p + 1) / 8192) + 1)·0.1 + 1."""
+    from ggscope.forward.attention import _attend, _temperature
+    _, _, w = models("llama4", "F32")
+    c = replace(w.config, n_swa=4, kq_scale=1.0)
+    assert c.swa_chunked and c.swa_layers == (True, True, True, False)
+    v = np.random.default_rng(0).standard_normal((10, c.n_head_kv, 3)).astype(np.float32)
+    q = np.zeros((10, c.n_head, 3), np.float32)
+    out = _attend(c, q, np.zeros((10, c.n_head_kv, 3), np.float32), v, np.arange(10), True, False)
+    for p in range(10):
+        want = v[p // 4 * 4:p + 1].mean(axis=0)
+        assert np.allclose(out[p, ::c.n_head // c.n_head_kv], want, atol=1e-6), p
+    got = _temperature(np.array([0, 8190, 8191, 16383]), *w.config.attn_temp)
+    assert np.allclose(got, [1.0, 1.0, 1 + 0.1 * np.log(2), 1 + 0.1 * np.log(3)], rtol=1e-6)
+
+
+@pytest.mark.parametrize("key,value,match", [("llama4.attention.sliding_window", 0, "aborts"),
+                                             ("llama4.expert_count", 0, "zero experts")])
+def test_llama4_files_llama_cpp_refuses_are_refused(tmp_path, monkeypatch, key, value, match):
+    from ggscope.forward import WeightError
+    spec = dict(arch_models.SPECS["llama4"])
+    spec["keys"] = {**spec["keys"], key: value}
+    monkeypatch.setitem(arch_models.SPECS, "llama4", spec)
+    mf = ggscope.open(arch_models.write("llama4", "F32", tmp_path / "v.gguf"))
+    with pytest.raises(WeightError, match=match):
+        module_for(mf).load(mf)
