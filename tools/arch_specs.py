@@ -18,7 +18,7 @@ from __future__ import annotations
 from tools.arch_tensors import (D, E, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
                                 decoder as _decoder, gptoss as _gptoss, parallel as _parallel,
                                 phimoe as _phimoe)
-from tools.arch_tensors_moe import glm4moe as _glm4moe, llama4 as _llama4
+from tools.arch_tensors_moe import ernie45moe as _ernie45moe, glm4moe as _glm4moe, llama4 as _llama4
 
 __all__ = ["SPECS", "Init", "N_CTX"]
 
@@ -288,4 +288,12 @@ SPECS: dict[str, dict] = {
                        "expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32,
                        "interleave_moe_layer_step": 2}),
                    tensors=lambda r: _llama4(r)),
+    # ernie4-5-moe.cpp (ERNIE 4.5 21B-A3B, 300B-A47B): a dense first layer, then softmax top-2 of
+    # 4 chosen with exp_probs_b and renormalised, a shared expert; biased attention output
+    "ernie4_5-moe": dict(seed=2048, keys=_common("ernie4_5-moe", 3, 500000.0, **{
+                             "expert_count": 4, "expert_used_count": 2,
+                             "expert_feed_forward_length": 32,
+                             "expert_shared_feed_forward_length": 64,
+                             "interleave_moe_layer_step": 1, "leading_dense_block_count": 1}),
+                         tensors=lambda r: _ernie45moe(r)),
 }

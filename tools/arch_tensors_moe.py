@@ -3,10 +3,11 @@
 Why a module of its own: ``tools.arch_tensors`` builds the decoders whose every layer
 has the same FFN; the families here (glm4moe: dense leading layers, routed experts with
 a selection bias and shared experts, a next-token-prediction layer after the trunk;
-llama4: experts on every n-th layer) follow their own loaders' layouts, and keep that
+llama4: experts on every n-th layer; ernie4_5-moe: experts after the dense lead with a
+biased attention output) follow their own loaders' layouts, and keep that
 module the size it is.
 
-Contract: as ``tools.arch_tensors``: ``glm4moe`` / ``llama4(init, ...)`` return float32 arrays by
+Contract: as ``tools.arch_tensors``: ``glm4moe`` / ``llama4`` / ``ernie45moe(init, ...)`` return float32 arrays by
 GGUF tensor name in numpy order ([n_out, n_in]), drawn in the tensors' order.
 """
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from tools.arch_tensors import D, E, FF, H, HKV, Init
 from tools.arch_vocab import N_VOCAB
 
-__all__ = ["glm4moe", "llama4"]
+__all__ = ["glm4moe", "llama4", "ernie45moe"]
 
 
 def _attention(r: Init, t: dict, p: str, *, qkv_bias: bool, qk_norm: bool) -> None:
@@ -88,6 +89,29 @@ def llama4(r: Init, *, layers: int = 4, moe_step: int = 2, n_exp: int = 4,
             t[p + "ffn_gate.weight"] = r.w(FF, E, std=0.1)
             t[p + "ffn_up.weight"] = r.w(FF, E, std=0.1)
             t[p + "ffn_down.weight"] = r.w(E, FF)
+    t["output_norm.weight"] = r.norm(E)
+    t["output.weight"] = r.w(N_VOCAB, E)
+    return t
+
+
+def ernie45moe(r: Init, *, layers: int = 3, dense_lead: int = 1, n_exp: int = 4, ff: int = 32,
+               shared: int = 2) -> dict[str, np.ndarray]:
+    """ernie4-5.cpp's MoE layout: llama's attention with a biased output, ffn_norm, dense
+    SwiGLU before ``dense_lead``, then experts with exp_probs_b and a shared expert of
+    ``shared`` × the experts' width."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
+    for i in range(layers):
+        p = f"blk.{i}."
+        t[p + "attn_norm.weight"] = r.norm(E)
+        _attention(r, t, p, qkv_bias=False, qk_norm=False)
+        t[p + "attn_output.bias"] = r.b(E)
+        t[p + "ffn_norm.weight"] = r.norm(E)
+        if i < dense_lead:
+            t[p + "ffn_gate.weight"] = r.w(FF, E, std=0.1)
+            t[p + "ffn_up.weight"] = r.w(FF, E, std=0.1)
+            t[p + "ffn_down.weight"] = r.w(E, FF)
+        else:
+            _experts(r, t, p, n_exp, ff, shared, probs_b=True)
     t["output_norm.weight"] = r.norm(E)
     t["output.weight"] = r.w(N_VOCAB, E)
     return t

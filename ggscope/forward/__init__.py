@@ -129,6 +129,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("llama4", "decoder", ("gguf",),
                  "Llama 4 (text): chunked attention, every 4th layer without rope, "
                  "sigmoid-weighted inputs to interleaved experts, shared expert"),
+    Architecture("ernie4_5-moe", "decoder", ("gguf",),
+                 "ERNIE 4.5 MoE: dense lead layers, softmax top-k with selection bias, shared expert"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

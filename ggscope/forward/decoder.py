@@ -192,7 +192,8 @@ def load(model, exact: bool = False) -> Weights:
             L.wk, L.bk = req("blk.{i}.attn_k.weight", i, (K, C)), opt("blk.{i}.attn_k.bias", i, (K,))
             L.wv, L.bv = req("blk.{i}.attn_v.weight", i, (Vw, C)), opt("blk.{i}.attn_v.bias", i, (Vw,))
         O = H * c.head_v
-        L.wo, L.bo = req("blk.{i}.attn_output.weight", i, (C, O)), opt("blk.{i}.attn_output.bias", i, (C,))
+        L.wo = req("blk.{i}.attn_output.weight", i, (C, O))
+        L.bo = opt("blk.{i}.attn_output.bias", i, (C,)) if c.traits.attn_out_bias else None
         if c.traits.sinks:
             L.attn_sinks = req("blk.{i}.attn_sinks.weight", i, (H,))
         if c.traits.qk_norm == "full":          # olmo2: over the whole projection

@@ -18,7 +18,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["llama4", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads(arch: str, kv: str) -> bool:
@@ -168,3 +168,16 @@ def llama4(model, meta, extra: dict, n_layer: int, base: float) -> None:
                  no_rope=tuple((il + 1) % 4 == 0 for il in range(n_layer)),
                  attn_temp=(0.1, 8192, 1.0), temp_nope_only=True,
                  qk_l2=meta.int("expert_count", 0, minimum=0) != 128)
+
+
+def moe_lead(model, meta, n_layer: int) -> int:
+    """ernie4-5.cpp: the loader gives experts to every layer from leading_dense_block_count
+    on, the graph routes layer il only if also (il + 1) % interleave_moe_layer_step == 0
+    (the key required) -- any other step would run a dense FFN the loader never created,
+    so a file with one is refused in one line.  Returns the dense lead."""
+    step = meta.int("interleave_moe_layer_step", minimum=0)
+    lead = meta.int("leading_dense_block_count", 0, minimum=0)
+    if step == 0 or any((il + 1) % step for il in range(lead, n_layer)):
+        raise WeightError(f"{model.path}: {meta.prefix}.interleave_moe_layer_step {step} leaves "
+                          f"layers from {lead} on that llama.cpp loads with experts but runs dense")
+    return lead

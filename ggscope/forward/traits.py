@@ -56,6 +56,9 @@ class Traits:
     alibi_n_layers: tuple[int, ...] = () # ALiBi, max bias 8, at these block counts (baichuan: 13B's 40)
     llama4: bool = False               # llama4.cpp's attention: chunked windows, q/k RMS-normalised
                                        # after rope, temperature on the layers without rope
+    attn_out_bias: bool = True         # attn_output.bias added (ernie4-5*.cpp load it, pass NULL)
+    moe_step: bool = False             # interleave_moe_layer_step and leading_dense_block_count
+                                       # from the file (ernie4_5-moe: experts after the dense lead)
     nextn: bool = False                # the last nextn_predict_layers blocks are next-token
                                        # prediction layers the trunk does not run (hparams.n_layer())
     mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
@@ -141,7 +144,7 @@ TRAITS: dict[str, Traits] = {
                       swa_n_layers=(64,), swa_rope_only=True),     # post-norms, per-head q/k norms
     "minicpm": Traits(rope="norm", moe_norm=True, scale_keys=True),    # granite.cpp's graph
     "hunyuan-dense": Traits(rope="neox", qk_norm="late"),
-    "ernie4_5": Traits(rope="norm"),
+    "ernie4_5": Traits(rope="norm", attn_out_bias=False),
     "phimoe": Traits(rope="neox", short_factors=True, q_scale=True, moe_norm=True),  # phi3's graph
     "nemotron": Traits(norm="layer", rope="neox", act="relu2", gated=False),
     "command-r": Traits(norm="layer", norm_bias=False, parallel="residual", qk_norm="per_head",
@@ -150,6 +153,7 @@ TRAITS: dict[str, Traits] = {
                       moe_gating_none="sigmoid", nextn=True),   # + shared experts, dense lead layers
     "baichuan": Traits(rope="norm", rope_n_layers=(32,), alibi_n_layers=(40,)),
     "llama4": Traits(rope="norm", llama4=True, moe_gating="sigmoid_before"),   # + shared expert
+    "ernie4_5-moe": Traits(rope="norm", moe_norm=True, moe_step=True, attn_out_bias=False),   # + shared expert
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -382,6 +386,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         _hp.mrope_unsupported(model, meta, nextn_ok=t.nextn)
     if t.mrope and not legacy:
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
+    if t.moe_step and not legacy:
+        extra.update(n_dense_lead=_hp.moe_lead(model, meta, n_layer))
     if t.llama4 and not legacy:
         _hp.llama4(model, meta, extra, n_layer, base)
         n_swa, swa_layers = extra.pop("n_swa"), extra.pop("swa_layers")

@@ -226,6 +226,10 @@ WRONG = {
                "softmax routing": _config(moe_gating="softmax"),
                "no shared expert": _layers(down_shexp=None),
                "neox rotary pairing": _traits(rope="neox")},
+    "ernie4_5-moe": {"top-k not renormalised": _config(moe_norm=False),
+                     "no selection bias (exp_probs_b)": _layers(router_bias=None),
+                     "no shared expert": _layers(down_shexp=None),
+                     "neox rotary pairing": _traits(rope="neox")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -362,4 +366,25 @@ def test_llama4_files_llama_cpp_refuses_are_refused(tmp_path, monkeypatch, key, 
     monkeypatch.setitem(arch_models.SPECS, "llama4", spec)
     mf = ggscope.open(arch_models.write("llama4", "F32", tmp_path / "v.gguf"))
     with pytest.raises(WeightError, match=match):
+        module_for(mf).load(mf)
+
+
+def test_ernie4_5_moe_leaves_the_attention_bias_as_llama_cpp_does(models, monkeypatch):
+    """ernie4-5.cpp loads attn_output.bias and passes NULL to build_attn: adding it (the
+    file has one) must move the logits past the tolerance."""
+    from ggscope.forward import traits
+    mf, mod, _ = models("ernie4_5-moe", "F32")
+    monkeypatch.setitem(traits.TRAITS, "ernie4_5-moe",
+                        replace(traits.TRAITS["ernie4_5-moe"], attn_out_bias=True))
+    got, _ = mod.forward(mod.load(mf), arch_models.SEQ, all_logits=True)
+    assert np.abs(got - _ref("ernie4_5-moe", "F32")[0]).max() > 10 * F32KV_TOL["F32", False]
+
+
+def test_ernie4_5_moe_with_a_step_llama_cpp_cannot_run_is_refused(tmp_path, monkeypatch):
+    from ggscope.forward import WeightError
+    spec = dict(arch_models.SPECS["ernie4_5-moe"])
+    spec["keys"] = {**spec["keys"], "ernie4_5-moe.interleave_moe_layer_step": 2}
+    monkeypatch.setitem(arch_models.SPECS, "ernie4_5-moe", spec)
+    mf = ggscope.open(arch_models.write("ernie4_5-moe", "F32", tmp_path / "v.gguf"))
+    with pytest.raises(WeightError, match="interleave_moe_layer_step"):
         module_for(mf).load(mf)
