@@ -296,4 +296,12 @@ SPECS: dict[str, dict] = {
                              "expert_shared_feed_forward_length": 64,
                              "interleave_moe_layer_step": 1, "leading_dense_block_count": 1}),
                          tensors=lambda r: _ernie45moe(r)),
+    # hunyuan-moe.cpp (Hunyuan-A13B): NeoX rotary, then per-head q/k RMSNorm, softmax top-2 of 4
+    # experts of feed_forward_length renormalised, plus an ungated shared expert of its own width
+    "hunyuan-moe": dict(seed=2049, keys=_common("hunyuan-moe", 2, 10000.0, dims=(E, H, HKV, D, 32), **{
+                            "expert_count": 4, "expert_used_count": 2,
+                            "expert_feed_forward_length": 32,
+                            "expert_shared_feed_forward_length": 64}),
+                        tensors=lambda r: _decoder(r, head_qk_norm=True, moe=(4, 32, 64),
+                                                   shexp_gate=False)),
 }

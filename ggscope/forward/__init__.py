@@ -131,6 +131,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "sigmoid-weighted inputs to interleaved experts, shared expert"),
     Architecture("ernie4_5-moe", "decoder", ("gguf",),
                  "ERNIE 4.5 MoE: dense lead layers, softmax top-k with selection bias, shared expert"),
+    Architecture("hunyuan-moe", "decoder", ("gguf",),
+                 "Hunyuan-A13B: q/k norms after NeoX rotary, softmax top-k experts, shared expert"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -154,6 +154,7 @@ TRAITS: dict[str, Traits] = {
     "baichuan": Traits(rope="norm", rope_n_layers=(32,), alibi_n_layers=(40,)),
     "llama4": Traits(rope="norm", llama4=True, moe_gating="sigmoid_before"),   # + shared expert
     "ernie4_5-moe": Traits(rope="norm", moe_norm=True, moe_step=True, attn_out_bias=False),   # + shared expert
+    "hunyuan-moe": Traits(rope="neox", qk_norm="late", moe_norm=True),  # + ungated shared expert
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
