@@ -15,7 +15,7 @@ drawn in the tensors' order.
 """
 from __future__ import annotations
 
-from tools.arch_tensors import (D, E, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
+from tools.arch_tensors import (D, E, FF, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
                                 decoder as _decoder, gptoss as _gptoss, parallel as _parallel,
                                 phimoe as _phimoe)
 from tools.arch_tensors_moe import ernie45moe as _ernie45moe, glm4moe as _glm4moe, llama4 as _llama4
@@ -304,4 +304,12 @@ SPECS: dict[str, dict] = {
                             "expert_shared_feed_forward_length": 64}),
                         tensors=lambda r: _decoder(r, head_qk_norm=True, moe=(4, 32, 64),
                                                    shexp_gate=False)),
+    # dots1.cpp (dots.llm1): no GQA, per-head q/k RMSNorm before NeoX rotary, a dense first layer,
+    # then sigmoid top-2 of 4 chosen with exp_probs_b, renormalised, × 2.5, and a shared expert
+    "dots1": dict(seed=2050, keys=_common("dots1", 3, 10000.0, dims=(E, H, H, D, FF), **{
+                      "expert_count": 4, "expert_used_count": 2, "expert_feed_forward_length": 32,
+                      "expert_shared_count": 1, "leading_dense_block_count": 1,
+                      "expert_weights_norm": True, "expert_weights_scale": 2.5,
+                      "expert_gating_func": 2}),
+                  tensors=lambda r: _ernie45moe(r, shared=1, qk_norm=True, hkv=H, out_bias=False)),
 }

@@ -20,8 +20,8 @@ from tools.arch_vocab import N_VOCAB
 __all__ = ["glm4moe", "llama4", "ernie45moe"]
 
 
-def _attention(r: Init, t: dict, p: str, *, qkv_bias: bool, qk_norm: bool) -> None:
-    for name, rows in (("attn_q", H * D), ("attn_k", HKV * D), ("attn_v", HKV * D)):
+def _attention(r: Init, t: dict, p: str, *, qkv_bias: bool, qk_norm: bool, hkv: int = HKV) -> None:
+    for name, rows in (("attn_q", H * D), ("attn_k", hkv * D), ("attn_v", hkv * D)):
         t[p + name + ".weight"] = r.w(rows, E, std=0.02 if name == "attn_v" else 0.1)
         if qkv_bias:
             t[p + name + ".bias"] = r.b(rows)
@@ -95,16 +95,19 @@ def llama4(r: Init, *, layers: int = 4, moe_step: int = 2, n_exp: int = 4,
 
 
 def ernie45moe(r: Init, *, layers: int = 3, dense_lead: int = 1, n_exp: int = 4, ff: int = 32,
-               shared: int = 2) -> dict[str, np.ndarray]:
-    """ernie4-5.cpp's MoE layout: llama's attention with a biased output, ffn_norm, dense
-    SwiGLU before ``dense_lead``, then experts with exp_probs_b and a shared expert of
-    ``shared`` × the experts' width."""
+               shared: int = 2, qk_norm: bool = False, hkv: int = HKV,
+               out_bias: bool = True) -> dict[str, np.ndarray]:
+    """ernie4-5.cpp's MoE layout (and dots1.cpp's, with per-head q/k norms, no GQA and no
+    output bias): llama's attention with a biased output, ffn_norm, dense SwiGLU before
+    ``dense_lead``, then experts with exp_probs_b and a shared expert of ``shared`` × the
+    experts' width."""
     t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
     for i in range(layers):
         p = f"blk.{i}."
         t[p + "attn_norm.weight"] = r.norm(E)
-        _attention(r, t, p, qkv_bias=False, qk_norm=False)
-        t[p + "attn_output.bias"] = r.b(E)
+        _attention(r, t, p, qkv_bias=False, qk_norm=qk_norm, hkv=hkv)
+        if out_bias:
+            t[p + "attn_output.bias"] = r.b(E)
         t[p + "ffn_norm.weight"] = r.norm(E)
         if i < dense_lead:
             t[p + "ffn_gate.weight"] = r.w(FF, E, std=0.1)

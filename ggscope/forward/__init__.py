@@ -133,6 +133,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "ERNIE 4.5 MoE: dense lead layers, softmax top-k with selection bias, shared expert"),
     Architecture("hunyuan-moe", "decoder", ("gguf",),
                  "Hunyuan-A13B: q/k norms after NeoX rotary, softmax top-k experts, shared expert"),
+    Architecture("dots1", "decoder", ("gguf",),
+                 "dots.llm1: q/k norms, dense lead layers, sigmoid routing with selection bias, shared expert"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -51,7 +51,8 @@ class Traits:
     moe_norm: bool = False             # renormalise the top-k weights (build_moe_ffn norm_w)
     moe_keys: bool = False             # gating func / norm / scale come from the file (deepseek2)
     moe_gating_none: str = "softmax"   # the gating when expert_gating_func is absent or 0 (glm4moe:
-                                       # "sigmoid"; deepseek2: softmax, but GLM 4.7 Lite's sigmoid)
+                                       # "sigmoid"; deepseek2: softmax, but GLM 4.7 Lite's sigmoid;
+                                       # "": none, which llama.cpp aborts on -- dots1)
     rope_n_layers: tuple[int, ...] = ()  # rope only at these block counts (baichuan: the 7B's 32)
     alibi_n_layers: tuple[int, ...] = () # ALiBi, max bias 8, at these block counts (baichuan: 13B's 40)
     llama4: bool = False               # llama4.cpp's attention: chunked windows, q/k RMS-normalised
@@ -155,6 +156,7 @@ TRAITS: dict[str, Traits] = {
     "llama4": Traits(rope="norm", llama4=True, moe_gating="sigmoid_before"),   # + shared expert
     "ernie4_5-moe": Traits(rope="norm", moe_norm=True, moe_step=True, attn_out_bias=False),   # + shared expert
     "hunyuan-moe": Traits(rope="neox", qk_norm="late", moe_norm=True),  # + ungated shared expert
+    "dots1": Traits(rope="neox", moe_keys=True, moe_gating_none=""),   # + shared expert
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -342,6 +344,9 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         func = meta.int("expert_gating_func", 0, minimum=0)
         if func == 0:                       # none: the loader's default (deepseek2: old V2 files)
             none = t.moe_gating_none
+            if not none:                    # dots1: build_moe_ffn aborts on gating func none
+                raise WeightError(f"{model.path}: metadata {meta.prefix}.expert_gating_func missing "
+                                  "or 0, which llama.cpp aborts on")
             if arch == "deepseek2" and n_layer in (47, 48) and n_vocab == 154880:
                 none = "sigmoid"            # deepseek2.cpp: GLM 4.7 Lite
             func = 2 if none == "sigmoid" else 1

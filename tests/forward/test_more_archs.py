@@ -234,6 +234,12 @@ WRONG = {
                     "top-k not renormalised": _config(moe_norm=False),
                     "no shared expert": _layers(down_shexp=None),
                     "normal rotary pairing": _traits(rope="norm")},
+    "dots1": {"softmax for sigmoid routing": _config(moe_gating="softmax"),
+              "no selection bias (exp_probs_b)": _layers(router_bias=None),
+              "no expert_weights_scale": _config(moe_scale=0.0),
+              "top-k not renormalised": _config(moe_norm=False),
+              "no q/k norms": _layers(q_norm=None, k_norm=None),
+              "normal rotary pairing": _traits(rope="norm")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
@@ -391,4 +397,16 @@ def test_ernie4_5_moe_with_a_step_llama_cpp_cannot_run_is_refused(tmp_path, monk
     monkeypatch.setitem(arch_models.SPECS, "ernie4_5-moe", spec)
     mf = ggscope.open(arch_models.write("ernie4_5-moe", "F32", tmp_path / "v.gguf"))
     with pytest.raises(WeightError, match="interleave_moe_layer_step"):
+        module_for(mf).load(mf)
+
+
+def test_dots1_without_a_gating_function_is_refused(tmp_path, monkeypatch):
+    """dots1.cpp passes expert_gating_func as read -- none when absent -- and build_moe_ffn
+    aborts on none: a file without it is refused in one line, not run with a guess."""
+    from ggscope.forward import WeightError
+    spec = dict(arch_models.SPECS["dots1"])
+    spec["keys"] = {k: v for k, v in spec["keys"].items() if not k.endswith("expert_gating_func")}
+    monkeypatch.setitem(arch_models.SPECS, "dots1", spec)
+    mf = ggscope.open(arch_models.write("dots1", "F32", tmp_path / "v.gguf"))
+    with pytest.raises(WeightError, match="expert_gating_func"):
         module_for(mf).load(mf)
