@@ -312,4 +312,13 @@ SPECS: dict[str, dict] = {
                       "expert_weights_norm": True, "expert_weights_scale": 2.5,
                       "expert_gating_func": 2}),
                   tensors=lambda r: _ernie45moe(r, shared=1, qk_norm=True, hkv=H, out_bias=False)),
+    # bailingmoe.cpp (Ling / Ling-lite): every layer routed -- softmax top-2 of 4, renormalised and
+    # × 2 as the file says -- plus a shared expert; normal rotary; the file's
+    # leading_dense_block_count is read but not used by the graph (every layer routes)
+    "bailingmoe": dict(seed=2051, keys=_common("bailingmoe", 2, 600000.0, **{
+                           "expert_count": 4, "expert_used_count": 2,
+                           "expert_feed_forward_length": 32, "expert_shared_count": 1,
+                           "expert_weights_norm": True, "expert_weights_scale": 2.0,
+                           "leading_dense_block_count": 1}),
+                       tensors=lambda r: _decoder(r, moe=(4, 32, 32), shexp_gate=False)),
 }

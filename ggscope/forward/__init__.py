@@ -135,6 +135,8 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "Hunyuan-A13B: q/k norms after NeoX rotary, softmax top-k experts, shared expert"),
     Architecture("dots1", "decoder", ("gguf",),
                  "dots.llm1: q/k norms, dense lead layers, sigmoid routing with selection bias, shared expert"),
+    Architecture("bailingmoe", "decoder", ("gguf",),
+                 "Ling (Bailing MoE): softmax top-k experts in every layer, shared expert"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -57,6 +57,8 @@ class Traits:
     alibi_n_layers: tuple[int, ...] = () # ALiBi, max bias 8, at these block counts (baichuan: 13B's 40)
     llama4: bool = False               # llama4.cpp's attention: chunked windows, q/k RMS-normalised
                                        # after rope, temperature on the layers without rope
+    moe_weight_keys: bool = False      # expert_weights_norm / _scale from the file, nothing else
+                                       # of deepseek2's keys (bailingmoe)
     attn_out_bias: bool = True         # attn_output.bias added (ernie4-5*.cpp load it, pass NULL)
     moe_step: bool = False             # interleave_moe_layer_step and leading_dense_block_count
                                        # from the file (ernie4_5-moe: experts after the dense lead)
@@ -157,6 +159,7 @@ TRAITS: dict[str, Traits] = {
     "ernie4_5-moe": Traits(rope="norm", moe_norm=True, moe_step=True, attn_out_bias=False),   # + shared expert
     "hunyuan-moe": Traits(rope="neox", qk_norm="late", moe_norm=True),  # + ungated shared expert
     "dots1": Traits(rope="neox", moe_keys=True, moe_gating_none=""),   # + shared expert
+    "bailingmoe": Traits(rope="norm", moe_weight_keys=True),            # + shared expert
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -356,6 +359,9 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
                      n_dense_lead=meta.int("leading_dense_block_count", 0, minimum=0))
         if func not in (0, 1, 2):
             raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
+    elif t.moe_weight_keys:                 # bailingmoe.cpp: norm and scale only, softmax always
+        extra.update(moe_norm=bool(meta.raw("expert_weights_norm") or False),
+                     moe_scale=meta.float("expert_weights_scale", 0.0), moe_gating=t.moe_gating)
     else:
         extra.update(moe_norm=t.moe_norm, moe_gating=t.moe_gating)
     if not legacy and meta.raw("expert_count"):
