@@ -4,7 +4,8 @@ Why a module of its own: ``traits.read_config`` reads what every decoder shares 
 heads, norms' epsilon, rope base and scaling -- and turns each architecture's own keys
 into ``Config`` fields through the functions here: which layers slide
 (``load_swa_pattern``), which rotary pairs M-RoPE leaves still for text, Mistral 3's
-attention temperature and YaRN log multiplier, Granite's multipliers.  Each cites the
+attention temperature and YaRN log multiplier, Granite's multipliers, how experts are
+routed and which layers have them, Llama 4's attention.  Each cites the
 llama.cpp source it follows (as vendored in llama-cpp-python 0.3.36).
 
 Contract: each takes the file (for its path in messages), ``meta`` -- ``traits._Meta``,
@@ -18,7 +19,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["experts", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads(arch: str, kv: str) -> bool:
@@ -181,3 +182,40 @@ def moe_lead(model, meta, n_layer: int) -> int:
         raise WeightError(f"{model.path}: {meta.prefix}.interleave_moe_layer_step {step} leaves "
                           f"layers from {lead} on that llama.cpp loads with experts but runs dense")
     return lead
+
+
+def experts(model, meta, t, arch: str, legacy: bool, n_layer: int, n_vocab: int, extra: dict) -> None:
+    """How the file's experts are routed, as the architecture's loader reads it: deepseek2's
+    keys (gating function -- its default when absent or 0 the architecture's,
+    ``Traits.moe_gating_none`` --, weights norm and scale, dense lead: deepseek2, glm4moe,
+    dots1), only the weights' norm and scale (bailingmoe), or the row's constants; the
+    expert counts (llama_model_base::load_hparams); group-limited routing
+    (expert_group_count > 1, DeepSeek-V3's n_group) is refused, not computed."""
+    if t.moe_keys:
+        func = meta.int("expert_gating_func", 0, minimum=0)
+        if func == 0:                       # none: the loader's default (deepseek2: old V2 files)
+            none = t.moe_gating_none
+            if not none:                    # dots1: build_moe_ffn aborts on gating func none
+                raise WeightError(f"{model.path}: metadata {meta.prefix}.expert_gating_func missing "
+                                  "or 0, which llama.cpp aborts on")
+            if arch == "deepseek2" and n_layer in (47, 48) and n_vocab == 154880:
+                none = "sigmoid"            # deepseek2.cpp: GLM 4.7 Lite
+            func = 2 if none == "sigmoid" else 1
+        extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
+                     moe_norm=bool(meta.raw("expert_weights_norm") or False),
+                     moe_scale=meta.float("expert_weights_scale", 0.0),
+                     n_dense_lead=meta.int("leading_dense_block_count", 0, minimum=0))
+        if func not in (0, 1, 2):
+            raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
+    elif t.moe_weight_keys:                 # bailingmoe.cpp: norm and scale only, softmax always
+        extra.update(moe_norm=bool(meta.raw("expert_weights_norm") or False),
+                     moe_scale=meta.float("expert_weights_scale", 0.0), moe_gating=t.moe_gating)
+    else:
+        extra.update(moe_norm=t.moe_norm, moe_gating=t.moe_gating)
+    if not legacy and meta.raw("expert_count"):
+        extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
+        if extra["n_expert_used"] > extra["n_expert"]:
+            raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
+        if meta.int("expert_group_count", 0, minimum=0) > 1:   # build_moe_ffn's group-limited top-k
+            raise WeightError(f"{model.path}: experts routed by groups (expert_group_count) are "
+                              "not implemented by the reference forward pass")

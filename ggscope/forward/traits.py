@@ -343,34 +343,7 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
             swa_layers = _hp.swa_layers(meta, t.swa_pattern, n_layer)
         if t.swa_rope_only:                     # cohere2: the global layers have no rope
             extra.update(no_rope=tuple(not s for s in swa_layers))
-    if t.moe_keys:
-        func = meta.int("expert_gating_func", 0, minimum=0)
-        if func == 0:                       # none: the loader's default (deepseek2: old V2 files)
-            none = t.moe_gating_none
-            if not none:                    # dots1: build_moe_ffn aborts on gating func none
-                raise WeightError(f"{model.path}: metadata {meta.prefix}.expert_gating_func missing "
-                                  "or 0, which llama.cpp aborts on")
-            if arch == "deepseek2" and n_layer in (47, 48) and n_vocab == 154880:
-                none = "sigmoid"            # deepseek2.cpp: GLM 4.7 Lite
-            func = 2 if none == "sigmoid" else 1
-        extra.update(moe_gating="sigmoid" if func == 2 else "softmax",
-                     moe_norm=bool(meta.raw("expert_weights_norm") or False),
-                     moe_scale=meta.float("expert_weights_scale", 0.0),
-                     n_dense_lead=meta.int("leading_dense_block_count", 0, minimum=0))
-        if func not in (0, 1, 2):
-            raise WeightError(f"{model.path}: expert_gating_func {func} is not softmax (1) or sigmoid (2)")
-    elif t.moe_weight_keys:                 # bailingmoe.cpp: norm and scale only, softmax always
-        extra.update(moe_norm=bool(meta.raw("expert_weights_norm") or False),
-                     moe_scale=meta.float("expert_weights_scale", 0.0), moe_gating=t.moe_gating)
-    else:
-        extra.update(moe_norm=t.moe_norm, moe_gating=t.moe_gating)
-    if not legacy and meta.raw("expert_count"):
-        extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
-        if extra["n_expert_used"] > extra["n_expert"]:
-            raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
-        if meta.int("expert_group_count", 0, minimum=0) > 1:   # build_moe_ffn's group-limited top-k
-            raise WeightError(f"{model.path}: experts routed by groups (expert_group_count) are "
-                              "not implemented by the reference forward pass")
+    _hp.experts(model, meta, t, arch, legacy, n_layer, n_vocab, extra)
     if t.rope_n_layers and n_layer not in t.rope_n_layers:    # baichuan.cpp: only the 7B ropes
         extra.update(no_rope=(True,) * n_layer)
     if n_layer in t.alibi_n_layers:                            # baichuan.cpp: 13B, max bias 8
