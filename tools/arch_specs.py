@@ -321,4 +321,8 @@ SPECS: dict[str, dict] = {
                            "expert_weights_norm": True, "expert_weights_scale": 2.0,
                            "leading_dense_block_count": 1}),
                        tensors=lambda r: _decoder(r, moe=(4, 32, 32), shexp_gate=False)),
+    # plamo.cpp (PLaMo 13B): NeoX rotary, the SwiGLU FFN beside the attention on the same RMSNorm
+    # (no ffn_norm), summed (ffn + attn) + x
+    "plamo": dict(seed=2052, keys=_common("plamo", 2, 10000.0, 1e-6),
+                  tensors=lambda r: _decoder(r, ffn_norm="")),
 }

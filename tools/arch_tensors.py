@@ -64,7 +64,7 @@ def decoder(r: Init, *, layers: int = 2, qkv_bias: bool = False, prenorm: bool =
             t[p + "attn_k_norm.weight"] = r.norm(hkv * D)
         if post_norms:
             t[p + "post_attention_norm.weight"] = r.norm(E)
-        if prenorm:
+        if prenorm and ffn_norm:                                  # "": none (plamo's parallel FFN)
             t[p + ffn_norm + ".weight"] = r.norm(E)
         if moe:
             n_exp, ff_exp, ff_sh = moe

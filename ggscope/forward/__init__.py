@@ -137,6 +137,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "dots.llm1: q/k norms, dense lead layers, sigmoid routing with selection bias, shared expert"),
     Architecture("bailingmoe", "decoder", ("gguf",),
                  "Ling (Bailing MoE): softmax top-k experts in every layer, shared expert"),
+    Architecture("plamo", "decoder", ("gguf",), "PLaMo: SwiGLU FFN beside the attention (parallel residual)"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

@@ -160,6 +160,7 @@ TRAITS: dict[str, Traits] = {
     "hunyuan-moe": Traits(rope="neox", qk_norm="late", moe_norm=True),  # + ungated shared expert
     "dots1": Traits(rope="neox", moe_keys=True, moe_gating_none=""),   # + shared expert
     "bailingmoe": Traits(rope="norm", moe_weight_keys=True),            # + shared expert
+    "plamo": Traits(rope="neox", parallel="sum"),                      # FFN on the attention's norm
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }

@@ -122,6 +122,17 @@ def _layers(**changes):
     return edit
 
 
+def _layers_from(w, **changes):
+    """Each layer with ``changes`` computed from it (name -> f(layer))."""
+    layers = []
+    for L in w.layers:
+        L = copy.copy(L)
+        for k, f in changes.items():
+            setattr(L, k, f(L))
+        layers.append(L)
+    return replace(w, layers=tuple(layers))
+
+
 # arch -> the switches that make it itself, each set wrong
 WRONG = {
     "gemma": {"normal rotary pairing": _traits(rope="norm"),
@@ -244,6 +255,9 @@ WRONG = {
                    "no expert_weights_scale": _config(moe_scale=0.0),
                    "no shared expert": _layers(down_shexp=None),
                    "neox rotary pairing": _traits(rope="neox")},
+    "plamo": {"sequential, the FFN on its own norm of x + attn": lambda w: _layers_from(
+                  _config(parallel="")(w), ffn_norm=lambda L: L.attn_norm),
+              "normal rotary pairing": _traits(rope="norm")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
