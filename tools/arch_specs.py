@@ -325,4 +325,13 @@ SPECS: dict[str, dict] = {
     # (no ffn_norm), summed (ffn + attn) + x
     "plamo": dict(seed=2052, keys=_common("plamo", 2, 10000.0, 1e-6),
                   tensors=lambda r: _decoder(r, ffn_norm="")),
+    # apertus.cpp (Apertus): per-head q/k RMSNorm before NeoX rotary (their biases loaded, not
+    # used), an ungated FFN through xIELU with per-layer alpha_n / alpha_p / beta / eps (global
+    # xielu.* keys), output bias on the attention
+    "apertus": dict(seed=2053, keys={**_common("apertus", 2, 12000000.0),
+                                     "xielu.alpha_n": [0.8, 1.6], "xielu.alpha_p": [0.8, 0.3],
+                                     "xielu.beta": [0.5, 0.25], "xielu.eps": [-1e-6, -1e-6]},
+                    tensors=lambda r: {**_decoder(r, head_qk_norm=True, gated=False, ffn_std=0.1),
+                                       **{f"blk.{i}.attn_{n}_norm.bias": r.b(D)
+                                          for i in range(2) for n in ("q", "k")}}),
 }

@@ -138,6 +138,7 @@ ARCHITECTURES: tuple[Architecture, ...] = (
     Architecture("bailingmoe", "decoder", ("gguf",),
                  "Ling (Bailing MoE): softmax top-k experts in every layer, shared expert"),
     Architecture("plamo", "decoder", ("gguf",), "PLaMo: SwiGLU FFN beside the attention (parallel residual)"),
+    Architecture("apertus", "decoder", ("gguf",), "Apertus: q/k norms, ungated xIELU FFN with per-layer parameters"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

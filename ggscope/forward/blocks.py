@@ -21,7 +21,7 @@ from ggscope.forward.matmul import linear as _lin
 from ggscope.forward.ops import layer_norm, relu_squared, silu
 from ggscope.forward.traits import Config
 
-__all__ = ["Layer", "rms_norm", "gelu", "rope"]
+__all__ = ["Layer", "rms_norm", "gelu", "rope", "xielu"]
 
 
 @dataclass
@@ -233,9 +233,24 @@ def _act(c: Config, x: np.ndarray) -> np.ndarray:
     return silu(x)
 
 
-def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b) -> np.ndarray:
+def xielu(x: np.ndarray, alpha_n: float, alpha_p: float, beta: float, eps: float) -> np.ndarray:
+    """ggml-cpu unary-ops.cpp op_xielu, in float: alpha_p·x·x + beta·x for x > 0, else
+    (expm1f(min(x, eps)) - x)·alpha_n + beta·x; alpha_n and alpha_p as ggml_xielu stores
+    them (beta + softplus(alpha_n), softplus(alpha_p): ``hparams.xielu``)."""
+    f32 = np.float32
+    x = np.asarray(x, f32)
+    an, ap, b = f32(alpha_n), f32(alpha_p), f32(beta)
+    pos = ap * x * x + b * x
+    neg = (np.expm1(np.minimum(x, f32(eps))) - x) * an + b * x
+    return np.where(x > 0, pos, neg).astype(f32)
+
+
+def _dense_ffn(c: Config, h: np.ndarray, gate, gate_b, up, up_b, down, down_b,
+               il: int = 0) -> np.ndarray:
     u = _lin(h, up, up_b)
-    if not c.traits.gated:
+    if c.xielu:                                                        # apertus: per-layer xIELU
+        a = xielu(u, *c.xielu[il])
+    elif not c.traits.gated:
         a = _act(c, u)
     elif gate is None:                                                 # fused [gate; up]
         half = u.shape[-1] // 2

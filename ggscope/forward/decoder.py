@@ -329,7 +329,7 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
         if L.router is not None:
             f = _moe(c, L, h)
         else:
-            f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b)
+            f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b, il)
         if L.post_ffw_norm is not None:
             f = rms_norm(f, L.post_ffw_norm, c.eps)
         if c.residual_scale:

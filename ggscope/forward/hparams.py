@@ -19,7 +19,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["experts", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["experts", "xielu", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads(arch: str, kv: str) -> bool:
@@ -219,3 +219,29 @@ def experts(model, meta, t, arch: str, legacy: bool, n_layer: int, n_vocab: int,
         if meta.int("expert_group_count", 0, minimum=0) > 1:   # build_moe_ffn's group-limited top-k
             raise WeightError(f"{model.path}: experts routed by groups (expert_group_count) are "
                               "not implemented by the reference forward pass")
+
+
+def xielu(model, n_layer: int) -> tuple[tuple[float, float, float, float], ...]:
+    """apertus.cpp: xielu.alpha_n / alpha_p / beta / eps (global keys, no architecture
+    prefix), each one number or one per layer (get_key_or_arr, required), turned into what
+    ggml_xielu stores: (beta + softplus(alpha_n), softplus(alpha_p), beta, eps), softplus
+    ggml_compute_softplus_f32 -- x past 20 itself, else logf(1 + expf(x)) -- in float."""
+    f32 = np.float32
+    cols = []
+    for key in ("alpha_n", "alpha_p", "beta", "eps"):
+        raw = model.metadata.get(f"xielu.{key}")
+        vals = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else \
+            [raw] * n_layer if raw is not None else []
+        try:
+            vals = [f32(v) for v in vals]
+        except (TypeError, ValueError):
+            vals = []
+        if len(vals) < n_layer or not all(np.isfinite(vals)):
+            raise WeightError(f"{model.path}: metadata xielu.{key} missing, not numbers, or shorter "
+                              f"than the {n_layer} layers (llama.cpp requires it)")
+        cols.append(vals[:n_layer])
+
+    def softplus(x):
+        return x if x > f32(20) else f32(np.log(f32(1) + f32(np.exp(x))))
+    return tuple((float(f32(b + softplus(an))), float(softplus(ap)), float(b), float(e))
+                 for an, ap, b, e in zip(*cols))

@@ -38,8 +38,8 @@ class Traits:
     norm: str = "rms"                  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
     rope: str | None = "norm"          # llama_model_rope_type: "norm" pairs (2i, 2i+1),
                                        # "neox" pairs (i, i + n_rot/2); None: learned positions
-    act: str = "silu"                  # FFN activation: "silu", "gelu" (tanh approximation) or
-                                       # "relu2" (relu(x)², arcee)
+    act: str = "silu"                  # FFN activation: "silu", "gelu" (tanh approximation),
+                                       # "relu2" (relu(x)², arcee) or "xielu" (the file's, per layer)
     gated: bool = True                 # act(gate·h) * up·h (LLM_FFN_PAR) or act(up·h) (SEQ)
     embed_scale: bool = False          # inputs × sqrt(n_embd) (gemma*.cpp)
     swa_pattern: int = 0               # hparams.set_swa_pattern(n): layer il slides iff il % n < n-1
@@ -161,6 +161,7 @@ TRAITS: dict[str, Traits] = {
     "dots1": Traits(rope="neox", moe_keys=True, moe_gating_none=""),   # + shared expert
     "bailingmoe": Traits(rope="norm", moe_weight_keys=True),            # + shared expert
     "plamo": Traits(rope="neox", parallel="sum"),                      # FFN on the attention's norm
+    "apertus": Traits(rope="neox", act="xielu", gated=False),          # q/k norms' biases unused
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -213,6 +214,7 @@ class Config:
     swa_rope_base: float = 0.0       # rope_freq_base_train_swa read from the file (llama4), 0: none
     qk_l2: bool = False              # q, k RMS-normalised (no weight) after rope (llama4 use_kq_norm)
     temp_nope_only: bool = False     # attn_temp only on the layers without rope (llama4)
+    xielu: tuple[tuple[float, float, float, float], ...] = ()  # per layer: ggml_xielu's params (apertus)
     alibi: float = 0.0               # f_max_alibi_bias: scores + slope(head)·-|p_q - p_k| (ggml soft_max)
 
 
@@ -374,6 +376,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
     if t.moe_step and not legacy:
         extra.update(n_dense_lead=_hp.moe_lead(model, meta, n_layer))
+    if t.act == "xielu" and not legacy:
+        extra.update(xielu=_hp.xielu(model, n_layer))
     if t.llama4 and not legacy:
         _hp.llama4(model, meta, extra, n_layer, base)
         n_swa, swa_layers = extra.pop("n_swa"), extra.pop("swa_layers")

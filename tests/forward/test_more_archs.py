@@ -258,6 +258,12 @@ WRONG = {
     "plamo": {"sequential, the FFN on its own norm of x + attn": lambda w: _layers_from(
                   _config(parallel="")(w), ffn_norm=lambda L: L.attn_norm),
               "normal rotary pairing": _traits(rope="norm")},
+    "apertus": {"SiLU for xIELU": _config(xielu=()),
+                "the file's alphas without softplus": _config(
+                    xielu=((0.8 + 0.5, 0.8, 0.5, -1e-6), (1.6 + 0.25, 0.3, 0.25, -1e-6))),
+                "layer 0's xIELU in every layer": lambda w: _config(xielu=(w.config.xielu[0],) * 2)(w),
+                "no q/k norms": _layers(q_norm=None, k_norm=None),
+                "normal rotary pairing": _traits(rope="norm")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
