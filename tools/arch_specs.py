@@ -18,7 +18,8 @@ from __future__ import annotations
 from tools.arch_tensors import (D, E, FF, H, HKV, N_CTX, PD, PE, PFF, PH, Init, common as _common,
                                 decoder as _decoder, gptoss as _gptoss, parallel as _parallel,
                                 phimoe as _phimoe)
-from tools.arch_tensors_moe import ernie45moe as _ernie45moe, glm4moe as _glm4moe, llama4 as _llama4
+from tools.arch_tensors_moe import (DECI_LAYERS, deci as _deci, ernie45moe as _ernie45moe,
+                                    glm4moe as _glm4moe, llama4 as _llama4)
 
 __all__ = ["SPECS", "Init", "N_CTX"]
 
@@ -334,4 +335,11 @@ SPECS: dict[str, dict] = {
                     tensors=lambda r: {**_decoder(r, head_qk_norm=True, gated=False, ffn_std=0.1),
                                        **{f"blk.{i}.attn_{n}_norm.bias": r.b(D)
                                           for i in range(2) for n in ("q", "k")}}),
+    # deci.cpp (Llama-3_1-Nemotron 51B / Ultra): per-layer head counts and FFN widths -- layer 0
+    # attention, 1 "linear attention" (wo on the norm, n_head_kv 0), 2 attention without an FFN
+    # (deci.cpp's `continue` keeps the layer's input: its attention is dropped), 3 an FFN alone
+    "deci": dict(seed=2054, keys={**_common("deci", 4, 500000.0), **{
+                     f"deci.{k}": [layer[j] for layer in DECI_LAYERS] for j, k in enumerate(
+                         ("attention.head_count", "attention.head_count_kv", "feed_forward_length"))}},
+                 tensors=lambda r: _deci(r)),
 }

@@ -4,10 +4,11 @@ Why a module of its own: ``tools.arch_tensors`` builds the decoders whose every 
 has the same FFN; the families here (glm4moe: dense leading layers, routed experts with
 a selection bias and shared experts, a next-token-prediction layer after the trunk;
 llama4: experts on every n-th layer; ernie4_5-moe: experts after the dense lead with a
-biased attention output) follow their own loaders' layouts, and keep that
+biased attention output; deci: a head count, KV head count and FFN width per layer)
+follow their own loaders' layouts, and keep that
 module the size it is.
 
-Contract: as ``tools.arch_tensors``: ``glm4moe`` / ``llama4`` / ``ernie45moe(init, ...)`` return float32 arrays by
+Contract: as ``tools.arch_tensors``: ``glm4moe`` / ``llama4`` / ``ernie45moe`` / ``deci(init, ...)`` return float32 arrays by
 GGUF tensor name in numpy order ([n_out, n_in]), drawn in the tensors' order.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 from tools.arch_tensors import D, E, FF, H, HKV, Init
 from tools.arch_vocab import N_VOCAB
 
-__all__ = ["glm4moe", "llama4", "ernie45moe"]
+__all__ = ["glm4moe", "llama4", "ernie45moe", "deci"]
 
 
 def _attention(r: Init, t: dict, p: str, *, qkv_bias: bool, qk_norm: bool, hkv: int = HKV) -> None:
@@ -115,6 +116,36 @@ def ernie45moe(r: Init, *, layers: int = 3, dense_lead: int = 1, n_exp: int = 4,
             t[p + "ffn_down.weight"] = r.w(E, FF)
         else:
             _experts(r, t, p, n_exp, ff, shared, probs_b=True)
+    t["output_norm.weight"] = r.norm(E)
+    t["output.weight"] = r.w(N_VOCAB, E)
+    return t
+
+
+# deci's layers: (n_head, n_head_kv, n_ff) -- attention, "linear attention" (wo alone),
+# attention without an FFN after it, an FFN without attention
+DECI_LAYERS = ((H, HKV, FF), (H, 0, 64), (H, 1, 0), (0, 0, 96))
+
+
+def deci(r: Init, layers=DECI_LAYERS) -> dict[str, np.ndarray]:
+    """deci.cpp's layout (Llama-3_1-Nemotron): per layer, attention (attn_norm, q/k/v/o
+    with its own KV head count), wo alone (n_head_kv 0), or nothing (n_head 0); an FFN
+    (ffn_norm, gate/up/down of the layer's width) unless n_ff is 0."""
+    t: dict[str, np.ndarray] = {"token_embd.weight": r.w(N_VOCAB, E)}
+    for i, (h, hkv, ff) in enumerate(layers):
+        p = f"blk.{i}."
+        if h:
+            t[p + "attn_norm.weight"] = r.norm(E)
+        if h and hkv:
+            for name, rows in (("attn_q", h * D), ("attn_k", hkv * D), ("attn_v", hkv * D)):
+                t[p + name + ".weight"] = r.w(rows, E, std=0.02 if name == "attn_v" else 0.1)
+            t[p + "attn_output.weight"] = r.w(E, h * D)
+        elif h:
+            t[p + "attn_output.weight"] = r.w(E, E, std=0.1)
+        if ff:
+            t[p + "ffn_norm.weight"] = r.norm(E)
+            t[p + "ffn_gate.weight"] = r.w(ff, E, std=0.1)
+            t[p + "ffn_up.weight"] = r.w(ff, E, std=0.1)
+            t[p + "ffn_down.weight"] = r.w(E, ff)
     t["output_norm.weight"] = r.norm(E)
     t["output.weight"] = r.w(N_VOCAB, E)
     return t

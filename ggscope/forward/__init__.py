@@ -139,6 +139,9 @@ ARCHITECTURES: tuple[Architecture, ...] = (
                  "Ling (Bailing MoE): softmax top-k experts in every layer, shared expert"),
     Architecture("plamo", "decoder", ("gguf",), "PLaMo: SwiGLU FFN beside the attention (parallel residual)"),
     Architecture("apertus", "decoder", ("gguf",), "Apertus: q/k norms, ungated xIELU FFN with per-layer parameters"),
+    Architecture("deci", "decoder", ("gguf",),
+                 "DeciLM / Llama-3.1-Nemotron 51B, Ultra: per-layer heads and FFN widths, "
+                 "layers without attention or FFN"),
 )
 _BY_NAME = {a.name: a for a in ARCHITECTURES}
 

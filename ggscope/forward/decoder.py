@@ -61,6 +61,7 @@ from ggscope.forward.matmul import StreamedRows, linear as _lin, typed as _typed
 from ggscope.forward.attention import _attention, load_mla
 from ggscope.forward.blocks import Layer, _dense_ffn, _norm, gelu, rms_norm, rope
 from ggscope.forward.experts import _moe, load_moe
+from ggscope.forward import layer_shapes
 from ggscope.forward.traits import LEGACY_FORMATS, LEGACY_NAMES, TRAITS, Config, Traits, read_config
 from ggscope.forward import UnsupportedArchitecture
 
@@ -173,6 +174,11 @@ def load(model, exact: bool = False) -> Weights:
 
     layers = []
     for i in range(c.n_layer):
+        if c.layer_shapes:                                # deci: each layer its own shape
+            L = Layer(attn_norm=None)
+            layer_shapes.load(L, c, i, req, opt)
+            layers.append(L)
+            continue
         pre, par = c.traits.prenorm, c.parallel           # olmo2: no norm before the sublayers
         L = Layer(attn_norm=req("blk.{i}.attn_norm.weight", i, (C,)) if pre else None,
                   attn_norm_b=opt("blk.{i}.attn_norm.bias", i, (C,)))
@@ -273,9 +279,11 @@ def initial_state(w: Weights, kv_f16: bool = False, flash: bool = False) -> Stat
         shapes = ((c.n_head, c.head_k), (c.n_head, c.head_v))
     else:
         shapes = ((c.n_head_kv, c.head_k), (c.n_head_kv, c.head_v))
-    return State(tuple(np.zeros((0, *shapes[0]), np.float32) for _ in range(c.n_layer)),
-                 tuple(np.zeros((0, *shapes[1]), np.float32) for _ in range(c.n_layer)), kv_f16,
-                 flash)
+    def kv(il: int, shape: tuple[int, int]) -> np.ndarray:
+        heads = layer_shapes.kv_heads(c, il) if c.layer_shapes else shape[0]
+        return np.zeros((0, heads, shape[1]), np.float32)
+    return State(tuple(kv(il, shapes[0]) for il in range(c.n_layer)),
+                 tuple(kv(il, shapes[1]) for il in range(c.n_layer)), kv_f16, flash)
 
 
 def forward(weights: Weights, tokens: list[int], state: State | None = None,
@@ -309,33 +317,12 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     first = max(0, min(int(logits_from), T - 1)) if logits_from is not None else (0 if all_logits else T - 1)
     keys, values = [], []
     for il, (L, kp, vp) in enumerate(zip(weights.layers, state.keys, state.values)):
-        swa = c.swa_layers[il] if c.swa_layers else False
-        nope = c.no_rope[il] if c.no_rope else False
-        h = x if L.attn_norm is None else _norm(c, x, L.attn_norm, L.attn_norm_b)
-        h2 = h if L.attn_norm_2 is None else _norm(c, x, L.attn_norm_2, L.attn_norm_2_b)  # falcon-40b
-        a, k, v = _attention(c, weights, L, h2, pos, swa, kp, vp, state.kv_f16, state.flash, nope)
-        if il == len(weights.layers) - 1 and first:
-            a, x, h = a[first:], x[first:], h[first:]
-        if L.post_attn_norm is not None:
-            a = rms_norm(a, L.post_attn_norm, c.eps)
-        if c.residual_scale:                                           # granite
-            a = a * np.float32(c.residual_scale)
-        if c.parallel not in ("sum", "residual", "neox"):             # the FFN reads the layer's input
-            x = x + a
-        if L.ffn_norm is not None:
-            h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
-        elif not c.traits.prenorm:                                     # olmo2: the residual itself
-            h = x                                                      # (else parallel: attn's input)
-        if L.router is not None:
-            f = _moe(c, L, h)
+        if c.layer_shapes:                                             # deci.cpp's layers
+            cut = first if il == len(weights.layers) - 1 else 0
+            x, k, v = layer_shapes.block(c, weights, L, il, x, pos, kp, vp, state.kv_f16,
+                                         state.flash, cut)
         else:
-            f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b, il)
-        if L.post_ffw_norm is not None:
-            f = rms_norm(f, L.post_ffw_norm, c.eps)
-        if c.residual_scale:
-            f = f * np.float32(c.residual_scale)
-        x = ((a + f) + x if c.parallel == "sum" else (f + x) + a
-             if c.parallel in ("residual", "neox") else x + f).astype(np.float32)
+            x, k, v = _layer(c, weights, L, il, x, pos, kp, vp, state, first)
         keys.append(k)
         values.append(v)
         if hidden is not None:                 # each layer's output, for per-layer attribution
@@ -354,3 +341,37 @@ def forward(weights: Weights, tokens: list[int], state: State | None = None,
     logits = logits.astype(np.float32)
     return (logits if all_logits else logits[0]), State(tuple(keys), tuple(values), state.kv_f16,
                                                         state.flash)
+
+
+def _layer(c: Config, weights: Weights, L: Layer, il: int, x: np.ndarray, pos: np.ndarray,
+           kp: np.ndarray, vp: np.ndarray, state: State, first: int):
+    """Block il of the family on the rows x: (x, keys, values), x cut to the rows from
+    ``first`` on in the last layer."""
+    swa = c.swa_layers[il] if c.swa_layers else False
+    nope = c.no_rope[il] if c.no_rope else False
+    h = x if L.attn_norm is None else _norm(c, x, L.attn_norm, L.attn_norm_b)
+    h2 = h if L.attn_norm_2 is None else _norm(c, x, L.attn_norm_2, L.attn_norm_2_b)  # falcon-40b
+    a, k, v = _attention(c, weights, L, h2, pos, swa, kp, vp, state.kv_f16, state.flash, nope)
+    if il == len(weights.layers) - 1 and first:
+        a, x, h = a[first:], x[first:], h[first:]
+    if L.post_attn_norm is not None:
+        a = rms_norm(a, L.post_attn_norm, c.eps)
+    if c.residual_scale:                                           # granite
+        a = a * np.float32(c.residual_scale)
+    if c.parallel not in ("sum", "residual", "neox"):             # the FFN reads the layer's input
+        x = x + a
+    if L.ffn_norm is not None:
+        h = _norm(c, x, L.ffn_norm, L.ffn_norm_b)
+    elif not c.traits.prenorm:                                     # olmo2: the residual itself
+        h = x                                                      # (else parallel: attn's input)
+    if L.router is not None:
+        f = _moe(c, L, h)
+    else:
+        f = _dense_ffn(c, h, L.gate, L.gate_b, L.up, L.up_b, L.down, L.down_b, il)
+    if L.post_ffw_norm is not None:
+        f = rms_norm(f, L.post_ffw_norm, c.eps)
+    if c.residual_scale:
+        f = f * np.float32(c.residual_scale)
+    x = ((a + f) + x if c.parallel == "sum" else (f + x) + a
+         if c.parallel in ("residual", "neox") else x + f).astype(np.float32)
+    return x, k, v

@@ -19,7 +19,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["experts", "xielu", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["layers", "experts", "layer_shapes", "xielu", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads(arch: str, kv: str) -> bool:
@@ -245,3 +245,50 @@ def xielu(model, n_layer: int) -> tuple[tuple[float, float, float, float], ...]:
         return x if x > f32(20) else f32(np.log(f32(1) + f32(np.exp(x))))
     return tuple((float(f32(b + softplus(an))), float(softplus(ap)), float(b), float(e))
                  for an, ap, b, e in zip(*cols))
+
+
+_KEYS = ("attention.head_count", "attention.head_count_kv", "feed_forward_length")
+
+
+def layer_shapes(model, meta, n_layer: int) -> tuple[tuple[int, int, int], ...]:
+    """deci.cpp: each layer's (n_head, n_head_kv, n_ff) -- a number for every layer, or one
+    per layer (llama.cpp's get_key_or_arr; n_head_kv defaults to n_head); run by
+    ``layer_shapes.block``."""
+    cols = []
+    for key in _KEYS:
+        raw = meta.raw(key)
+        if raw is None and key.endswith("_kv"):
+            cols.append(list(cols[0]))
+            continue
+        vals = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw] * n_layer
+        try:
+            vals = [int(v) for v in vals]
+        except (TypeError, ValueError):
+            vals = []
+        if len(vals) != n_layer or min(vals, default=0) < 0:
+            raise WeightError(f"{model.path}: metadata {meta.prefix}.{key} must be a count or "
+                              f"{n_layer} counts, one per layer (got {raw!r})")
+        cols.append(vals)
+    shapes = tuple(zip(*cols))
+    for il, (h, hkv, _) in enumerate(shapes):
+        if hkv > h or (hkv and h % hkv):
+            raise WeightError(f"{model.path}: layer {il} has {h} heads and {hkv} KV heads, "
+                              "which do not group evenly")
+    return shapes
+
+
+def layers(model, meta, t, n_layer: int, extra: dict) -> None:
+    """What differs by layer, or by the number of layers, for the rows that say so:
+    baichuan.cpp's model type by block count (only the 7B's 32 layers rope, only the 13B's
+    40 have ALiBi, max bias 8), ernie4_5-moe's routed layers (``moe_lead``), deci's shapes
+    (``layer_shapes``) and apertus's xIELU parameters (``xielu``)."""
+    if t.rope_n_layers and n_layer not in t.rope_n_layers:
+        extra.update(no_rope=(True,) * n_layer)
+    if n_layer in t.alibi_n_layers:
+        extra.update(alibi=8.0)
+    if t.moe_step:
+        extra.update(n_dense_lead=moe_lead(model, meta, n_layer))
+    if t.layer_shapes:
+        extra.update(layer_shapes=layer_shapes(model, meta, n_layer))
+    if t.act == "xielu":
+        extra.update(xielu=xielu(model, n_layer))

@@ -62,6 +62,8 @@ class Traits:
     attn_out_bias: bool = True         # attn_output.bias added (ernie4-5*.cpp load it, pass NULL)
     moe_step: bool = False             # interleave_moe_layer_step and leading_dense_block_count
                                        # from the file (ernie4_5-moe: experts after the dense lead)
+    layer_shapes: bool = False         # heads, KV heads and FFN width per layer (deci:
+                                       # layers without attention, FFN or with "linear" attention)
     nextn: bool = False                # the last nextn_predict_layers blocks are next-token
                                        # prediction layers the trunk does not run (hparams.n_layer())
     mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
@@ -162,6 +164,7 @@ TRAITS: dict[str, Traits] = {
     "bailingmoe": Traits(rope="norm", moe_weight_keys=True),            # + shared expert
     "plamo": Traits(rope="neox", parallel="sum"),                      # FFN on the attention's norm
     "apertus": Traits(rope="neox", act="xielu", gated=False),          # q/k norms' biases unused
+    "deci": Traits(rope="norm", layer_shapes=True),           # layer_shapes.py runs its layers
     "cohere2": Traits(norm="layer", norm_bias=False, parallel="residual", tied_output=True,
                       logit_scale_mul=True, swa_pattern=4, swa_required=True, swa_rope_only=True),
 }
@@ -215,6 +218,7 @@ class Config:
     qk_l2: bool = False              # q, k RMS-normalised (no weight) after rope (llama4 use_kq_norm)
     temp_nope_only: bool = False     # attn_temp only on the layers without rope (llama4)
     xielu: tuple[tuple[float, float, float, float], ...] = ()  # per layer: ggml_xielu's params (apertus)
+    layer_shapes: tuple[tuple[int, int, int], ...] = ()  # per layer (n_head, n_head_kv, n_ff): deci
     alibi: float = 0.0               # f_max_alibi_bias: scores + slope(head)·-|p_q - p_k| (ggml soft_max)
 
 
@@ -274,7 +278,11 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
                               f"block_count {n_layer} (llama.cpp refuses the file)")
         n_layer -= nextn
     first = "blk.{i}.attn_norm.weight" if t.prenorm else "blk.{i}.attn_output.weight"
-    n_layer = m.blocks(n_layer, lambda i: name(first, i),
+
+    def block_tensor(i: int) -> str:             # deci: a layer may have no attention, or no FFN
+        full = name(first, i)
+        return name("blk.{i}.ffn_norm.weight", i) if t.layer_shapes and not m.has(full) else full
+    n_layer = m.blocks(n_layer, block_tensor,
                        f"{meta.prefix}.{'n_layer' if legacy else 'block_count'}")
     if legacy:
         n_head_kv, eps, base = n_head, _LEGACY_EPS[arch], DEFAULT_ROPE_BASE
@@ -347,10 +355,6 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         if t.swa_rope_only:                     # cohere2: the global layers have no rope
             extra.update(no_rope=tuple(not s for s in swa_layers))
     _hp.experts(model, meta, t, arch, legacy, n_layer, n_vocab, extra)
-    if t.rope_n_layers and n_layer not in t.rope_n_layers:    # baichuan.cpp: only the 7B ropes
-        extra.update(no_rope=(True,) * n_layer)
-    if n_layer in t.alibi_n_layers:                            # baichuan.cpp: 13B, max bias 8
-        extra.update(alibi=8.0)
     if t.nope_step:
         extra.update(no_rope=tuple((il + 1) % t.nope_step == 0 for il in range(n_layer)))
     if t.logit_scale_mul:
@@ -374,10 +378,8 @@ def read_config(model, m: WeightMapper, arch: str, legacy: bool, name) -> Config
         _hp.mrope_unsupported(model, meta, nextn_ok=t.nextn)
     if t.mrope and not legacy:
         extra.update(rope_still=_hp.mrope_still(model, meta, t.mrope, n_rot, head_k))
-    if t.moe_step and not legacy:
-        extra.update(n_dense_lead=_hp.moe_lead(model, meta, n_layer))
-    if t.act == "xielu" and not legacy:
-        extra.update(xielu=_hp.xielu(model, n_layer))
+    if not legacy:
+        _hp.layers(model, meta, t, n_layer, extra)
     if t.llama4 and not legacy:
         _hp.llama4(model, meta, extra, n_layer, base)
         n_swa, swa_layers = extra.pop("n_swa"), extra.pop("swa_layers")

@@ -264,6 +264,9 @@ WRONG = {
                 "layer 0's xIELU in every layer": lambda w: _config(xielu=(w.config.xielu[0],) * 2)(w),
                 "no q/k norms": _layers(q_norm=None, k_norm=None),
                 "normal rotary pairing": _traits(rope="norm")},
+    "deci": {"the linear-attention layer run as one without attention": _config(
+                 layer_shapes=((4, 2, 128), (0, 0, 64), (4, 1, 0), (0, 0, 96))),
+             "neox rotary pairing": _traits(rope="neox")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
