@@ -342,4 +342,13 @@ SPECS: dict[str, dict] = {
                      f"deci.{k}": [layer[j] for layer in DECI_LAYERS] for j, k in enumerate(
                          ("attention.head_count", "attention.head_count_kv", "feed_forward_length"))}},
                  tensors=lambda r: _deci(r)),
+    # glm4moe with group-limited routing (DeepSeek-V3's n_group / topk_group, read for every
+    # architecture): 8 experts in 4 groups, a group scored by the sum of its top 2 selection
+    # probabilities, the top 2 groups kept, the top 2 experts chosen among them
+    "glm4moe-groups": dict(arch="glm4moe", seed=2055, keys=_common("glm4moe", 3, 1000000.0, n_rot=8, **{
+                               "expert_count": 8, "expert_used_count": 2, "expert_shared_count": 1,
+                               "expert_feed_forward_length": 32, "leading_dense_block_count": 1,
+                               "expert_weights_norm": True, "expert_weights_scale": 2.5,
+                               "expert_group_count": 4, "expert_group_used_count": 2}),
+                           tensors=lambda r: _glm4moe(r, n_exp=8)),
 }

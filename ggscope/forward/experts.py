@@ -4,7 +4,8 @@ Why a module of its own: ``blocks.py`` holds what every decoder block computes; 
 mixture-of-experts FFN -- routing by softmax or sigmoid, top-k, renormalised and scaled
 weights, always-on shared experts (deepseek2) and the sigmoid gate qwen2moe puts on its
 shared expert -- is one mechanism of its own, used by every row of ``traits.TRAITS``
-whose file carries an ``ffn_gate_inp`` router.
+whose file carries an ``ffn_gate_inp`` router -- with DeepSeek-V3's group-limited
+top-k where the file splits the experts into groups.
 
 Contract: ``_moe(config, layer, h [T, C]) -> [T, C]`` float32, following ggml-cpu's
 numerics as the rest of the engine does (``decoder.py``).
@@ -45,6 +46,8 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
     select = probs + L.router_bias if L.router_bias is not None else probs
     if c.moe_gating == "sigmoid_before":
         select = logits
+    if c.moe_groups[0] > 1:
+        select = _best_groups(select, *c.moe_groups)
     k = c.n_expert_used
     top = np.argsort(-select, axis=-1, kind="stable")[:, :k]          # [T, k]
     weights = np.take_along_axis(probs, top, axis=-1)                  # [T, k]
@@ -70,6 +73,21 @@ def _moe(c: Config, L: Layer, h: np.ndarray) -> np.ndarray:
             shared = shared * _shexp_gate(h, L.shexp_gate)
         out = out + shared
     return out
+
+
+def _best_groups(select: np.ndarray, groups: int, used: int) -> np.ndarray:
+    """build_moe_ffn's group-limited routing (DeepSeek-V3): the experts split into
+    ``groups`` consecutive groups, each scored by the sum of its two best selection values
+    (argsort_top_k 2, get_rows, sum_rows), the ``used`` best groups kept and the others'
+    experts set to -inf before the top-k.  [T, E]."""
+    T, E = select.shape
+    grouped = select.reshape(T, groups, E // groups)
+    best2 = -np.sort(-grouped, axis=-1, kind="stable")[..., :2]
+    score = (best2[..., 0] + best2[..., 1]) if best2.shape[-1] == 2 else best2[..., 0]
+    keep = np.argsort(-score, axis=-1, kind="stable")[:, :used]                  # [T, used]
+    mask = np.zeros((T, groups), bool)
+    np.put_along_axis(mask, keep, True, axis=-1)
+    return np.where(np.repeat(mask, E // groups, axis=-1), select, np.float32(-np.inf))
 
 
 def _expert(c: Config, L: Layer, row: np.ndarray, e: int) -> np.ndarray:

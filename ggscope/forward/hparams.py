@@ -189,8 +189,8 @@ def experts(model, meta, t, arch: str, legacy: bool, n_layer: int, n_vocab: int,
     keys (gating function -- its default when absent or 0 the architecture's,
     ``Traits.moe_gating_none`` --, weights norm and scale, dense lead: deepseek2, glm4moe,
     dots1), only the weights' norm and scale (bailingmoe), or the row's constants; the
-    expert counts (llama_model_base::load_hparams); group-limited routing
-    (expert_group_count > 1, DeepSeek-V3's n_group) is refused, not computed."""
+    expert counts and groups (llama_model_base::load_hparams: expert_group_count and
+    expert_group_used_count, DeepSeek-V3's n_group and topk_group)."""
     if t.moe_keys:
         func = meta.int("expert_gating_func", 0, minimum=0)
         if func == 0:                       # none: the loader's default (deepseek2: old V2 files)
@@ -216,9 +216,13 @@ def experts(model, meta, t, arch: str, legacy: bool, n_layer: int, n_vocab: int,
         extra.update(n_expert=meta.int("expert_count"), n_expert_used=meta.int("expert_used_count"))
         if extra["n_expert_used"] > extra["n_expert"]:
             raise WeightError(f"{model.path}: expert_used_count exceeds expert_count")
-        if meta.int("expert_group_count", 0, minimum=0) > 1:   # build_moe_ffn's group-limited top-k
-            raise WeightError(f"{model.path}: experts routed by groups (expert_group_count) are "
-                              "not implemented by the reference forward pass")
+        groups = meta.int("expert_group_count", 0, minimum=0)   # build_moe_ffn's group-limited top-k
+        if groups > 1:
+            used = meta.int("expert_group_used_count", 0, minimum=0)
+            if extra["n_expert"] % groups or not 0 < used <= groups:
+                raise WeightError(f"{model.path}: {extra['n_expert']} experts do not split into "
+                                  f"expert_group_count {groups} groups with {used} of them used")
+            extra.update(moe_groups=(groups, used))
 
 
 def xielu(model, n_layer: int) -> tuple[tuple[float, float, float, float], ...]:

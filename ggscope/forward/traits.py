@@ -62,8 +62,7 @@ class Traits:
     attn_out_bias: bool = True         # attn_output.bias added (ernie4-5*.cpp load it, pass NULL)
     moe_step: bool = False             # interleave_moe_layer_step and leading_dense_block_count
                                        # from the file (ernie4_5-moe: experts after the dense lead)
-    layer_shapes: bool = False         # heads, KV heads and FFN width per layer (deci:
-                                       # layers without attention, FFN or with "linear" attention)
+    layer_shapes: bool = False         # heads, KV heads and FFN width per layer (deci)
     nextn: bool = False                # the last nextn_predict_layers blocks are next-token
                                        # prediction layers the trunk does not run (hparams.n_layer())
     mla: bool = False                  # multi-head latent attention (deepseek2.cpp)
@@ -219,6 +218,7 @@ class Config:
     temp_nope_only: bool = False     # attn_temp only on the layers without rope (llama4)
     xielu: tuple[tuple[float, float, float, float], ...] = ()  # per layer: ggml_xielu's params (apertus)
     layer_shapes: tuple[tuple[int, int, int], ...] = ()  # per layer (n_head, n_head_kv, n_ff): deci
+    moe_groups: tuple[int, int] = (0, 0)     # (groups, used): top-k in the best groups (DeepSeek-V3)
     alibi: float = 0.0               # f_max_alibi_bias: scores + slope(head)·-|p_q - p_k| (ggml soft_max)
 
 

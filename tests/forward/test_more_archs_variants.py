@@ -64,10 +64,10 @@ def test_glm4moe_runs_its_trunk_only(tmp_path, monkeypatch):
 @pytest.mark.parametrize("key,value,match", [
     ("glm4moe.nextn_predict_layers", 9, "nextn_predict_layers"),
     ("glm4moe.rope.dimension_sections", [2, 2, 2, 2], "dimension_sections"),
-    ("glm4moe.expert_group_count", 2, "expert_group_count")])
+    ("glm4moe.expert_group_count", 3, "expert_group_count")])
 def test_glm4moe_variants_not_computed_are_refused(tmp_path, monkeypatch, key, value, match):
-    """More prediction layers than blocks (llama.cpp asserts), GLM-4.5V's M-RoPE and
-    group-limited routing: one WeightError line naming the key, not a wrong run."""
+    """More prediction layers than blocks (llama.cpp asserts), GLM-4.5V's M-RoPE and 4
+    experts in 3 groups: one WeightError line naming the key, not a wrong run."""
     from ggscope.forward import WeightError
     spec = dict(arch_models.SPECS["glm4moe"])
     spec["keys"] = {**spec["keys"], key: value}
