@@ -19,7 +19,10 @@ as llama.cpp's loader does with ``TENSOR_NOT_REQUIRED``.  Per layer::
 with the architecture's variations: no pre-norms (olmo2, exaone4), a parallel residual
 (the FFN reads the attention's input or its own norm of x, and the three are summed in
 the order its graph adds them: phi2, falcon, stablelm 2 12B, command-r, gptneox), and
-multipliers on the embedding, each sublayer's output and the logits (granite, minicpm).
+multipliers on the embedding, each sublayer's output and the logits (granite, minicpm),
+ALiBi instead of rope (baichuan 13B), chunked attention and experts fed their weighted
+input (llama4), group-limited routing (DeepSeek-V3), and layers of their own shapes --
+no attention, no FFN, a "linear" attention (deci: ``layer_shapes.py``).
 Then ``logits = output(norm(x))``, scaled or soft-capped where the architecture says so.
 This module maps the tensors to weights and runs the blocks; what a block computes is in
 ``blocks.py``, ``attention.py`` and ``experts.py``.
