@@ -351,4 +351,11 @@ SPECS: dict[str, dict] = {
                                "expert_weights_norm": True, "expert_weights_scale": 2.5,
                                "expert_group_count": 4, "expert_group_used_count": 2}),
                            tensors=lambda r: _glm4moe(r, n_exp=8)),
+    # llama4.cpp's Maverick type (128 experts): no q/k norm after rope; top-1 routing; the chunked
+    # layers rope with their own base (rope.freq_base_swa)
+    "llama4-128e": dict(arch="llama4", seed=2056, keys=_common("llama4", 4, 500000.0, **{
+                            "expert_count": 128, "expert_used_count": 1,
+                            "expert_feed_forward_length": 16, "interleave_moe_layer_step": 2,
+                            "rope.freq_base_swa": 10000.0}),
+                        tensors=lambda r: _llama4(r, n_exp=128, ff=16)),
 }

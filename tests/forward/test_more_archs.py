@@ -269,6 +269,9 @@ WRONG = {
     "deci": {"the linear-attention layer run as one without attention": _config(
                  layer_shapes=((4, 2, 128), (0, 0, 64), (4, 1, 0), (0, 0, 96))),
              "neox rotary pairing": _traits(rope="neox")},
+    "llama4-128e": {"q/k RMS norm after rope (not for 128 experts)": _config(qk_l2=True),
+                    "rope.freq_base for the chunked layers": _config(swa_rope_base=0.0),
+                    "expert output weighted after the FFN": _config(moe_gating="sigmoid")},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},

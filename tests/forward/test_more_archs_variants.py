@@ -153,3 +153,21 @@ def test_dots1_without_a_gating_function_is_refused(tmp_path, monkeypatch):
     mf = ggscope.open(arch_models.write("dots1", "F32", tmp_path / "v.gguf"))
     with pytest.raises(WeightError, match="expert_gating_func"):
         module_for(mf).load(mf)
+
+
+@pytest.mark.parametrize("arch,key,value,match", [
+    ("deci", "deci.attention.head_count", [4, 4], "one per layer"),
+    ("deci", "deci.feed_forward_length", "wide", "one per layer"),
+    ("deci", "deci.attention.head_count_kv", [2, 0, 3, 0], "do not group evenly"),
+    ("apertus", "xielu.alpha_p", [0.8], "xielu.alpha_p"),
+    ("apertus", "xielu.beta", "half", "xielu.beta")])
+def test_per_layer_keys_a_file_cannot_back_are_one_line(tmp_path, monkeypatch, arch, key, value, match):
+    """Per-layer hyperparameters shorter than the layers, not numbers, or heads that do not
+    group: one WeightError line, never a traceback or an index past the array."""
+    from ggscope.forward import WeightError
+    spec = dict(arch_models.SPECS[arch])
+    spec["keys"] = {**spec["keys"], key: value}
+    monkeypatch.setitem(arch_models.SPECS, arch, spec)
+    mf = ggscope.open(arch_models.write(arch, "F32", tmp_path / "v.gguf"))
+    with pytest.raises(WeightError, match=match):
+        module_for(mf).load(mf)
