@@ -26,7 +26,9 @@ Supported architectures: llama, llama4, qwen2, qwen3, qwen3moe, qwen2moe, qwen2v
 qwen3vlmoe (their text decoders), gemma, gemma2,
 gemma3, phi2, phi3, phimoe, nemotron, starcoder2, stablelm, falcon, command-r, cohere2, deepseek2, granite,
 granitemoe, minicpm, olmo2, olmoe, mistral3, smollm3, exaone, exaone4, internlm2, xverse, orion, seed_oss,
-arcee, gpt-oss, glm4, glm4moe, baichuan, hunyuan-dense, hunyuan-moe, dots1, bailingmoe, plamo, apertus, deci, ernie4_5, ernie4_5-moe, gptneox, starcoder and gpt2 (GGUF; llama and gpt2 also early ggml files), mamba (GGUF), RWKV v4-v7 (rwkv.cpp files)
+arcee, gpt-oss, glm4, glm4moe, baichuan, hunyuan-dense, hunyuan-moe, dots1, bailingmoe,
+plamo, apertus, deci, ernie4_5, ernie4_5-moe, gptneox, starcoder and gpt2 (GGUF; llama and
+gpt2 also early ggml files), mamba (GGUF), RWKV v4-v7 (rwkv.cpp files)
 and RWKV v6/v7 (GGUF); any other architecture is reported, not guessed.  Candidates are listed with their text, escaped."""
 EPILOG = """\
 examples:
