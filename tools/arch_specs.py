@@ -358,4 +358,11 @@ SPECS: dict[str, dict] = {
                             "expert_feed_forward_length": 16, "interleave_moe_layer_step": 2,
                             "rope.freq_base_swa": 10000.0}),
                         tensors=lambda r: _llama4(r, n_exp=128, ff=16)),
+    # ernie4-5.cpp creates ffn_gate_exps not required: without it build_moe_ffn's experts are
+    # silu(up) (no shared expert here: its width key absent)
+    "ernie4_5-moe-nogate": dict(arch="ernie4_5-moe", seed=2057, keys=_common("ernie4_5-moe", 3, 500000.0, **{
+                                    "expert_count": 4, "expert_used_count": 2,
+                                    "expert_feed_forward_length": 32,
+                                    "interleave_moe_layer_step": 1, "leading_dense_block_count": 1}),
+                                tensors=lambda r: _ernie45moe(r, shared=0, gate=False)),
 }

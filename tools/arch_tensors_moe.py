@@ -31,11 +31,13 @@ def _attention(r: Init, t: dict, p: str, *, qkv_bias: bool, qk_norm: bool, hkv: 
         t[p + "attn_q_norm.weight"], t[p + "attn_k_norm.weight"] = r.norm(D), r.norm(D)
 
 
-def _experts(r: Init, t: dict, p: str, n_exp: int, ff: int, shared: int, probs_b: bool) -> None:
+def _experts(r: Init, t: dict, p: str, n_exp: int, ff: int, shared: int, probs_b: bool,
+             gate: bool = True) -> None:
     t[p + "ffn_gate_inp.weight"] = r.w(n_exp, E, std=0.3)           # routing that differs per token
     if probs_b:                                                      # selection bias, O(the sigmoids)
         t[p + "exp_probs_b.bias"] = r.w(n_exp, std=0.1)
-    t[p + "ffn_gate_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
+    if gate:
+        t[p + "ffn_gate_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
     t[p + "ffn_up_exps.weight"] = r.w(n_exp, ff, E, std=0.1)
     t[p + "ffn_down_exps.weight"] = r.w(n_exp, E, ff)
     if shared:
@@ -97,7 +99,7 @@ def llama4(r: Init, *, layers: int = 4, moe_step: int = 2, n_exp: int = 4,
 
 def ernie45moe(r: Init, *, layers: int = 3, dense_lead: int = 1, n_exp: int = 4, ff: int = 32,
                shared: int = 2, qk_norm: bool = False, hkv: int = HKV,
-               out_bias: bool = True) -> dict[str, np.ndarray]:
+               out_bias: bool = True, gate: bool = True) -> dict[str, np.ndarray]:
     """ernie4-5.cpp's MoE layout (and dots1.cpp's, with per-head q/k norms, no GQA and no
     output bias): llama's attention with a biased output, ffn_norm, dense SwiGLU before
     ``dense_lead``, then experts with exp_probs_b and a shared expert of ``shared`` × the
@@ -115,7 +117,7 @@ def ernie45moe(r: Init, *, layers: int = 3, dense_lead: int = 1, n_exp: int = 4,
             t[p + "ffn_up.weight"] = r.w(FF, E, std=0.1)
             t[p + "ffn_down.weight"] = r.w(E, FF)
         else:
-            _experts(r, t, p, n_exp, ff, shared, probs_b=True)
+            _experts(r, t, p, n_exp, ff, shared, probs_b=True, gate=gate)
     t["output_norm.weight"] = r.norm(E)
     t["output.weight"] = r.w(N_VOCAB, E)
     return t

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ggscope.forward import WeightError
+from ggscope.forward import hparams as _hp
 from ggscope.forward.blocks import Layer, _dense_ffn
 from ggscope.forward.matmul import linear as _lin
 from ggscope.forward.ops import sigmoid, silu
@@ -93,7 +94,10 @@ def _best_groups(select: np.ndarray, groups: int, used: int) -> np.ndarray:
 def _expert(c: Config, L: Layer, row: np.ndarray, e: int) -> np.ndarray:
     """One expert's FFN on one row: SwiGLU, or gpt-oss's -- biased experts and ggml's
     swiglu_oai: x = min(gate, 7), y = clamp(up, -7, 7), x / (1 + expf(-1.702 x)) (y + 1)."""
-    g, u = _lin(row, L.gate_exps[e]), _lin(row, L.up_exps[e])
+    u = _lin(row, L.up_exps[e])
+    if L.gate_exps is None:                       # no gate (ernie4_5-moe may): silu(up)
+        return _lin(silu(u), L.down_exps[e])
+    g = _lin(row, L.gate_exps[e])
     if L.gate_exps_b is not None:
         g, u = g + L.gate_exps_b[e], u + L.up_exps_b[e]
     if c.traits.expert_act == "oai":
@@ -123,7 +127,8 @@ def load_moe(L: Layer, c: Config, i: int, req, opt, width, path: str) -> None:
     F = width("blk.{i}.ffn_down_exps.weight", i, 0)
     L.router = req("blk.{i}.ffn_gate_inp.weight", i, (E, C))
     L.router_bias = opt("blk.{i}.exp_probs_b.bias", i, (E,))
-    L.gate_exps = req("blk.{i}.ffn_gate_exps.weight", i, (E, F, C))
+    gate = opt if _hp.optional_tensor(c.arch, "FFN_GATE_EXPS") else req
+    L.gate_exps = gate("blk.{i}.ffn_gate_exps.weight", i, (E, F, C))
     L.up_exps = req("blk.{i}.ffn_up_exps.weight", i, (E, F, C))
     L.down_exps = req("blk.{i}.ffn_down_exps.weight", i, (E, C, F))
     if c.traits.expert_bias:                      # gpt-oss: the router and every expert biased

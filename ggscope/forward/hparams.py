@@ -19,7 +19,7 @@ import numpy as np
 
 from ggscope.forward import WeightError
 
-__all__ = ["layers", "experts", "layer_shapes", "xielu", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
+__all__ = ["layers", "experts", "optional_tensor", "layer_shapes", "xielu", "llama4", "moe_lead", "mrope_unsupported", "reads", "reads_eps", "swa_layers", "mrope_still", "temperature", "scales"]
 
 
 def reads(arch: str, kv: str) -> bool:
@@ -29,6 +29,16 @@ def reads(arch: str, kv: str) -> bool:
     from ggscope.facts.llama_arch import ARCHS  # lazy: the generated table loads only for GGUF decoders
     spec = ARCHS.get(arch)
     return spec is None or any(h.kv == kv for h in spec.hparams)
+
+
+def optional_tensor(arch: str, tensor: str) -> bool:
+    """Whether llama.cpp's loader for ``arch`` creates ``tensor`` (an LLM_TENSOR_ name without
+    the prefix) TENSOR_NOT_REQUIRED wherever it creates it (``ggscope.facts.llama_arch``):
+    ernie4_5-moe's ffn_gate_exps, whose absence build_moe_ffn meets with silu(up)."""
+    from ggscope.facts.llama_arch import ARCHS  # lazy, as in reads
+    spec = ARCHS.get(arch)
+    found = [t for t in spec.tensors if t.tensor == tensor] if spec is not None else []
+    return bool(found) and not any(t.required for t in found)
 
 
 def reads_eps(arch: str, norm: str) -> bool:

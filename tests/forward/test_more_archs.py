@@ -272,6 +272,9 @@ WRONG = {
     "llama4-128e": {"q/k RMS norm after rope (not for 128 experts)": _config(qk_l2=True),
                     "rope.freq_base for the chunked layers": _config(swa_rope_base=0.0),
                     "expert output weighted after the FFN": _config(moe_gating="sigmoid")},
+    "ernie4_5-moe-nogate": {"silu(up)·up (the up as a gate too)": lambda w: _layers_from(
+                                w, gate_exps=lambda L: L.up_exps),
+                            "top-k not renormalised": _config(moe_norm=False)},
     "olmo3": {"no sliding window": _config(n_swa=0),
               "YaRN on the sliding layers too": _traits(swa_plain_rope=False),
               "no YaRN": _config(yarn=None, freq_scale=1.0)},
