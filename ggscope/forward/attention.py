@@ -67,9 +67,8 @@ def _attend(c: Config, q: np.ndarray, k: np.ndarray, v: np.ndarray, pos: np.ndar
     if c.attn_softcap:
         cap = np.float32(c.attn_softcap)
         scores = np.tanh(scores / cap) * cap
-    if c.alibi:                                   # ggml soft_max_ext: + slope·mask, the mask -|p_q - p_k|
-        scores = scores + _alibi_slopes(H, c.alibi)[:, None, None] * \
-            -np.abs(pos[:, None] - key_pos[None, :]).astype(np.float32)[None]
+    if c.alibi:
+        scores = scores + _alibi_bias(H, c.alibi, pos, key_pos, flash)
     scores = np.where(masked[None], np.float32(-np.inf), scores)
     top = scores.max(axis=-1, keepdims=True)
     if sinks is not None:                         # ggml soft_max with sinks: in the max and the sum
@@ -95,6 +94,17 @@ def _alibi_slopes(n_head: int, max_bias: float) -> np.ndarray:
     m1 = np.power(f32(2), f32(-max_bias / 2) / f32(log2), dtype=f32)
     return np.array([np.power(m0, f32(h + 1), dtype=f32) if h < log2 else
                      np.power(m1, f32(2 * (h - log2) + 1), dtype=f32) for h in range(n_head)], f32)
+
+
+def _alibi_bias(n_head: int, max_bias: float, pos: np.ndarray, key_pos: np.ndarray,
+                flash: bool) -> np.ndarray:
+    """What ggml's soft_max_ext adds to the scores: slope(head) × the mask, which llama.cpp
+    fills with -|p_q - p_k| (llama-kv-cache.cpp, use_alibi) -- in F16 under flash attention
+    (llama-graph.cpp build_attn_inp_kq_mask), so distances past 2048 round.  [H, T, S]."""
+    dist = -np.abs(pos[:, None] - key_pos[None, :]).astype(np.float32)
+    if flash:
+        dist = _f16(dist)
+    return _alibi_slopes(n_head, max_bias)[:, None, None] * dist[None]
 
 
 def _rope(c: Config, w, x: np.ndarray, pos: np.ndarray, swa: bool) -> np.ndarray:

@@ -171,3 +171,18 @@ def test_per_layer_keys_a_file_cannot_back_are_one_line(tmp_path, monkeypatch, a
     mf = ggscope.open(arch_models.write(arch, "F32", tmp_path / "v.gguf"))
     with pytest.raises(WeightError, match=match):
         module_for(mf).load(mf)
+
+
+def test_alibi_distances_are_f16_under_flash_attention():
+    """llama-graph.cpp build_attn_inp_kq_mask: with flash attention the mask is F16, so the
+    ALiBi bias -|p_q - p_k| past 2048 is rounded (2049 -> 2048, 2051 -> 2052); without it
+    F32, exact."""
+    from ggscope.forward.attention import _alibi_bias, _alibi_slopes
+    pos, keys = np.array([2051]), np.arange(2052)
+    slopes = _alibi_slopes(5, 8.0)
+    exact = _alibi_bias(5, 8.0, pos, keys, flash=False)
+    rounded = _alibi_bias(5, 8.0, pos, keys, flash=True)
+    assert exact.shape == (5, 1, 2052)
+    assert np.array_equal(exact[:, 0, 2], -2049 * slopes) and np.array_equal(exact[:, 0, 0], -2051 * slopes)
+    assert np.array_equal(rounded[:, 0, 2], -2048 * slopes) and np.array_equal(rounded[:, 0, 0], -2052 * slopes)
+    assert np.array_equal(rounded[:, 0, 4:], exact[:, 0, 4:])           # 2047 and nearer: exact
