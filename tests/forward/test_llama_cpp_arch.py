@@ -32,12 +32,11 @@ import ggscope
 from ggscope.forward import architecture, module_for
 from ggscope.model.tokenizer import load as load_tokenizer
 
+from forward_logits_check import F32KV_TOL, assert_logits_match
+
 GELU = {"gemma2", "gemma3", "starcoder2", "gpt2"}
 ARCHS = ["llama", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", "phi3", "starcoder2", "gpt2",
          "deepseek2"]
-F32KV_TOL = {("F32", False): 1e-5, ("F32", True): 1e-3, ("Q8_0", False): 1e-5, ("Q8_0", True): 1e-2}
-DEFAULT_TOL = {"F32": 2e-3, "Q8_0": 5e-2}
-F16KV_TOL = {"F32": 5e-4, "Q8_0": 1e-2}
 
 
 @pytest.fixture(scope="module")
@@ -84,20 +83,7 @@ def test_logits_match_llama_cpp(arch_dir, manifest, arch, enc, seq):
         f32kv, default = f"extra/logits-text-f32kv-{stem}.npy", f"extra/logits-text-{stem}.npy"
     ref, ref_default = np.load(arch_dir / f32kv), np.load(arch_dir / default)
 
-    batch, _ = mod.forward(w, tokens, all_logits=True)
-    state, steps = None, []
-    for t in tokens:
-        logits, state = mod.forward(w, [t], state)
-        steps.append(logits)
-    tol = F32KV_TOL[enc, arch in GELU]
-    for got in (batch, np.stack(steps)):
-        assert got.shape == ref.shape
-        assert np.abs(got - ref).max() <= tol
-        assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
-        assert np.abs(got - ref_default).max() <= DEFAULT_TOL[enc]
-    f16, _ = mod.forward(w, tokens, all_logits=True, kv_f16=True)
-    assert np.abs(f16 - ref_default).max() <= F16KV_TOL[enc]
-    assert (f16.argmax(axis=1) == ref_default.argmax(axis=1)).all()
+    assert_logits_match(mod, w, tokens, ref, ref_default, enc, F32KV_TOL[enc, arch in GELU])
 
 
 def test_deepseek2_file_before_mla_matches_llama_cpp(arch_dir, manifest, tmp_path):

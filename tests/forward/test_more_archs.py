@@ -29,17 +29,16 @@ from ggscope.forward import ARCHITECTURES, UnsupportedArchitecture, architecture
 pytest.importorskip("gguf", reason="gguf-py writes the tiny models (pip install gguf)")
 from tools import arch_models  # noqa: E402  (needs gguf-py only when writing)
 
+from forward_logits_check import F32KV_TOL, assert_logits_match  # noqa: E402
+
 RECORDS = Path(__file__).resolve().parents[2] / "fixtures" / "arch_logits"
 GELU = {"gemma", "phi2", "falcon", "starcoder", "gptneox"}
-F32KV_TOL = {("F32", False): 1e-5, ("F32", True): 1e-3, ("Q8_0", False): 1e-5, ("Q8_0", True): 1e-2}
-DEFAULT_TOL = {"F32": 2e-3, "Q8_0": 5e-2}
 # Models whose Q8_0 logits hinge on one-ulp differences: ggml-cpu sums the F32 cache's
 # attention products in its SIMD order, this pass in numpy's; across baichuan-7b's 32 layers
 # such an ulp flips a Q8_0 rounding of a later layer's input (summing the scores in float64
 # instead moves these logits by 4e-3 too).  Its F16-cache run, whose products are rounded
 # as ggml rounds them, agrees to 0.0; the argmax must agree as everywhere.
 ORDER_SENSITIVE = {("baichuan-7b", "Q8_0"): 1e-2}
-F16KV_TOL = {"F32": 5e-4, "Q8_0": 1e-2}
 ARCHS = sorted(arch_models.SPECS)
 
 
@@ -85,21 +84,8 @@ def test_logits_match_llama_cpp(models, arch, enc):
     mf, mod, w = models(arch, enc)
     assert architecture(mf) == arch_models.arch_of(arch)
     ref, ref_default = _ref(arch, enc)
-    tokens = arch_models.SEQ
-    batch, _ = mod.forward(w, tokens, all_logits=True)
-    state, steps = None, []
-    for t in tokens:
-        logits, state = mod.forward(w, [t], state)
-        steps.append(logits)
     tol = ORDER_SENSITIVE.get((arch, enc), F32KV_TOL[enc, arch_models.arch_of(arch) in GELU])
-    for got in (batch, np.stack(steps)):
-        assert got.shape == ref.shape
-        assert np.abs(got - ref).max() <= tol
-        assert (got.argmax(axis=1) == ref.argmax(axis=1)).all()
-        assert np.abs(got - ref_default).max() <= DEFAULT_TOL[enc]
-    f16, _ = mod.forward(w, tokens, all_logits=True, kv_f16=True)
-    assert np.abs(f16 - ref_default).max() <= F16KV_TOL[enc]
-    assert (f16.argmax(axis=1) == ref_default.argmax(axis=1)).all()
+    assert_logits_match(mod, w, arch_models.SEQ, ref, ref_default, enc, tol)
 
 
 def _traits(**changes):
