@@ -3,7 +3,6 @@ fields are, so the hex view is checked against an independent parser."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 
 import pytest
@@ -16,7 +15,7 @@ from ggscope.tui.messages import StatsFinished
 from ggscope.tui.widgets.hex_view import HexView
 from ggscope.tui.widgets.node_tree import NodeTree
 
-from tui_files import BIG, write_sparse_20gb
+from tui_files import BIG, write_sparse_20gb, settle_until
 
 gguf = pytest.importorskip("gguf")
 SIZE = (140, 40)
@@ -298,13 +297,7 @@ async def _settle(pilot, done) -> None:
     handled a turn later, so wait for ``done()`` over a bounded number of turns (no
     clock: a busy machine only takes more turns).  A worker cancelled because the app
     exited (an unreadable file) counts as finished."""
-    from textual.worker import WorkerCancelled
-    for _ in range(1000):
-        with contextlib.suppress(WorkerCancelled):
-            await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if done():
-            return
+    await settle_until(pilot, done)
 
 
 def test_unreadable_path_exits_2_from_the_loader(tmp_path):

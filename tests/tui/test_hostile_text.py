@@ -18,6 +18,7 @@ import pytest
 from hostile_text import MARKUP, NAME_SHOWN, SHOWN, raw_left, write_hostile
 
 from ggscope.tui.app import GGScopeApp
+from tui_files import settle_until
 
 SIZE = (220, 60)
 
@@ -41,11 +42,7 @@ def _detail(app) -> str:
 
 
 async def _settle(pilot, done) -> None:
-    for _ in range(1000):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if done():
-            return
+    await settle_until(pilot, done)
 
 
 def test_every_screen_shows_file_text_literally(tmp_path):

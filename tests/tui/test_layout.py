@@ -14,7 +14,7 @@ from ggscope.tui.app import GGScopeApp, left_width
 from ggscope.tui.format import PAGE_CHARS
 from ggscope.tui.widgets.hex_view import HexView, row_width
 
-from tui_files import LONG_TEXT, write_long_values
+from tui_files import LONG_TEXT, write_long_values, settle_until
 
 gguf = pytest.importorskip("gguf")
 
@@ -240,10 +240,7 @@ def test_a_shard_opens_the_whole_split_model_with_validates_findings(tmp_path, c
         app, validated = GGScopeApp(str(path), auto_stats=False), []
         async with app.run_test(size=(140, 40), message_hook=lambda m: validated.append(m)
                                 if isinstance(m, FindingsReady) else None) as pilot:
-            for _ in range(1000):     # turns, not time: the validator starts once the window is up
-                await settle(pilot)
-                if validated:
-                    break
+            await settle_until(pilot, lambda: validated)     # the validator starts once the window is up
             await pilot.pause()
             return len(app.mf.tensors), sorted((f.code, f.message) for f in app.findings)
     n_shard2 = len(gguf.GGUFReader(shards[1]).tensors)

@@ -12,6 +12,7 @@ import pytest
 from ggscope.tui.app import GGScopeApp
 from ggscope.tui.widgets.hex_view import HexView
 from ggscope.tui.widgets.node_tree import NodeTree
+from tui_files import settle_until
 
 gguf = pytest.importorskip("gguf")
 SIZE = (160, 40)
@@ -43,11 +44,7 @@ def expected_row(path, offset: int, per_row: int) -> str:
 
 
 async def _open(app, pilot):
-    for _ in range(1000):            # turns, not time: the panes are mounted after the first frame
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        if app.panes_ready and app.query(HexView):
-            return
+    await settle_until(pilot, lambda: app.panes_ready and app.query(HexView))   # mounted after the first frames
 
 
 def test_a_later_shards_tensor_shows_its_own_shards_bytes(split3):

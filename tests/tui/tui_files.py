@@ -1,6 +1,8 @@
-"""Helpers of the TUI tests: files to open (fixtures q8, truncated) and a sparse 20 GB GGUF."""
+"""Helpers of the TUI tests: files to open (fixtures q8, truncated), a sparse 20 GB GGUF, and
+``settle_until`` (let the app run until a condition holds)."""
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -64,3 +66,19 @@ def write_long_values(path: Path) -> Path:
     w.write_tensors_to_file()
     w.close()
     return path
+
+
+async def settle_until(pilot, done, quick: int = 200, polls: int = 6000) -> None:
+    """Let the app's workers and messages run until ``done()``: ``quick`` bare turns (what a
+    quiet machine needs), then turns of 10 ms, ``polls`` of them at most - a bound for a
+    broken test, not a measurement.  The panes of a parsed file mount after some screen
+    refreshes (frames on Textual's clock), which bare turns can outrun: a CI rehearsal
+    with two busy loops beside it ran out of 1000 bare turns.  A worker cancelled because
+    the app exited (an unreadable file) counts as finished."""
+    from textual.worker import WorkerCancelled
+    for i in range(quick + polls):
+        with contextlib.suppress(WorkerCancelled):
+            await pilot.app.workers.wait_for_complete()
+        await pilot.pause(None if i < quick else 0.01)
+        if done():
+            return
