@@ -25,14 +25,10 @@ pytestmark = pytest.mark.skipif(not cstats.available(), reason="the compiled sta
 def _normal_weights(path, layout: str, n_rows: int = 512, cols: int = 4096):
     from gguf import GGMLQuantizationType as Q
     from gguf.quants import dequantize, quantize
+    from gguf_writers import TensorSpec, write_gguf_py
     x = (np.random.default_rng(7).standard_normal((n_rows, cols)) * 0.02).astype(np.float32)
     raw = quantize(x, Q[layout])
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_tensor("w", raw, raw_dtype=Q[layout])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_gguf_py(path, tensors=[TensorSpec("w", Q[layout], raw)])
     return ggscope.open(path).tensor("w"), dequantize(raw, Q[layout]).astype(np.float64)
 
 
